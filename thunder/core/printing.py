@@ -1,0 +1,143 @@
+"""Printing traces as deterministic, runnable Python.
+
+Values print as Python source: proxies by name, dtypes as ``torch.float32``, a dataclass
+instance as ``__main___MyContainer(res=t0, num=1)`` (its class named by module + qualname
+with ``.``, ``<``, ``>`` turned into ``_``). Objects that have no source form (classes,
+callables) are placed into the trace's execution namespace under a deterministic name;
+``Printer.ctx`` collects them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import re
+
+import torch
+
+from thunder.core.proxies import Proxy, TensorProxy
+
+
+def class_name(cls: type) -> str:
+    """``__main__.Outer.<locals>.C`` -> ``__main___Outer__locals__C``."""
+    return re.sub(r"[.<>]", "_", f"{cls.__module__}_{cls.__qualname__}")
+
+
+_DTYPES = {d: f"torch.{str(d).split('.')[-1]}" for d in vars(torch).values() if isinstance(d, torch.dtype)}
+
+
+class Printer:
+    """Turns values into source text; remembers objects the source refers to by name."""
+
+    def __init__(self):
+        self.ctx: dict[str, object] = {}
+        self._names: dict[int, str] = {}
+
+    def name_object(self, obj, preferred: str) -> str:
+        key = id(obj)
+        if key in self._names:
+            return self._names[key]
+        name, i = preferred, 1
+        while name in self.ctx and self.ctx[name] is not obj:
+            name, i = f"{preferred}_{i}", i + 1
+        self.ctx[name] = obj
+        self._names[key] = name
+        return name
+
+    def value(self, x) -> str:
+        if isinstance(x, (TensorProxy, Proxy)):
+            return x.name
+        t = type(x)
+        if x is None or t is bool or t is int or t is str:
+            return repr(x)
+        if t is float:
+            if math.isnan(x) or math.isinf(x):
+                return f"float('{x}')"
+            return repr(x)
+        if t is complex:
+            return f"complex({x.real!r}, {x.imag!r})"
+        if isinstance(x, torch.dtype):
+            return _DTYPES.get(x, str(x))
+        if isinstance(x, torch.device):
+            return f"torch.device({str(x)!r})"
+        if isinstance(x, torch.Size):
+            return self.value(tuple(x))
+        if t is tuple:
+            inner = ", ".join(self.value(v) for v in x)
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
+        if t is list:
+            return "[" + ", ".join(self.value(v) for v in x) + "]"
+        if t is dict:
+            return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
+        if t is slice:
+            return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
+        if x is Ellipsis:
+            return "..."
+        if isinstance(x, type):
+            return self.name_object(x, class_name(x))
+        if isinstance(x, tuple) and hasattr(t, "_fields"):
+            cls = self.name_object(t, class_name(t))
+            return f"{cls}(" + ", ".join(f"{f}={self.value(v)}" for f, v in zip(t._fields, x)) + ")"
+        if dataclasses.is_dataclass(x):
+            cls = self.name_object(t, class_name(t))
+            fields = [f.name for f in dataclasses.fields(x) if hasattr(x, f.name)]
+            return f"{cls}(" + ", ".join(f"{f}={self.value(getattr(x, f))}" for f in fields) + ")"
+        if isinstance(x, enum.Enum):
+            return f"{self.name_object(t, class_name(t))}.{x.name}"
+        if isinstance(x, torch.memory_format) or isinstance(x, torch.layout):
+            return str(x)
+        # Anything else (a callable, an opaque constant) is referred to by name.
+        return self.name_object(x, "_" + re.sub(r"\W", "_", getattr(x, "__name__", type(x).__name__)))
+
+    def call(self, sym_id: str, args, kwargs) -> str:
+        parts = [self.value(a) for a in args]
+        parts += [f"{k}={self.value(v)}" for k, v in kwargs.items()]
+        return f"{sym_id}({', '.join(parts)})"
+
+
+def type_comment(values) -> str:
+    """``t0: "cpu f32[3]"`` for each tensor among ``values``."""
+    parts = []
+    for v in values:
+        if isinstance(v, TensorProxy):
+            parts.append(f'{v.name}: "{v.type_string()}"')
+        elif isinstance(v, Proxy):
+            parts.append(f'{v.name}: "{v.type_string()}"')
+    return ", ".join(parts)
+
+
+def output_str(printer: Printer, output) -> str:
+    if output is None:
+        return ""
+    if isinstance(output, (TensorProxy, Proxy)):
+        return output.name
+    if isinstance(output, (tuple, list)) and output and all(isinstance(o, (TensorProxy, Proxy)) for o in output):
+        return "(" + ", ".join(o.name for o in output) + ("," if len(output) == 1 else "") + ")"
+    # Outputs that are not plain proxies (a tuple with a constant) bind to a throwaway name.
+    return "_"
+
+
+def bsym_line(bsym, printer: Printer) -> str:
+    """``t0 = torch.add(x, 1)  # t0: "cpu f32[3]"`` (no indentation)."""
+    call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
+    out = output_str(printer, bsym.output)
+    line = f"{out} = {call}" if out else call
+    from thunder.core.pytree import tree_leaves
+
+    comment = type_comment(tree_leaves(bsym.output))
+    return f"{line}  # {comment}" if comment else line
+
+
+def bsym_lines(bsym, indent: int, printer: Printer | None = None, *, comment: bool = False) -> list[str]:
+    """The line for ``bsym`` and, below it as comments, its subsymbols, nested."""
+    printer = printer or Printer()
+    pad = "  " * indent
+    lines = []
+    if bsym.header:
+        lines += [f"{pad}# {h}" for h in bsym.header.splitlines()]
+    text = bsym_line(bsym, printer)
+    lines.append(f"{pad}# {text}" if comment else f"{pad}{text}")
+    for sub in bsym.subsymbols:
+        lines += bsym_lines(sub, indent + 1, printer, comment=True)
+    return lines

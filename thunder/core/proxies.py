@@ -1,0 +1,158 @@
+"""Proxies: the named stand-ins for values while a program is traced.
+
+A ``TensorProxy`` is a real ``torch.Tensor`` subclass with no storage (made with
+``_make_wrapper_subclass``), so ``isinstance(x, torch.Tensor)`` holds in user code and
+shape, dtype, device and requires_grad answer as they would for the real tensor. It never
+reaches torch's dispatcher: everything done to it is intercepted by the acquisition mode.
+``NumberProxy`` and ``AnyProxy`` name Python numbers and opaque objects (inputs, the
+object an epilogue returns).
+"""
+
+from __future__ import annotations
+
+import torch
+
+_DTYPE_SHORT = {
+    torch.float64: "f64",
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.complex64: "c64",
+    torch.complex128: "c128",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "ui8",
+    torch.bool: "b8",
+}
+
+
+def dtype_short(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``f32`` (as in ``# x: "cpu f32[3]"``)."""
+    return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def device_str(device: torch.device) -> str:
+    return str(device)
+
+
+class Proxy:
+    """A named non-tensor value in a trace."""
+
+    prefix = "p"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def type_string(self) -> str:
+        return "Any"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class NumberProxy(Proxy):
+    """A Python number (int, float, bool) that the trace specialised on ``value``."""
+
+    prefix = "i"
+
+    def __init__(self, name: str, value: int | float | bool):
+        super().__init__(name)
+        self.value = value
+        self.python_type = type(value)
+
+    def type_string(self) -> str:
+        return self.python_type.__name__
+
+
+class AnyProxy(Proxy):
+    """An opaque Python object (an input object, a module, a cache) named in a trace."""
+
+    prefix = "p"
+
+    def __init__(self, name: str, python_type: type | None = None):
+        super().__init__(name)
+        self.python_type = python_type
+
+    def type_string(self) -> str:
+        t = self.python_type
+        return "Any" if t is None else f"{t.__module__}.{t.__qualname__}"
+
+
+class TensorProxy(torch.Tensor):
+    """A tensor with metadata only. ``name`` is unique within its trace."""
+
+    prefix = "t"
+
+    @staticmethod
+    def __new__(cls, name: str, shape, dtype: torch.dtype, device, requires_grad: bool = False):
+        device = torch.device(device) if not isinstance(device, torch.device) else device
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", 0)
+        t = torch.Tensor._make_wrapper_subclass(
+            cls, tuple(shape), dtype=dtype, device=device, requires_grad=requires_grad
+        )
+        t.name = name
+        return t
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError(
+            f"thunder: the proxy tensor reached torch's dispatcher through {func}. "
+            "This happens when an operation runs outside thunder's tracing mode "
+            "(e.g. in a torch.autograd.Function or a C++ extension); it is not supported."
+        )
+
+    # Metadata read without going through any torch-function machinery.
+    @property
+    def meta_shape(self) -> tuple[int, ...]:
+        with torch._C.DisableTorchFunction():
+            return tuple(torch.Tensor.size(self))
+
+    @property
+    def meta_dtype(self) -> torch.dtype:
+        with torch._C.DisableTorchFunction():
+            return torch.Tensor.dtype.__get__(self)
+
+    @property
+    def meta_device(self) -> torch.device:
+        with torch._C.DisableTorchFunction():
+            return torch.Tensor.device.__get__(self)
+
+    @property
+    def meta_requires_grad(self) -> bool:
+        with torch._C.DisableTorchFunction():
+            return torch.Tensor.requires_grad.__get__(self)
+
+    def type_string(self) -> str:
+        shape = ", ".join(str(s) for s in self.meta_shape)
+        return f"{device_str(self.meta_device)} {dtype_short(self.meta_dtype)}[{shape}]"
+
+    def __repr__(self, *, tensor_contents=None) -> str:  # noqa: ARG002 - torch passes this kwarg
+        return f'<TensorProxy {self.name}: "{self.type_string()}">'
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
+
+
+def is_proxy(x) -> bool:
+    return isinstance(x, (Proxy, TensorProxy))
+
+
+def like(t: TensorProxy, name: str, *, shape=None, dtype=None, device=None, requires_grad=None) -> TensorProxy:
+    """A new proxy with ``t``'s metadata, overridden where given."""
+    return TensorProxy(
+        name,
+        t.meta_shape if shape is None else shape,
+        t.meta_dtype if dtype is None else dtype,
+        t.meta_device if device is None else device,
+        t.meta_requires_grad if requires_grad is None else requires_grad,
+    )

@@ -1,0 +1,112 @@
+"""A small pytree: flatten and rebuild nested Python values.
+
+Unlike torch's pytree it also opens dataclass instances (so proxies stored in a dataclass
+are seen) and namedtuples, and treats everything else as a leaf. ``torch.Size`` stays a leaf
+only when it holds no proxies (it cannot).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _is_dataclass_instance(x) -> bool:
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+class _Leaf:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "*"
+
+
+LEAF = _Leaf()
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """How to rebuild a value: a kind, the context (type, keys) and children specs."""
+
+    kind: str
+    context: Any
+    children: tuple
+
+
+def tree_flatten(x) -> tuple[list, Any]:
+    leaves: list = []
+    spec = _flatten(x, leaves)
+    return leaves, spec
+
+
+def _flatten(x, leaves: list):
+    t = type(x)
+    if t is tuple or t is list:
+        return Spec(t.__name__, None, tuple(_flatten(c, leaves) for c in x))
+    if t is dict:
+        keys = tuple(x.keys())
+        return Spec("dict", keys, tuple(_flatten(x[k], leaves) for k in keys))
+    if t is slice:
+        return Spec("slice", None, tuple(_flatten(c, leaves) for c in (x.start, x.stop, x.step)))
+    if _is_namedtuple(x):
+        return Spec("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
+    if _is_dataclass_instance(x) and not isinstance(x, dict):
+        names = tuple(f.name for f in dataclasses.fields(x) if hasattr(x, f.name))
+        return Spec("dataclass", (t, names), tuple(_flatten(getattr(x, n), leaves) for n in names))
+    if isinstance(x, dict):  # OrderedDict and other mappings, transformers' ModelOutput
+        keys = tuple(x.keys())
+        return Spec("mapping", (t, keys), tuple(_flatten(x[k], leaves) for k in keys))
+    leaves.append(x)
+    return LEAF
+
+
+def tree_unflatten(leaves, spec):
+    it = iter(leaves)
+    return _unflatten(it, spec)
+
+
+def _unflatten(it, spec):
+    if spec is LEAF:
+        return next(it)
+    kids = [_unflatten(it, c) for c in spec.children]
+    kind = spec.kind
+    if kind == "tuple":
+        return tuple(kids)
+    if kind == "list":
+        return kids
+    if kind == "dict":
+        return dict(zip(spec.context, kids))
+    if kind == "slice":
+        return slice(*kids)
+    if kind == "namedtuple":
+        return spec.context(*kids)
+    if kind == "dataclass":
+        cls, names = spec.context
+        obj = object.__new__(cls)
+        for n, v in zip(names, kids):
+            object.__setattr__(obj, n, v)
+        return obj
+    if kind == "mapping":
+        cls, keys = spec.context
+        obj = cls()
+        for k, v in zip(keys, kids):
+            obj[k] = v
+        return obj
+    raise AssertionError(f"unknown pytree spec kind {kind}")
+
+
+def tree_map(fn: Callable, x):
+    leaves, spec = tree_flatten(x)
+    return tree_unflatten([fn(leaf) for leaf in leaves], spec)
+
+
+def tree_leaves(x) -> list:
+    leaves: list = []
+    _flatten(x, leaves)
+    return leaves

@@ -1,0 +1,80 @@
+"""How torch-language ops are declared and found.
+
+``@torchsymbol(torch.sin, torch.Tensor.sin, torch_impl="torch.sin")`` registers a composite
+Symbol printed as ``ltorch.sin`` and maps the given torch callables to it, so the acquisition
+mode can translate what user code calls. ``torch_impl`` names the torch callable the torch
+executor may run for the whole op (so the executed trace calls ``torch.sin`` once rather
+than the decomposition); ``impl_check`` says when that is allowed for given arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from thunder.core.symbol import Symbol, register
+
+# torch callable (function, method descriptor) -> thunder callable
+TORCH_TO_THUNDER: dict = {}
+# names of getset descriptors (``x.T``) -> thunder callable taking the tensor
+PROPERTY_TO_THUNDER: dict[str, Callable] = {}
+
+
+def resolve_path(path: str):
+    """``"torch.nn.functional.linear"`` -> the callable."""
+    obj = {"torch": torch}[path.split(".")[0]]
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def torchsymbol(
+    *torch_fns,
+    torch_impl: str | None = None,
+    impl_check: Callable | None = None,
+    tags: tuple[str, ...] = (),
+    name: str | None = None,
+):
+    def deco(fn: Callable) -> Symbol:
+        sym = register(Symbol(name or fn.__name__, "ltorch", fn=fn, tags=("ltorch", *tags)))
+        sym.torch_impl = torch_impl
+        sym.impl_check = impl_check
+        sym.torch_fns = torch_fns
+        if torch_impl is not None:
+            resolve_path(torch_impl)  # fail at import if the path is wrong
+        _map(torch_fns, sym)
+        return sym
+
+    return deco
+
+
+def alias(sym_or_fn: Callable, *torch_fns) -> None:
+    """Map more torch callables (``Tensor.__rsub__``) to an existing op or a small adapter."""
+    _map(torch_fns, sym_or_fn)
+
+
+def _map(torch_fns, target) -> None:
+    for f in torch_fns:
+        prev = TORCH_TO_THUNDER.get(f)
+        if prev is not None and prev is not target:
+            raise ValueError(f"thunder: {f} is mapped to both {prev} and {target}")
+        TORCH_TO_THUNDER[f] = target
+
+
+def tensor_property(name: str):
+    def deco(fn: Callable) -> Callable:
+        PROPERTY_TO_THUNDER[name] = fn
+        return fn
+
+    return deco
+
+
+def first_is_tensor(*args, **kwargs) -> bool:
+    return bool(args) and isinstance(args[0], torch.Tensor)
+
+
+def all_symbols() -> list[Symbol]:
+    from thunder.core.symbol import SYMBOLS
+
+    return [s for s in SYMBOLS.values() if s.module == "ltorch"]

@@ -1,0 +1,6 @@
+"""The torch language: every supported torch function, method and operator as a Symbol
+printed ``ltorch.<name>``, composed of prims."""
+
+from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
+from thunder.ops.ltorch.shape import *  # noqa: F401,F403
+from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402

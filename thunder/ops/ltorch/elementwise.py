@@ -1,0 +1,270 @@
+"""Elementwise torch-language ops: math, comparisons, activations, ``where``, casts."""
+
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+import torch
+import torch.nn.functional as F
+
+from thunder.ops import prims
+from thunder.ops.langs import alias, first_is_tensor, torchsymbol
+from thunder.ops.meta import ShapeError, dtype_of, is_tensor
+
+T = torch.Tensor
+
+# -- unary: the op is the prim -------------------------------------------------------------
+_UNARY = (
+    "abs neg exp exp2 expm1 log log1p log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+    "atanh sqrt rsqrt reciprocal sigmoid erf erfc erfinv lgamma digamma floor ceil trunc sign signbit "
+    "isnan isinf isfinite bitwise_not logical_not"
+)
+
+
+def _unary(name: str):
+    prim = getattr(prims, name)
+
+    def op(a):
+        return prim(a)
+
+    op.__name__ = name
+    op.__doc__ = f"torch.{name}"
+    fns = [getattr(torch, name)]
+    if hasattr(T, name):
+        fns.append(getattr(T, name))
+    return torchsymbol(*fns, torch_impl=f"torch.{name}", tags=("elementwise",))(op)
+
+
+for _n in _UNARY.split():
+    globals()[_n] = _unary(_n)
+
+alias(globals()["sigmoid"], torch.special.expit, F.sigmoid)
+alias(globals()["tanh"], F.tanh)
+alias(globals()["abs"], T.__abs__)
+alias(globals()["neg"], T.__neg__, torch.negative, T.negative)
+alias(globals()["bitwise_not"], T.__invert__)
+
+
+@torchsymbol(torch.round, T.round, torch_impl="torch.round", tags=("elementwise",))
+def round(a, *, decimals: int = 0):
+    if decimals == 0:
+        return prims.round(a)
+    scale = 10.0**decimals
+    return prims.div(prims.round(prims.mul(a, scale)), scale)
+
+
+# -- binary ---------------------------------------------------------------------------------
+def _binary(name: str, prim_name: str | None = None, *extra):
+    prim = getattr(prims, prim_name or name)
+
+    def op(a, b):
+        return prim(a, b)
+
+    op.__name__ = name
+    op.__doc__ = f"torch.{name}"
+    fns = [getattr(torch, name)] + ([getattr(T, name)] if hasattr(T, name) else []) + list(extra)
+    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=("elementwise",))(op)
+
+
+mul = _binary("mul", "mul", torch.multiply, T.multiply, T.__mul__)
+eq = _binary("eq", "eq", T.__eq__)
+ne = _binary("ne", "ne", T.__ne__, torch.not_equal)
+lt = _binary("lt", "lt", T.__lt__, torch.less)
+le = _binary("le", "le", T.__le__, torch.less_equal)
+gt = _binary("gt", "gt", T.__gt__, torch.greater)
+ge = _binary("ge", "ge", T.__ge__, torch.greater_equal)
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+atan2 = _binary("atan2", "atan2", torch.arctan2)
+hypot = _binary("hypot")
+fmod = _binary("fmod")
+remainder = _binary("remainder", "remainder", T.__mod__)
+copysign = _binary("copysign")
+bitwise_and = _binary("bitwise_and", "bitwise_and", T.__and__)
+bitwise_or = _binary("bitwise_or", "bitwise_or", T.__or__)
+bitwise_xor = _binary("bitwise_xor", "bitwise_xor", T.__xor__)
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+floor_divide = _binary("floor_divide", "floor_divide", T.__floordiv__)
+
+
+@torchsymbol(torch.add, T.add, T.__add__, T.__radd__, torch_impl="torch.add", impl_check=first_is_tensor, tags=("elementwise",))
+def add(a, b, *, alpha: Number | None = None):
+    if alpha is not None and alpha != 1:
+        b = prims.mul(b, alpha)
+    return prims.add(a, b)
+
+
+@torchsymbol(torch.sub, T.sub, T.__sub__, torch.subtract, torch_impl="torch.sub", impl_check=first_is_tensor, tags=("elementwise",))
+def sub(a, b, *, alpha: Number | None = None):
+    if alpha is not None and alpha != 1:
+        b = prims.mul(b, alpha)
+    return prims.sub(a, b)
+
+
+@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=("elementwise",))
+def rsub(a, b, *, alpha: Number | None = None):
+    if alpha is not None and alpha != 1:
+        a = prims.mul(a, alpha)
+    return prims.sub(b, a)
+
+
+alias(lambda a, b: rsub(a, b), T.__rsub__)
+
+
+@torchsymbol(torch.div, T.div, T.__truediv__, torch.true_divide, T.true_divide, torch.divide, torch_impl="torch.div", impl_check=first_is_tensor, tags=("elementwise",))
+def div(a, b, *, rounding_mode: str | None = None):
+    if rounding_mode is None:
+        return prims.div(a, b)
+    if rounding_mode == "trunc":
+        return prims.trunc(prims.div(a, b)) if _is_float(a, b) else _int_div_trunc(a, b)
+    if rounding_mode == "floor":
+        return prims.floor_divide(a, b)
+    raise ValueError(f"torch.div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def _is_float(*xs) -> bool:
+    return any((is_tensor(x) and dtype_of(x).is_floating_point) or isinstance(x, float) for x in xs)
+
+
+def _int_div_trunc(a, b):
+    q = prims.div(a, b)
+    return prims.convert_element_type(prims.trunc(q), dtype_of(a) if is_tensor(a) else dtype_of(b))
+
+
+alias(lambda a, b: div(b, a), T.__rtruediv__)
+alias(lambda a, b: floor_divide(b, a), T.__rfloordiv__)
+alias(lambda a, b: mul(b, a), T.__rmul__)
+alias(lambda a, b: remainder(b, a), T.__rmod__)
+alias(lambda a, b: bitwise_and(b, a), T.__rand__)
+alias(lambda a, b: bitwise_or(b, a), T.__ror__)
+alias(lambda a, b: bitwise_xor(b, a), T.__rxor__)
+
+
+@torchsymbol(torch.pow, T.pow, T.__pow__, torch_impl="torch.pow", impl_check=first_is_tensor, tags=("elementwise",))
+def pow(a, b):
+    return prims.pow(a, b)
+
+
+alias(lambda a, b: pow(b, a), T.__rpow__)
+
+
+@torchsymbol(torch.square, T.square, torch_impl="torch.square", tags=("elementwise",))
+def square(a):
+    return prims.mul(a, a)
+
+
+@torchsymbol(torch.clamp, T.clamp, torch.clip, T.clip, torch_impl="torch.clamp", tags=("elementwise",))
+def clamp(a, min=None, max=None):
+    if min is None and max is None:
+        raise ShapeError("torch.clamp: at least one of min and max must be given")
+    if min is not None:
+        a = prims.where(prims.lt(a, min), min, a) if is_tensor(min) else prims.maximum(a, min)
+    if max is not None:
+        a = prims.where(prims.gt(a, max), max, a) if is_tensor(max) else prims.minimum(a, max)
+    return a
+
+
+@torchsymbol(torch.clamp_min, T.clamp_min, torch_impl="torch.clamp_min", tags=("elementwise",))
+def clamp_min(a, min):
+    return clamp(a, min, None)
+
+
+@torchsymbol(torch.clamp_max, T.clamp_max, torch_impl="torch.clamp_max", tags=("elementwise",))
+def clamp_max(a, max):
+    return clamp(a, None, max)
+
+
+@torchsymbol(torch.where, T.where, torch_impl="torch.where", tags=("elementwise",))
+def where(condition, input=None, other=None):
+    if input is None or other is None:
+        raise ShapeError("torch.where(condition) returns data-dependent indices and cannot be traced")
+    return prims.where(condition, input, other)
+
+
+@torchsymbol(torch.lerp, T.lerp, torch_impl="torch.lerp", tags=("elementwise",))
+def lerp(start, end, weight):
+    return prims.add(start, prims.mul(weight, prims.sub(end, start)))
+
+
+@torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=("elementwise",))
+def addcmul(a, t1, t2, *, value=1):
+    return prims.add(a, prims.mul(prims.mul(t1, t2), value) if value != 1 else prims.mul(t1, t2))
+
+
+@torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=("elementwise",))
+def addcdiv(a, t1, t2, *, value=1):
+    return prims.add(a, prims.mul(prims.div(t1, t2), value) if value != 1 else prims.div(t1, t2))
+
+
+@torchsymbol(torch.isclose, T.isclose, torch_impl="torch.isclose", tags=("elementwise",))
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    close = prims.le(prims.abs(prims.sub(a, b)), prims.add(prims.mul(prims.abs(b), rtol), atol))
+    close = prims.logical_or(close, prims.eq(a, b))
+    if equal_nan:
+        close = prims.logical_or(close, prims.logical_and(prims.isnan(a), prims.isnan(b)))
+    return close
+
+
+# -- activations ----------------------------------------------------------------------------
+@torchsymbol(torch.relu, T.relu, F.relu, torch_impl="torch.relu", tags=("elementwise", "activation"))
+def relu(a, inplace: bool = False):
+    return prims.where(prims.gt(a, 0), a, 0)
+
+
+@torchsymbol(F.relu6, torch_impl="torch.nn.functional.relu6", tags=("elementwise", "activation"))
+def relu6(a, inplace: bool = False):
+    return prims.minimum(prims.maximum(a, 0), 6)
+
+
+@torchsymbol(F.leaky_relu, torch_impl="torch.nn.functional.leaky_relu", tags=("elementwise", "activation"))
+def leaky_relu(a, negative_slope: float = 0.01, inplace: bool = False):
+    return prims.where(prims.gt(a, 0), a, prims.mul(a, negative_slope))
+
+
+@torchsymbol(F.gelu, torch_impl="torch.nn.functional.gelu", tags=("elementwise", "activation"))
+def gelu(a, approximate: str = "none"):
+    if approximate == "none":
+        return prims.mul(prims.mul(a, 0.5), prims.add(prims.erf(prims.mul(a, 1 / math.sqrt(2))), 1))
+    if approximate == "tanh":
+        inner = prims.mul(prims.add(a, prims.mul(prims.mul(prims.mul(a, a), a), 0.044715)), math.sqrt(2 / math.pi))
+        return prims.mul(prims.mul(a, 0.5), prims.add(prims.tanh(inner), 1))
+    raise ValueError(f"F.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+@torchsymbol(F.silu, torch_impl="torch.nn.functional.silu", tags=("elementwise", "activation"))
+def silu(a, inplace: bool = False):
+    return prims.mul(a, prims.sigmoid(a))
+
+
+@torchsymbol(F.mish, torch_impl="torch.nn.functional.mish", tags=("elementwise", "activation"))
+def mish(a, inplace: bool = False):
+    return prims.mul(a, prims.tanh(softplus(a)))
+
+
+@torchsymbol(F.softplus, torch_impl="torch.nn.functional.softplus", tags=("elementwise", "activation"))
+def softplus(a, beta: float = 1.0, threshold: float = 20.0):
+    scaled = prims.mul(a, beta) if beta != 1 else a
+    soft = prims.log1p(prims.exp(scaled))
+    if beta != 1:
+        soft = prims.div(soft, beta)
+    return prims.where(prims.gt(scaled, threshold), a, soft)
+
+
+@torchsymbol(F.elu, torch_impl="torch.nn.functional.elu", tags=("elementwise", "activation"))
+def elu(a, alpha: float = 1.0, inplace: bool = False):
+    return prims.where(prims.gt(a, 0), a, prims.mul(prims.expm1(a), alpha))
+
+
+@torchsymbol(F.hardtanh, torch_impl="torch.nn.functional.hardtanh", tags=("elementwise", "activation"))
+def hardtanh(a, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    return prims.minimum(prims.maximum(a, min_val), max_val)
+
+
+@torchsymbol(F.logsigmoid, torch_impl="torch.nn.functional.logsigmoid", tags=("elementwise", "activation"))
+def logsigmoid(a):
+    return prims.neg(softplus(prims.neg(a)))
+
+

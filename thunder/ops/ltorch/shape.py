@@ -1,0 +1,369 @@
+"""Shape ops: view/reshape, permute/transpose, (un)squeeze, expand, cat/stack, split, indexing."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from thunder.ops import prims
+from thunder.ops.langs import alias, tensor_property, torchsymbol
+from thunder.ops.meta import ShapeError, canonical_dim, is_tensor, shape_of
+
+T = torch.Tensor
+
+
+def _shape_arg(shape) -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def infer_shape(shape, numel: int, op: str) -> tuple[int, ...]:
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"{op}: only one dimension can be -1, got {tuple(shape)}")
+    if -1 in shape:
+        rest = math.prod(s for s in shape if s != -1)
+        if rest == 0 or numel % rest:
+            raise ShapeError(f"{op}: shape {tuple(shape)} is invalid for a tensor of {numel} elements")
+        shape[shape.index(-1)] = numel // rest
+    if math.prod(shape) != numel:
+        raise ShapeError(f"{op}: shape {tuple(shape)} is invalid for a tensor of {numel} elements")
+    return tuple(shape)
+
+
+def _reshape(a, shape, op):
+    s = infer_shape(shape, math.prod(shape_of(a)), op)
+    if s == shape_of(a):
+        return a
+    return prims.reshape(a, s)
+
+
+@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.reshape", tags=("shape",))
+def reshape(a, *shape):
+    return _reshape(a, _shape_arg(shape), "torch.reshape")
+
+
+@torchsymbol(T.view, torch_impl="torch.Tensor.view", tags=("shape",))
+def view(a, *shape):
+    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+        raise ShapeError("Tensor.view(dtype) reinterprets memory and is not supported")
+    return _reshape(a, _shape_arg(shape), "Tensor.view")
+
+
+@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape",))
+def reshape_as(a, other):
+    return _reshape(a, shape_of(other), "Tensor.reshape_as")
+
+
+@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=("shape",))
+def flatten(a, start_dim: int = 0, end_dim: int = -1):
+    s = shape_of(a)
+    if not s:
+        return _reshape(a, (1,), "torch.flatten")
+    lo, hi = canonical_dim(start_dim, len(s), "torch.flatten"), canonical_dim(end_dim, len(s), "torch.flatten")
+    return _reshape(a, s[:lo] + (math.prod(s[lo : hi + 1]),) + s[hi + 1 :], "torch.flatten")
+
+
+@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=("shape",))
+def unflatten(a, dim: int, sizes):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.unflatten")
+    sizes = infer_shape(sizes, s[d], "torch.unflatten")
+    return _reshape(a, s[:d] + sizes + s[d + 1 :], "torch.unflatten")
+
+
+@torchsymbol(torch.permute, T.permute, torch_impl="torch.permute", tags=("shape",))
+def permute(a, *dims):
+    dims = _shape_arg(dims)
+    n = len(shape_of(a))
+    perm = tuple(canonical_dim(d, n, "torch.permute") for d in dims)
+    if perm == tuple(range(n)):
+        return a
+    return prims.transpose(a, perm)
+
+
+@torchsymbol(torch.transpose, T.transpose, torch.swapaxes, T.swapaxes, torch.swapdims, T.swapdims, torch_impl="torch.transpose", tags=("shape",))
+def transpose(a, dim0: int, dim1: int):
+    n = len(shape_of(a))
+    if n == 0:
+        return a
+    d0, d1 = canonical_dim(dim0, n, "torch.transpose"), canonical_dim(dim1, n, "torch.transpose")
+    if d0 == d1:
+        return a
+    perm = list(range(n))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return prims.transpose(a, tuple(perm))
+
+
+@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=("shape",))
+def t(a):
+    n = len(shape_of(a))
+    if n > 2:
+        raise ShapeError(f"torch.t: expected a tensor of at most 2 dimensions, got {n}")
+    return transpose(a, 0, 1) if n == 2 else a
+
+
+tensor_property("T")(lambda a: permute(a, tuple(reversed(range(len(shape_of(a)))))))
+tensor_property("mT")(lambda a: transpose(a, -2, -1))
+
+
+@torchsymbol(torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape",))
+def movedim(a, source, destination):
+    n = len(shape_of(a))
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [canonical_dim(d, n, "torch.movedim") for d in src]
+    dst = [canonical_dim(d, n, "torch.movedim") for d in dst]
+    perm = [-1] * n
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return permute(a, perm)
+
+
+@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=("shape",))
+def unsqueeze(a, dim: int):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s) + 1, "torch.unsqueeze")
+    out = s[:d] + (1,) + s[d:]
+    return prims.broadcast_in_dim(a, out, tuple(i for i in range(len(out)) if i != d))
+
+
+@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=("shape",))
+def squeeze(a, dim=None):
+    s = shape_of(a)
+    if dim is None:
+        dims = tuple(i for i, x in enumerate(s) if x == 1)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = tuple(sorted({canonical_dim(d, len(s), "torch.squeeze") for d in dims if s and s[d] == 1}))
+    if not dims:
+        return a
+    return prims.squeeze(a, dims)
+
+
+@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape",))
+def expand(a, *sizes):
+    sizes = _shape_arg(sizes)
+    s = shape_of(a)
+    if len(sizes) < len(s):
+        raise ShapeError(f"Tensor.expand: {tuple(sizes)} has fewer dimensions than the tensor's {s}")
+    lead = len(sizes) - len(s)
+    out = tuple(s[i - lead] if (sz == -1 and i >= lead) else sz for i, sz in enumerate(sizes))
+    for i, d in enumerate(s):
+        if d != 1 and d != out[i + lead]:
+            raise ShapeError(f"Tensor.expand: cannot expand shape {s} to {tuple(sizes)}")
+    if out == s:
+        return a
+    return prims.broadcast_in_dim(a, out, tuple(range(lead, len(out))))
+
+
+@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=("shape",))
+def expand_as(a, other):
+    return expand(a, shape_of(other))
+
+
+@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=("shape",))
+def broadcast_to(a, shape):
+    return expand(a, tuple(shape))
+
+
+@torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=("shape",))
+def contiguous(a, memory_format=torch.contiguous_format):
+    return a
+
+
+@torchsymbol(torch.clone, T.clone, torch_impl="torch.clone", tags=("shape",))
+def clone(a, *, memory_format=None):
+    return prims.clone(a)
+
+
+@torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=("shape",))
+def cat(tensors, dim: int = 0):
+    tensors = [t for t in tensors if not (len(shape_of(t)) == 1 and shape_of(t)[0] == 0)] or list(tensors)[:1]
+    if len(tensors) == 1:
+        return tensors[0]
+    return prims.cat(list(tensors), dim)
+
+
+@torchsymbol(torch.stack, torch_impl="torch.stack", tags=("shape",))
+def stack(tensors, dim: int = 0):
+    if not tensors:
+        raise ShapeError("torch.stack: expected a non-empty list of tensors")
+    d = canonical_dim(dim, len(shape_of(tensors[0])) + 1, "torch.stack")
+    return prims.cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def _slice_dim(a, dim: int, start: int, stop: int, step: int = 1):
+    s = shape_of(a)
+    if start == 0 and stop == s[dim] and step == 1:
+        return a
+    lo = [0] * len(s)
+    hi = list(s)
+    st = [1] * len(s)
+    lo[dim], hi[dim], st[dim] = start, stop, step
+    return prims.slice_prim(a, tuple(lo), tuple(hi), tuple(st))
+
+
+@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=("shape",))
+def split(a, split_size_or_sections, dim: int = 0):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.split")
+    if isinstance(split_size_or_sections, int):
+        n = split_size_or_sections
+        sizes = [min(n, s[d] - i) for i in range(0, s[d], n)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != s[d]:
+            raise ShapeError(f"torch.split: sections {sizes} do not add up to {s[d]}")
+    out, start = [], 0
+    for size in sizes:
+        out.append(_slice_dim(a, d, start, start + size))
+        start += size
+    return tuple(out)
+
+
+@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=("shape",))
+def chunk(a, chunks: int, dim: int = 0):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.chunk")
+    size = -(-s[d] // chunks)
+    return split(a, size, d)
+
+
+@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=("shape",))
+def unbind(a, dim: int = 0):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.unbind")
+    return tuple(prims.squeeze(_slice_dim(a, d, i, i + 1), (d,)) for i in range(s[d]))
+
+
+@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=("shape",))
+def narrow(a, dim: int, start: int, length: int):
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.narrow")
+    start = start % s[d] if start < 0 else start
+    return _slice_dim(a, d, start, start + length)
+
+
+@torchsymbol(torch.flip, T.flip, torch_impl="torch.flip", tags=("shape",))
+def flip(a, dims):
+    n = len(shape_of(a))
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return prims.flip(a, tuple(canonical_dim(d, n, "torch.flip") for d in dims))
+
+
+# -- indexing -------------------------------------------------------------------------------
+def _normalize_index(key, shape, op: str):
+    """Basic indexing -> (per-dim slices, dims to squeeze, where new dims go, tensor index)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ShapeError(f"{op}: an index can only have a single ellipsis")
+    if n_real > len(shape):
+        raise ShapeError(f"{op}: too many indices ({n_real}) for a tensor of {len(shape)} dimensions")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded += [slice(None)] * (len(shape) - n_real)
+        else:
+            expanded.append(k)
+    if Ellipsis not in key:
+        expanded += [slice(None)] * (len(shape) - n_real)
+    return expanded
+
+
+@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing"))
+def getitem(a, key):
+    s = shape_of(a)
+    items = _normalize_index(key, s, "Tensor.__getitem__")
+    lo, hi, st, squeeze_dims, out_shape_dims = [], [], [], [], []
+    tensor_idx = [(i, k) for i, k in enumerate(items) if is_tensor(k)]
+    if tensor_idx:
+        if len(tensor_idx) > 1 or any(is_tensor(k) and k.meta_dtype is torch.bool for _, k in tensor_idx):
+            raise ShapeError(
+                "Tensor.__getitem__: boolean masks and more than one tensor index are data-dependent or "
+                "not supported; use torch.where or index_select"
+            )
+    dim = 0
+    new_axes = []
+    result_pos = 0
+    for k in items:
+        if k is None:
+            new_axes.append(result_pos)
+            result_pos += 1
+            continue
+        size = s[dim]
+        if isinstance(k, bool):
+            raise ShapeError("Tensor.__getitem__: a bool index is not supported")
+        if isinstance(k, int):
+            i = k + size if k < 0 else k
+            if not 0 <= i < size:
+                raise ShapeError(f"Tensor.__getitem__: index {k} is out of bounds for a dimension of size {size}")
+            lo.append(i), hi.append(i + 1), st.append(1)
+            squeeze_dims.append(dim)
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(size)
+            if step < 1:
+                raise ShapeError("Tensor.__getitem__: a slice step must be positive")
+            stop = max(stop, start)
+            lo.append(start), hi.append(stop), st.append(step)
+            result_pos += 1
+        elif is_tensor(k):
+            lo.append(0), hi.append(size), st.append(1)
+            result_pos += 1
+        else:
+            raise ShapeError(f"Tensor.__getitem__: unsupported index {k!r} of type {type(k).__name__}")
+        dim += 1
+    out = a
+    if any(x != 0 for x in lo) or list(hi) != list(s) or any(x != 1 for x in st):
+        out = prims.slice_prim(out, tuple(lo), tuple(hi), tuple(st))
+    if tensor_idx:
+        (pos, idx), = tensor_idx
+        tdim = pos - sum(1 for k in items[:pos] if k is None)
+        tdim -= sum(1 for d in squeeze_dims if d < tdim)
+        out = _squeeze_dims(out, squeeze_dims)
+        return _unsqueeze_many(prims.take(out, idx, tdim), new_axes)
+    out = _squeeze_dims(out, squeeze_dims)
+    return _unsqueeze_many(out, new_axes)
+
+
+def _squeeze_dims(a, dims):
+    return prims.squeeze(a, tuple(dims)) if dims else a
+
+
+def _unsqueeze_many(a, positions):
+    for p in positions:
+        a = unsqueeze(a, p)
+    return a
+
+
+@torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=("indexing",))
+def index_select(a, dim: int, index):
+    return prims.take(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_select"))
+
+
+@torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=("indexing",))
+def gather(a, dim: int, index):
+    return prims.take_along_axis(a, index, canonical_dim(dim, len(shape_of(a)), "torch.gather"))
+
+
+@torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=("indexing",))
+def take_along_dim(a, indices, dim: int):
+    return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
+
+
+@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=("indexing",))
+def index_copy(a, dim: int, index, source):
+    return prims.index_copy(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_copy"), source)
+
+
+@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=("indexing",))
+def scatter_add(a, dim: int, index, src):
+    return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
+

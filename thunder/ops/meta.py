@@ -1,0 +1,150 @@
+"""Shape, dtype and device rules shared by the primitives' meta functions.
+
+These are the project's own rules (a few microseconds per op): torch's meta kernels are
+not used for ops defined here.
+"""
+
+from __future__ import annotations
+
+import functools
+from numbers import Number
+
+import torch
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import current_trace
+
+
+class ShapeError(ValueError):
+    """Bad shapes, dtypes or devices for an op; acquisition adds the user's source line."""
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, torch.Tensor)
+
+
+def shape_of(x) -> tuple[int, ...]:
+    return x.meta_shape if isinstance(x, TensorProxy) else tuple(x.shape)
+
+
+def dtype_of(x) -> torch.dtype:
+    return x.meta_dtype if isinstance(x, TensorProxy) else x.dtype
+
+
+def device_of(x) -> torch.device:
+    return x.meta_device if isinstance(x, TensorProxy) else x.device
+
+
+def requires_grad_of(x) -> bool:
+    return x.meta_requires_grad if isinstance(x, TensorProxy) else x.requires_grad
+
+
+def differentiable(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def new_tensor(shape, dtype: torch.dtype, device, *inputs) -> TensorProxy:
+    """An output proxy; it requires grad if grad is on and a floating input requires it."""
+    rg = (
+        differentiable(dtype)
+        and torch.is_grad_enabled()
+        and any(is_tensor(i) and requires_grad_of(i) for i in inputs)
+    )
+    trc = current_trace()
+    return TensorProxy(trc.make_name("t"), shape, dtype, device, rg)
+
+
+def canonical_dim(dim: int, ndim: int, op: str = "") -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise ShapeError(f"{op}: dimension {dim} is out of range for a tensor of {ndim} dimensions")
+    return dim % n
+
+
+def canonical_dims(dims, ndim: int, op: str = "") -> tuple[int, ...]:
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(sorted({canonical_dim(d, ndim, op) for d in dims}))
+
+
+def broadcast_shapes(*shapes, op: str = "") -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, ndim - len(s)):
+            if d == 1:
+                continue
+            if out[i] != 1 and out[i] != d:
+                raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be broadcast")
+            out[i] = d
+    return tuple(out)
+
+
+def category(dtype: torch.dtype) -> int:
+    if dtype is torch.bool:
+        return 0
+    if dtype.is_complex:
+        return 3
+    if dtype.is_floating_point:
+        return 2
+    return 1
+
+
+def _number_dtype(x) -> torch.dtype:
+    if isinstance(x, bool):
+        return torch.bool
+    if isinstance(x, int):
+        return torch.int64
+    if isinstance(x, float):
+        return torch.get_default_dtype()
+    if isinstance(x, complex):
+        return torch.complex128 if torch.get_default_dtype() is torch.float64 else torch.complex64
+    raise ShapeError(f"expected a tensor or a number, got {type(x).__name__}")
+
+
+def _promote_all(dtypes) -> torch.dtype | None:
+    return functools.reduce(torch.promote_types, dtypes) if dtypes else None
+
+
+def result_dtype(*args) -> torch.dtype:
+    """torch's type promotion: dimensioned tensors, then zero-dim tensors, then numbers."""
+    dims = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) > 0]
+    zeros = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) == 0]
+    nums = [_number_dtype(a) for a in args if isinstance(a, Number)]
+    res = _promote_all(dims)
+    for group, is_number in ((_promote_all(zeros), False), (_promote_all(nums), True)):
+        if group is None:
+            continue
+        if res is None:
+            res = group
+        elif category(group) > category(res):
+            if not is_number:
+                res = group
+            elif category(group) == 3 and category(res) == 2:
+                res = torch.promote_types(res, torch.complex64)
+            else:
+                res = group
+    if res is None:
+        raise ShapeError("no tensor or number among the arguments")
+    return res
+
+
+def common_device(op: str, *args) -> torch.device:
+    """The device of the tensor arguments; CPU zero-dim tensors go with any device."""
+    dev = None
+    for a in args:
+        if not is_tensor(a):
+            continue
+        d = device_of(a)
+        if dev is None:
+            dev = d
+        elif d != dev:
+            if d.type == "cpu" and len(shape_of(a)) == 0:
+                continue
+            if dev.type == "cpu" and all(len(shape_of(b)) == 0 for b in args if is_tensor(b) and device_of(b) == dev):
+                dev = d
+                continue
+            raise ShapeError(f"{op}: expected all tensors on the same device, got {dev} and {d}")
+    return dev if dev is not None else torch.device("cpu")
