@@ -32,6 +32,7 @@ class Symbol:
         impl: Callable | None = None,
         tags: tuple[str, ...] = (),
         doc: str | None = None,
+        executor: str | None = None,
     ):
         self.name = name
         self.module = module
@@ -39,6 +40,8 @@ class Symbol:
         self.fn = fn
         self.impl = impl
         self.tags = frozenset(tags)
+        # the executor that runs this symbol ("torch", "nvfuser", ...); None for ltorch/prims
+        self.executor = executor
         self.id = f"{module}.{name}"
         self.__doc__ = doc or (fn.__doc__ if fn is not None else None) or (meta.__doc__ if meta else None)
 
@@ -112,6 +115,8 @@ class BoundSymbol:
     header: str = ""
     source: SourceLocation | None = None
     tags: frozenset = frozenset()
+    # facts for tools that are not printed: {"declined": {"nvfuser": "why"}, "time_s": ...}
+    info: dict = dataclasses.field(default_factory=dict)
 
     def from_bsym(self, **changes) -> BoundSymbol:
         return dataclasses.replace(self, **changes)
