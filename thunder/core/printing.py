@@ -120,6 +120,9 @@ def output_str(printer: Printer, output) -> str:
 
 def bsym_line(bsym, printer: Printer) -> str:
     """``t0 = torch.add(x, 1)  # t0: "cpu f32[3]"`` (no indentation)."""
+    custom = getattr(bsym.sym, "printer", None)
+    if custom is not None:
+        return custom(bsym, printer)
     call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
     out = output_str(printer, bsym.output)
     line = f"{out} = {call}" if out else call

@@ -93,8 +93,13 @@ class TensorProxy(torch.Tensor):
         t = torch.Tensor._make_wrapper_subclass(
             cls, tuple(shape), dtype=dtype, device=device, requires_grad=requires_grad
         )
-        t.name = name
+        t._thunder_name = name
         return t
+
+    # torch.Tensor has a read-only ``name`` of its own; ours shadows it.
+    @property
+    def name(self) -> str:
+        return self._thunder_name
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 

@@ -42,6 +42,8 @@ class Symbol:
         self.tags = frozenset(tags)
         # the executor that runs this symbol ("torch", "nvfuser", ...); None for ltorch/prims
         self.executor = executor
+        # optional ``(bsym, printer) -> str`` for symbols that do not print as a call
+        self.printer = None
         self.id = f"{module}.{name}"
         self.__doc__ = doc or (fn.__doc__ if fn is not None else None) or (meta.__doc__ if meta else None)
 

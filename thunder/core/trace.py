@@ -71,6 +71,8 @@ class Trace:
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
+        # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
+        self.signature: str | None = None
 
     # -- names -------------------------------------------------------------------------
     def make_name(self, prefix: str = "t") -> str:
@@ -126,6 +128,7 @@ class Trace:
         t._counters = dict(self._counters)
         t.provenance = Provenance(pass_name)
         t.ctx_objects = dict(self.ctx_objects)
+        t.signature = self.signature
         return t
 
     ctx_objects: dict = {}  # extra names for the execution namespace (instance attr once set)
@@ -137,20 +140,22 @@ class Trace:
             printer.ctx[k] = v
         body: list[str] = []
         for p in self.args:
-            if isinstance(p, (TensorProxy, Proxy)):
+            if isinstance(p, TensorProxy):
                 c = type_comment([p])
                 if c:
                     body.append(f"  # {c}")
         for bsym in self.bound_symbols:
             body += bsym_lines(bsym, 1, printer)
         body.append(f"  return {printer.value(self.output)}")
-        modules = sorted({_root_module(b.sym.module) for b in self.bound_symbols} - {"torch"})
+        modules = sorted(
+            {_root_module(b.sym.module) for b in self.bound_symbols if b.sym.printer is None} - {"torch", ""}
+        )
         head = []
         if self.provenance is not None:
             head.append(f"# Constructed by {self.provenance.pass_name}")
         head.append("import torch")
         head += [f"import {_IMPORTS[m]} as {m}" if m in _IMPORTS else f"import {m}" for m in modules]
-        sig = ", ".join(printer.value(a) for a in self.args)
+        sig = self.signature or ", ".join(printer.value(a) for a in self.args)
         return "\n".join(head + ["", f"def {self.name}({sig}):"] + body) + "\n"
 
     def __str__(self) -> str:
@@ -182,7 +187,7 @@ _IMPORTS = {
     "prims": "thunder.ops.prims",
     "aten": "thunder.ops.aten",
     "torchex": "thunder.executors.torchex",
-    "pythonex": "thunder.ops.python",
+    "pythonex": "thunder.executors.pythonex",
 }
 
 

@@ -37,3 +37,49 @@ bool = _cast(torch.bool, "bool")
 def type_as(a, other):
     dt = dtype_of(other)
     return a if dtype_of(a) is dt else prims.convert_element_type(a, dt)
+
+
+def _parse_to(a, args, kwargs):
+    dtype, device = kwargs.get("dtype"), kwargs.get("device")
+    for x in args:
+        if isinstance(x, torch.dtype):
+            dtype = x
+        elif isinstance(x, (str, torch.device)):
+            device = torch.device(x)
+        elif isinstance(x, torch.Tensor):
+            dtype, device = x.dtype, x.device
+    return dtype, (torch.device(device) if device is not None else None)
+
+
+@torchsymbol(T.to, torch_impl="torch.Tensor.to", tags=("cast",))
+def to(a, *args, **kwargs):
+    dtype, device = _parse_to(a, args, kwargs)
+    if device is not None and device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", 0)
+    if device is not None and device != a.device:
+        a = prims.device_put(a, device)
+    if dtype is not None and dtype is not dtype_of(a):
+        a = prims.convert_element_type(a, dtype)
+    if kwargs.get("copy") and not (device is not None or dtype is not None):
+        a = prims.clone(a)
+    return a
+
+
+@torchsymbol(T.cuda, torch_impl="torch.Tensor.cuda", tags=("cast",))
+def cuda(a, device=None, non_blocking=False):
+    dev = torch.device("cuda", 0) if device is None else torch.device(device)
+    return a if a.device == dev else prims.device_put(a, dev)
+
+
+@torchsymbol(T.cpu, torch_impl="torch.Tensor.cpu", tags=("cast",))
+def cpu(a):
+    return a if a.device.type == "cpu" else prims.device_put(a, torch.device("cpu"))
+
+
+@torchsymbol(T.detach, torch.detach, torch_impl="torch.Tensor.detach")
+def detach(a):
+    """Same values, no gradient: the decomposition copies under no_grad."""
+    if not a.requires_grad:
+        return a
+    with torch.no_grad():
+        return prims.clone(a)

@@ -1,0 +1,56 @@
+"""The claiming pass: give every BoundSymbol to the first executor that can run it.
+
+Executors are asked in priority order; a BoundSymbol nobody claims is replaced by its
+subsymbols, which are asked in turn. A primitive nobody claims is an error naming it.
+
+Before::
+
+    t0 = ltorch.softmax(x, 1)
+      # t1 = prims.amax(x, (1,)) ...
+
+After (torch executor)::
+
+    t0 = torch.softmax(x, 1)
+      # t0 = ltorch.softmax(x, 1)
+        # t1 = prims.amax(x, (1,)) ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import Trace
+from thunder.executors.base import Executor
+
+
+class UnclaimedError(RuntimeError):
+    pass
+
+
+def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
+    out = trace.derive("Transform for execution")
+    for bsym in trace.bound_symbols:
+        out.bound_symbols.extend(_claim_one(bsym, executors))
+    return out
+
+
+def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSymbol]:
+    declined = {}
+    for ex in executors:
+        claimed = ex.claim(bsym)
+        if claimed is not None:
+            if declined:
+                claimed.info["declined"] = declined
+            return [claimed]
+        declined[ex.name] = ex.why_not(bsym)
+    if not bsym.subsymbols:
+        where = f" (from {bsym.source})" if bsym.source else ""
+        raise UnclaimedError(
+            f"thunder: no executor can run {bsym.sym.id}{where}; asked: {', '.join(e.name for e in executors)}"
+        )
+    result = []
+    for sub in bsym.subsymbols:
+        sub = sub if sub.source is not None else sub.from_bsym(source=bsym.source)
+        result.extend(_claim_one(sub, executors))
+    return result

@@ -1,0 +1,148 @@
+"""The Python executor: runs prologue checks, unpacking, construction and write-backs.
+
+Claimed unpacking prints as plain Python (``x = args[0]``, ``m = self._modules['fc1']``) so
+the compiled prologue is as fast as hand-written code. A failed check raises
+``PrologueCheckFailed``, which the cache reads as "this entry does not fit these inputs".
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core.printing import type_comment
+from thunder.executors.base import Executor, Impl, executor_symbol
+from thunder.ops import python as pyops
+
+
+class PrologueCheckFailed(Exception):
+    """An input does not match what a cached trace was specialised on."""
+
+
+def check_len(seq, n):
+    if len(seq) != n:
+        raise PrologueCheckFailed(f"expected {n} values, got {len(seq)}")
+
+
+def check_keys(d, keys):
+    if tuple(d.keys()) != keys:
+        raise PrologueCheckFailed(f"expected keys {keys}, got {tuple(d.keys())}")
+
+
+def check_tensor(t, shape, dtype, device, requires_grad):
+    if not isinstance(t, torch.Tensor):
+        raise PrologueCheckFailed(f"expected a tensor, got {type(t).__name__}")
+    if t.shape != shape:
+        raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(t.shape)}")
+    if t.dtype is not dtype:
+        raise PrologueCheckFailed(f"expected dtype {dtype}, got {t.dtype}")
+    if t.device != device:
+        raise PrologueCheckFailed(f"expected device {device}, got {t.device}")
+    if t.requires_grad is not requires_grad:
+        raise PrologueCheckFailed(f"expected requires_grad={requires_grad}, got {t.requires_grad}")
+
+
+def check_literal(x, value):
+    if type(x) is not type(value) or x != value:
+        raise PrologueCheckFailed(f"expected {value!r}, got {x!r}")
+
+
+def check_type(x, cls):
+    if type(x) is not cls:
+        raise PrologueCheckFailed(f"expected an object of type {cls.__qualname__}, got {type(x).__qualname__}")
+
+
+def check_is(x, obj):
+    if x is not obj:
+        raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
+
+
+def check_grad_enabled(flag):
+    if torch.is_grad_enabled() is not flag:
+        raise PrologueCheckFailed(f"traced with grad {'enabled' if flag else 'disabled'}")
+
+
+def check_default_dtype(dtype):
+    if torch.get_default_dtype() is not dtype:
+        raise PrologueCheckFailed(f"traced with default dtype {dtype}")
+
+
+def python_setattr(obj, name, value):
+    object.__setattr__(obj, name, value) if _is_frozen(obj) else setattr(obj, name, value)
+
+
+def _is_frozen(obj) -> bool:
+    params = getattr(type(obj), "__dataclass_params__", None)
+    return bool(params is not None and params.frozen)
+
+
+def python_setitem(obj, key, value):
+    obj[key] = value
+
+
+def construct(cls, *args, **kwargs):
+    return cls(*args, **kwargs)
+
+
+def _unpack_printer(fmt: str):
+    def printer(bsym, p) -> str:
+        container, key = bsym.args
+        line = f"{bsym.output.name} = " + fmt.format(c=p.value(container), k=p.value(key), attr=key)
+        c = type_comment([bsym.output])
+        return f"{line}  # {c}" if c else line
+
+    return printer
+
+
+executor = Executor("python")
+
+
+def _register(prim, fn, path: str | None = None, printer=None):
+    sym = executor_symbol(path or f"pythonex.{prim.name}", fn, "python", printer=printer)
+    executor.register(prim.id, Impl(sym))
+
+
+for _prim, _fmt in (
+    (pyops.unpack_item, "{c}[{k}]"),
+    (pyops.unpack_attr, "{c}.{attr}"),
+    (pyops.unpack_param, "{c}._parameters[{k}]"),
+    (pyops.unpack_buffer, "{c}._buffers[{k}]"),
+    (pyops.unpack_submodule, "{c}._modules[{k}]"),
+):
+    _register(_prim, None, printer=_unpack_printer(_fmt))
+
+for _prim, _fn in (
+    (pyops.check_len, check_len),
+    (pyops.check_keys, check_keys),
+    (pyops.check_tensor, check_tensor),
+    (pyops.check_literal, check_literal),
+    (pyops.check_type, check_type),
+    (pyops.check_is, check_is),
+    (pyops.check_grad_enabled, check_grad_enabled),
+    (pyops.check_default_dtype, check_default_dtype),
+    (pyops.python_setattr, python_setattr),
+    (pyops.python_setitem, python_setitem),
+):
+    _register(_prim, _fn)
+
+
+def _captured_printer(bsym, p) -> str:
+    line = f"{bsym.output.name} = {p.value(bsym.args[0])}"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
+_register(pyops.unpack_captured, None, printer=_captured_printer)
+
+
+def _construct_printer(bsym, p) -> str:
+    return pyops.construct.printer(bsym, p)
+
+
+_register(pyops.construct, construct, printer=_construct_printer)
+
+
+def _del_printer(bsym, p) -> str:
+    return "del " + ", ".join(a.name for a in bsym.args)
+
+
+_register(pyops.python_del, None, printer=_del_printer)

@@ -1,0 +1,160 @@
+"""The acquisition mode: a ``TorchFunctionMode`` that turns every torch call on proxies
+into thunder ops recorded in the computation trace.
+
+Metadata queries (``x.shape``, ``x.size(0)``, ``len(x)``) are answered from the proxy and
+record nothing. Calls that need a tensor's value (``x.item()``, ``if x.sum() > 0:``) and
+ops thunder does not know are errors naming the op and the user's line. In-place calls
+(``x.add_(1)``, ``x[0] = 1``, ``inplace=True``) are made functional: the out-of-place op is
+recorded and the proxy is *rebound* to the result, so later uses see the new value.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
+from thunder.frontend.source import user_location
+from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.meta import ShapeError
+
+T = torch.Tensor
+
+# Answered from the proxy's metadata; nothing is recorded.
+_METADATA_METHODS = {
+    T.size, T.dim, T.ndimension, T.numel, T.nelement, T.__len__, T.stride, T.is_contiguous,
+    T.is_floating_point, T.is_complex, T.element_size, T.get_device, T.type, T.is_signed,
+    T.storage_offset, T.__format__, T.__repr__, T.is_inference,
+}  # fmt: skip
+_METADATA_PROPERTIES = {
+    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "layout",
+    "is_sparse", "is_quantized", "is_leaf", "names", "is_nested", "itemsize", "is_mps", "grad_fn",
+}  # fmt: skip
+# Need a tensor's value, which tracing does not have.
+_DATA_DEPENDENT = {
+    T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.numpy, T.data_ptr,
+    T.nonzero, T.__array__, T.__complex__, torch.nonzero, torch.unique, T.unique,
+    torch.masked_select, T.masked_select, torch.equal, T.equal, T.__iter__,
+}  # fmt: skip
+# Ops whose result is a view of their first argument: an in-place write to such a result
+# must reach the base. ``getitem`` views are written back with ``setitem``.
+_VIEW_OPS = frozenset(
+    "getitem view reshape reshape_as transpose permute t unsqueeze squeeze expand expand_as narrow "
+    "flatten unflatten movedim split chunk unbind broadcast_to".split()
+)
+
+
+def describe(func) -> str:
+    """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
+    qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    mod = getattr(func, "__module__", None)
+    if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
+        return "torch.Tensor." + qual.split(".", 1)[1]
+    if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith("_VariableFunctionsClass"):
+        name = getattr(func, "__name__", qual)
+        return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
+    if qual.startswith("Tensor."):
+        return "torch." + qual
+    return f"{mod}.{qual}"
+
+
+class AcquisitionMode(TorchFunctionMode):
+    """Routes torch calls made while tracing to thunder ops; ``state`` is the acquisition."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        with torch._C.DisableTorchFunction():
+            return self._handle(func, args, kwargs)
+
+    def _handle(self, func, args, kwargs):
+        state = self.state
+        # properties arrive as a getset descriptor's __get__
+        if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
+            return self._property(func.__self__.__name__, args[0])
+        if func in _METADATA_METHODS:
+            return func(*args, **kwargs)
+        if func in _DATA_DEPENDENT:
+            raise DataDependentError(
+                f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
+                "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
+                "express it with tensor ops such as torch.where" + at(user_location())
+            )
+        args, kwargs = state.resolve((args, kwargs))
+        if kwargs.pop("out", None) is not None:
+            raise UnsupportedOpError(f"thunder: {describe(func)}(out=...) is not supported" + at(user_location()))
+        target = TORCH_TO_THUNDER.get(func)
+        if target is not None:
+            inplace = kwargs.get("inplace") is True
+            if inplace:
+                kwargs = dict(kwargs, inplace=False)
+            result = self._call(func, target, args, kwargs)
+            if inplace:
+                return state.rebind(args[0], result, describe(func))
+            self._track_views(target, args, result)
+            return result
+        name = getattr(func, "__name__", "")
+        if func is T.__setitem__:
+            return self._setitem(*args)
+        if func is T.copy_:
+            dst, src = args[0], args[1]
+            return state.rebind(dst, state.copy_value(dst, src), "torch.Tensor.copy_")
+        if name.endswith("_") and not name.endswith("__") and hasattr(T, name[:-1]):
+            base = TORCH_TO_THUNDER.get(getattr(T, name[:-1]))
+            if base is not None:
+                result = self._call(func, base, args, kwargs)
+                return state.rebind(args[0], result, describe(func))
+        raise UnsupportedOpError(
+            f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
+            "the supported ones)" + at(user_location())
+        )
+
+    def _call(self, func, target, args, kwargs):
+        try:
+            return target(*args, **kwargs)
+        except (ShapeError, ValueError, IndexError, TypeError) as e:
+            if isinstance(e, ThunderError):
+                raise
+            raise type(e)(f"thunder: {describe(func)}: {e}" + at(user_location())) from e
+
+    def _property(self, name: str, t):
+        if name in _METADATA_PROPERTIES:
+            return getattr(torch.Tensor, name).__get__(t)
+        t = self.state.resolve(t)
+        if name in PROPERTY_TO_THUNDER:
+            return PROPERTY_TO_THUNDER[name](t)
+        if name == "data":
+            from thunder.ops import ltorch
+
+            return ltorch.detach(t)
+        if name == "grad":
+            return None
+        raise UnsupportedOpError(f"thunder: the tensor property .{name} is not supported" + at(user_location()))
+
+    def _setitem(self, a, key, value):
+        from thunder.ops import ltorch
+
+        result = self._call(T.__setitem__, ltorch.setitem, (a, key, value), {})
+        self.state.rebind(a, result, "torch.Tensor.__setitem__")
+        return None
+
+    def _track_views(self, target, args, result):
+        name = getattr(target, "name", None)
+        if name in _VIEW_OPS and args and isinstance(args[0], TensorProxy):
+            leaves, _ = tree_flatten(result)
+            key = args[1] if name == "getitem" else None
+            for leaf in leaves:
+                if isinstance(leaf, TensorProxy) and leaf is not args[0]:
+                    self.state.views[leaf.name] = (args[0], key, name)
+
+
+def flat_resolve(latest: dict, x):
+    leaves, spec = tree_flatten(x)
+    return tree_unflatten([latest.get(id(v), v) if isinstance(v, torch.Tensor) else v for v in leaves], spec)
+
+

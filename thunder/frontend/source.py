@@ -1,0 +1,31 @@
+"""Finding the user's source line for a recorded operation (cheap: a frame walk)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+import thunder
+from thunder.core.symbol import SourceLocation
+
+_SKIP = (
+    os.path.dirname(os.path.abspath(thunder.__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+)
+
+
+def _skipped(filename: str) -> bool:
+    return filename.startswith(_SKIP) or filename.startswith("<frozen")
+
+
+def user_location(depth: int = 1) -> SourceLocation | None:
+    """The innermost frame that is neither thunder's nor torch's."""
+    f = sys._getframe(depth)
+    while f is not None:
+        code = f.f_code
+        if not _skipped(code.co_filename):
+            return SourceLocation(code.co_filename, f.f_lineno, code.co_name)
+        f = f.f_back
+    return None

@@ -1,0 +1,225 @@
+"""The pipeline: acquire -> passes -> callables -> cache.
+
+``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries newest first:
+an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch), its
+computation runs, its epilogue builds the result. A miss traces again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+import torch
+
+from thunder.core.trace import Provenance, Trace
+from thunder.executors import pythonex, torchex
+from thunder.executors.base import Executor
+from thunder.executors.claim import claim
+from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.frontend.acquire import acquire
+from thunder.transforms.dce import dce
+from thunder.transforms.del_last_used import del_last_used
+
+EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
+
+
+def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
+    chosen = []
+    for e in executors or ["torch"]:
+        if isinstance(e, str):
+            if e not in EXECUTORS:
+                raise ValueError(f"thunder: unknown executor {e!r}; available: {sorted(EXECUTORS)}")
+            e = EXECUTORS[e]
+        chosen.append(e)
+    if torchex.executor not in chosen:
+        chosen.append(torchex.executor)  # the fallback that runs every prim
+    return chosen + [pythonex.executor]
+
+
+@dataclasses.dataclass
+class CacheEntry:
+    """One compilation: its traces (first to last, per kind) and the compiled callables."""
+
+    prologue_traces: list[Trace]
+    computation_traces: list[Trace]
+    epilogue_traces: list[Trace]
+    backward_traces: list[Trace]
+    prologue: Callable
+    computation: Callable
+    epilogue: Callable | None  # None when it only returns the computation's single output
+    miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
+    pass_times: list[tuple[str, str, float]]
+
+
+@dataclasses.dataclass
+class CompileStats:
+    calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    entries: list[CacheEntry] = dataclasses.field(default_factory=list)
+    last_trace_seconds: float = 0.0
+
+    @property
+    def last_pass_times(self) -> list[tuple[str, str, float]]:
+        return self.entries[-1].pass_times if self.entries else []
+
+
+def _run_pass(traces: list[Trace], fn, times: list, kind: str) -> Trace:
+    t0 = time.perf_counter()
+    out = fn(traces[-1])
+    dt = time.perf_counter() - t0
+    if out.provenance is None:
+        out.provenance = Provenance(fn.__name__)
+    out.provenance.seconds = dt
+    times.append((kind, out.provenance.pass_name, dt))
+    traces.append(out)
+    return out
+
+
+class ThunderFunction:
+    """The jitted callable. ``thunder.last_traces(jfn)`` and friends read its cache."""
+
+    def __init__(self, fn: Callable, *, executors=None, module: torch.nn.Module | None = None):
+        self.fn = fn
+        self.module = module
+        self.executors = resolve_executors(executors)
+        self.stats = CompileStats()
+        self._entries = self.stats.entries
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        self.stats.calls += 1
+        for entry in reversed(self._entries):
+            try:
+                cargs, eargs = entry.prologue(*args, **kwargs)
+            except PrologueCheckFailed:
+                continue
+            self.stats.cache_hits += 1
+            out = entry.computation(*cargs)
+            if entry.epilogue is None:
+                return out[0]
+            return entry.epilogue(*out, *eargs)
+        self.stats.cache_misses += 1
+        entry = self.compile(args, kwargs)
+        cargs, eargs = entry.prologue(*args, **kwargs)
+        out = entry.computation(*cargs)
+        return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+
+    def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
+        """Trace for these inputs, run the passes and add the result to the cache."""
+        reasons = [f"entry {i}: {_miss_reason(e, args, kwargs)}" for i, e in enumerate(self._entries)]
+        t0 = time.perf_counter()
+        acquired = acquire(self.fn, args, kwargs, module=self.module)
+        times: list = [("computation", "Acquisition", time.perf_counter() - t0)]
+        acquired.computation.provenance = None
+        comp = [acquired.computation]
+        _run_pass(comp, dce, times, "computation")
+        _run_pass(comp, lambda t: claim(t, self.executors), times, "computation")
+        _run_pass(comp, del_last_used, times, "computation")
+        pro = [acquired.prologue]
+        _run_pass(pro, lambda t: claim(t, self.executors), times, "prologue")
+        epi = [acquired.epilogue]
+        _run_pass(epi, lambda t: claim(t, self.executors), times, "epilogue")
+        entry = CacheEntry(
+            prologue_traces=pro,
+            computation_traces=comp,
+            epilogue_traces=epi,
+            backward_traces=[],
+            prologue=pro[-1].python_callable(),
+            computation=comp[-1].python_callable(),
+            epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
+            miss_reasons=reasons,
+            pass_times=times,
+        )
+        self.stats.last_trace_seconds = time.perf_counter() - t0
+        self._entries.append(entry)
+        return entry
+
+
+def _is_identity(epi: Trace) -> bool:
+    return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
+
+
+def _miss_reason(entry: CacheEntry, args, kwargs) -> str:
+    """The prologue line that rejected these inputs, with its message."""
+    try:
+        entry.prologue(*args, **kwargs)
+    except PrologueCheckFailed as e:
+        src = getattr(entry.prologue, "__thunder_source__", "").splitlines()
+        line = ""
+        for frame in reversed(traceback.extract_tb(sys.exc_info()[2])):
+            if frame.filename == "thunder.prologue" and frame.lineno and frame.lineno <= len(src):
+                line = src[frame.lineno - 1].strip()
+                break
+        return f"{line}: {e}" if line else str(e)
+    except Exception as e:  # a prologue that cannot even unpack these inputs
+        return f"{type(e).__name__}: {e}"
+    return "the inputs fit (this entry was bypassed)"
+
+
+class ThunderModule(torch.nn.Module):
+    """``thunder.jit(module)``: calls run the compiled forward; parameters stay the module's."""
+
+    def __init__(self, module: torch.nn.Module, *, executors=None):
+        super().__init__()
+        self._model = module
+        self._jfn = ThunderFunction(module, executors=executors, module=module)
+
+    def forward(self, *args, **kwargs):
+        return self._jfn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_model"], name)
+
+
+def jit(fn: Callable | torch.nn.Module, *, executors: Sequence[str | Executor] | None = None):
+    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``."""
+    if isinstance(fn, torch.nn.Module):
+        return ThunderModule(fn, executors=executors)
+    if not callable(fn):
+        raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
+    return ThunderFunction(fn, executors=executors)
+
+
+def _jfn(obj) -> ThunderFunction:
+    if isinstance(obj, ThunderModule):
+        return obj._jfn
+    if isinstance(obj, ThunderFunction):
+        return obj
+    raise TypeError(f"expected a function returned by thunder.jit, got {type(obj).__qualname__}")
+
+
+def _last(obj) -> CacheEntry:
+    jfn = _jfn(obj)
+    if not jfn._entries:
+        raise RuntimeError("thunder: the function has not been called yet, so there are no traces")
+    return jfn._entries[-1]
+
+
+def last_traces(obj) -> list[Trace]:
+    return _last(obj).computation_traces
+
+
+def last_prologue_traces(obj) -> list[Trace]:
+    return _last(obj).prologue_traces
+
+
+def last_epilogue_traces(obj) -> list[Trace]:
+    return _last(obj).epilogue_traces
+
+
+def last_backward_traces(obj) -> list[Trace]:
+    return _last(obj).backward_traces
+
+
+def compile_stats(obj) -> CompileStats:
+    return _jfn(obj).stats

@@ -1,0 +1,108 @@
+"""Python-level primitives for prologues and epilogues: unpacking inputs by provenance,
+checking them, building return values, and ``del``.
+
+They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisition and as
+``pythonex.*`` once claimed; their implementations live in ``thunder.executors.pythonex``.
+"""
+
+from __future__ import annotations
+
+from thunder.core.proxies import AnyProxy
+from thunder.core.symbol import Symbol, register
+from thunder.core.trace import current_trace
+
+
+def _python_prim(name: str, meta, *tags: str) -> Symbol:
+    return register(Symbol(name, "prims", meta=meta, tags=("prim", "python", *tags)))
+
+
+# Unpacking: acquisition makes these BoundSymbols itself, because it names the output proxy
+# after the value's provenance (``t_fc1_weight``).
+def _unpack_meta(container, key):
+    raise RuntimeError("thunder: unpack BoundSymbols are made by acquisition, not by calling the symbol")
+
+
+unpack_item = _python_prim("unpack_item", _unpack_meta, "unpack")
+unpack_attr = _python_prim("unpack_attr", _unpack_meta, "unpack")
+unpack_param = _python_prim("unpack_param", _unpack_meta, "unpack")
+unpack_buffer = _python_prim("unpack_buffer", _unpack_meta, "unpack")
+unpack_submodule = _python_prim("unpack_submodule", _unpack_meta, "unpack")
+
+
+def _no_output(*args, **kwargs):
+    return None
+
+
+check_len = _python_prim("check_len", _no_output, "prologue_check")
+check_keys = _python_prim("check_keys", _no_output, "prologue_check")
+check_tensor = _python_prim("check_tensor", _no_output, "prologue_check")
+check_literal = _python_prim("check_literal", _no_output, "prologue_check")
+check_type = _python_prim("check_type", _no_output, "prologue_check")
+check_is = _python_prim("check_is", _no_output, "prologue_check")
+check_grad_enabled = _python_prim("check_grad_enabled", _no_output, "prologue_check")
+check_default_dtype = _python_prim("check_default_dtype", _no_output, "prologue_check")
+
+
+def _setattr_meta(obj, name, value):
+    return None
+
+
+# Epilogue write-backs onto the user's objects.
+python_setattr = _python_prim("python_setattr", _setattr_meta, "writeback")
+python_setitem = _python_prim("python_setitem", _setattr_meta, "writeback")
+
+
+def _new_any(cls):
+    trc = current_trace()
+    return AnyProxy(trc.make_name("any"), cls)
+
+
+def _construct_meta(cls, *args, **kwargs):
+    return _new_any(cls)
+
+
+# ``any0 = __main___MyContainer(res=t0, num=1)``: printed as a call of the class itself.
+construct = _python_prim("construct", _construct_meta, "dataclass_new")
+
+
+def _print_construct(bsym, printer) -> str:
+    cls, *args = bsym.args
+    call = printer.call(printer.value(cls), args, bsym.kwargs)
+    return f"{bsym.output.name} = {call}"
+
+
+construct.printer = _print_construct
+
+
+def _print_unpack(bsym, printer) -> str:
+    container, key = bsym.args
+    from thunder.core.printing import type_comment
+
+    line = f"{bsym.output.name} = {bsym.sym.id}({printer.value(container)}, {printer.value(key)})"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
+for _s in (unpack_item, unpack_attr, unpack_param, unpack_buffer, unpack_submodule):
+    _s.printer = _print_unpack
+
+
+def _print_del(bsym, printer) -> str:
+    return "del " + ", ".join(p.name for p in bsym.args)
+
+
+python_del = _python_prim("python_del", _no_output, "del")
+python_del.printer = _print_del
+
+
+def _print_unpack_captured(bsym, printer) -> str:
+    from thunder.core.printing import type_comment
+
+    line = f"{bsym.output.name} = {printer.value(bsym.args[0])}"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
+# A tensor captured from a closure or a global: the prologue refers to it by name.
+unpack_captured = _python_prim("unpack_captured", _unpack_meta, "unpack")
+unpack_captured.printer = _print_unpack_captured

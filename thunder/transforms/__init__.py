@@ -1,0 +1,1 @@
+"""Passes: pure ``Trace -> Trace`` functions, one per file."""
