@@ -52,8 +52,11 @@ def describe(func) -> str:
     mod = getattr(func, "__module__", None)
     if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
         return "torch.Tensor." + qual.split(".", 1)[1]
+    name = getattr(func, "__name__", qual)
+    for cmod, public in (("torch._C._fft", "fft"), ("torch._C._linalg", "linalg"), ("torch._C._special", "special")):
+        if mod == cmod:
+            return f"torch.{public}.{name.removeprefix(public + '_')}"
     if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith("_VariableFunctionsClass"):
-        name = getattr(func, "__name__", qual)
         return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
     if qual.startswith("Tensor."):
         return "torch." + qual

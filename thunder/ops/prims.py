@@ -7,6 +7,7 @@ broadcast and promote like torch, so a decomposition needs no explicit casts.
 
 from __future__ import annotations
 
+import builtins
 import math
 from numbers import Number
 
@@ -197,7 +198,7 @@ def _cat_meta(tensors, dim):
         if len(s) != len(ref) or any(x != y for i, (x, y) in enumerate(zip(s, ref)) if i != dim):
             raise ShapeError(f"prims.cat: shapes {shapes} do not match outside dimension {dim}")
     out = list(ref)
-    out[dim] = sum(s[dim] for s in shapes)
+    out[dim] = builtins.sum(s[dim] for s in shapes)
     return new_tensor(tuple(out), result_dtype(*tensors), common_device("prims.cat", *tensors), *tensors)
 
 

@@ -1,0 +1,135 @@
+"""Whole-trace goldens and the round trip: printed source, executed, gives eager's values."""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+from thunder.core.verify import verify
+
+
+def fn(x):
+    return x.sin() * 2 + 1
+
+
+COMPUTATION_FIRST = '''\
+import torch
+import thunder.ops.ltorch as ltorch
+
+def computation(x):
+  # x: "cpu f32[3]"
+  t0 = ltorch.sin(x)  # t0: "cpu f32[3]"
+    # t0 = prims.sin(x)  # t0: "cpu f32[3]"
+  t1 = ltorch.mul(t0, 2)  # t1: "cpu f32[3]"
+    # t1 = prims.mul(t0, 2)  # t1: "cpu f32[3]"
+  t2 = ltorch.add(t1, 1)  # t2: "cpu f32[3]"
+    # t2 = prims.add(t1, 1)  # t2: "cpu f32[3]"
+  return (t2,)
+'''
+
+COMPUTATION_LAST = '''\
+# Constructed by Delete Last Used
+import torch
+
+def computation(x):
+  # x: "cpu f32[3]"
+  t0 = torch.sin(x)  # t0: "cpu f32[3]"
+    # t0 = ltorch.sin(x)  # t0: "cpu f32[3]"
+      # t0 = prims.sin(x)  # t0: "cpu f32[3]"
+  t1 = torch.mul(t0, 2)  # t1: "cpu f32[3]"
+    # t1 = ltorch.mul(t0, 2)  # t1: "cpu f32[3]"
+      # t1 = prims.mul(t0, 2)  # t1: "cpu f32[3]"
+  del t0
+  t2 = torch.add(t1, 1)  # t2: "cpu f32[3]"
+    # t2 = ltorch.add(t1, 1)  # t2: "cpu f32[3]"
+      # t2 = prims.add(t1, 1)  # t2: "cpu f32[3]"
+  del t1
+  return (t2,)
+'''
+
+PROLOGUE_LAST = """\
+# Constructed by Transform for execution
+import torch
+import thunder.executors.pythonex as pythonex
+
+def prologue(*args, **kwargs):
+  pythonex.check_len(args, 1)
+    # prims.check_len(args, 1)
+  pythonex.check_keys(kwargs, ())
+    # prims.check_keys(kwargs, ())
+  x = args[0]  # x: "cpu f32[3]"
+    # x = prims.unpack_item(args, 0)  # x: "cpu f32[3]"
+  pythonex.check_tensor(x, (3,), torch.float32, torch.device('cpu'), False)
+    # prims.check_tensor(x, (3,), torch.float32, torch.device('cpu'), False)
+  pythonex.check_grad_enabled(True)
+    # prims.check_grad_enabled(True)
+  return ((x,), ())
+"""
+
+EPILOGUE_LAST = '''\
+# Constructed by Transform for execution
+import torch
+
+def epilogue(t2):
+  # t2: "cpu f32[3]"
+  return t2
+'''
+
+
+def test_goldens_elementwise():
+    jfn = thunder.jit(fn)
+    jfn(torch.ones(3))
+    traces = thunder.last_traces(jfn)
+    assert str(traces[0]) == COMPUTATION_FIRST
+    assert str(traces[-1]) == COMPUTATION_LAST
+    assert [t.provenance.pass_name for t in traces[1:]] == [
+        "Dead Code Elimination",
+        "Transform for execution",
+        "Delete Last Used",
+    ]
+    assert str(thunder.last_prologue_traces(jfn)[-1]) == PROLOGUE_LAST
+    assert str(thunder.last_epilogue_traces(jfn)[-1]) == EPILOGUE_LAST
+
+
+def test_printing_is_deterministic_across_compilations():
+    a, b = thunder.jit(fn), thunder.jit(fn)
+    a(torch.ones(3))
+    b(torch.ones(3))
+    assert [str(t) for t in thunder.last_traces(a)] == [str(t) for t in thunder.last_traces(b)]
+
+
+def test_every_pass_verifies_and_round_trips():
+    def g(x, y):
+        z = torch.where(x > 0, x, y) * 3
+        return z.sum(), z.transpose(0, 1)[1:], torch.cat([x, y], 1)
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    jfn = thunder.jit(g)
+    expected = g(x, y)
+    torch.testing.assert_close(jfn(x, y), expected)
+    for trace in thunder.last_traces(jfn):
+        verify(trace)
+        # executing the printed source of every pass gives the same values
+        torch.testing.assert_close(trace.python_callable()(x, y), tuple(expected))
+
+
+def test_source_lines_are_kept_through_every_pass():
+    def g(x):
+        y = x.cos()  # the line the trace must remember
+        return y + 1
+
+    jfn = thunder.jit(g)
+    jfn(torch.ones(2))
+    for trace in thunder.last_traces(jfn):
+        cos = [b for b in trace.bound_symbols if "cos" in b.sym.name or any("cos" in s.sym.name for s in b.subsymbols)]
+        assert cos and cos[0].source is not None
+        assert cos[0].source.function == "g"
+        assert "the line the trace must remember" in cos[0].source.line()
+
+
+def test_names_stay_the_same_from_pass_to_pass():
+    jfn = thunder.jit(fn)
+    jfn(torch.ones(3))
+    first, last = thunder.last_traces(jfn)[0], thunder.last_traces(jfn)[-1]
+    outs = lambda t: [o.name for b in t.bound_symbols for o in b.flat_proxy_outs]  # noqa: E731
+    assert outs(first) == outs(last) == ["t0", "t1", "t2"]
