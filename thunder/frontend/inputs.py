@@ -119,17 +119,20 @@ class Inputs:
         """Proxies for ``fn(*args, **kwargs)``, named after ``fn``'s parameters."""
         try:
             sig = inspect.signature(fn)
-            bound = sig.bind(*args, **kwargs)
-            names = _positional_names(sig, len(args))
-        except (TypeError, ValueError):
-            names = [f"args_{i}" for i in range(len(args))]
+        except (TypeError, ValueError):  # a builtin or C callable: no names to use
+            sig = None
+        if sig is not None:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {e}") from None
+        names = _positional_names(sig, len(args)) if sig is not None else [f"args_{i}" for i in range(len(args))]
         self.checks.append(BoundSymbol(pyops.check_len, (self.args_proxy, len(args)), {}, None))
         self.checks.append(BoundSymbol(pyops.check_keys, (self.kwargs_proxy, tuple(kwargs)), {}, None))
         pargs = tuple(
             self.value(a, names[i], Unpack(self.args_proxy, "item", i)) for i, a in enumerate(args)
         )
         pkwargs = {k: self.value(v, k, Unpack(self.kwargs_proxy, "item", k)) for k, v in kwargs.items()}
-        del bound
         return pargs, pkwargs
 
     def build_prologue(self, used: list[TensorProxy], epilogue_inputs: list) -> Trace:
