@@ -93,9 +93,11 @@ class AcquisitionMode(TorchFunctionMode):
             raise UnsupportedOpError(f"thunder: {describe(func)}(out=...) is not supported" + at(user_location()))
         target = TORCH_TO_THUNDER.get(func)
         if target is not None:
-            inplace = kwargs.get("inplace") is True
-            if inplace:
-                kwargs = dict(kwargs, inplace=False)
+            # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
+            inplace = False
+            if "inplace" in kwargs:
+                kwargs = dict(kwargs)
+                inplace = kwargs.pop("inplace") is True
             result = self._call(func, target, args, kwargs)
             if inplace:
                 return state.rebind(args[0], result, describe(func))

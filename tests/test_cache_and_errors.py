@@ -1,0 +1,165 @@
+"""The cache (hits, retraces on shape/dtype/int changes) and errors on bad input.
+
+Every error names the op and the user's source line, and leaves the inputs as they were.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.frontend.errors import DataDependentError, UnsupportedOpError
+
+
+def scale(x, n):
+    return x * n
+
+
+def test_same_inputs_hit_the_cache():
+    jfn = thunder.jit(scale)
+    x = torch.randn(3)
+    jfn(x, 2)
+    jfn(torch.randn(3), 2)
+    stats = thunder.compile_stats(jfn)
+    assert (stats.calls, stats.cache_hits, stats.cache_misses) == (2, 1, 1)
+    assert len(stats.entries) == 1
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        (torch.randn(4), 2),  # shape
+        (torch.randn(3, dtype=torch.float64), 2),  # dtype
+        (torch.randn(3), 3),  # a Python int
+        (torch.randn(3, requires_grad=True), 2),  # requires_grad
+    ],
+)
+def test_changed_inputs_retrace_and_stay_correct(second):
+    jfn = thunder.jit(scale)
+    jfn(torch.randn(3), 2)
+    out = jfn(*second)
+    torch.testing.assert_close(out, scale(*second))
+    stats = thunder.compile_stats(jfn)
+    assert stats.cache_misses == 2 and len(stats.entries) == 2
+    # the new entry says which prologue check rejected the older one
+    (reason,) = stats.entries[-1].miss_reasons
+    assert reason.startswith("entry 0: pythonex.check_")
+    # and the old entry still serves the old inputs
+    jfn(torch.randn(3), 2)
+    assert stats.cache_hits == 1
+
+
+def test_grad_mode_is_checked():
+    jfn = thunder.jit(scale)
+    jfn(torch.randn(3), 2)
+    with torch.no_grad():
+        jfn(torch.randn(3), 2)
+    assert thunder.compile_stats(jfn).cache_misses == 2
+
+
+def test_unsupported_op_names_op_and_line():
+    def f(x):
+        return torch.fft.fft(x)  # unsupported-op-line
+
+    with pytest.raises(UnsupportedOpError, match=r"torch\.fft\.fft is not supported") as e:
+        thunder.jit(f)(torch.randn(4))
+    assert "unsupported-op-line" in str(e.value)
+    assert "test_cache_and_errors.py" in str(e.value)
+
+
+def test_data_dependent_control_flow():
+    def f(x):
+        if x.sum() > 0:  # data-dependent-line
+            return x
+        return -x
+
+    with pytest.raises(DataDependentError, match=r"torch\.Tensor\.__bool__") as e:
+        thunder.jit(f)(torch.randn(4))
+    assert "data-dependent-line" in str(e.value)
+
+
+def test_item_is_data_dependent():
+    def f(x):
+        return x * x.max().item()  # item-line
+
+    with pytest.raises(DataDependentError, match=r"torch\.Tensor\.item") as e:
+        thunder.jit(f)(torch.randn(4))
+    assert "item-line" in str(e.value)
+
+
+def test_tensors_on_different_devices():
+    def f(x, y):
+        return x + y  # devices-line
+
+    with pytest.raises(ValueError, match=r"same device.*cpu.*meta|same device.*meta.*cpu") as e:
+        thunder.jit(f)(torch.randn(4), torch.empty(4, device="meta"))
+    assert "devices-line" in str(e.value)
+
+
+def test_wrong_number_of_arguments_on_a_cached_call():
+    jfn = thunder.jit(scale)
+    jfn(torch.randn(3), 2)
+    with pytest.raises(TypeError, match="argument"):
+        jfn(torch.randn(3))
+    assert len(thunder.compile_stats(jfn).entries) == 1
+
+
+def test_failed_trace_leaves_inputs_unchanged():
+    def f(x):
+        x.add_(1)
+        return torch.fft.fft(x)
+
+    x = torch.zeros(4)
+    with pytest.raises(UnsupportedOpError):
+        thunder.jit(f)(x)
+    assert torch.equal(x, torch.zeros(4))
+
+
+def test_failed_module_trace_restores_parameters():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+            self.register_buffer("b", torch.zeros(3))
+
+        def forward(self, x):
+            return torch.fft.fft(x * self.w + self.b)
+
+    m = M()
+    w, b = m.w, m.b
+    with pytest.raises(UnsupportedOpError):
+        thunder.jit(m)(torch.ones(3))
+    assert m.w is w and m.b is b
+    assert type(m._parameters["w"]) is torch.nn.Parameter
+
+
+def test_inplace_on_input_reaches_the_user_tensor():
+    def f(x):
+        x.mul_(2)
+        x[0] = 5
+        return x + 1
+
+    x, xe = torch.arange(4.0), torch.arange(4.0)
+    out = thunder.jit(f)(x)
+    expected = f(xe)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(x, xe)
+
+
+def test_captured_tensor_becomes_an_input():
+    w = torch.randn(3)
+
+    def f(x):
+        return x * w
+
+    jfn = thunder.jit(f)
+    x = torch.randn(3)
+    torch.testing.assert_close(jfn(x), f(x))
+    names = [p.name for p in thunder.last_traces(jfn)[-1].args]
+    assert names == ["x", "c0"]
+
+
+def test_jit_rejects_non_callables():
+    with pytest.raises(TypeError, match="function or an nn.Module"):
+        thunder.jit(3)
