@@ -56,9 +56,14 @@ def main() -> None:
         return x * 2 + 1
 
     model = mlp()
-    cases = [("tiny x*2+1 [4]", tiny, torch.ones(4), 2.0), ("MLP 4x64 [16,64]", model, torch.randn(16, 64), 1.3)]
+    cases = [
+        ("tiny x*2+1 [4]", tiny, torch.ones(4), 2.0),
+        ("MLP 4x64 [16,64]", model, torch.randn(16, 64), 1.3),
+    ]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread")
-    print(f"{'program':20} {'eager us':>9} {'thunder us':>11} {'ratio':>6} {'target':>7} {'compile us':>11} {'first ms':>9}")
+    print(
+        f"{'program':20} {'eager us':>9} {'thunder us':>11} {'ratio':>6} {'target':>7} {'compile us':>11} {'first ms':>9}"
+    )
     with torch.no_grad():
         for name, fn, x, target in cases:
             first = first_call_ms(lambda fn=fn: thunder.jit(fn), x)
@@ -71,7 +76,9 @@ def main() -> None:
                 cfn = torch.compile(fn)
                 cfn(x)
                 comp = per_call_us(cfn, x, number=500)
-            print(f"{name:20} {eager:9.2f} {th:11.2f} {th / eager:6.2f} {target:6.1f}x {comp:11.2f} {first:9.1f}")
+            print(
+                f"{name:20} {eager:9.2f} {th:11.2f} {th / eager:6.2f} {target:6.1f}x {comp:11.2f} {first:9.1f}"
+            )
 
 
 if __name__ == "__main__":

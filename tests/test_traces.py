@@ -12,7 +12,7 @@ def fn(x):
     return x.sin() * 2 + 1
 
 
-COMPUTATION_FIRST = '''\
+COMPUTATION_FIRST = """\
 import torch
 import thunder.ops.ltorch as ltorch
 
@@ -25,9 +25,9 @@ def computation(x):
   t2 = ltorch.add(t1, 1)  # t2: "cpu f32[3]"
     # t2 = prims.add(t1, 1)  # t2: "cpu f32[3]"
   return (t2,)
-'''
+"""
 
-COMPUTATION_LAST = '''\
+COMPUTATION_LAST = """\
 # Constructed by Delete Last Used
 import torch
 
@@ -45,7 +45,7 @@ def computation(x):
       # t2 = prims.add(t1, 1)  # t2: "cpu f32[3]"
   del t1
   return (t2,)
-'''
+"""
 
 PROLOGUE_LAST = """\
 # Constructed by Transform for execution
@@ -66,14 +66,14 @@ def prologue(*args, **kwargs):
   return ((x,), ())
 """
 
-EPILOGUE_LAST = '''\
+EPILOGUE_LAST = """\
 # Constructed by Transform for execution
 import torch
 
 def epilogue(t2):
   # t2: "cpu f32[3]"
   return t2
-'''
+"""
 
 
 def test_goldens_elementwise():
@@ -121,7 +121,11 @@ def test_source_lines_are_kept_through_every_pass():
     jfn = thunder.jit(g)
     jfn(torch.ones(2))
     for trace in thunder.last_traces(jfn):
-        cos = [b for b in trace.bound_symbols if "cos" in b.sym.name or any("cos" in s.sym.name for s in b.subsymbols)]
+        cos = [
+            b
+            for b in trace.bound_symbols
+            if "cos" in b.sym.name or any("cos" in s.sym.name for s in b.subsymbols)
+        ]
         assert cos and cos[0].source is not None
         assert cos[0].source.function == "g"
         assert "the line the trace must remember" in cos[0].source.line()

@@ -142,6 +142,24 @@ class ThunderFunction:
         return entry
 
 
+def _mimebundle(obj) -> dict:
+    """Notebook display: the explorer's static view when it is installed, else the last trace."""
+    jfn = _jfn(obj)
+    text = (
+        str(jfn._entries[-1].computation_traces[-1])
+        if jfn._entries
+        else f"<thunder.jit of {jfn.__name__}, not called yet>"
+    )
+    try:
+        from explorer.html import compilation_html
+    except Exception:
+        return {"text/plain": text}
+    return {"text/plain": text, "text/html": compilation_html(obj)}
+
+
+ThunderFunction._repr_mimebundle_ = lambda self, include=None, exclude=None: _mimebundle(self)
+
+
 def _is_identity(epi: Trace) -> bool:
     return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
 
@@ -173,6 +191,9 @@ class ThunderModule(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         return self._jfn(*args, **kwargs)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return _mimebundle(self)
 
     def __getattr__(self, name):
         try:

@@ -112,7 +112,11 @@ def output_str(printer: Printer, output) -> str:
         return ""
     if isinstance(output, (TensorProxy, Proxy)):
         return output.name
-    if isinstance(output, (tuple, list)) and output and all(isinstance(o, (TensorProxy, Proxy)) for o in output):
+    if (
+        isinstance(output, (tuple, list))
+        and output
+        and all(isinstance(o, (TensorProxy, Proxy)) for o in output)
+    ):
         return "(" + ", ".join(o.name for o in output) + ("," if len(output) == 1 else "") + ")"
     # Outputs that are not plain proxies (a tuple with a constant) bind to a throwaway name.
     return "_"

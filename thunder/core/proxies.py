@@ -152,7 +152,9 @@ def is_proxy(x) -> bool:
     return isinstance(x, (Proxy, TensorProxy))
 
 
-def like(t: TensorProxy, name: str, *, shape=None, dtype=None, device=None, requires_grad=None) -> TensorProxy:
+def like(
+    t: TensorProxy, name: str, *, shape=None, dtype=None, device=None, requires_grad=None
+) -> TensorProxy:
     """A new proxy with ``t``'s metadata, overridden where given."""
     return TensorProxy(
         name,

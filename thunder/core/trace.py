@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.printing import Printer, bsym_lines, type_comment
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
 
@@ -94,7 +94,9 @@ class Trace:
         return name
 
     def tensor(self, shape, dtype, device, requires_grad=False, *, name: str | None = None) -> TensorProxy:
-        return TensorProxy(self.add_name(name) if name else self.make_name("t"), shape, dtype, device, requires_grad)
+        return TensorProxy(
+            self.add_name(name) if name else self.make_name("t"), shape, dtype, device, requires_grad
+        )
 
     # -- recording ------------------------------------------------------------------------
     def record(self, sym: Symbol, args: tuple, kwargs: dict):

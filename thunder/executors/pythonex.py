@@ -48,7 +48,9 @@ def check_literal(x, value):
 
 def check_type(x, cls):
     if type(x) is not cls:
-        raise PrologueCheckFailed(f"expected an object of type {cls.__qualname__}, got {type(x).__qualname__}")
+        raise PrologueCheckFailed(
+            f"expected an object of type {cls.__qualname__}, got {type(x).__qualname__}"
+        )
 
 
 def check_is(x, obj):

@@ -231,6 +231,8 @@ def register_ltorch_claims() -> None:
 
 def unclaimed_prims() -> list[str]:
     """Prims the torch executor cannot run (tests keep this empty)."""
-    return [s for s, sym in SYMBOLS.items() if sym.module == "prims" and "python" not in sym.tags and s not in executor.impls]
-
-
+    return [
+        s
+        for s, sym in SYMBOLS.items()
+        if sym.module == "prims" and "python" not in sym.tags and s not in executor.impls
+    ]

@@ -39,7 +39,9 @@ def del_last_used(trace: Trace, *, executor_symbol=None) -> Trace:
                 seen.add(p.name)
                 dead.append(p)
         if dead:
-            new.append(BoundSymbol(executor_symbol or python_del, tuple(dead), {}, None, tags=frozenset({"del"})))
+            new.append(
+                BoundSymbol(executor_symbol or python_del, tuple(dead), {}, None, tags=frozenset({"del"}))
+            )
         new.append(bsym)
     out.bound_symbols = new[::-1]
     return out

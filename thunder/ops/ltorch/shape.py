@@ -7,7 +7,7 @@ import math
 import torch
 
 from thunder.ops import prims
-from thunder.ops.langs import alias, tensor_property, torchsymbol
+from thunder.ops.langs import tensor_property, torchsymbol
 from thunder.ops.meta import ShapeError, canonical_dim, is_tensor, shape_of
 
 T = torch.Tensor
@@ -282,7 +282,7 @@ def _normalize_index(key, shape, op: str):
 def getitem(a, key):
     s = shape_of(a)
     items = _normalize_index(key, s, "Tensor.__getitem__")
-    lo, hi, st, squeeze_dims, out_shape_dims = [], [], [], [], []
+    lo, hi, st, squeeze_dims = [], [], [], []
     tensor_idx = [(i, k) for i, k in enumerate(items) if is_tensor(k)]
     if tensor_idx:
         if len(tensor_idx) > 1 or any(is_tensor(k) and k.meta_dtype is torch.bool for _, k in tensor_idx):
