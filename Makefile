@@ -36,7 +36,7 @@ lint: $(STAMP)
 	$(VPY) -m ruff format --check thunder explorer tests bench
 
 lab: system $(STAMP)
-	$(VPY) -m jupyterlab notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
+	$(VPY) -m jupyterlab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 demo: system $(STAMP)
 	$(VPY) bench/demo.py report.html
