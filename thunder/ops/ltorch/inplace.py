@@ -1,0 +1,143 @@
+"""Out-of-place forms of writes, for the frontend's functionalisation of in-place calls.
+
+The frontend turns ``dst.copy_(src)`` into ``dst = ltorch.copy_to(dst, src)`` and
+``a[key] = value`` into ``a = ltorch.setitem(a, key, value)``; nothing here mutates a tensor
+or maps an in-place torch callable.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.ops import prims
+from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch.factories import _cast_number
+from thunder.ops.ltorch.shape import _normalize_index
+from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
+
+
+def _as_value(value, shape, dtype, device, op: str):
+    """``value`` (number or tensor) cast to ``dtype``/``device`` and broadcast to ``shape``."""
+    shape = tuple(shape)
+    if not is_tensor(value):
+        return prims.full(shape, _cast_number(value, dtype), dtype=dtype, device=device)
+    if device_of(value) != device:
+        value = prims.device_put(value, device)
+    if dtype_of(value) is not dtype:
+        value = prims.convert_element_type(value, dtype)
+    vs = shape_of(value)
+    while len(vs) > len(shape) and vs[0] == 1:  # torch drops leading 1s of the value
+        value = prims.squeeze(value, (0,))
+        vs = vs[1:]
+    if vs == shape:
+        return value
+    if len(vs) > len(shape) or broadcast_shapes(vs, shape, op=op) != shape:
+        raise ShapeError(f"{op}: a value of shape {vs} cannot be written into a region of shape {shape}")
+    return prims.broadcast_in_dim(value, shape, tuple(range(len(shape) - len(vs), len(shape))))
+
+
+@torchsymbol(tags=("copy",), name="copy_to")
+def copy_to(dst, src):
+    """What ``dst`` holds after ``dst.copy_(src)``: ``src`` cast and broadcast to ``dst``."""
+    return _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
+
+
+def _bool_mask_setitem(a, mask, value):
+    s, ms = shape_of(a), shape_of(mask)
+    if s[: len(ms)] != ms:
+        raise ShapeError(f"Tensor.__setitem__: a mask of shape {ms} does not match the tensor's shape {s}")
+    full_mask = prims.broadcast_in_dim(mask, s, tuple(range(len(ms)))) if ms != s else mask
+    # the value fills every selected element: it must broadcast to the trailing dims
+    v = _as_value(value, s[len(ms) :], dtype_of(a), device_of(a), "Tensor.__setitem__")
+    if len(ms):
+        v = prims.broadcast_in_dim(v, s, tuple(range(len(ms), len(s))))
+    return prims.where(full_mask, v, a)
+
+
+@torchsymbol(tags=("indexing",), name="setitem")
+def setitem(a, key, value):
+    """``a`` with ``a[key] = value`` applied; ``key`` as in basic indexing (ints, slices, None,
+    Ellipsis), with at most one integer index tensor, or a single bool mask."""
+    op = "Tensor.__setitem__"
+    keys = key if isinstance(key, tuple) else (key,)
+    if len(keys) == 1 and is_tensor(keys[0]) and dtype_of(keys[0]) is torch.bool:
+        return _bool_mask_setitem(a, keys[0], value)
+    s = shape_of(a)
+    items = _normalize_index(key, s, op)
+    tensors = [k for k in items if is_tensor(k)]
+    if len(tensors) > 1 or any(dtype_of(k) is torch.bool for k in tensors):
+        raise ShapeError(f"{op}: only one integer index tensor (or a single bool mask) is supported")
+    dt, dev = dtype_of(a), device_of(a)
+    # per real dimension: its index (a tensor or an int) and the result dims it makes
+    region, parts, dim = [], [], 0
+    full_dims = 0
+    for k in items:
+        if k is None:
+            region.append(1)  # a new axis of the indexed region; not a dimension of ``a``
+            continue
+        size = s[dim]
+        if isinstance(k, bool):
+            raise ShapeError(f"{op}: a bool index is not supported")
+        if isinstance(k, int):
+            i = k + size if k < 0 else k
+            if not 0 <= i < size:
+                raise ShapeError(f"{op}: index {k} is out of bounds for dimension {dim} of size {size}")
+            parts.append(("int", i))
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(size)
+            if step < 1:
+                raise ShapeError(f"{op}: a slice step must be positive, got {step}")
+            n = len(range(start, stop, step))
+            full_dims += n == size and step == 1
+            parts.append(("slice", (start, step, n, n == size and step == 1)))
+            region.append(n)
+        elif is_tensor(k):
+            if dtype_of(k) not in (torch.int64, torch.int32):
+                raise ShapeError(f"{op}: an index tensor must be int64 or int32, got {dtype_of(k)}")
+            parts.append(("tensor", k))
+            region.extend(shape_of(k))
+        else:
+            raise ShapeError(f"{op}: unsupported index {k!r} of type {type(k).__name__}")
+        dim += 1
+    region = tuple(region)
+    if 0 in region:
+        return a  # an empty region: nothing is written
+    v = _as_value(value, region, dt, dev, op)
+    if all(kind == "slice" and info[3] for kind, info in parts):  # a[:] = v, a[..., None] = v
+        return prims.reshape(v, s) if shape_of(v) != s else v
+    # prims.index_put indexes the leading dims; trailing whole-dimension slices stay implicit
+    while parts and parts[-1][0] == "slice" and parts[-1][1][3]:
+        parts.pop()
+    flat_region = tuple(n for n, k in zip(region, _region_kinds(items)) if k != "new")
+    if shape_of(v) != flat_region:
+        v = prims.reshape(v, flat_region)
+    explicit = len(flat_region) - (dim - len(parts))  # result dims made by the explicit indices
+    indices, pos = [], 0
+    for kind, info in parts:
+        if kind == "int":
+            idx = prims.full((1,) * explicit, info, dtype=torch.int64, device=dev)
+        elif kind == "slice":
+            start, step, n, _ = info
+            it = prims.iota(n, start=start, step=step, dtype=torch.int64, device=dev)
+            idx = prims.broadcast_in_dim(it, tuple(n if i == pos else 1 for i in range(explicit)), (pos,))
+            pos += 1
+        else:
+            ks = shape_of(info)
+            shape = tuple(ks[i - pos] if pos <= i < pos + len(ks) else 1 for i in range(explicit))
+            idx = prims.broadcast_in_dim(info, shape, tuple(range(pos, pos + len(ks))))
+            pos += len(ks)
+        indices.append(idx)
+    return prims.index_put(a, indices, v, False)
+
+
+def _region_kinds(items):
+    """For each dim of the indexed region: "new" (from None) or "real"."""
+    kinds = []
+    for k in items:
+        if k is None:
+            kinds.append("new")
+        elif is_tensor(k):
+            kinds.extend(["real"] * len(shape_of(k)))
+        elif not isinstance(k, int):
+            kinds.append("real")
+    return kinds

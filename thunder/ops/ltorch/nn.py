@@ -1,0 +1,622 @@
+"""Neural-network ops: matmul family, linear, norms, embedding, attention, losses, dropout, pad.
+
+Each is a composition of prims and other torch-language ops; most name the torch function
+that computes the whole op at once (``torch_impl``) so the torch executor can run it in
+one call. bfloat16/float16 inputs are normalised and attended in float32, as torch does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from thunder.ops import prims
+from thunder.ops.langs import alias, torchsymbol
+from thunder.ops.ltorch import reductions as red
+from thunder.ops.ltorch import shape as sh
+from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, device_of, dtype_of, shape_of
+
+T = torch.Tensor
+_LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+def _cast(a, dtype):
+    return a if a is None or dtype is None or dtype_of(a) is dtype else prims.convert_element_type(a, dtype)
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def _swap_last(a):
+    n = len(shape_of(a))
+    perm = list(range(n))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return prims.transpose(a, tuple(perm))
+
+
+def _expand_to(a, shape):
+    """Broadcast ``a`` (numpy-style, aligned on the right) to ``shape``."""
+    s = shape_of(a)
+    if s == tuple(shape):
+        return a
+    return prims.broadcast_in_dim(a, tuple(shape), tuple(range(len(shape) - len(s), len(shape))))
+
+
+def _channel_view(p, ndim: int, dim: int = 1):
+    """A per-channel ``(C,)`` parameter viewed as ``(1, C, 1, ...)`` against ``ndim`` dims."""
+    shape = [1] * ndim
+    shape[dim] = shape_of(p)[0]
+    return prims.broadcast_in_dim(p, tuple(shape), (dim,))
+
+
+# -- matrix products ------------------------------------------------------------------------
+@torchsymbol(torch.matmul, T.matmul, T.__matmul__, torch_impl="torch.matmul", tags=("matmul",))
+def matmul(a, b):
+    return prims.matmul(a, b)
+
+
+alias(lambda a, b: matmul(b, a), T.__rmatmul__)
+
+
+@torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=("matmul",))
+def mm(a, b):
+    if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:
+        raise ShapeError(f"torch.mm: expected 2-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.bmm, T.bmm, torch_impl="torch.bmm", tags=("matmul",))
+def bmm(a, b):
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0]:
+        raise ShapeError(f"torch.bmm: expected 3-D tensors with the same batch size, got {sa} and {sb}")
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.dot, T.dot, torch.vdot, T.vdot, torch_impl="torch.dot", tags=("matmul",))
+def dot(a, b):
+    if len(shape_of(a)) != 1 or len(shape_of(b)) != 1:
+        raise ShapeError(f"torch.dot: expected 1-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.inner, T.inner, torch_impl="torch.inner", tags=("matmul",))
+def inner(a, b):
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        return prims.mul(a, b)
+    if len(sa) == 1 and len(sb) == 1:
+        return prims.matmul(a, b)
+    a2 = prims.reshape(a, (math.prod(sa[:-1]), sa[-1]))
+    b2 = prims.reshape(b, (math.prod(sb[:-1]), sb[-1]))
+    return prims.reshape(prims.matmul(a2, _swap_last(b2)), sa[:-1] + sb[:-1])
+
+
+@torchsymbol(torch.outer, T.outer, torch.ger, T.ger, torch_impl="torch.outer", tags=("matmul",))
+def outer(a, b):
+    (n,), (m,) = shape_of(a), shape_of(b)
+    return prims.mul(prims.broadcast_in_dim(a, (n, m), (0,)), prims.broadcast_in_dim(b, (n, m), (1,)))
+
+
+def _scaled_sum(inp, prod, beta, alpha):
+    if alpha != 1:
+        prod = prims.mul(prod, alpha)
+    if beta == 0:  # torch ignores ``input`` (even nan) when beta is 0
+        return prod
+    return prims.add(prims.mul(inp, beta) if beta != 1 else inp, prod)
+
+
+@torchsymbol(torch.addmm, T.addmm, torch_impl="torch.addmm", tags=("matmul",))
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+@torchsymbol(torch.baddbmm, T.baddbmm, torch_impl="torch.baddbmm", tags=("matmul",))
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+@torchsymbol(F.linear, torch_impl="torch.nn.functional.linear", tags=("matmul",))
+def linear(input, weight, bias=None):
+    return prims.linear(input, weight, bias)
+
+
+# -- normalisation --------------------------------------------------------------------------
+def _normalized_dims(a, normalized_shape, op: str) -> tuple[int, ...]:
+    s = shape_of(a)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(s[len(s) - len(ns) :]) != ns or len(ns) > len(s):
+        raise ShapeError(f"{op}: normalized_shape {ns} does not match the end of the input shape {s}")
+    return tuple(range(len(s) - len(ns), len(s)))
+
+
+def _affine(x, weight, bias, compute):
+    if weight is not None:
+        x = prims.mul(x, _cast(weight, compute))
+    if bias is not None:
+        x = prims.add(x, _cast(bias, compute))
+    return x
+
+
+def _normalize(x, dims, eps):
+    """(x - mean) / sqrt(var + eps) over ``dims`` (biased variance)."""
+    shape = shape_of(x)
+    var = red.keep_dims(prims.var(x, dims, correction=0), shape, dims)
+    mean = red.keep_dims(prims.div(prims.sum(x, dims), math.prod(shape[d] for d in dims)), shape, dims)
+    return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
+
+
+@torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=("norm",))
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    dims = _normalized_dims(input, normalized_shape, "F.layer_norm")
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    out = _affine(_normalize(_cast(input, compute), dims, eps), weight, bias, compute)
+    return _cast(out, dt)
+
+
+@torchsymbol(F.rms_norm, torch_impl="torch.nn.functional.rms_norm", tags=("norm",))
+def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
+    dims = _normalized_dims(input, normalized_shape, "F.rms_norm")
+    dt = dtype_of(input)
+    if eps is None:
+        eps = torch.finfo(dt).eps
+    compute = _compute_dtype(dt)
+    x = _cast(input, compute)
+    ms = prims.div(prims.sum(prims.mul(x, x), dims), math.prod(shape_of(x)[d] for d in dims))
+    out = prims.mul(x, red.keep_dims(prims.rsqrt(prims.add(ms, eps)), shape_of(x), dims))
+    return _cast(_affine(out, weight, None, compute), dt)
+
+
+@torchsymbol(F.group_norm, torch_impl="torch.nn.functional.group_norm", tags=("norm",))
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    s = shape_of(input)
+    if len(s) < 2 or s[1] % num_groups:
+        raise ShapeError(f"F.group_norm: {num_groups} groups do not divide the channels of shape {s}")
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    grouped = prims.reshape(_cast(input, compute), (s[0], num_groups, math.prod(s[1:]) // num_groups))
+    out = prims.reshape(_normalize(grouped, (2,), eps), s)
+    w = None if weight is None else _channel_view(weight, len(s))
+    b = None if bias is None else _channel_view(bias, len(s))
+    return _cast(_affine(out, w, b, compute), dt)
+
+
+@torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=("norm",))
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training: bool = False, momentum=0.1, eps=1e-5
+):
+    """Inference uses the running statistics; training normalises by the batch statistics and
+    writes the updated running statistics into ``running_mean``/``running_var`` (``prims.copy_``)."""
+    s = shape_of(input)
+    if len(s) < 2:
+        raise ShapeError(f"F.batch_norm: expected an input of at least 2 dimensions, got shape {s}")
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    x = _cast(input, compute)
+    dims = (0, *range(2, len(s)))
+    if training or running_mean is None:
+        out = _normalize(x, dims, eps)
+        if training and running_mean is not None:
+            n = math.prod(s[d] for d in dims)
+            batch_mean = prims.div(prims.sum(x, dims), n)
+            batch_var = prims.var(x, dims, correction=1)
+            for run, stat in ((running_mean, batch_mean), (running_var, batch_var)):
+                new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(stat, dtype_of(run)), momentum))
+                prims.copy_(new, run)
+    else:
+        mean = _channel_view(_cast(running_mean, compute), len(s))
+        var = _channel_view(_cast(running_var, compute), len(s))
+        out = prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
+    w = None if weight is None else _channel_view(weight, len(s))
+    b = None if bias is None else _channel_view(bias, len(s))
+    return _cast(_affine(out, w, b, compute), dt)
+
+
+@torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=("norm",))
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    if out is not None:
+        raise ShapeError("F.normalize: out= is not supported")
+    norm = red.vector_norm(input, p, dim, True)
+    return prims.div(input, _expand_to(prims.maximum(norm, eps), shape_of(input)))
+
+
+@torchsymbol(
+    F.cosine_similarity, torch.cosine_similarity, torch_impl="torch.cosine_similarity", tags=("norm",)
+)
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    shape = broadcast_shapes(shape_of(x1), shape_of(x2), op="F.cosine_similarity")
+    x1, x2 = _expand_to(x1, shape), _expand_to(x2, shape)
+    n1 = prims.maximum(red.vector_norm(x1, 2, dim, True), eps)
+    n2 = prims.maximum(red.vector_norm(x2, 2, dim, True), eps)
+    prod = prims.mul(prims.div(x1, n1), prims.div(x2, n2))
+    return red.sum(prod, dim)
+
+
+# -- embedding, one_hot ---------------------------------------------------------------------
+@torchsymbol(F.embedding, torch_impl="torch.nn.functional.embedding", tags=("indexing",))
+def embedding(
+    input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
+):
+    """``weight[input]``; ``padding_idx`` only changes gradients, so it is accepted as is."""
+    if max_norm is not None:
+        raise ShapeError("F.embedding: max_norm renormalises the weight in place and is not supported")
+    return prims.take(weight, input, 0)
+
+
+@torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=("indexing",))
+def one_hot(tensor, num_classes: int = -1):
+    if num_classes < 0:
+        raise ShapeError("F.one_hot: num_classes=-1 depends on the data; pass num_classes")
+    s = shape_of(tensor)
+    classes = prims.iota(num_classes, start=0, step=1, dtype=torch.int64, device=device_of(tensor))
+    out_shape = (*s, num_classes)
+    hit = prims.eq(
+        prims.broadcast_in_dim(tensor, out_shape, tuple(range(len(s)))),
+        prims.broadcast_in_dim(classes, out_shape, (len(s),)),
+    )
+    return prims.convert_element_type(hit, torch.int64)
+
+
+# -- attention ------------------------------------------------------------------------------
+def _repeat_heads(a, n_rep: int):
+    """(..., H, S, E) -> (..., H * n_rep, S, E), each head repeated n_rep times in place."""
+    if n_rep == 1:
+        return a
+    s = shape_of(a)
+    wide = s[:-3] + (s[-3], n_rep) + s[-2:]
+    dims = tuple(range(len(s) - 2)) + (len(s) - 1, len(s))
+    return prims.reshape(prims.broadcast_in_dim(a, wide, dims), s[:-3] + (s[-3] * n_rep,) + s[-2:])
+
+
+def _tril_mask(rows: int, cols: int, device, diagonal: int = 0):
+    """Bool (rows, cols): True where col - row <= diagonal."""
+    r = prims.broadcast_in_dim(
+        prims.iota(rows, start=diagonal, step=1, dtype=torch.int64, device=device), (rows, cols), (0,)
+    )
+    c = prims.broadcast_in_dim(
+        prims.iota(cols, start=0, step=1, dtype=torch.int64, device=device), (rows, cols), (1,)
+    )
+    return prims.le(c, r)
+
+
+@torchsymbol(
+    F.scaled_dot_product_attention,
+    torch_impl="torch.nn.functional.scaled_dot_product_attention",
+    tags=("attention",),
+)
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale=None,
+    enable_gqa=False,
+):
+    """softmax(q @ k^T * scale + mask) @ v; fully masked rows give 0, as torch's safe softmax."""
+    op = "F.scaled_dot_product_attention"
+    sq, sk, sv = shape_of(query), shape_of(key), shape_of(value)
+    if len(sq) < 2 or sq[-1] != sk[-1] or sk[-2] != sv[-2]:
+        raise ShapeError(f"{op}: query {sq}, key {sk} and value {sv} do not fit together")
+    if is_causal and attn_mask is not None:
+        raise ShapeError(f"{op}: give either attn_mask or is_causal, not both")
+    dt = dtype_of(query)
+    compute = _compute_dtype(dt)
+    q, k, v = (_cast(t, compute) for t in (query, key, value))
+    if enable_gqa and len(sq) >= 3 and sq[-3] != sk[-3]:
+        if sq[-3] % sk[-3]:
+            raise ShapeError(f"{op}: {sq[-3]} query heads are not a multiple of {sk[-3]} key heads")
+        k, v = _repeat_heads(k, sq[-3] // sk[-3]), _repeat_heads(v, sq[-3] // sk[-3])
+    L, S = sq[-2], sk[-2]
+    scale = 1.0 / math.sqrt(sq[-1]) if scale is None else scale
+    scores = prims.mul(prims.matmul(q, _swap_last(k)), scale)
+    if is_causal:
+        attn_mask = _tril_mask(L, S, device_of(query))
+    if attn_mask is not None:
+        if dtype_of(attn_mask) is torch.bool:
+            scores = prims.where(attn_mask, scores, -math.inf)
+        else:
+            scores = prims.add(scores, _cast(attn_mask, compute))
+    d = len(shape_of(scores)) - 1
+    m = red.keep_dims(prims.amax(scores, (d,)), shape_of(scores), (d,))
+    m = prims.where(prims.eq(m, -math.inf), 0, m)  # a fully masked row: exp(-inf - 0) = 0
+    e = prims.exp(prims.sub(scores, m))
+    s = red.keep_dims(prims.sum(e, (d,)), shape_of(e), (d,))
+    probs = prims.div(e, prims.where(prims.eq(s, 0), 1, s))
+    if dropout_p > 0:
+        probs = dropout(probs, dropout_p, True)
+    return _cast(prims.matmul(probs, v), dt)
+
+
+# -- dropout --------------------------------------------------------------------------------
+@torchsymbol(F.dropout, tags=("random",))
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
+    if not 0 <= p <= 1:
+        raise ShapeError(f"F.dropout: p must be between 0 and 1, got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return prims.full(shape_of(input), 0, dtype=dtype_of(input), device=device_of(input))
+    dt = dtype_of(input)
+    u = prims.uniform(
+        shape_of(input),
+        0.0,
+        1.0,
+        dtype=torch.float32 if dt in _LOW_PRECISION else dt,
+        device=device_of(input),
+    )
+    return prims.where(prims.ge(u, p), prims.mul(input, 1.0 / (1.0 - p)), 0)
+
+
+alias(lambda input, p, train: dropout(input, p, train), torch.dropout)
+
+
+# -- losses ---------------------------------------------------------------------------------
+def _reduction(size_average, reduce, reduction: str) -> str:
+    """torch's legacy ``size_average``/``reduce`` arguments, read as a reduction string."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _reduce_loss(loss, reduction: str, op: str, weight=None):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return red.sum(loss)
+    if reduction == "mean":
+        return red.mean(loss) if weight is None else prims.div(red.sum(loss), red.sum(weight))
+    raise ShapeError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def _pointwise_loss(input, target, weight, reduction, op, fn):
+    shape = broadcast_shapes(shape_of(input), shape_of(target), op=op)
+    loss = fn(_expand_to(input, shape), _expand_to(target, shape))
+    if weight is not None:
+        if shape_of(weight) != shape_of(input):
+            raise ShapeError(
+                f"{op}: weight {shape_of(weight)} and input {shape_of(input)} must have the same size"
+            )
+        loss = prims.mul(loss, weight)
+    return _reduce_loss(loss, reduction, op, weight)
+
+
+@torchsymbol(F.mse_loss, torch_impl="torch.nn.functional.mse_loss", tags=("loss",))
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    def fn(a, b):
+        d = prims.sub(a, b)
+        return prims.mul(d, d)
+
+    return _pointwise_loss(
+        input, target, weight, _reduction(size_average, reduce, reduction), "F.mse_loss", fn
+    )
+
+
+@torchsymbol(F.l1_loss, torch_impl="torch.nn.functional.l1_loss", tags=("loss",))
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    fn = lambda a, b: prims.abs(prims.sub(a, b))  # noqa: E731
+    return _pointwise_loss(
+        input, target, weight, _reduction(size_average, reduce, reduction), "F.l1_loss", fn
+    )
+
+
+def _huber(a, b, delta, scale_down: bool):
+    d = prims.abs(prims.sub(a, b))
+    quad = prims.mul(prims.mul(d, d), 0.5)
+    lin = prims.mul(prims.sub(d, 0.5 * delta), delta)
+    if scale_down:  # smooth_l1 = huber / beta
+        quad, lin = prims.div(quad, delta), prims.div(lin, delta)
+    return prims.where(prims.lt(d, delta), quad, lin)
+
+
+@torchsymbol(F.smooth_l1_loss, torch_impl="torch.nn.functional.smooth_l1_loss", tags=("loss",))
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+    if beta == 0:
+        return l1_loss(input, target, size_average, reduce, reduction)
+    fn = lambda a, b: _huber(a, b, beta, True)  # noqa: E731
+    return _pointwise_loss(
+        input, target, None, _reduction(size_average, reduce, reduction), "F.smooth_l1_loss", fn
+    )
+
+
+@torchsymbol(F.huber_loss, torch_impl="torch.nn.functional.huber_loss", tags=("loss",))
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    fn = lambda a, b: _huber(a, b, delta, False)  # noqa: E731
+    return _pointwise_loss(input, target, weight, reduction, "F.huber_loss", fn)
+
+
+@torchsymbol(F.binary_cross_entropy, torch_impl="torch.nn.functional.binary_cross_entropy", tags=("loss",))
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    # torch clamps the logs at -100 so that 0 * log(0) stays finite
+    log_p = prims.maximum(prims.log(input), -100)
+    log_1mp = prims.maximum(prims.log(prims.sub(1, input)), -100)
+    loss = prims.neg(prims.add(prims.mul(target, log_p), prims.mul(prims.sub(1, target), log_1mp)))
+    if weight is not None:
+        loss = prims.mul(loss, weight)
+    return _reduce_loss(loss, reduction, "F.binary_cross_entropy")
+
+
+@torchsymbol(
+    F.binary_cross_entropy_with_logits,
+    torch_impl="torch.nn.functional.binary_cross_entropy_with_logits",
+    tags=("loss",),
+)
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
+):
+    reduction = _reduction(size_average, reduce, reduction)
+    # log(sigmoid(x)) = -softplus(-x), computed stably as -(max(-x, 0) + log1p(exp(-|x|)))
+    log_sig_neg = prims.add(
+        prims.maximum(prims.neg(input), 0), prims.log1p(prims.exp(prims.neg(prims.abs(input))))
+    )
+    if pos_weight is not None:
+        log_weight = prims.add(prims.mul(prims.sub(pos_weight, 1), target), 1)
+        loss = prims.add(prims.mul(prims.sub(1, target), input), prims.mul(log_weight, log_sig_neg))
+    else:
+        loss = prims.add(prims.mul(prims.sub(1, target), input), log_sig_neg)
+    if weight is not None:
+        loss = prims.mul(loss, weight)
+    return _reduce_loss(loss, reduction, "F.binary_cross_entropy_with_logits")
+
+
+@torchsymbol(F.kl_div, torch_impl="torch.nn.functional.kl_div", tags=("loss",))
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+    reduction = _reduction(size_average, reduce, reduction)
+    if log_target:
+        loss = prims.mul(prims.exp(target), prims.sub(target, input))
+    else:  # target * (log(target) - input), 0 where target is 0
+        xlogx = prims.where(prims.eq(target, 0), 0, prims.mul(target, prims.log(target)))
+        loss = prims.sub(xlogx, prims.mul(target, input))
+    if reduction == "batchmean":
+        n = shape_of(input)[0] if shape_of(input) else 1
+        return prims.div(red.sum(loss), n)
+    return _reduce_loss(loss, reduction, "F.kl_div")
+
+
+def _class_dim(input) -> int:
+    return 1 if len(shape_of(input)) >= 2 else 0
+
+
+def _nll(logp, target, weight, ignore_index: int, reduction: str, op: str):
+    cd = _class_dim(logp)
+    si, st = shape_of(logp), shape_of(target)
+    if si[:cd] + si[cd + 1 :] != st:
+        raise ShapeError(f"{op}: input {si} and target {st} do not match")
+    ignored = prims.eq(target, ignore_index)
+    safe = prims.where(ignored, 0, target)
+    picked = prims.squeeze(prims.take_along_axis(logp, sh.unsqueeze(safe, cd), cd), (cd,))
+    if weight is None:
+        w = prims.where(ignored, 0, prims.full((), 1, dtype=dtype_of(logp), device=device_of(logp)))
+        w = _expand_to(w, st)
+    else:
+        w = prims.where(ignored, 0, prims.take(weight, safe, 0))
+    loss = prims.neg(prims.mul(picked, w))
+    if reduction == "mean":
+        return prims.div(red.sum(loss), red.sum(w))
+    return _reduce_loss(loss, reduction, op)
+
+
+@torchsymbol(F.nll_loss, torch_impl="torch.nn.functional.nll_loss", tags=("loss",))
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction="mean"
+):
+    return _nll(
+        input, target, weight, ignore_index, _reduction(size_average, reduce, reduction), "F.nll_loss"
+    )
+
+
+@torchsymbol(F.cross_entropy, torch_impl="torch.nn.functional.cross_entropy", tags=("loss",))
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+):
+    """Class-index targets (with ``ignore_index``) or class-probability targets; label smoothing."""
+    op = "F.cross_entropy"
+    reduction = _reduction(size_average, reduce, reduction)
+    cd = _class_dim(input)
+    n_classes = shape_of(input)[cd]
+    logp = red.log_softmax(input, cd)
+    wview = None if weight is None else _channel_view(weight, len(shape_of(input)), cd)
+    if dtype_of(target).is_floating_point:  # class probabilities
+        if label_smoothing > 0:
+            target = prims.add(prims.mul(target, 1 - label_smoothing), label_smoothing / n_classes)
+        prod = prims.mul(logp, target)
+        if wview is not None:
+            prod = prims.mul(prod, wview)
+        if reduction == "none":
+            return prims.neg(red.sum(prod, cd))
+        total = prims.neg(red.sum(prod))
+        if reduction == "sum":
+            return total
+        return prims.div(total, math.prod(shape_of(input)) // n_classes)
+    nll = _nll(logp, target, weight, ignore_index, reduction, op)
+    if label_smoothing == 0:
+        return nll
+    ignored = prims.eq(target, ignore_index)
+    smooth = prims.neg(red.sum(prims.mul(logp, wview) if wview is not None else logp, cd))
+    smooth = prims.where(ignored, 0, smooth)
+    if reduction == "mean":
+        if weight is None:
+            denom = red.sum(prims.logical_not(ignored))
+        else:
+            denom = red.sum(prims.where(ignored, 0, prims.take(weight, prims.where(ignored, 0, target), 0)))
+        smooth = prims.div(red.sum(smooth), denom)
+    else:
+        smooth = _reduce_loss(smooth, reduction, op)
+    return prims.add(prims.mul(nll, 1 - label_smoothing), prims.mul(smooth, label_smoothing / n_classes))
+
+
+# -- padding, glu ---------------------------------------------------------------------------
+def _pad_index(n: int, lo: int, hi: int, mode: str, device):
+    """Source positions along a dimension of length n padded by (lo, hi) in ``mode``."""
+    i = prims.iota(n + lo + hi, start=-lo, step=1, dtype=torch.int64, device=device)
+    if mode == "replicate":
+        return prims.clamp(i, 0, n - 1)
+    if mode == "circular":
+        return prims.remainder(i, n)
+    if mode == "reflect":
+        return prims.sub(n - 1, prims.abs(prims.sub(n - 1, prims.abs(i))))
+    raise ShapeError(f"F.pad: mode {mode!r} is not supported")
+
+
+@torchsymbol(F.pad, torch_impl="torch.nn.functional.pad", tags=("shape",))
+def pad(input, pad, mode: str = "constant", value=None):
+    s = shape_of(input)
+    if len(pad) % 2 or len(pad) // 2 > len(s):
+        raise ShapeError(f"F.pad: padding {tuple(pad)} must have an even length of at most 2 * {len(s)}")
+    out = input
+    for j in range(len(pad) // 2):
+        d = len(s) - 1 - j
+        lo, hi = pad[2 * j], pad[2 * j + 1]
+        if lo == 0 and hi == 0:
+            continue
+        n = shape_of(out)[d]
+        if mode != "constant":
+            out = prims.take(out, _pad_index(n, lo, hi, mode, device_of(input)), d)
+            continue
+        # negative padding crops
+        start, stop = max(-lo, 0), n - max(-hi, 0)
+        if start or stop != n:
+            out = sh._slice_dim(out, d, start, stop)
+        parts = []
+        for width in (max(lo, 0), max(hi, 0)):
+            shape = list(shape_of(out))
+            shape[d] = width
+            parts.append(
+                prims.full(
+                    tuple(shape),
+                    0 if value is None else value,
+                    dtype=dtype_of(input),
+                    device=device_of(input),
+                )
+                if width
+                else None
+            )
+        pieces = [p for p in (parts[0], out, parts[1]) if p is not None]
+        out = prims.cat(pieces, d) if len(pieces) > 1 else out
+    return out
+
+
+@torchsymbol(F.glu, torch_impl="torch.nn.functional.glu", tags=("activation",))
+def glu(input, dim: int = -1):
+    s = shape_of(input)
+    d = canonical_dim(dim, len(s), "F.glu")
+    if s[d] % 2:
+        raise ShapeError(f"F.glu: dimension {d} of shape {s} must have an even length")
+    a, b = sh._slice_dim(input, d, 0, s[d] // 2), sh._slice_dim(input, d, s[d] // 2, s[d])
+    return prims.mul(a, prims.sigmoid(b))
