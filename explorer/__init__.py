@@ -1,1 +1,77 @@
-"""explorer."""
+"""explorer: a Jupyter front end for thunder's traces.
+
+    import explorer
+    explorer.explore(jfn)                     # the interactive explorer of a jitted function
+    explorer.explore(jfn, args=(x,))          # ... run on x first and show measured times
+    explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
+    %load_ext explorer                        # then: %thunder_trace fn(x)
+
+Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
+and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). thunder
+never imports this package; ``Trace._repr_mimebundle_`` calls ``explorer.html.trace_html``
+lazily. Imports here are lazy too, so showing a trace does not load ipywidgets.
+"""
+
+from __future__ import annotations
+
+
+def model(obj, *, entry: int | None = None):
+    """The ``TraceModel`` of a jitted function, a Trace or a list of traces."""
+    from explorer.compilation import model_of
+
+    return model_of(obj, entry=entry)
+
+
+def explore(
+    obj,
+    args: tuple | None = None,
+    kwargs: dict | None = None,
+    *,
+    view: str = "tree",
+    depth: int = 1,
+    kind: str | None = None,
+    entry: int | None = None,
+):
+    """The interactive explorer for a jitted function (or a Trace, or a TraceModel).
+
+    With ``args`` (and ``kwargs``) the function is run on them first and every line of its
+    final traces is timed, as ``%thunder_trace`` does.
+    """
+    from explorer.compilation import model_of
+    from explorer.widget import Explorer
+
+    notes = []
+    if args is not None or kwargs is not None:
+        from explorer.runner import measure
+
+        args, kwargs = tuple(args or ()), dict(kwargs or {})
+        obj(*args, **kwargs)
+        m = model_of(obj, entry=entry)
+        try:
+            measure(obj, args, kwargs, entry=-1 if entry is None else entry).attach(m)
+        except Exception as e:
+            notes.append(f"Times were not measured: {type(e).__name__}: {e}")
+    else:
+        m = model_of(obj, entry=entry)
+    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes)
+
+
+def to_html(obj, path: str | None = None, **options) -> str:
+    """Write one self-contained HTML page (tree, graphs, pass stepping) and return its text."""
+    from explorer.report import report_html
+
+    page = report_html(obj, **options)
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+    return page
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext explorer`` registers ``%thunder_trace`` and ``%%thunder_trace``."""
+    from explorer.magic import load_ipython_extension as load
+
+    load(ipython)
+
+
+__all__ = ["explore", "load_ipython_extension", "model", "to_html"]

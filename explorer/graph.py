@@ -1,0 +1,349 @@
+"""The dataflow graph of a trace: DOT text and its SVG layout by graphviz's ``dot``.
+
+BoundSymbols are nodes, proxies are edges labelled with dtype and shape. A depth dial opens
+BoundSymbols into clusters of their subsymbols (fusion regions are drawn as clusters of their
+own style). The graph is collapsed to keep at most ``max_nodes`` nodes: the depth is lowered
+until it fits, then the trace is cut with a "... N more" node. ``dot`` is tuned for
+trace-shaped graphs (long residual edges make default ``dot`` take minutes, see RECIPES.md)
+and runs with a timeout; on timeout the collapsed view is laid out instead, with a message.
+
+Executors are told apart by colour *and* by shape / border (dashed: not claimed by any
+executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
+own and a bold border.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import subprocess
+import time
+from html import escape
+
+from explorer.model import Node, PassModel, ProxyInfo
+from explorer.style import EXECUTORS, TAG_STYLE, executor_style
+
+DOT = "dot"  # the program; tests point this elsewhere to see the "not installed" message
+DEFAULT_MAX_NODES = 500
+DEFAULT_TIMEOUT = 20.0
+INSTALL_HINT = (
+    "The graph view needs Graphviz's `dot` program, which was not found on PATH. Install it with "
+    "`sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) or "
+    "`conda install -c conda-forge graphviz`, then run the cell again."
+)
+_SVG_CACHE: dict[str, str] = {}
+
+
+class GraphvizMissing(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class Graph:
+    """A laid-out graph: DOT text, SVG (None when it could not be laid out) and notes."""
+
+    dot: str
+    svg: str | None
+    depth: int
+    nodes: int
+    messages: list[str]
+    seconds: float = 0.0
+
+    def html(self) -> str:
+        notes = "".join(f'<div class="note warn">{escape(m)}</div>' for m in self.messages)
+        return f'<div class="graph">{notes}{self.svg or ""}</div>'
+
+    def _repr_html_(self) -> str:
+        from explorer.style import stylesheet
+
+        return f'<div class="thx"><style>{stylesheet()}</style>{self.html()}</div>'
+
+
+def _q(s: str) -> str:
+    """A DOT quoted string whose text is ``s`` exactly (no ``\\N``-style escapes)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _short(s: str, n: int = 48) -> str:
+    return s if len(s) <= n else s[: n - 1] + "\u2026"
+
+
+def unwrap(n: Node) -> Node:
+    """Through the chain of claims: ``torch.sin`` -> ``ltorch.sin`` -> ``prims.sin`` gives the
+    last. A claimed op has the op it claimed as its only subsymbol, with the same outputs;
+    opening it shows nothing new, so the depth dial passes through it."""
+    while len(n.children) == 1 and "fusion" not in n.tags and n.children[0].outputs == n.outputs:
+        n = n.children[0]
+    return n
+
+
+def count_nodes(nodes: list[Node], depth: int) -> int:
+    """How many graph nodes ``nodes`` make when opened down to ``depth``."""
+    total = 0
+    for n in nodes:
+        if "del" in n.tags:
+            continue
+        if n.children and depth > 0:
+            inner = unwrap(n)
+            total += count_nodes(inner.children, depth - 1) if inner.children else 1
+        else:
+            total += 1
+    return total
+
+
+def graph_dot(
+    p: PassModel,
+    proxies: dict[str, ProxyInfo],
+    *,
+    depth: int = 0,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    highlight: set[str] | frozenset = frozenset(),
+    title: str | None = None,
+) -> tuple[str, int, int, list[str]]:
+    """DOT text for one pass: (dot, nodes laid out, depth used, messages)."""
+    messages = []
+    want = depth
+    while depth > 0 and count_nodes(p.nodes, depth) > max_nodes:
+        depth -= 1
+    if depth < want:
+        messages.append(f"Collapsed to depth {depth} to keep the graph under {max_nodes} nodes.")
+    w = _DotWriter(proxies, max_nodes, highlight)
+    w.header(title or f"{p.index}: {p.name}", count_nodes(p.nodes, depth))
+    for a in p.args:
+        if a in w.used_names(p.nodes):
+            w.input_node(a)
+    w.nodes(p.nodes, depth, 1)
+    if w.cut:
+        messages.append(f"Showing the first {max_nodes} bound symbols; {w.cut} more are not drawn.")
+        w.lines.append(f"  more [label={_q(f'... {w.cut} more')} shape=plaintext];")
+    w.return_node(p.output)
+    w.edges()
+    w.legend()
+    w.lines.append("}")
+    return "\n".join(w.lines), w.count, depth, messages
+
+
+class _DotWriter:
+    def __init__(self, proxies, max_nodes, highlight):
+        self.proxies = proxies
+        self.max_nodes = max_nodes
+        self.highlight = highlight
+        self.lines: list[str] = []
+        self.producer: dict[str, str] = {}
+        self.edge_list: list[tuple[str, str, str]] = []
+        self.count = 0
+        self.cut = 0
+        self.clusters = 0
+        self.seen_styles: set[tuple[str, str | None]] = set()
+        self._used: set[str] | None = None
+
+    def used_names(self, nodes: list[Node]) -> set[str]:
+        if self._used is None:
+            self._used = {i for n in nodes for i in n.inputs}
+        return self._used
+
+    def header(self, title: str, n: int) -> None:
+        splines = "true" if n <= 1000 else "false"
+        self.lines += [
+            "digraph trace {",
+            f"  graph [label={_q(title)} labelloc=t fontname=Helvetica fontsize=12 rankdir=TB",
+            f"         nslimit=0 nslimit1=0 mclimit=0.1 splines={splines} ranksep=0.35 nodesep=0.25];",
+            '  node [fontname="Courier" fontsize=10 height=0.3 margin="0.08,0.03"];',
+            '  edge [fontname="Helvetica" fontsize=8 color="#555555" arrowsize=0.6];',
+        ]
+
+    def input_node(self, name: str) -> None:
+        info = self.proxies.get(name)
+        label = name + (f"\n{info.label()}" if info else "")
+        nid = f"in_{len(self.producer)}"
+        self.lines.append(f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"];')
+        self.producer[name] = nid
+
+    def return_node(self, output: list[str]) -> None:
+        self.lines.append('  ret [label="return" shape=Msquare style=filled fillcolor="#f5f5f5"];')
+        for name in output:
+            src = self.producer.get(name)
+            if src is not None:
+                self.edge_list.append((src, "ret", name))
+
+    def nodes(self, nodes: list[Node], depth: int, indent: int, executor: str | None = None) -> None:
+        """Draw ``nodes`` opened down to ``depth``; ``executor`` is the enclosing claim's."""
+        for n in nodes:
+            if "del" in n.tags:  # not dataflow
+                continue
+            ex = n.executor or executor
+            if n.children and depth > 0:
+                inner = unwrap(n)
+                if len(inner.children) > 1 or (inner.children and "fusion" in inner.tags):
+                    self.cluster(n, inner, depth, indent, ex)
+                elif inner.children:
+                    self.nodes(inner.children, depth - 1, indent, ex)
+                else:
+                    self.leaf(inner, indent, ex)
+                continue
+            self.leaf(n, indent, ex)
+
+    def leaf(self, n: Node, indent: int, executor: str | None) -> None:
+        if self.count >= self.max_nodes:
+            self.cut += 1
+            return
+        nid = f"n{self.count}"
+        self.count += 1
+        self.lines.append(f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)}];")
+        for name in n.inputs:
+            src = self.producer.get(name)
+            if src is not None and src != nid:
+                self.edge_list.append((src, nid, name))
+        for name in n.outputs:
+            self.producer[name] = nid
+
+    def cluster(self, outer: Node, inner: Node, depth: int, indent: int, executor: str | None) -> None:
+        pad = "  " * indent
+        self.clusters += 1
+        fusion = "fusion" in outer.tags or "fusion" in inner.tags
+        border = executor_style(executor)[1]
+        label = _short(outer.sym_id + (f" -> {', '.join(outer.outputs)}" if outer.outputs else ""), 60)
+        if executor:
+            label += f" [{executor}]"
+        style = 'style="filled,bold" fillcolor="#f3faf0"' if fusion else 'style="rounded,dashed"'
+        self.lines.append(
+            f"{pad}subgraph cluster_{self.clusters} {{ label={_q(label)} {style} color={_q(border)} "
+            f'fontname="Courier" fontsize=10 tooltip={_q(outer.line)};'
+        )
+        self.nodes(inner.children, depth - 1, indent + 1, executor)
+        self.lines.append(f"{pad}}}")
+        if fusion:
+            self.seen_styles.add(("fusion", None))
+
+    def node_attrs(self, n: Node, executor: str | None) -> str:
+        fill, border, shape, border_style = executor_style(executor)
+        penwidth = 1.0
+        styles = ["filled", border_style]
+        for t in n.tags:
+            ts = TAG_STYLE.get(t)
+            if ts is None:
+                continue
+            if ts[2]:
+                shape = ts[2]
+            if ts[3] == "bold":
+                penwidth = 2.2
+                border = ts[1]
+            self.seen_styles.add(("tag", t))
+        self.seen_styles.add(("executor", executor))
+        outs = ", ".join(n.outputs[:3]) + (", ..." if len(n.outputs) > 3 else "")
+        label = f"{outs} = {n.sym_id}" if outs else n.sym_id
+        if executor:
+            label += f"\n[{executor}]"
+        if n.id in self.highlight:
+            penwidth, border = 3.5, "#1976d2"
+        return (
+            f"label={_q(_short(label, 60))} shape={shape} style={_q(','.join(styles))} "
+            f"fillcolor={_q(fill)} color={_q(border)} penwidth={penwidth} tooltip={_q(n.line)}"
+        )
+
+    def edges(self) -> None:
+        merged: dict[tuple[str, str], list[str]] = {}
+        for src, dst, name in self.edge_list:
+            merged.setdefault((src, dst), []).append(name)
+        for (src, dst), names in merged.items():
+            labels = []
+            for name in names[:2]:
+                info = self.proxies.get(name)
+                labels.append(info.label() if info is not None else name)
+            if len(names) > 2:
+                labels.append(f"+{len(names) - 2}")
+            tip = ", ".join(names)
+            self.lines.append(f"  {src} -> {dst} [label={_q(' '.join(labels))} tooltip={_q(tip)}];")
+
+    def legend(self) -> None:
+        items = []
+        for kind, key in sorted(self.seen_styles, key=lambda k: (k[0], str(k[1]))):
+            if kind == "executor":
+                fill, border, shape, bstyle = executor_style(key)
+                text = key or "not claimed (dashed)"
+                items.append((text, shape, f"filled,{bstyle}", fill, border, 1.0))
+            elif kind == "tag":
+                text, colour, shape, extra = TAG_STYLE[key]
+                if shape or extra == "bold":
+                    items.append((text, shape or "box", "filled", "#ffffff", colour, 2.2 if extra else 1.0))
+            elif kind == "fusion":
+                items.append(("fusion region", "box", "filled,bold", "#f3faf0", "#2e7d32", 2.2))
+        if not items:
+            return
+        self.lines.append(
+            '  subgraph cluster_legend { label="legend" fontsize=10 style=rounded color="#bbbbbb";'
+        )
+        prev = None
+        for i, (text, shape, style, fill, border, pw) in enumerate(items):
+            self.lines.append(
+                f"    lg{i} [label={_q(text)} shape={shape} style={_q(style)} fillcolor={_q(fill)} "
+                f"color={_q(border)} penwidth={pw} fontname=Helvetica fontsize=9];"
+            )
+            if prev is not None:
+                self.lines.append(f"    {prev} -> lg{i} [style=invis];")
+            prev = f"lg{i}"
+        self.lines.append("  }")
+
+
+def layout(dot: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """SVG for DOT text (cached). Raises GraphvizMissing or subprocess.TimeoutExpired."""
+    key = hashlib.sha1(dot.encode()).hexdigest()
+    svg = _SVG_CACHE.get(key)
+    if svg is not None:
+        return svg
+    exe = shutil.which(DOT)
+    if exe is None:
+        raise GraphvizMissing(INSTALL_HINT)
+    res = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"dot failed ({res.returncode}): {res.stderr.decode(errors='replace')[:2000]}")
+    svg = res.stdout.decode("utf-8", errors="replace")
+    start = svg.find("<svg")
+    svg = svg[start:] if start >= 0 else svg
+    if len(_SVG_CACHE) > 64:
+        _SVG_CACHE.pop(next(iter(_SVG_CACHE)))
+    _SVG_CACHE[key] = svg
+    return svg
+
+
+def render_graph(
+    p: PassModel,
+    proxies: dict[str, ProxyInfo],
+    *,
+    depth: int = 0,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    timeout: float = DEFAULT_TIMEOUT,
+    highlight: set[str] | frozenset = frozenset(),
+    title: str | None = None,
+) -> Graph:
+    """Lay out one pass's graph; on a timeout fall back to the collapsed view, with a message."""
+    t0 = time.perf_counter()
+    dot, count, used, messages = graph_dot(
+        p, proxies, depth=depth, max_nodes=max_nodes, highlight=highlight, title=title
+    )
+    try:
+        svg = layout(dot, timeout)
+    except GraphvizMissing as e:
+        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0)
+    except subprocess.TimeoutExpired:
+        small = min(max_nodes, 150) if used == 0 else max_nodes
+        messages.append(
+            f"Laying out {count} nodes at depth {used} took longer than {timeout:g} s; "
+            f"showing the collapsed view (depth 0, at most {small} nodes) instead."
+        )
+        dot, count, used, more = graph_dot(
+            p, proxies, depth=0, max_nodes=small, highlight=highlight, title=title
+        )
+        try:
+            svg = layout(dot, timeout)
+        except (subprocess.TimeoutExpired, GraphvizMissing, RuntimeError) as e:
+            svg = None
+            more.append(f"The collapsed view could not be laid out either: {type(e).__name__}.")
+        messages += more
+    except RuntimeError as e:
+        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0)
+    return Graph(dot, svg, used, count, messages, time.perf_counter() - t0)
+
+
+__all__ = ["EXECUTORS", "Graph", "GraphvizMissing", "count_nodes", "graph_dot", "layout", "render_graph"]

@@ -1,0 +1,223 @@
+"""Static HTML views: what a notebook shows without a kernel, and the pieces the widgets use.
+
+``trace_html(trace)`` is called by ``Trace._repr_mimebundle_``; ``compilation_html(jfn)``
+by the jitted function's. Nothing here needs a script: trees fold with ``<details>``. Every
+string that comes from user code (names, constants, source lines) goes through ``escape``.
+"""
+
+from __future__ import annotations
+
+import linecache
+from html import escape
+
+from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.style import stylesheet
+from explorer.text import fmt_seconds, source_diff
+from explorer.tree import DEFAULT_BUDGET, badges_html, tree_html
+
+
+def wrap(body: str, *, style: bool = True) -> str:
+    """Put ``body`` in the explorer's root element, with its stylesheet."""
+    css = f"<style>{stylesheet()}</style>" if style else ""
+    return f'<div class="thx">{css}{body}</div>'
+
+
+def trace_html(trace, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+    """One trace as a collapsible tree (``Trace._repr_mimebundle_`` shows this)."""
+    model = TraceModel.from_trace(trace)
+    series = next(iter(model.series.values()))
+    p = series.final
+    return wrap(pass_header_html(series, p) + tree_html(p.nodes, open_depth=open_depth, budget=budget))
+
+
+def compilation_html(obj, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+    """A jitted function (or a TraceModel) as static HTML: each trace kind with its passes."""
+    from explorer.compilation import model_of
+
+    try:
+        model = model_of(obj)
+    except Exception as e:  # shown in the notebook instead of an empty output
+        return wrap(f'<div class="err">explorer: cannot read the compilation: {escape(repr(e))}</div>')
+    return model_html(model, open_depth=open_depth, budget=budget)
+
+
+def model_html(model: TraceModel, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+    parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
+    if model.stats:
+        parts.append(f'<div class="note">{escape(_stats_line(model.stats))}</div>')
+    if not model.series:
+        parts.append('<div class="note">No traces yet: call the jitted function first.</div>')
+    for kind, s in model.series.items():
+        p = s.final
+        times = model.timings.get(kind)
+        opened = " open" if kind == "computation" else ""
+        parts.append(
+            f"<details{opened}><summary><b>{escape(kind)}</b> "
+            f'<span class="note">{len(s.passes)} passes, {len(p.nodes)} bound symbols in the final trace'
+            f"</span></summary>"
+        )
+        parts.append(passes_strip_html(s, p.index))
+        parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times))
+        if len(s.passes) > 1:
+            parts.append("<details><summary>What each pass changed</summary>")
+            for q in s.passes[1:]:
+                parts.append(
+                    f'<details><summary>{q.index} {escape(q.name)} <span class="note">'
+                    f"{escape(q.diff.summary())}, {fmt_seconds(q.seconds)}</span></summary>"
+                    f"{diff_html(q, text=False)}</details>"
+                )
+            parts.append("</details>")
+        parts.append("</details>")
+    if model.entries:
+        parts.append(cache_html(model))
+    return wrap("".join(parts))
+
+
+def _stats_line(stats: dict) -> str:
+    return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in stats.items())
+
+
+def pass_header_html(series: TraceSeries, p: PassModel) -> str:
+    made = "first trace" if p.diff is None else f"made by {p.name}"
+    took = f", {fmt_seconds(p.seconds)}" if p.seconds is not None else ""
+    return (
+        f'<div class="hd">{escape(series.kind)} <span class="note">pass {p.index}/{len(series.passes) - 1}: '
+        f"{escape(made)}{took}; {len(p.nodes)} bound symbols</span></div>"
+    )
+
+
+def passes_strip_html(series: TraceSeries, current: int) -> str:
+    """The passes in order; the current one framed, the ones that changed nothing dashed."""
+    items = []
+    for p in series.passes:
+        cls = "cur" if p.index == current else ("same" if not p.changed else "")
+        tip = "first trace" if p.diff is None else p.diff.summary()
+        items.append(f'<span class="{cls}" title="{escape(tip)}">{p.index} {escape(p.name)}</span>')
+    return f'<div class="passes">{"".join(items)}</div>'
+
+
+def diff_html(p: PassModel, before: PassModel | None = None, *, text: bool = True) -> str:
+    """What pass ``p`` changed: added / removed / rewritten BoundSymbols and a text diff."""
+    d = p.diff
+    if d is None:
+        return '<div class="note">The first trace: nothing to compare with.</div>'
+    if not d.changed:
+        return f'<div class="note">{escape(p.name)} changed nothing.</div>'
+    rows = []
+    for k in d.removed:
+        rows.append(
+            f'<div class="drem ln">- {escape(before.find(k).line if before and before.find(k) else k)}</div>'
+        )
+    for k in d.added:
+        n = p.find(k)
+        rows.append(f'<div class="dadd ln">+ {escape(n.line if n else k)}</div>')
+    for _k, (old, new) in d.rewritten.items():
+        rows.append(f'<div class="ln"><span class="drem">- {escape(old)}</span><br>')
+        rows.append(f'<span class="dadd">+ {escape(new)}</span></div>')
+    out = [f'<div class="note">{escape(d.summary())}</div>', "".join(rows)]
+    if text and before is not None:
+        out.append(f'<div class="hd">Text diff</div>{text_diff_html(source_diff(before, p))}')
+    return "".join(out)
+
+
+def text_diff_html(diff: str) -> str:
+    lines = []
+    for line in diff.splitlines():
+        cls = ""
+        if line.startswith("+") and not line.startswith("+++"):
+            cls = "dadd"
+        elif line.startswith("-") and not line.startswith("---"):
+            cls = "drem"
+        elif line.startswith("@@"):
+            cls = "dhunk"
+        lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
+    return f"<pre>{chr(10).join(lines) or '(the printed traces are the same)'}</pre>"
+
+
+def source_html(p: PassModel) -> str:
+    return f"<pre>{escape(p.source)}</pre>"
+
+
+def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> str:
+    """Everything about one BoundSymbol: metadata, executor and who declined, source."""
+    rows = [
+        ("id", escape(n.id)),
+        ("symbol", f"<code>{escape(n.sym_id)}</code>"),
+        ("executor", escape(n.executor or "none (not claimed)") + badges_html(n)),
+    ]
+    declined = n.info.get("declined") if isinstance(n.info, dict) else None
+    if declined:
+        items = declined.items() if isinstance(declined, dict) else [("", declined)]
+        text = "<br>".join(f"<b>{escape(str(k))}</b>: {escape(str(v))}" for k, v in items)
+        rows.append(("declined by", text))
+    for k, v in (n.info or {}).items():
+        if k not in ("declined", "claimed_by"):
+            rows.append((escape(str(k)), escape(str(v))))
+    if seconds is not None:
+        rows.append(("measured", fmt_seconds(seconds)))
+    rows.append(("inputs", _proxy_table(n.inputs, series)))
+    rows.append(("outputs", _proxy_table(n.outputs, series)))
+    if n.children:
+        rows.append(("subsymbols", f"{len(n.children)} ({n.size() - 1} below in all)"))
+    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    out = [f'<div class="hd ln">{escape(n.line)}</div>', f'<table class="kv">{table}</table>']
+    if n.source is not None:
+        out.append(source_context_html(n.source.file, n.source.line, n.source.function))
+    else:
+        out.append('<div class="note">No user source line recorded for this bound symbol.</div>')
+    return "".join(out)
+
+
+def _proxy_table(names, series: TraceSeries) -> str:
+    if not names:
+        return '<span class="note">none</span>'
+    out = []
+    for name in names:
+        info = series.proxies.get(name)
+        out.append(f"<code>{escape(name)}</code>: {escape(info.type if info else '?')}")
+    return "<br>".join(out)
+
+
+def source_context_html(filename: str, lineno: int, function: str, context: int = 3) -> str:
+    lines = []
+    for i in range(max(1, lineno - context), lineno + context + 1):
+        text = linecache.getline(filename, i)
+        if not text and i > lineno:
+            break
+        mark = ">" if i == lineno else " "
+        row = f"{mark}{i:>5}  {text.rstrip()}"
+        lines.append(f"<b>{escape(row)}</b>" if i == lineno else escape(row))
+    where = f"{filename}:{lineno} in {function}"
+    code = "\n".join(lines) if any(lines) else "(source not available)"
+    return f'<div class="hd">Source <span class="note">{escape(where)}</span></div><pre>{code}</pre>'
+
+
+def cache_html(model: TraceModel) -> str:
+    """The compiled entries, why each was compiled, and where each input is unpacked and checked."""
+    rows = []
+    for e in model.entries:
+        why = "<br>".join(escape(r) for r in e.miss_reasons) or '<span class="note">first compilation</span>'
+        cur = " (shown)" if model.entry_index is not None and e.index == model.entry_index else ""
+        inputs = ", ".join(escape(i) for i in e.inputs)
+        rows.append(f"<tr><td>{e.index}{cur}</td><td><code>{inputs}</code></td><td>{why}</td></tr>")
+    parts = [
+        "<details><summary><b>cache</b> "
+        f'<span class="note">{len(model.entries)} compiled entr{"y" if len(model.entries) == 1 else "ies"}'
+        "</span></summary>",
+        '<table class="kv"><tr><th>entry</th><th>computation inputs</th>'
+        "<th>why it was compiled (the prologue check of each older entry that failed)</th></tr>",
+        "".join(rows),
+        "</table>",
+    ]
+    links = model.input_links()
+    pro = model.series.get("prologue")
+    if links and pro is not None:
+        parts.append('<div class="hd">Where the prologue unpacks and checks each input</div>')
+        for name, ids in links.items():
+            lines = [pro.final.find(i) for i in ids]
+            body = "\n".join(escape(n.line) for n in lines if n is not None) or "(not found in the prologue)"
+            parts.append(
+                f"<details><summary><code>{escape(name)}</code></summary><pre>{body}</pre></details>"
+            )
+    parts.append("</details>")
+    return "".join(parts)

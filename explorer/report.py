@@ -1,0 +1,163 @@
+"""A self-contained HTML report: ``explorer.to_html(jfn, "report.html")``.
+
+One page, no CDN, no script: trace kinds and passes are CSS radio buttons (a label per
+pass, "previous" / "next" labels in each pane), trees fold with ``<details>``, graphs are
+inline SVG laid out by ``dot``. It reads the same offline, in any browser, from a file.
+"""
+
+from __future__ import annotations
+
+import datetime
+from html import escape
+
+from explorer.graph import count_nodes, render_graph
+from explorer.html import cache_html, diff_html, pass_header_html
+from explorer.model import PassModel, TraceModel, TraceSeries
+from explorer.style import stylesheet
+from explorer.text import fmt_seconds
+from explorer.tree import DEFAULT_BUDGET, tree_html
+
+REPORT_CSS = """
+body{margin:16px 22px;background:#fff}
+.thx h1{font-size:20px;margin:0 0 4px}
+.thx .rad{position:absolute;opacity:0;pointer-events:none}
+.thx .tabs label,.thx .pbar label{display:inline-block;padding:2px 8px;margin:2px 3px 2px 0;border:1px solid #bbb;
+  border-radius:4px;cursor:pointer;background:#fafafa}
+.thx .pbar label.same{border-style:dashed;color:#888}
+.thx .kind,.thx .pane{display:none}
+.thx .pane{border-top:1px solid #ddd;padding-top:6px;margin-top:4px}
+.thx .nav label{display:inline-block;padding:1px 8px;margin-right:6px;border:1px solid #1976d2;border-radius:4px;
+  color:#1976d2;cursor:pointer}
+.thx .tree{max-height:none}
+.thx .graph{overflow:auto;border:1px solid #eee;max-height:900px}
+"""
+
+
+def _id(*parts) -> str:
+    return "r" + "_".join(str(p) for p in parts)
+
+
+def report_html(
+    obj,
+    *,
+    graphs: str = "auto",
+    graph_depth: int = 1,
+    open_depth: int = 1,
+    budget: int = DEFAULT_BUDGET,
+    title: str | None = None,
+) -> str:
+    """The page for a jitted function, an Explorer, a Trace or a TraceModel.
+
+    ``graphs``: "all" (a graph per pass), "final" (final passes only), "none", or "auto"
+    (all passes of a series when its final trace has at most 300 bound symbols, else final).
+    """
+    model = getattr(obj, "model", None)
+    if not isinstance(model, TraceModel):
+        from explorer.compilation import model_of
+
+        model = model_of(obj)
+    kinds = list(model.series)
+    rules = []
+    parts = [f"<h1>thunder: {escape(title or model.title)}</h1>"]
+    meta = [f"written {datetime.datetime.now():%Y-%m-%d %H:%M}"]
+    if model.stats:
+        meta.append(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in model.stats.items()))
+    if model.timing_device:
+        meta.append(f"times measured on {model.timing_device}")
+    parts.append(f'<div class="note">{escape("; ".join(meta))}</div>')
+    if not kinds:
+        parts.append('<div class="note">No traces: call the jitted function first.</div>')
+
+    # trace-kind radios come first so each section (a later sibling) can be shown by them
+    default_kind = "computation" if "computation" in kinds else (kinds[0] if kinds else None)
+    for k in kinds:
+        checked = " checked" if k == default_kind else ""
+        parts.append(f'<input type="radio" class="rad" name="kind" id="{_id(k)}"{checked}>')
+    parts.append('<div class="tabs">')
+    for k in kinds:
+        s = model.series[k]
+        parts.append(f'<label for="{_id(k)}">{escape(k)} ({len(s.passes)} passes)</label>')
+        rules.append(f"#{_id(k)}:checked~.kind.{_id('k', k)}{{display:block}}")
+        rules.append(
+            f"#{_id(k)}:checked~.tabs label[for={_id(k)}]{{background:#e3f2fd;border-color:#1976d2}}"
+        )
+    parts.append("</div>")
+    for k in kinds:
+        parts.append(_series_html(model, model.series[k], rules, graphs, graph_depth, open_depth, budget))
+    if model.entries:
+        parts.append(cache_html(model))
+    css = stylesheet() + REPORT_CSS + "\n".join(rules)
+    body = "".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>thunder: {escape(model.title)}</title><style>{css}</style></head>"
+        f'<body><div class="thx">{body}</div></body></html>\n'
+    )
+
+
+def _series_html(model, s: TraceSeries, rules, graphs, graph_depth, open_depth, budget) -> str:
+    k = s.kind
+    last = len(s.passes) - 1
+    big = s.final.size() > 300 * 4 or len(s.final.nodes) > 300
+    out = [f'<div class="kind {_id("k", k)}">']
+    for p in s.passes:
+        checked = " checked" if p.index == last else ""
+        out.append(f'<input type="radio" class="rad" name="{_id("p", k)}" id="{_id(k, p.index)}"{checked}>')
+    out.append('<div class="pbar">')
+    for p in s.passes:
+        pid = _id(k, p.index)
+        same = "" if p.changed else ' class="same"'
+        tip = "first trace" if p.diff is None else p.diff.summary()
+        out.append(f'<label for="{pid}"{same} title="{escape(tip)}">{p.index} {escape(p.name)}</label>')
+        rules.append(f"#{pid}:checked~.{_id('pane', k, p.index)}{{display:block}}")
+        rules.append(
+            f"#{pid}:checked~.pbar label[for={pid}]{{background:#e3f2fd;border-color:#1976d2;font-weight:600}}"
+        )
+    out.append("</div>")
+    for p in s.passes:
+        want_graph = graphs == "all" or (graphs in ("final", "auto") and p.index == last)
+        if graphs == "auto" and not big:
+            want_graph = True
+        out.append(_pane_html(model, s, p, want_graph, graph_depth, open_depth, budget))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _pane_html(model, s: TraceSeries, p: PassModel, want_graph, graph_depth, open_depth, budget) -> str:
+    k = s.kind
+    last = len(s.passes) - 1
+    before = s.passes[p.index - 1] if p.index > 0 else None
+    times = model.timings.get(k) if p.index == last else None
+    nav = []
+    if p.index > 0:
+        nav.append(f'<label for="{_id(k, p.index - 1)}">&larr; previous pass</label>')
+    if p.index < last:
+        nav.append(f'<label for="{_id(k, p.index + 1)}">next pass &rarr;</label>')
+    out = [f'<div class="pane {_id("pane", k, p.index)}">', f'<div class="nav">{"".join(nav)}</div>']
+    out.append(pass_header_html(s, p))
+    if before is not None:
+        summary = escape(p.diff.summary())
+        out.append(f"<details open><summary>Diff against pass {before.index} ({summary})</summary>")
+        out.append(diff_html(p, before) + "</details>")
+    out.append("<details open><summary>Bound symbols</summary>")
+    out.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times) + "</details>")
+    if want_graph:
+        depth = graph_depth if count_nodes(p.nodes, graph_depth) <= 500 else 0
+        g = render_graph(p, s.proxies, depth=depth, title=f"{k} {p.index}: {p.name}")
+        out.append(f"<details open><summary>Dataflow graph (depth {g.depth}, {g.nodes} nodes)</summary>")
+        out.append(g.html() + "</details>")
+    else:
+        out.append('<div class="note">Graph: only drawn for the final pass of a large trace.</div>')
+    if times:
+        rows = sorted(((t, p.find(i)) for i, t in times.items()), key=lambda r: -r[0])[:30]
+        body = "".join(
+            f'<tr><td>{fmt_seconds(t)}</td><td class="ln">{escape(n.line if n else "?")}</td></tr>'
+            for t, n in rows
+        )
+        out.append(
+            "<details open><summary>Measured times (slowest first)</summary>"
+            f'<table class="kv"><tr><th>time</th><th>bound symbol</th></tr>{body}</table></details>'
+        )
+    out.append(f"<details><summary>Printed trace</summary><pre>{escape(p.source)}</pre></details>")
+    out.append("</div>")
+    return "".join(out)

@@ -1,0 +1,149 @@
+"""Measured run times per BoundSymbol: the final traces run line by line with real inputs.
+
+Each final trace (prologue, computation, epilogue) is printed as Python as the compiler
+does, and a timing call is put after every top-level line; the instrumented functions then
+run the cached entry's program on the real inputs, on the device the inputs are on (with
+``torch.cuda.synchronize()`` around each line on CUDA, so a line's time includes its
+kernels). A fusion region is one line, so it gets one time.
+
+A program that writes to its inputs (in-place ops, epilogue write-backs) is measured on
+deep copies of them, so measuring never changes the user's objects; if the copies do not
+pass the prologue's checks (an identity check on a cached object), nothing is measured and
+the note says why.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import torch
+
+from explorer.model import TraceModel
+
+
+@dataclasses.dataclass
+class Measurement:
+    """Seconds per top-level BoundSymbol (by index into the final trace), per trace kind."""
+
+    times: dict[str, list[float]]
+    device: str
+    runs: int
+    note: str = ""
+
+    def attach(self, model: TraceModel) -> TraceModel:
+        """Put the times on ``model`` by node id (the final pass's nodes, in trace order)."""
+        for kind, secs in self.times.items():
+            s = model.series.get(kind)
+            if s is None or len(s.final.nodes) != len(secs):
+                continue
+            model.timings[kind] = {n.id: t for n, t in zip(s.final.nodes, secs) if "del" not in n.tags}
+        model.timing_device = self.device + (f" ({self.note})" if self.note else "")
+        return model
+
+
+class _Clock:
+    def __init__(self, n: int, sync: bool):
+        self.times = [float("inf")] * n
+        self.sync = sync
+        self.last = 0.0
+        self.current = [0.0] * n
+
+    def __call__(self, i: int) -> None:
+        if self.sync:
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        if i >= 0:
+            self.current[i] = now - self.last
+        self.last = time.perf_counter()
+
+    def keep_best(self) -> None:
+        self.times = [min(a, b) for a, b in zip(self.times, self.current)]
+
+
+def instrument(trace, clock: _Clock):
+    """The trace's function with ``clock(i)`` after its i-th top-level line."""
+    fn = trace.python_callable()
+    src = fn.__thunder_source__
+    out, i, body = [], 0, False
+    for line in src.splitlines():
+        out.append(line)
+        if line.startswith("def "):
+            body = True
+            out.append("  __thx_clock(-1)")
+            continue
+        if body and line.startswith("  ") and not line.startswith("   ") and not line.startswith("  #"):
+            if line.startswith("  return"):
+                continue
+            out.append(f"  __thx_clock({i})")
+            i += 1
+    if i != len(trace.bound_symbols):
+        raise RuntimeError(
+            f"explorer: cannot time {trace.name}: found {i} lines for {len(trace.bound_symbols)} bound symbols"
+        )
+    ns = dict(fn.__globals__)
+    ns["__thx_clock"] = clock
+    exec(compile("\n".join(out) + "\n", f"thunder.{trace.name}.timed", "exec"), ns)
+    return ns[trace.name]
+
+
+def _writes_inputs(entry) -> bool:
+    for trs in (entry.computation_traces, entry.epilogue_traces):
+        if not trs:
+            continue
+        stack = list(trs[-1].bound_symbols)
+        while stack:
+            b = stack.pop()
+            if {"inplace", "writeback"} & (set(b.tags) | set(b.sym.tags)) or b.sym.name.endswith("_"):
+                return True
+            stack.extend(b.subsymbols)
+    return False
+
+
+def _on_cuda(values) -> bool:
+    from thunder.core.pytree import tree_leaves
+
+    return any(isinstance(t, torch.Tensor) and t.is_cuda for t in tree_leaves(values))
+
+
+def measure(
+    jfn, args: tuple = (), kwargs: dict | None = None, *, entry: int = -1, repeat: int = 3
+) -> Measurement:
+    """Time each top-level line of the cached entry's final traces on ``args``.
+
+    One warm-up run, then ``repeat`` runs; the fastest time of each line is kept.
+    """
+    import thunder
+
+    kwargs = kwargs or {}
+    e = thunder.compile_stats(jfn).entries[entry]
+    note = ""
+    if _writes_inputs(e):
+        args, kwargs = copy.deepcopy((args, kwargs))
+        note = "on copies of the inputs: the program writes to them"
+    kinds = [("prologue", e.prologue_traces), ("computation", e.computation_traces)]
+    if getattr(e, "epilogue", None) is not None:
+        kinds.append(("epilogue", e.epilogue_traces))
+    on_cuda = _on_cuda((args, kwargs))
+    clocks = {k: _Clock(len(trs[-1].bound_symbols), on_cuda) for k, trs in kinds}
+    fns = {k: instrument(trs[-1], clocks[k]) for k, trs in kinds}
+    runs = 1 + max(repeat, 1)
+    for r in range(runs):
+        try:
+            cargs, eargs = fns["prologue"](*args, **kwargs)
+        except Exception as err:
+            return Measurement(
+                {}, "cuda" if on_cuda else "cpu", 0, f"not measured: the prologue rejected the inputs ({err})"
+            )
+        out = fns["computation"](*cargs)
+        if "epilogue" in fns:
+            fns["epilogue"](*out, *eargs)
+        if on_cuda:
+            torch.cuda.synchronize()
+        if r > 0 or runs == 1:
+            for c in clocks.values():
+                c.keep_best()
+    times = {k: c.times for k, c in clocks.items()}
+    device = torch.cuda.get_device_name() if on_cuda else "cpu"
+    return Measurement(times, device, runs - 1, note)

@@ -1,0 +1,168 @@
+"""The collapsible BoundSymbol tree as static HTML (no script: ``<details>``).
+
+Every BoundSymbol with subsymbols is a ``<details>`` element, open down to ``open_depth``.
+An element budget keeps a 10,000-line trace light: nodes are chosen breadth first (all
+top-level lines before any subsymbol) until the budget is spent, and every list that was cut
+ends with "... N more". Search hits are always rendered, with their parents open.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+
+from explorer.model import Node
+from explorer.style import EXECUTORS, TAG_STYLE, css_class
+from explorer.text import fmt_seconds
+
+DEFAULT_BUDGET = 2000
+
+
+def tree_html(
+    nodes: list[Node],
+    *,
+    open_depth: int = 1,
+    budget: int = DEFAULT_BUDGET,
+    hits: set[str] | frozenset = frozenset(),
+    selected: str | None = None,
+    marks: dict[str, str] | None = None,
+    times: dict[str, float] | None = None,
+) -> str:
+    """The tree of ``nodes`` as HTML (to be placed inside an element of class ``thx``).
+
+    ``hits`` and ``selected`` are node ids to highlight; ``marks`` maps node ids to a CSS class
+    (``added``, ``rewritten``); ``times`` maps node ids to measured seconds.
+    """
+    included = _choose(nodes, budget)
+    force_open: set[int] = set()
+    if hits or selected:
+        wanted = set(hits) | ({selected} if selected else set())
+        _include_paths(nodes, wanted, included, force_open)
+    r = _Renderer(included, force_open, open_depth, set(hits), selected, marks or {}, times or {})
+    body = r.list(nodes, 0)
+    return f'<div class="tree">{body or "<span class=note>(no bound symbols)</span>"}</div>'
+
+
+def _choose(nodes: list[Node], budget: int) -> set[int]:
+    """Breadth first: which nodes fit in the budget (as ``id(node)``)."""
+    included: set[int] = set()
+    frontier = list(nodes)
+    remaining = budget
+    while frontier and remaining > 0:
+        take = frontier[:remaining]
+        included.update(map(id, take))
+        remaining -= len(take)
+        frontier = [c for n in take for c in n.children]
+    return included
+
+
+def _include_paths(nodes: list[Node], wanted: set[str], included: set[int], force_open: set[int]) -> None:
+    """Include every wanted node and its ancestors (at most 500 hits), opening the ancestors."""
+    found = 0
+
+    def visit(n: Node, path: list[Node]) -> None:
+        nonlocal found
+        if found >= 500:
+            return
+        if n.id in wanted:
+            found += 1
+            included.add(id(n))
+            for a in path:
+                included.add(id(a))
+                force_open.add(id(a))
+        if n.children:
+            path.append(n)
+            for c in n.children:
+                visit(c, path)
+            path.pop()
+
+    for n in nodes:
+        visit(n, [])
+
+
+class _Renderer:
+    def __init__(self, included, force_open, open_depth, hits, selected, marks, times):
+        self.included = included
+        self.force_open = force_open
+        self.open_depth = open_depth
+        self.hits = hits
+        self.selected = selected
+        self.marks = marks
+        self.times = times
+
+    def list(self, nodes: list[Node], depth: int) -> str:
+        parts = []
+        skipped = 0
+        for n in nodes:
+            if id(n) in self.included:
+                if skipped:
+                    parts.append(_more(skipped))
+                    skipped = 0
+                parts.append(self.node(n, depth))
+            else:
+                skipped += 1
+        if skipped:
+            parts.append(_more(skipped))
+        return "".join(parts)
+
+    def node(self, n: Node, depth: int) -> str:
+        cls = []
+        if n.id in self.hits:
+            cls.append("hit")
+        if n.id == self.selected:
+            cls.append("sel")
+        mark = self.marks.get(n.id)
+        if mark:
+            cls.append(mark)
+        if "del" in n.tags:
+            cls.append("del")
+        head = line_html(n, self.times.get(n.id))
+        did = escape(n.id)
+        if not n.children:
+            return f'<div class="leaf {" ".join(cls)}" data-id="{did}">{head}</div>'
+        is_open = depth < self.open_depth or id(n) in self.force_open
+        kids = self.list(n.children, depth + 1)
+        return (
+            f'<details class="n {" ".join(cls)}" data-id="{did}"{" open" if is_open else ""}>'
+            f'<summary>{head}</summary><div class="kids">{kids}</div></details>'
+        )
+
+
+def _more(n: int) -> str:
+    return f'<div class="more">... {n} more</div>'
+
+
+def line_html(n: Node, seconds: float | None = None) -> str:
+    """One BoundSymbol's line: code, type comment, executor, tags, source, time."""
+    code, comment = split_comment(n)
+    parts = [f'<span class="ln">{escape(code)}</span>']
+    if comment:
+        parts.append(f'<span class="ty ln">  # {escape(comment)}</span>')
+    parts.append(badges_html(n))
+    if n.source is not None:
+        s = n.source
+        title = escape(f"{s.file}:{s.line} in {s.function}\n{s.code}")
+        parts.append(f'<span class="src" title="{title}">{escape(os.path.basename(s.file))}:{s.line}</span>')
+    if seconds is not None:
+        parts.append(f'<span class="tm">{fmt_seconds(seconds)}</span>')
+    return "".join(parts)
+
+
+def badges_html(n: Node) -> str:
+    parts = []
+    if n.executor:
+        cls = f"x-{css_class(n.executor)}" if n.executor in EXECUTORS else "x-other"
+        parts.append(f'<span class="b {cls}">{escape(n.executor)}</span>')
+    for t in n.tags:
+        text = TAG_STYLE.get(t, (t,))[0]
+        parts.append(f'<span class="b g-{css_class(t)}">{escape(text)}</span>')
+    return "".join(parts)
+
+
+def split_comment(n: Node) -> tuple[str, str]:
+    """``t0 = f(x)  # t0: "cpu f32[3]"`` -> (``t0 = f(x)``, ``t0: "cpu f32[3]"``)."""
+    if n.outputs:
+        code, sep, comment = n.line.rpartition("  # ")
+        if sep:
+            return code, comment
+    return n.line, ""

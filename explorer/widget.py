@@ -1,0 +1,322 @@
+"""The interactive explorer: one ipywidgets tree per explorer, not one widget per BoundSymbol.
+
+Controls: the trace kind; the pass (slider, previous / next buttons, the passes strip with
+the ones that changed nothing dashed); the view (tree, graph, source, diff, timing); a depth
+dial (tree: open levels; graph: opened levels); a search box (symbol, proxy name or
+``file:line``) whose hits are highlighted and listed; the list selects a BoundSymbol, whose
+details (metadata, executor and who declined, its source line with the code around it) show
+below. A cache panel lists the compiled entries and why each was compiled. Everything is
+rendered into a few HTML widgets from the ``TraceModel``.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+
+import ipywidgets as w
+
+from explorer.graph import render_graph
+from explorer.html import (
+    cache_html,
+    details_html,
+    diff_html,
+    model_html,
+    pass_header_html,
+    passes_strip_html,
+    source_html,
+    wrap,
+)
+from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.text import fmt_seconds, model_text
+from explorer.tree import DEFAULT_BUDGET, tree_html
+
+VIEWS = ("tree", "graph", "source", "diff", "timing")
+MAX_LISTED = 1000
+
+
+def search(p: PassModel, query: str) -> list[Node]:
+    """BoundSymbols of ``p`` (any depth) matching ``query``: a proxy name (exact), a symbol
+    (substring, e.g. ``softmax`` or ``torch.add``) or a source location (``file.py:12``)."""
+    q = query.strip()
+    if not q:
+        return []
+    ql = q.lower()
+    file_part, _, line_part = q.rpartition(":")
+    by_line = bool(file_part) and line_part.isdigit()
+    hits = []
+    for n in p.walk():
+        if by_line:
+            s = n.source
+            if s is not None and str(s.line) == line_part and (s.file.endswith(file_part)):
+                hits.append(n)
+            continue
+        if q in n.inputs or q in n.outputs or ql in n.sym_id.lower():
+            hits.append(n)
+        elif n.source is not None and ql in os.path.basename(n.source.file).lower():
+            hits.append(n)
+    return hits
+
+
+class Explorer:
+    """The widget explorer for a TraceModel (see ``explorer.explore``)."""
+
+    def __init__(
+        self,
+        model: TraceModel,
+        *,
+        kind: str | None = None,
+        view: str = "tree",
+        depth: int = 1,
+        budget: int = DEFAULT_BUDGET,
+        notes: list[str] | None = None,
+    ):
+        if view not in VIEWS:
+            raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
+        self.model = model
+        self.budget = budget
+        self.hits: list[Node] = []
+        self.selected: str | None = None
+        kinds = model.kinds or ["computation"]
+        kind = kind if kind in kinds else ("computation" if "computation" in kinds else kinds[0])
+        layout = w.Layout(width="auto")
+
+        self.title = w.HTML(wrap(self._title_html(notes or [])))
+        self.kind = w.ToggleButtons(
+            options=kinds, value=kind, description="trace", style={"button_width": "auto"}
+        )
+        self.prev_button = w.Button(description="previous pass", icon="arrow-left", layout=layout)
+        self.next_button = w.Button(description="next pass", icon="arrow-right", layout=layout)
+        self.pass_slider = w.IntSlider(min=0, max=0, value=0, description="pass", continuous_update=False)
+        self.passes = w.HTML()
+        self.view = w.ToggleButtons(
+            options=VIEWS, value=view, description="view", style={"button_width": "auto"}
+        )
+        self.depth = w.IntSlider(min=0, max=6, value=depth, description="depth", continuous_update=False)
+        self.query = w.Text(
+            placeholder="symbol, proxy name or file.py:line", description="search", continuous_update=False
+        )
+        self.matches = w.Select(options=[], rows=6, description="select", layout=w.Layout(width="98%"))
+        self.status = w.HTML()
+        self.main = w.HTML()
+        self.details = w.HTML()
+        self.cache = w.HTML(wrap(cache_html(model)) if model.entries else "")
+
+        self._updating = False
+        self.kind.observe(self._on_kind, "value")
+        self.pass_slider.observe(lambda _: self._refresh(), "value")
+        self.prev_button.on_click(lambda _: self.step(-1))
+        self.next_button.on_click(lambda _: self.step(+1))
+        self.view.observe(lambda _: self._render_main(), "value")
+        self.depth.observe(lambda _: self._render_main(), "value")
+        self.query.observe(lambda _: self._on_search(), "value")
+        self.matches.observe(self._on_select, "value")
+
+        self.root = w.VBox(
+            [
+                self.title,
+                self.kind,
+                w.HBox([self.prev_button, self.pass_slider, self.next_button]),
+                self.passes,
+                w.HBox([self.view, self.depth]),
+                self.query,
+                self.status,
+                self.main,
+                self.matches,
+                self.details,
+                self.cache,
+            ],
+            layout=w.Layout(width="100%"),
+        )
+        self.root.add_class("thunder-explorer")
+        self._on_kind(None)
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def series(self) -> TraceSeries | None:
+        return self.model.series.get(self.kind.value)
+
+    @property
+    def current(self) -> PassModel | None:
+        s = self.series
+        return s.passes[self.pass_slider.value] if s is not None else None
+
+    @property
+    def previous(self) -> PassModel | None:
+        s, i = self.series, self.pass_slider.value
+        return s.passes[i - 1] if s is not None and i > 0 else None
+
+    def step(self, delta: int) -> None:
+        s = self.series
+        if s is None:
+            return
+        self.pass_slider.value = max(0, min(len(s.passes) - 1, self.pass_slider.value + delta))
+
+    def select(self, node_id: str | None) -> None:
+        """Show the details of a BoundSymbol (by node id) and highlight it."""
+        self.selected = node_id
+        self._render_details()
+        self._render_main()
+
+    # -- events -----------------------------------------------------------------------------
+    def _on_kind(self, _change) -> None:
+        s = self.series
+        self._updating = True
+        try:
+            n = len(s.passes) if s is not None else 1
+            self.pass_slider.max = max(n - 1, 0)
+            self.pass_slider.value = n - 1
+        finally:
+            self._updating = False
+        self._refresh()
+
+    def _on_search(self) -> None:
+        p = self.current
+        self.hits = search(p, self.query.value) if p is not None else []
+        self._fill_matches()
+        self._render_main()
+
+    def _on_select(self, change) -> None:
+        if self._updating:
+            return
+        self.select(change["new"])
+
+    def _refresh(self) -> None:
+        if self._updating:
+            return
+        s, p = self.series, self.current
+        if s is None or p is None:
+            self.passes.value = ""
+            self.main.value = wrap('<div class="note">No traces of this kind.</div>')
+            return
+        self.prev_button.disabled = p.index == 0
+        self.next_button.disabled = p.index == len(s.passes) - 1
+        self.passes.value = wrap(passes_strip_html(s, p.index) + pass_header_html(s, p))
+        self.hits = search(p, self.query.value) if self.query.value.strip() else []
+        if self.selected is not None and p.find(self.selected) is None:
+            self.selected = None
+        self._fill_matches()
+        self._render_main()
+        self._render_details()
+
+    def _fill_matches(self) -> None:
+        p = self.current
+        nodes = self.hits if self.query.value.strip() else (p.nodes if p is not None else [])
+        options = [(_option_label(n), n.id) for n in nodes[:MAX_LISTED]]
+        self._updating = True
+        try:
+            self.matches.options = options
+            ids = {v for _, v in options}
+            self.matches.value = self.selected if self.selected in ids else None
+        finally:
+            self._updating = False
+        q = self.query.value.strip()
+        if q:
+            more = f" (listing the first {MAX_LISTED})" if len(nodes) > MAX_LISTED else ""
+            self.status.value = wrap(
+                f'<span class="note">{len(self.hits)} bound symbols match <code>{escape(q)}</code>{more}</span>'
+            )
+        else:
+            self.status.value = ""
+
+    # -- rendering --------------------------------------------------------------------------
+    def _times(self) -> dict[str, float] | None:
+        p, s = self.current, self.series
+        if p is None or s is None or p.index != len(s.passes) - 1:
+            return None  # times are measured on the final trace
+        return self.model.timings.get(self.kind.value)
+
+    def _render_main(self) -> None:
+        if self._updating:
+            return
+        p, s = self.current, self.series
+        if p is None or s is None:
+            return
+        view = self.view.value
+        hits = {n.id for n in self.hits}
+        if view == "tree":
+            marks = {}
+            if p.diff is not None:
+                marks = {k: "added" for k in p.diff.added} | {k: "rewritten" for k in p.diff.rewritten}
+            body = tree_html(
+                p.nodes,
+                open_depth=self.depth.value,
+                budget=self.budget,
+                hits=hits,
+                selected=self.selected,
+                marks=marks,
+                times=self._times(),
+            )
+        elif view == "graph":
+            highlight = hits | ({self.selected} if self.selected else set())
+            g = render_graph(p, s.proxies, depth=self.depth.value, highlight=highlight)
+            body = g.html()
+        elif view == "source":
+            body = source_html(p)
+        elif view == "diff":
+            body = diff_html(p, self.previous)
+        else:
+            body = self._timing_html()
+        self.main.value = wrap(body)
+
+    def _timing_html(self) -> str:
+        times = self.model.timings.get(self.kind.value)
+        if not times:
+            return (
+                '<div class="note">No measured times for this trace. <code>%thunder_trace</code> measures '
+                "them; after the fact use <code>explorer.explore(jfn, args=(...))</code>.</div>"
+            )
+        s = self.series
+        rows = sorted(((t, s.final.find(i)) for i, t in times.items()), key=lambda r: -r[0])
+        total = sum(t for t, _ in rows) or 1.0
+        out = [
+            f'<div class="note">Measured on {escape(self.model.timing_device or "?")}, final trace, '
+            f"total {fmt_seconds(total)}.</div>",
+            '<table class="kv"><tr><th>time</th><th>share</th><th>bound symbol</th></tr>',
+        ]
+        for t, n in rows[:200]:
+            line = escape(n.line) if n is not None else "?"
+            out.append(
+                f'<tr><td>{fmt_seconds(t)}</td><td>{100 * t / total:.1f}%</td><td class="ln">{line}</td></tr>'
+            )
+        out.append("</table>")
+        return "".join(out)
+
+    def _render_details(self) -> None:
+        p, s = self.current, self.series
+        n = p.find(self.selected) if (p is not None and self.selected) else None
+        if n is None:
+            self.details.value = wrap(
+                '<div class="note">Select a bound symbol above to see its details.</div>'
+            )
+            return
+        times = self._times() or {}
+        self.details.value = wrap(details_html(n, s, times.get(n.id)))
+
+    def _title_html(self, notes: list[str]) -> str:
+        m = self.model
+        parts = [f'<div class="hd">thunder explorer: {escape(m.title)}</div>']
+        if m.stats:
+            parts.append(
+                '<div class="note">'
+                + escape(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in m.stats.items()))
+            )
+            if m.timing_device:
+                parts.append(escape(f"; times measured on {m.timing_device}"))
+            parts.append("</div>")
+        parts += [f'<div class="note warn">{escape(x)}</div>' for x in notes]
+        return "".join(parts)
+
+    # -- display ----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.root._repr_mimebundle_(**kwargs) or {}
+        # what a saved notebook shows where no widget manager runs
+        bundle["text/html"] = model_html(self.model)
+        bundle["text/plain"] = model_text(self.model)
+        return bundle
+
+
+def _option_label(n: Node) -> str:
+    where = f"  @ {os.path.basename(n.source.file)}:{n.source.line}" if n.source else ""
+    line = n.line if len(n.line) <= 110 else n.line[:109] + "\u2026"
+    return f"{line}{where}"
