@@ -177,11 +177,15 @@ def clamp_max(a, max):
     return clamp(a, None, max)
 
 
-@torchsymbol(torch.where, T.where, torch_impl="torch.where", tags=("elementwise",))
+@torchsymbol(torch.where, torch_impl="torch.where", tags=("elementwise",))
 def where(condition, input=None, other=None):
     if input is None or other is None:
         raise ShapeError("torch.where(condition) returns data-dependent indices and cannot be traced")
     return prims.where(condition, input, other)
+
+
+# ``x.where(condition, y)`` is ``torch.where(condition, x, y)``: the tensor is the input, not the condition
+alias(lambda a, condition, other: where(condition, a, other), T.where)
 
 
 @torchsymbol(torch.lerp, T.lerp, torch_impl="torch.lerp", tags=("elementwise",))
@@ -268,3 +272,98 @@ def logsigmoid(a):
     return prims.neg(softplus(prims.neg(a)))
 
 
+# -- more activations and elementwise helpers ----------------------------------------------
+@torchsymbol(F.hardsigmoid, torch_impl="torch.nn.functional.hardsigmoid", tags=("elementwise", "activation"))
+def hardsigmoid(a, inplace: bool = False):
+    return prims.div(prims.minimum(prims.maximum(prims.add(a, 3), 0), 6), 6)
+
+
+@torchsymbol(F.hardswish, torch_impl="torch.nn.functional.hardswish", tags=("elementwise", "activation"))
+def hardswish(a, inplace: bool = False):
+    return prims.mul(a, prims.div(prims.minimum(prims.maximum(prims.add(a, 3), 0), 6), 6))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@torchsymbol(F.selu, torch.selu, torch_impl="torch.selu", tags=("elementwise", "activation"))
+def selu(a, inplace: bool = False):
+    neg = prims.mul(prims.expm1(a), _SELU_ALPHA)
+    return prims.mul(prims.where(prims.gt(a, 0), a, neg), _SELU_SCALE)
+
+
+@torchsymbol(F.celu, torch.celu, torch_impl="torch.celu", tags=("elementwise", "activation"))
+def celu(a, alpha: float = 1.0, inplace: bool = False):
+    neg = prims.mul(prims.expm1(prims.div(a, alpha)), alpha)
+    return prims.where(prims.gt(a, 0), a, neg)
+
+
+@torchsymbol(F.softsign, torch_impl="torch.nn.functional.softsign", tags=("elementwise", "activation"))
+def softsign(a):
+    return prims.div(a, prims.add(prims.abs(a), 1))
+
+
+@torchsymbol(F.tanhshrink, torch_impl="torch.nn.functional.tanhshrink", tags=("elementwise", "activation"))
+def tanhshrink(a):
+    return prims.sub(a, prims.tanh(a))
+
+
+@torchsymbol(
+    F.hardshrink, torch.hardshrink, T.hardshrink, torch_impl="torch.hardshrink", tags=("elementwise",)
+)
+def hardshrink(a, lambd: float = 0.5):
+    return prims.where(prims.gt(prims.abs(a), lambd), a, 0)
+
+
+@torchsymbol(F.softshrink, torch_impl="torch.nn.functional.softshrink", tags=("elementwise",))
+def softshrink(a, lambd: float = 0.5):
+    shrunk = prims.sub(a, prims.mul(prims.sign(a), lambd))
+    return prims.where(prims.gt(prims.abs(a), lambd), shrunk, 0)
+
+
+@torchsymbol(F.threshold, torch.threshold, torch_impl="torch.threshold", tags=("elementwise", "activation"))
+def threshold(a, threshold: float, value: float, inplace: bool = False):
+    return prims.where(prims.gt(a, threshold), a, value)
+
+
+@torchsymbol(torch.frac, T.frac, torch_impl="torch.frac", tags=("elementwise",))
+def frac(a):
+    return prims.sub(a, prims.trunc(a))
+
+
+@torchsymbol(torch.nan_to_num, T.nan_to_num, torch_impl="torch.nan_to_num", tags=("elementwise",))
+def nan_to_num(a, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    dt = dtype_of(a)
+    if not dt.is_floating_point:
+        return prims.clone(a)
+    info = torch.finfo(dt)
+    a = prims.where(prims.isnan(a), nan, a)
+    a = prims.where(prims.eq(a, math.inf), info.max if posinf is None else posinf, a)
+    return prims.where(prims.eq(a, -math.inf), info.min if neginf is None else neginf, a)
+
+
+@torchsymbol(torch.logit, T.logit, torch.special.logit, torch_impl="torch.logit", tags=("elementwise",))
+def logit(a, eps: float | None = None):
+    if eps is not None:
+        a = prims.minimum(prims.maximum(a, eps), 1 - eps)
+    return prims.log(prims.div(a, prims.sub(1, a)))
+
+
+@torchsymbol(
+    torch.xlogy,
+    T.xlogy,
+    torch.special.xlogy,
+    torch_impl="torch.xlogy",
+    impl_check=first_is_tensor,
+    tags=("elementwise",),
+)
+def xlogy(a, b):
+    """a * log(b), 0 where a is 0 (unless b is nan)."""
+    if not is_tensor(a):
+        raise ShapeError(f"torch.xlogy: the first argument must be a tensor here, got {type(a).__name__}")
+    if not is_tensor(b):
+        log_b = math.log(b) if b > 0 else -math.inf if b == 0 else math.nan
+        return prims.where(prims.eq(a, 0), 0, prims.mul(a, log_b))
+    out = prims.where(prims.eq(a, 0), 0, prims.mul(a, prims.log(b)))
+    return prims.where(prims.isnan(b), b, out)

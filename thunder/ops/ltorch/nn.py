@@ -334,7 +334,7 @@ def scaled_dot_product_attention(
 
 
 # -- dropout --------------------------------------------------------------------------------
-@torchsymbol(F.dropout, tags=("random",))
+@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=("random",))
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
     if not 0 <= p <= 1:

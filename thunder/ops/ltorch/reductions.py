@@ -379,3 +379,16 @@ def logsumexp(a, dim, keepdim: bool = False):
     shifted = prims.sub(a_up, keep_dims(m, shape_of(a), dims))
     out = prims.add(prims.log(prims.sum(prims.exp(shifted), dims)), m)
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
+
+
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+@torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=("reduction",))
+def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    s = shape_of(a)
+    (d,) = canonical_dims(dim, len(s), "torch.topk") or (0,)
+    if s and not 0 <= k <= s[d]:
+        raise ShapeError(f"torch.topk: k={k} is out of range for dimension {d} of size {s[d]}")
+    values, indices = prims.topk(a, k, d, largest, sorted)
+    return topk_result(values, indices)

@@ -367,3 +367,75 @@ def index_copy(a, dim: int, index, source):
 def scatter_add(a, dim: int, index, src):
     return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
 
+
+# -- repetition and rotation ----------------------------------------------------------------
+def _interleave(a, reps, op: str):
+    """Each dim i of ``a`` (leading 1s added to match ``reps``) becomes ``reps[i] * size``,
+    the tensor repeated whole (``Tensor.repeat``)."""
+    s = shape_of(a)
+    if len(reps) < len(s):
+        raise ShapeError(f"{op}: {len(reps)} repeats for a tensor of {len(s)} dimensions")
+    s = (1,) * (len(reps) - len(s)) + s
+    if all(r == 1 for r in reps):
+        return _reshape(a, s, op)
+    wide = tuple(x for r, d in zip(reps, s) for x in (r, d))
+    a = prims.broadcast_in_dim(a, wide, tuple(range(2 * len(reps) - 2 * len(shape_of(a)) + 1, len(wide), 2)))
+    return prims.reshape(a, tuple(r * d for r, d in zip(reps, s)))
+
+
+@torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=("shape",))
+def repeat(a, *repeats):
+    return _interleave(a, _shape_arg(repeats), "Tensor.repeat")
+
+
+@torchsymbol(torch.tile, T.tile, torch_impl="torch.tile", tags=("shape",))
+def tile(a, dims):
+    dims = tuple(dims)
+    n = len(shape_of(a))
+    return _interleave(a, (1,) * (n - len(dims)) + dims, "torch.tile")
+
+
+@torchsymbol(
+    torch.repeat_interleave, T.repeat_interleave, torch_impl="torch.repeat_interleave", tags=("shape",)
+)
+def repeat_interleave(a, repeats, dim: int | None = None, *, output_size: int | None = None):
+    """Integer ``repeats`` only: a tensor of repeats makes a data-dependent shape."""
+    if not isinstance(repeats, int):
+        raise ShapeError("torch.repeat_interleave: only an integer number of repeats is supported")
+    if dim is None:
+        a, dim = _reshape(a, (math.prod(shape_of(a)),), "torch.repeat_interleave"), 0
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), "torch.repeat_interleave")
+    if not s:
+        return _reshape(prims.broadcast_in_dim(a, (repeats,), ()), (repeats,), "torch.repeat_interleave")
+    wide = s[: d + 1] + (repeats,) + s[d + 1 :]
+    dims = tuple(i if i <= d else i + 1 for i in range(len(s)))
+    return prims.reshape(prims.broadcast_in_dim(a, wide, dims), s[:d] + (s[d] * repeats,) + s[d + 1 :])
+
+
+@torchsymbol(torch.roll, T.roll, torch_impl="torch.roll", tags=("shape",))
+def roll(a, shifts, dims=None):
+    if dims is None:
+        s = shape_of(a)
+        return _reshape(roll(_reshape(a, (math.prod(s),), "torch.roll"), shifts, 0), s, "torch.roll")
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise ShapeError(f"torch.roll: {len(shifts)} shifts for {len(dims)} dims")
+    for shift, dim in zip(shifts, dims):
+        d = canonical_dim(dim, len(shape_of(a)), "torch.roll")
+        n = shape_of(a)[d]
+        k = shift % n if n else 0
+        if k:
+            a = prims.cat([_slice_dim(a, d, n - k, n), _slice_dim(a, d, 0, n - k)], d)
+    return a
+
+
+@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=("indexing",))
+def index_add(a, dim: int, index, source, *, alpha=1):
+    d = canonical_dim(dim, len(shape_of(a)), "torch.index_add")
+    src = shape_of(source)
+    full_index = prims.broadcast_in_dim(index, src, (d,)) if src else index
+    if alpha != 1:
+        source = prims.mul(source, alpha)
+    return prims.scatter_add(a, d, full_index, source)
