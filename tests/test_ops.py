@@ -160,3 +160,15 @@ def test_identity_composites_record_nothing():
     jfn = thunder.jit(lambda x: x.contiguous().sin())
     jfn(torch.randn(3))
     verify(thunder.last_traces(jfn)[0])
+
+
+def test_batch_norm_decomposition_updates_running_stats():
+    bn, ref = torch.nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
+    x = torch.randn(4, 3, 5)
+    jbn = thunder.jit(bn)
+    torch.testing.assert_close(jbn(x), ref(x))
+    torch.testing.assert_close((bn.running_mean, bn.running_var), (ref.running_mean, ref.running_var))
+    # the decomposition alone writes the running statistics with prims.copy_
+    expected = ref(x)
+    torch.testing.assert_close(_run_decomposition(jbn, [x]), expected)
+    torch.testing.assert_close((bn.running_mean, bn.running_var), (ref.running_mean, ref.running_var))

@@ -76,7 +76,7 @@ def bmm(a, b):
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.dot, T.dot, torch.vdot, T.vdot, torch_impl="torch.dot", tags=("matmul",))
+@torchsymbol(torch.dot, T.dot, torch_impl="torch.dot", tags=("matmul",))
 def dot(a, b):
     if len(shape_of(a)) != 1 or len(shape_of(b)) != 1:
         raise ShapeError(f"torch.dot: expected 1-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
@@ -141,11 +141,17 @@ def _affine(x, weight, bias, compute):
     return x
 
 
-def _normalize(x, dims, eps):
+def _moments(x, dims):
+    """(mean, biased variance) over ``dims``, reduced."""
+    mean = prims.div(prims.sum(x, dims), math.prod(shape_of(x)[d] for d in dims))
+    return mean, prims.var(x, dims, correction=0)
+
+
+def _normalize(x, dims, eps, moments=None):
     """(x - mean) / sqrt(var + eps) over ``dims`` (biased variance)."""
     shape = shape_of(x)
-    var = red.keep_dims(prims.var(x, dims, correction=0), shape, dims)
-    mean = red.keep_dims(prims.div(prims.sum(x, dims), math.prod(shape[d] for d in dims)), shape, dims)
+    mean, var = moments or _moments(x, dims)
+    mean, var = red.keep_dims(mean, shape, dims), red.keep_dims(var, shape, dims)
     return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
 
 
@@ -199,12 +205,12 @@ def batch_norm(
     x = _cast(input, compute)
     dims = (0, *range(2, len(s)))
     if training or running_mean is None:
-        out = _normalize(x, dims, eps)
+        batch_mean, batch_var = _moments(x, dims)
+        out = _normalize(x, dims, eps, (batch_mean, batch_var))
         if training and running_mean is not None:
             n = math.prod(s[d] for d in dims)
-            batch_mean = prims.div(prims.sum(x, dims), n)
-            batch_var = prims.var(x, dims, correction=1)
-            for run, stat in ((running_mean, batch_mean), (running_var, batch_var)):
+            unbiased = prims.mul(batch_var, n / max(n - 1, 1))  # the running variance is unbiased
+            for run, stat in ((running_mean, batch_mean), (running_var, unbiased)):
                 new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(stat, dtype_of(run)), momentum))
                 prims.copy_(new, run)
     else:

@@ -79,12 +79,14 @@ def _require_float(a, op: str):
 
 # -- sums and products ----------------------------------------------------------------------
 def _sum_like(a, dims, dtype, keepdim, prim, op):
-    if dtype is not None:
-        a = _cast(a, dtype)
-    elif not (dtype_of(a).is_floating_point or dtype_of(a).is_complex):
-        a = _cast(a, torch.int64)  # integer and bool sums are int64
+    a = _cast(a, dtype)
     a_up, back = _upcast(a)
-    out = _reduce(prim, a_up, dims)
+    if dims:
+        out = prim(a_up, dims)  # the prim sums integers and bools as int64
+    elif not (dtype_of(a).is_floating_point or dtype_of(a).is_complex):
+        out = _cast(a_up, torch.int64)
+    else:
+        out = a_up
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
@@ -288,7 +290,7 @@ def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.norm, T.norm, tags=("reduction",))
+@torchsymbol(torch.norm, T.norm, torch_impl="torch.norm", tags=("reduction",))
 def norm(a, p="fro", dim=None, keepdim: bool = False, dtype: torch.dtype | None = None):
     """``torch.norm`` for vector norms (``p`` a number, or ``"fro"`` over any dims)."""
     if p == "fro" or p is None:
