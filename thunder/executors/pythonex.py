@@ -77,8 +77,42 @@ def _is_frozen(obj) -> bool:
     return bool(params is not None and params.frozen)
 
 
+def check_hasattr(x, name, expected):
+    if hasattr(x, name) is not expected:
+        have = "has" if not expected else "has no"
+        raise PrologueCheckFailed(
+            f"the {type(x).__qualname__} object {have} attribute {name!r} (traced without)"
+        )
+
+
 def python_setitem(obj, key, value):
     obj[key] = value
+
+
+def python_delattr(obj, name):
+    object.__delattr__(obj, name) if _is_frozen(obj) else delattr(obj, name)
+
+
+def python_delitem(obj, key):
+    del obj[key]
+
+
+def dataclass_new(cls, **attrs):
+    """An instance of ``cls`` with exactly these attributes (no ``__init__``/``__post_init__``)."""
+    obj = cls.__new__(cls)
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def mapping_new(cls, items, attrs):
+    """A ModelOutput with these keys in this order, and these attributes."""
+    obj = cls()
+    for k, v in items.items():
+        obj[k] = v
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
 
 
 def construct(cls, *args, **kwargs):
@@ -121,8 +155,13 @@ for _prim, _fn in (
     (pyops.check_is, check_is),
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
+    (pyops.check_hasattr, check_hasattr),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
+    (pyops.python_delattr, python_delattr),
+    (pyops.python_delitem, python_delitem),
+    (pyops.dataclass_new, dataclass_new),
+    (pyops.mapping_new, mapping_new),
 ):
     _register(_prim, _fn)
 

@@ -8,7 +8,7 @@ only while tracing and always restored; a failed trace leaves every input as it 
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import torch
 
@@ -16,9 +16,11 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import UnsupportedOpError, at
+from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
 from thunder.frontend.mode import AcquisitionMode
+from thunder.frontend.objects import holder_of, is_wrapper
+from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.source import user_location
 from thunder.ops import prims
@@ -40,7 +42,25 @@ class Acquisition:
         self.inputs = Inputs(self.computation)
         self.latest: dict[int, TensorProxy] = {}  # id(proxy) -> its current value after in-place writes
         self.views: dict[str, tuple] = {}  # view proxy name -> (base proxy, index key or None, op name)
+        self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
+        # attribute writes in module forwards: (holder, "set"/"del", name, value)
+        self.module_writes: list[tuple] = []
         self._keepalive: list = []
+
+    def current(self, p):
+        """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        latest = self.latest
+        new = latest.get(id(p))
+        while new is not None and new is not p:
+            p = new
+            new = latest.get(id(p))
+        return p
+
+    def object_proxy(self, v):
+        """The holder proxy of ``v`` if it is an input object or an opened input container."""
+        if is_wrapper(v):
+            return holder_of(v)
+        return self.inputs.container_holders.get(id(v))
 
     # -- values met in ops ----------------------------------------------------------------
     def resolve(self, x):
@@ -52,7 +72,7 @@ class Acquisition:
                 if not isinstance(v, TensorProxy):
                     v = self.capture(v)
                     changed = True
-                new = self.latest.get(id(v), v)
+                new = self.current(v)
                 if new is not leaves[i]:
                     leaves[i] = new
                     changed = True
@@ -61,6 +81,11 @@ class Acquisition:
     def capture(self, t: torch.Tensor) -> TensorProxy:
         """A real tensor from a closure or a global becomes an input of its own."""
         p = self.inputs.captured.get(id(t))
+        if p is None:
+            p = self.inputs.seen.get(id(t))  # a tensor that is also an argument (or read from one)
+            if isinstance(p, TensorProxy):
+                return p
+            p = None
         if p is None:
             self._keepalive.append(t)
             holder = self.inputs.prologue.add_name(f"captured{len(self.inputs.captured)}")
@@ -77,11 +102,15 @@ class Acquisition:
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
         original = target
-        current = self.latest.get(id(original), original)
+        current = self.current(original)
         if isinstance(value, TensorProxy):
             value = self._cast_for_inplace(value, current, op)
-        self.latest[id(original)] = value
-        self._keepalive.append(original)
+        if value is current:
+            return original
+        self.latest[id(current)] = value
+        if current is not original:
+            self.latest[id(original)] = value
+        self._keepalive += [original, current]
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
             base, key, view_op = view
@@ -92,7 +121,7 @@ class Acquisition:
                 )
             from thunder.ops import ltorch
 
-            base_now = self.latest.get(id(base), base)
+            base_now = self.current(base)
             self.rebind(base, ltorch.setitem(base_now, key, value), op)
         return original
 
@@ -110,25 +139,27 @@ class Acquisition:
             value = ltorch.expand(value, current.meta_shape)
         return value
 
-    def copy_value(self, dst, src):
-        """The value ``dst`` holds after ``dst.copy_(src)``."""
-        if not isinstance(src, torch.Tensor):
-            src = prims.full(dst.meta_shape, src, dtype=dst.meta_dtype, device=dst.meta_device)
-        if src.meta_device != dst.meta_device:
-            src = prims.device_put(src, dst.meta_device)
-        return src
-
     # -- modules --------------------------------------------------------------------------
     @contextmanager
-    def module_proxies(self, module: torch.nn.Module):
-        """Swap ``module``'s parameters and buffers for proxies; always restore them."""
+    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = ""):
+        """Swap ``module``'s parameters and buffers for proxies; always restore them.
+
+        ``root``: the module's proxy when it is an argument (``None``: the jitted module, a
+        name in the prologue's namespace); ``prefix`` starts its tensors' names.
+        Attribute writes in ``forward`` (``self.calls += 1``, ``self.running = ...``) change the
+        real submodules while tracing: each submodule's ``__dict__`` and tables are snapshot
+        before, diffed after (the writes go to ``module_writes`` for the epilogue) and always
+        restored, so no proxy stays in a module.
+        """
         from thunder.core.proxies import AnyProxy
 
         inputs = self.inputs
-        root = AnyProxy(inputs.prologue.add_name("module"), type(module))
-        inputs.module_proxy = root
-        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
+        if root is None:
+            root = AnyProxy(inputs.prologue.add_name("module"), type(module))
+            inputs.module_proxy = root
+            inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
         saved = []
+        snapshots = []
         made: dict[int, TensorProxy] = {}
         holders = {"": root}
         try:
@@ -136,10 +167,17 @@ class Acquisition:
                 holder = holders.get(path)
                 if holder is None:
                     parent_path, _, name = path.rpartition(".")
-                    holder = AnyProxy(inputs.computation.add_name("m_" + path.replace(".", "_")), type(mod))
+                    holder = AnyProxy(
+                        inputs.computation.add_name(f"m_{prefix}" + path.replace(".", "_")), type(mod)
+                    )
                     inputs.prologue.names.add(holder.name)
-                    inputs.sources[holder.name] = (holder, Unpack(holders[parent_path], "submodule", name), mod)
+                    inputs.sources[holder.name] = (
+                        holder,
+                        Unpack(holders[parent_path], "submodule", name),
+                        mod,
+                    )
                     holders[path] = holder
+                snapshots.append((holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers)))
                 for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
                     for name, t in list(table.items()):
                         if t is None:
@@ -147,14 +185,76 @@ class Acquisition:
                         p = made.get(id(t))
                         if p is None:
                             full = f"{path}.{name}" if path else name
-                            p = inputs.tensor(t, "t_" + full.replace(".", "_"), Unpack(holder, kind, name))
+                            p = inputs.tensor(
+                                t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name)
+                            )
                             made[id(t)] = p
+                            inputs.seen.setdefault(id(t), p)
                         saved.append((table, name, t))
                         table[name] = p
+            placed = [
+                (holder, mod, dict(mod._parameters), dict(mod._buffers)) for holder, mod, *_ in snapshots
+            ]
             yield root
+            self._diff_modules(snapshots, placed)
         finally:
             for table, name, t in reversed(saved):
                 table[name] = t
+            for _, mod, d, params, buffers in snapshots:
+                _restore(mod._parameters, params)
+                _restore(mod._buffers, buffers)
+                _restore(mod.__dict__, d)
+
+    def _diff_modules(self, snapshots, placed) -> None:
+        """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
+        for (holder, mod, before, _, _), (_, _, params, buffers) in zip(snapshots, placed):
+            for name, v in mod._parameters.items():
+                if params.get(name, _ABSENT) is not v:
+                    raise UnsupportedValueError(
+                        f"thunder: forward assigns the parameter {type(mod).__qualname__}.{name}; assigning "
+                        "parameters while tracing is not supported"
+                    )
+            for name, v in mod._buffers.items():
+                if buffers.get(name, _ABSENT) is not v:
+                    self.module_writes.append((holder, "set", name, v))
+            for name in buffers:
+                if name not in mod._buffers:
+                    self.module_writes.append((holder, "del", name, None))
+            for name, v in mod.__dict__.items():
+                old = before.get(name, _ABSENT)
+                if old is v:
+                    continue
+                if name in ("_parameters", "_buffers", "_modules"):
+                    raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
+                self.module_writes.append((holder, "set", name, v))
+                self._guard_module_attr(holder, name, old)
+            for name, old in before.items():
+                if name not in mod.__dict__:
+                    self.module_writes.append((holder, "del", name, None))
+                    self._guard_module_attr(holder, name, old)
+
+    def _guard_module_attr(self, holder, name: str, old) -> None:
+        # the module ran natively, so its reads were not recorded: the value a write replaced
+        # was most likely read (``self.calls += 1``), and the prologue checks it
+        if old is _ABSENT:
+            self.inputs.guard_absent(holder, name)
+        elif _is_literal_value(old):
+            self.inputs.guard_attr(holder, name, old)
+
+
+_ABSENT = object()
+
+
+def _is_literal_value(v) -> bool:
+    from thunder.frontend.inputs import _LITERAL_TYPES
+
+    return isinstance(v, _LITERAL_TYPES)
+
+
+def _restore(d: dict, snapshot: dict) -> None:
+    if d.keys() != snapshot.keys() or any(d[k] is not v for k, v in snapshot.items()):
+        d.clear()
+        d.update(snapshot)
 
 
 @contextmanager
@@ -177,32 +277,66 @@ def acquire(fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = N
     state = Acquisition()
     comp = state.computation
     with tracectx(comp), _compiling_flag():
-        pargs, pkwargs = state.inputs.bind_arguments(
-            module.forward if module is not None else fn, args, kwargs
-        )
-        if module is not None:
-            with state.module_proxies(module), AcquisitionMode(state):
-                result = fn(*pargs, **pkwargs)
-        else:
+        # modules met as arguments (or read from one) swap in proxies until the end; the
+        # stack restores them (and records their writes) before the epilogue is built
+        with ExitStack() as modules:
+            state.inputs.on_module = lambda m, holder, path: modules.enter_context(
+                state.module_proxies(m, holder, path + "_")
+            )
+            pargs, pkwargs = state.inputs.bind_arguments(
+                module.forward if module is not None else fn, args, kwargs
+            )
+            if module is not None:
+                modules.enter_context(state.module_proxies(module))
             with AcquisitionMode(state):
                 result = fn(*pargs, **pkwargs)
-        result = state.resolve(result)
         _write_back_inputs(state)
-    epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state)
+    writebacks = collect_writebacks(state)
+    epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     comp.output = tuple(comp_outputs)
     used = _used_inputs(comp, state)
     comp.args = used
-    prologue = state.inputs.build_prologue(used, epilogue_inputs)
+    names = {p.name for p in used}
+    checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
     return Acquired(prologue, comp, epilogue)
+
+
+def collect_writebacks(state: Acquisition) -> list[tuple]:
+    """What the function did to its input objects, containers and modules, in order:
+    ``(holder, "set" | "del" | "setitem" | "delitem", key, value)``."""
+    out: list[tuple] = []
+    for w in state.inputs.wrappers:
+        for kind, name, value in object_writes(w):
+            out.append((holder_of(w), kind, name, value))
+    for copy, holder, before in state.inputs.containers:
+        out += _container_writes(copy, holder, before)
+    out += state.module_writes
+    return out
+
+
+def _container_writes(copy, holder, before: list) -> list[tuple]:
+    if isinstance(copy, tuple):
+        return []
+    if isinstance(copy, list):
+        if len(copy) == len(before):
+            return [(holder, "setitem", i, v) for i, (v, old) in enumerate(zip(copy, before)) if v is not old]
+        return [(holder, "setitem", slice(None), list(copy))]
+    old = dict(before)
+    out = [(holder, "delitem", k, None) for k in old if k not in copy]
+    out += [(holder, "setitem", k, v) for k, v in copy.items() if old.get(k, _ABSENT) is not v]
+    return out
 
 
 def _write_back_inputs(state: Acquisition) -> None:
     """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``."""
     for p in state.inputs.tensor_inputs:
-        new = state.latest.get(id(p))
-        if new is not None and new is not p:
+        new = state.current(p)
+        if new is not p:
             state.computation.add_bsym(
-                BoundSymbol(prims.copy_, (new, p), {}, None, source=None, tags=frozenset({"inplace", "writeback"}))
+                BoundSymbol(
+                    prims.copy_, (new, p), {}, None, source=None, tags=frozenset({"inplace", "writeback"})
+                )
             )
 
 

@@ -9,8 +9,12 @@ Module parameters and buffers are unpacked by their module path
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
+import functools
 import inspect
+import types
 from typing import Any
 
 import torch
@@ -19,6 +23,7 @@ from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
 from thunder.ops import python as pyops
 
 _LITERAL_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device, type(Ellipsis))
@@ -57,6 +62,15 @@ class Inputs:
         self.tensor_inputs: list[TensorProxy] = []  # every tensor proxy made for an input
         self.captured: dict[int, TensorProxy] = {}
         self.module_proxy: AnyProxy | None = None
+        self.seen: dict[int, Any] = {}  # id(real tensor or object) -> its proxy or wrapper
+        self.wrappers: list = []  # ObjectWrappers, in the order they were made
+        # opened lists/dicts/tuples: (the copy user code sees, its holder, its items at the start)
+        self.containers: list[tuple[Any, AnyProxy, list]] = []
+        self.container_holders: dict[int, AnyProxy] = {}  # id(copy) -> holder
+        self.guards: list[AnyProxy] = []  # values the prologue always checks
+        # ``(module, holder, path)``: set by acquisition to swap an argument module's state
+        self.on_module = None
+        self._keepalive: list = []
 
     # -- names ----------------------------------------------------------------------------
     def _name(self, path: str, prefix: str) -> str:
@@ -74,45 +88,125 @@ class Inputs:
         self.tensor_inputs.append(p)
         return p
 
-    def value(self, v, path: str, unpack: Unpack, depth: int = 0):
-        """The value user code sees for input ``v`` (proxies for tensors, containers rebuilt)."""
+    def value(self, v, path: str, unpack: Unpack, depth: int = 0, *, tensor_prefix: str = ""):
+        """The value user code sees for input ``v`` (proxies for tensors, containers rebuilt,
+        wrappers for objects). A tensor or object met a second time (by another path) is the
+        same proxy or wrapper, and the prologue checks that the new path still leads to it."""
         if isinstance(v, torch.Tensor):
             if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
                 raise UnsupportedValueError(
                     f"thunder: the input {path or 'argument'} is a {type(v).__qualname__}, a tensor subclass; "
                     "tensor subclasses are not supported yet"
                 )
-            return self.tensor(v, path, unpack)
-        if isinstance(v, _LITERAL_TYPES):
+            seen = self.seen.get(id(v))
+            if seen is not None:
+                return self._alias(seen, v, path, unpack)
+            p = self.tensor(v, tensor_prefix + path if path else path, unpack)
+            self.seen[id(v)] = p
+            return p
+        if isinstance(v, _LITERAL_TYPES) or _is_literal(v):
             p = NumberProxy(self._name(path or "i", "i"), v) if isinstance(v, (int, float)) else None
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
             self.checks.append(BoundSymbol(pyops.check_literal, (holder, v), {}, None))
             return v
-        if type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields")):
+        t = type(v)
+        if t in (tuple, list) or (isinstance(v, tuple) and hasattr(t, "_fields")):
             holder = self._container(v, path, unpack)
-            self.checks.append(BoundSymbol(pyops.check_type, (holder, type(v)), {}, None))
+            self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
             self.checks.append(BoundSymbol(pyops.check_len, (holder, len(v)), {}, None))
-            items = [self.value(x, f"{path}_{i}", Unpack(holder, "item", i), depth + 1) for i, x in enumerate(v)]
-            return type(v)(*items) if hasattr(type(v), "_fields") else type(v)(items)
-        if type(v) is dict:
+            items = [
+                self.value(
+                    x, f"{path}_{i}", Unpack(holder, "item", i), depth + 1, tensor_prefix=tensor_prefix
+                )
+                for i, x in enumerate(v)
+            ]
+            out = t(*items) if hasattr(t, "_fields") else t(items)
+            self._opened(out, holder, v)
+            return out
+        if t is dict or t is collections.OrderedDict:
             holder = self._container(v, path, unpack)
-            self.checks.append(BoundSymbol(pyops.check_type, (holder, dict), {}, None))
+            self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
             self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
-            return {k: self.value(x, f"{path}_{k}", Unpack(holder, "item", k), depth + 1) for k, x in v.items()}
+            out = t(
+                (
+                    k,
+                    self.value(
+                        x, f"{path}_{k}", Unpack(holder, "item", k), depth + 1, tensor_prefix=tensor_prefix
+                    ),
+                )
+                for k, x in v.items()
+            )
+            self._opened(out, holder, v)
+            return out
         return self.object(v, path, unpack)
 
     def object(self, v, path: str, unpack: Unpack):
-        """Any other object: checked by identity; extended by object wrappers."""
-        raise UnsupportedValueError(
-            f"thunder: the input {path or 'argument'} has type {type(v).__qualname__}, which is not supported "
-            "(supported: tensors, numbers, strings, dtypes, devices, None, and tuples, lists and dicts of them)"
-        )
+        """Any other object: callables, classes and modules are constants checked by identity;
+        instances of Python classes are wrapped (``thunder.frontend.objects``)."""
+        seen = self.seen.get(id(v))
+        if seen is not None:
+            return self._alias(seen, v, path, unpack)
+        holder = AnyProxy(self._name(path or "p", "p"), type(v))
+        self.sources[holder.name] = (holder, unpack, v)
+        if isinstance(v, torch.nn.Module) and self.on_module is not None:
+            # checked by identity; its parameters and buffers become inputs like the jitted module's
+            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+            self.seen[id(v)] = v
+            self._keepalive.append(v)
+            self.on_module(v, holder, holder.name)
+            return v
+        if _is_constant_object(v):
+            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+            self.seen[id(v)] = v
+            self._keepalive.append(v)
+            return v
+        if not _is_wrappable(v):
+            raise UnsupportedValueError(
+                f"thunder: the input {path or 'argument'} has type {type(v).__qualname__}, which is not supported "
+                "(supported: tensors, numbers, strings, dtypes, devices, None, tuples, lists and dicts, "
+                "functions and classes, and objects of Python classes such as dataclasses)"
+            )
+        w = make_wrapper(v, holder, path or holder.name, self)
+        self.checks.append(BoundSymbol(pyops.check_type, (holder, type(v)), {}, None))
+        self.seen[id(v)] = w
+        self.wrappers.append(w)
+        return w
+
+    def _alias(self, seen, v, path: str, unpack: Unpack):
+        """``v`` was met before as ``seen``: check that this path still leads to the same object."""
+        first = seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else None
+        if first is None:  # a constant object: its own identity check is enough
+            holder = AnyProxy(self._name(path or "p", "p"), type(v))
+            self.sources[holder.name] = (holder, unpack, v)
+            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+            return seen
+        holder = AnyProxy(self._name(path or "p", "p"), type(v))
+        self.sources[holder.name] = (holder, unpack, v)
+        self.checks.append(BoundSymbol(pyops.check_is, (holder, first), {}, None))
+        return seen
+
+    def _opened(self, out, holder: AnyProxy, real) -> None:
+        """Remember an opened container: the epilogue writes item changes back to ``real``."""
+        self.containers.append((out, holder, list(out.items()) if isinstance(out, dict) else list(out)))
+        self.container_holders[id(out)] = holder
 
     def _container(self, v, path: str, unpack: Unpack) -> AnyProxy:
         holder = AnyProxy(self._name(path or "p", "p"), type(v))
         self.sources[holder.name] = (holder, unpack, v)
         return holder
+
+    def guard_attr(self, holder: AnyProxy, name: str, value) -> None:
+        """Check ``holder.name == value`` in the prologue (module attributes the function set)."""
+        p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(value))
+        self.sources[p.name] = (p, Unpack(holder, "attr", name), value)
+        self.checks.append(BoundSymbol(pyops.check_literal, (p, value), {}, None))
+        self.guards.append(p)
+
+    def guard_absent(self, holder: AnyProxy, name: str) -> None:
+        """Check that ``holder`` has no attribute ``name`` (one the function created)."""
+        self.checks.append(BoundSymbol(pyops.check_hasattr, (holder, name, False), {}, None))
+        self.guards.append(holder)
 
     # -- the prologue ---------------------------------------------------------------------
     def bind_arguments(self, fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -126,17 +220,20 @@ class Inputs:
                 sig.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {e}") from None
-        names = _positional_names(sig, len(args)) if sig is not None else [f"args_{i}" for i in range(len(args))]
+        names = (
+            _positional_names(sig, len(args)) if sig is not None else [f"args_{i}" for i in range(len(args))]
+        )
         self.checks.append(BoundSymbol(pyops.check_len, (self.args_proxy, len(args)), {}, None))
         self.checks.append(BoundSymbol(pyops.check_keys, (self.kwargs_proxy, tuple(kwargs)), {}, None))
-        pargs = tuple(
-            self.value(a, names[i], Unpack(self.args_proxy, "item", i)) for i, a in enumerate(args)
-        )
+        pargs = tuple(self.value(a, names[i], Unpack(self.args_proxy, "item", i)) for i, a in enumerate(args))
         pkwargs = {k: self.value(v, k, Unpack(self.kwargs_proxy, "item", k)) for k, v in kwargs.items()}
         return pargs, pkwargs
 
-    def build_prologue(self, used: list[TensorProxy], epilogue_inputs: list) -> Trace:
-        """Unpack and check what the computation uses; return ``(computation args, epilogue args)``."""
+    def build_prologue(self, used: list[TensorProxy], epilogue_inputs: list, checked=()) -> Trace:
+        """Unpack and check what the computation uses; return ``(computation args, epilogue args)``.
+
+        ``checked``: tensors whose metadata the trace relied on without passing them on.
+        """
         pro = self.prologue
         pro.args = [self.args_proxy, self.kwargs_proxy]
         pro.signature = "*args, **kwargs"
@@ -149,39 +246,79 @@ class Inputs:
             if proxy.name in emitted:
                 return
             src = self.sources.get(proxy.name)
-            if src is None:
-                return
-            _, unpack, real = src
-            emit(unpack.parent)
             emitted.add(proxy.name)
-            pro.bound_symbols.append(
-                BoundSymbol(
-                    _UNPACK_SYMS[unpack.kind],
-                    (unpack.parent,) if unpack.kind == "captured" else (unpack.parent, unpack.key),
-                    {},
-                    proxy,
-                    tags=frozenset({"unpack"}),
+            if src is not None:  # (the root module is a name in the prologue's namespace)
+                _, unpack, real = src
+                emit(unpack.parent)
+                pro.bound_symbols.append(
+                    BoundSymbol(
+                        _UNPACK_SYMS[unpack.kind],
+                        (unpack.parent,) if unpack.kind == "captured" else (unpack.parent, unpack.key),
+                        {},
+                        proxy,
+                        tags=frozenset({"unpack"}),
+                    )
                 )
-            )
-            for c in checks_by_holder.get(proxy.name, ()):
-                pro.bound_symbols.append(c)
             if isinstance(proxy, TensorProxy):
                 pro.bound_symbols.append(_tensor_check(proxy))
+            for c in checks_by_holder.get(proxy.name, ()):
+                for other in c.args[1:]:  # an alias check names the first path's proxy
+                    if isinstance(other, (AnyProxy, TensorProxy)):
+                        emit(other)
+                pro.bound_symbols.append(c)
 
-        for c in checks_by_holder.get(self.args_proxy.name, []) + checks_by_holder.get(self.kwargs_proxy.name, []):
+        for c in checks_by_holder.get(self.args_proxy.name, []) + checks_by_holder.get(
+            self.kwargs_proxy.name, []
+        ):
             pro.bound_symbols.append(c)
-        # every user argument is checked (a call with other values must miss the cache);
-        # module state and captured tensors only when the computation uses them.
-        for name, (proxy, unpack, _) in self.sources.items():
+        # every user argument is checked (a call with other values must miss the cache): its
+        # containers, objects and literals, and the tensors the trace relied on; module state
+        # and captured tensors only when the computation uses them.
+        for proxy, unpack, _ in self.sources.values():
             if _is_argument_path(unpack, self) and not isinstance(proxy, TensorProxy):
                 emit(proxy)
+        for p in self.guards:
+            emit(p)
         for p in used:
+            emit(p)
+        for p in checked:
             emit(p)
         for p in epilogue_inputs:
             emit(p)
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
+
+
+def _is_literal(v) -> bool:
+    """Values checked by equality: enums, torch.Size, frozensets of literals."""
+    if isinstance(v, (enum.Enum, torch.Size, torch.memory_format, torch.layout)):
+        return True
+    if type(v) is frozenset:
+        return all(isinstance(x, _LITERAL_TYPES) for x in v)
+    return False
+
+
+_CONSTANT_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    functools.partial,
+    torch.nn.Module,
+)
+
+
+def _is_constant_object(v) -> bool:
+    """Objects used as they are and checked by identity (functions, classes, modules)."""
+    return isinstance(v, _CONSTANT_TYPES) or type(v).__module__ == "builtins" and callable(v)
+
+
+def _is_wrappable(v) -> bool:
+    """Instances of Python classes (with a ``__dict__`` or ``__slots__``)."""
+    t = type(v)
+    return t.__module__ != "builtins" and (hasattr(v, "__dict__") or hasattr(t, "__slots__"))
 
 
 def _is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:

@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.trace import current_trace
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.source import user_location
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
@@ -32,6 +33,8 @@ _METADATA_PROPERTIES = {
     "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "layout",
     "is_sparse", "is_quantized", "is_leaf", "names", "is_nested", "itemsize", "is_mps", "grad_fn",
 }  # fmt: skip
+# Plain Python values made by torch callables that the mode also sees.
+_PASSTHROUGH = {torch.device}
 # Need a tensor's value, which tracing does not have.
 _DATA_DEPENDENT = {
     T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.numpy, T.data_ptr,
@@ -46,6 +49,11 @@ _VIEW_OPS = frozenset(
 )
 
 
+# Ops whose eager result can differ from their input in memory layout even when thunder's
+# op returns the input unchanged: their BoundSymbol must stay, so the executor runs them.
+_LAYOUT_OPS = frozenset({"contiguous"})
+
+
 def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
@@ -53,10 +61,16 @@ def describe(func) -> str:
     if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
         return "torch.Tensor." + qual.split(".", 1)[1]
     name = getattr(func, "__name__", qual)
-    for cmod, public in (("torch._C._fft", "fft"), ("torch._C._linalg", "linalg"), ("torch._C._special", "special")):
+    for cmod, public in (
+        ("torch._C._fft", "fft"),
+        ("torch._C._linalg", "linalg"),
+        ("torch._C._special", "special"),
+    ):
         if mod == cmod:
             return f"torch.{public}.{name.removeprefix(public + '_')}"
-    if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith("_VariableFunctionsClass"):
+    if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith(
+        "_VariableFunctionsClass"
+    ):
         return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
     if qual.startswith("Tensor."):
         return "torch." + qual
@@ -80,7 +94,11 @@ class AcquisitionMode(TorchFunctionMode):
         # properties arrive as a getset descriptor's __get__
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
+        if func in _PASSTHROUGH:
+            return func(*args, **kwargs)
         if func in _METADATA_METHODS:
+            if args and isinstance(args[0], TensorProxy):
+                state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
             return func(*args, **kwargs)
         if func in _DATA_DEPENDENT:
             raise DataDependentError(
@@ -90,7 +108,9 @@ class AcquisitionMode(TorchFunctionMode):
             )
         args, kwargs = state.resolve((args, kwargs))
         if kwargs.pop("out", None) is not None:
-            raise UnsupportedOpError(f"thunder: {describe(func)}(out=...) is not supported" + at(user_location()))
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
+            )
         target = TORCH_TO_THUNDER.get(func)
         if target is not None:
             # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
@@ -107,8 +127,10 @@ class AcquisitionMode(TorchFunctionMode):
         if func is T.__setitem__:
             return self._setitem(*args)
         if func is T.copy_:
+            from thunder.ops import ltorch
+
             dst, src = args[0], args[1]
-            return state.rebind(dst, state.copy_value(dst, src), "torch.Tensor.copy_")
+            return state.rebind(dst, self._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
         if name.endswith("_") and not name.endswith("__") and hasattr(T, name[:-1]):
             base = TORCH_TO_THUNDER.get(getattr(T, name[:-1]))
             if base is not None:
@@ -120,8 +142,20 @@ class AcquisitionMode(TorchFunctionMode):
         )
 
     def _call(self, func, target, args, kwargs):
+        trc = current_trace()
+        n = len(trc.bound_symbols) if trc is not None else 0
         try:
-            return target(*args, **kwargs)
+            result = target(*args, **kwargs)
+            if (
+                result is (args[0] if args else None)
+                and isinstance(result, TensorProxy)
+                and trc is not None
+                and getattr(target, "name", None) not in _LAYOUT_OPS
+            ):
+                # a no-op (``x.to(x.dtype)``, ``x.contiguous()``) returns its input, as in eager: it
+                # leaves nothing in the trace (a BoundSymbol whose output is its input is no program)
+                del trc.bound_symbols[n:]
+            return result
         except (ShapeError, ValueError, IndexError, TypeError) as e:
             if isinstance(e, ThunderError):
                 raise
@@ -129,6 +163,8 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _property(self, name: str, t):
         if name in _METADATA_PROPERTIES:
+            if isinstance(t, TensorProxy):
+                self.state.touched[id(t)] = t
             return getattr(torch.Tensor, name).__get__(t)
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
@@ -139,7 +175,9 @@ class AcquisitionMode(TorchFunctionMode):
             return ltorch.detach(t)
         if name == "grad":
             return None
-        raise UnsupportedOpError(f"thunder: the tensor property .{name} is not supported" + at(user_location()))
+        raise UnsupportedOpError(
+            f"thunder: the tensor property .{name} is not supported" + at(user_location())
+        )
 
     def _setitem(self, a, key, value):
         from thunder.ops import ltorch
@@ -161,5 +199,3 @@ class AcquisitionMode(TorchFunctionMode):
 def flat_resolve(latest: dict, x):
     leaves, spec = tree_flatten(x)
     return tree_unflatten([latest.get(id(v), v) if isinstance(v, torch.Tensor) else v for v in leaves], spec)
-
-

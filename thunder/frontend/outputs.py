@@ -1,69 +1,67 @@
-"""The epilogue: build the return value from what the function really returned.
+"""The epilogue: write back what the function did to its inputs, then build the return value
+from what the function really returned.
 
-The computation returns only tensors; the epilogue receives them (and input objects that
-are returned as they are) and rebuilds the value: tuples, lists, dicts and namedtuples,
-dataclasses field by field (``any0 = __main___MyContainer(res=t0, num=1)``), constants
-as they are. Anything else is an error that names the type.
+The computation returns only tensors; the epilogue receives them, and the input objects it
+needs (which the prologue passes on), and
+
+- writes back every attribute the function set on an input object, with its final value
+  (``pythonex.python_setattr(cache, 'pos', 3)``), deletions, item writes into input lists
+  and dicts, and attribute writes made in a module's ``forward``;
+- rebuilds the value: a tensor the program computed; the *same* input object or container
+  (not a copy); tuples, lists, dicts and namedtuples; dataclasses field by field
+  (``any0 = __main___MyContainer(res=res, num=1)``; a computed tensor is named after the
+  field or attribute it goes to); constants as they are.
+
+Anything else (an instance of a plain class made inside the function, a generator) is an
+error that names the type and what is supported.
 """
 
 from __future__ import annotations
 
+import builtins
+import collections
 import dataclasses
+import enum
+import keyword
+from collections.abc import Mapping
 
 import torch
 
-from thunder.core.proxies import AnyProxy, TensorProxy
+from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.ops import python as pyops
 
-_CONSTANTS = (int, float, bool, str, complex, type(None), torch.dtype, torch.device, type(Ellipsis))
+_CONSTANTS = (
+    int, float, bool, str, complex, type(None), torch.dtype, torch.device, type(Ellipsis), enum.Enum,
+    torch.Size, torch.memory_format, torch.layout, slice, bytes, range,
+)  # fmt: skip
+# Names a computed tensor is never renamed to: they would shadow what the printed code uses.
+_RESERVED = frozenset(dir(builtins)) | {
+    "torch",
+    "ltorch",
+    "prims",
+    "aten",
+    "torchex",
+    "pythonex",
+    "args",
+    "kwargs",
+}
 
 
-def build_epilogue(result, state) -> tuple[Trace, list, list]:
+def build_epilogue(result, state, writebacks: list | None = None) -> tuple[Trace, list, list]:
     """(epilogue trace, tensors the computation returns, objects the prologue passes)."""
     epi = Trace("epilogue", tags=("epilogue",))
     epi.names |= state.computation.names
-    comp_outputs: list[TensorProxy] = []
-    seen: set[str] = set()
-    epilogue_inputs: list = []
-
-    def build(v, path: str):
-        if isinstance(v, TensorProxy):
-            if v.name not in seen:
-                seen.add(v.name)
-                comp_outputs.append(v)
-            return v
-        if isinstance(v, _CONSTANTS):
-            return v
-        t = type(v)
-        if t is tuple or t is list:
-            return t(build(x, f"{path}[{i}]") for i, x in enumerate(v))
-        if isinstance(v, tuple) and hasattr(t, "_fields"):
-            return t(*(build(x, f"{path}.{f}") for f, x in zip(t._fields, v)))
-        if t is dict:
-            return {k: build(x, f"{path}[{k!r}]") for k, x in v.items()}
-        obj = state_object(state, v)
-        if obj is not None:
-            if obj.name not in {p.name for p in epilogue_inputs}:
-                epilogue_inputs.append(obj)
-            return obj
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return _construct(epi, v, build, path)
-        if isinstance(v, torch.Tensor):
-            return build(state.resolve(v), path)
-        raise UnsupportedValueError(
-            f"thunder: the function returned {path or 'a value'} of type {t.__qualname__}, which thunder cannot "
-            "rebuild; return tensors, numbers, strings, None, tuples/lists/dicts/namedtuples, dataclasses, "
-            "or input objects"
-        )
-
+    builder = _Builder(epi, state)
     with tracectx(epi):
-        out = build(result, "the result")
-    epi.args = comp_outputs + epilogue_inputs
+        for holder, kind, key, value in writebacks or ():
+            builder.writeback(holder, kind, key, value)
+        out = builder.build(result, "the result")
+    epi.args = builder.comp_outputs + builder.epilogue_inputs
     epi.output = out
-    return epi, comp_outputs, epilogue_inputs
+    return epi, builder.comp_outputs, builder.epilogue_inputs
 
 
 def state_object(state, v) -> AnyProxy | None:
@@ -72,20 +70,184 @@ def state_object(state, v) -> AnyProxy | None:
     return find(v) if find is not None else None
 
 
-def _construct(epi: Trace, v, build, path: str) -> AnyProxy:
-    cls = type(v)
-    fields = {}
-    for f in dataclasses.fields(v):
-        if hasattr(v, f.name):
-            fields[f.name] = build(getattr(v, f.name), f"{path}.{f.name}")
-    out = AnyProxy(epi.make_name("any"), cls)
-    init_fields = {f.name for f in dataclasses.fields(v) if f.init}
-    if set(fields) <= init_fields:
-        bsym = BoundSymbol(pyops.construct, (cls,), fields, out, tags=frozenset({"dataclass_new"}))
+class _Builder:
+    def __init__(self, epi: Trace, state):
+        self.epi = epi
+        self.state = state
+        self.comp_outputs: list[TensorProxy] = []
+        self.epilogue_inputs: list = []
+        self._seen_outputs: set[str] = set()
+        self._seen_inputs: set[str] = set()
+        self._memo: dict[int, object] = {}  # id(value) -> what it was built as (keeps aliasing)
+        self._renamed: set[int] = set()
+        inputs = getattr(state, "inputs", None)
+        self._input_names = set(inputs.sources) if inputs is not None else set()
+
+    # -- the pieces ----------------------------------------------------------------------
+    def output(self, p: TensorProxy) -> TensorProxy:
+        if p.name not in self._seen_outputs:
+            self._seen_outputs.add(p.name)
+            self.comp_outputs.append(p)
+        return p
+
+    def input_object(self, holder) -> AnyProxy:
+        if holder.name not in self._seen_inputs:
+            self._seen_inputs.add(holder.name)
+            self.epilogue_inputs.append(holder)
+        return holder
+
+    def rename(self, p: TensorProxy, name: str | None) -> None:
+        """Name a computed tensor after the field or attribute it goes to (``res=res``)."""
+        if name is None or id(p) in self._renamed or p.name in self._input_names:
+            return
+        self._renamed.add(id(p))
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
+            return
+        if name in self.epi.names or name in self.state.computation.names:
+            return  # taken (another field of the same name): keep the generated name
+        self.state.computation.names.add(name)
+        self.epi.names.add(name)
+        p._thunder_name = name
+
+    # -- values --------------------------------------------------------------------------
+    def build(self, v, path: str, name: str | None = None):
+        if isinstance(v, TensorProxy):
+            if v.name in self._input_names:
+                # an input tensor is returned as itself: in-place writes reached it already
+                return self.output(v)
+            cur = self.state.current(v) if hasattr(self.state, "current") else v
+            self.rename(cur, name)
+            return self.output(cur)
+        if isinstance(v, torch.Tensor):  # a real tensor from a closure or a global
+            return self.build(self.state.capture(v), path, name)
+        if isinstance(v, _CONSTANTS):
+            return v
+        key = id(v)
+        if key in self._memo:
+            return self._memo[key]
+        holder = state_object(self.state, v)
+        if holder is not None:
+            out = self.input_object(holder)
+        elif _is_constant_input(self.state, v):
+            out = v
+        else:
+            out = self._rebuild(v, path)
+        self._memo[key] = out
+        return out
+
+    def _rebuild(self, v, path: str):
+        t = type(v)
+        if t is tuple or t is list:
+            return t(self.build(x, f"{path}[{i}]") for i, x in enumerate(v))
+        if isinstance(v, tuple) and hasattr(t, "_fields"):
+            return t(*(self.build(x, f"{path}.{f}") for f, x in zip(t._fields, v)))
+        if t is dict or t is collections.OrderedDict:
+            return t((k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items())
+        if t is collections.defaultdict:
+            return t(v.default_factory, ((k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items()))
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return self._construct(v, path)
+        raise UnsupportedValueError(_unsupported(v, path))
+
+    def _construct(self, v, path: str) -> AnyProxy:
+        cls = type(v)
+        fields = dataclasses.fields(v)
+        values = {
+            f.name: self.build(getattr(v, f.name), f"{path}.{f.name}", f.name)
+            for f in fields
+            if hasattr(v, f.name)
+        }
+        names = {f.name for f in fields}
+        extra = {}
+        for k, x in _instance_dict(v).items():
+            if k not in names:
+                extra[k] = self.build(x, f"{path}.{k}", k)
+        out = AnyProxy(self.epi.make_name("any"), cls)
+        tags = frozenset({"dataclass_new"})
+        if isinstance(v, Mapping):  # transformers' ModelOutput: a dataclass that is also a dict
+            keys = list(dict.keys(v))
+            if not extra and keys == _model_output_keys(v, fields):
+                bsym = BoundSymbol(pyops.construct, (cls,), values, out, tags=tags)
+            else:
+                items = {k: self.build(dict.__getitem__(v, k), f"{path}[{k!r}]", k) for k in keys}
+                bsym = BoundSymbol(pyops.mapping_new, (cls, items, {**values, **extra}), {}, out, tags=tags)
+        elif not extra and _init_rebuilds(cls, fields, values):
+            bsym = BoundSymbol(pyops.construct, (cls,), values, out, tags=tags)
+        else:
+            bsym = BoundSymbol(pyops.dataclass_new, (cls,), {**values, **extra}, out, tags=tags)
+        self.epi.add_bsym(bsym)
+        return out
+
+    # -- write-backs ---------------------------------------------------------------------
+    def writeback(self, holder, kind: str, key, value) -> None:
+        obj = self.input_object(holder)
+        where = f"{holder.name}.{key}" if kind in ("set", "del") else f"{holder.name}[{key!r}]"
+        if kind == "set":
+            bsym = BoundSymbol(pyops.python_setattr, (obj, key, self.build(value, where, key)), {}, None)
+        elif kind == "del":
+            bsym = BoundSymbol(pyops.python_delattr, (obj, key), {}, None)
+        elif kind == "setitem":
+            bsym = BoundSymbol(pyops.python_setitem, (obj, key, self.build(value, where)), {}, None)
+        elif kind == "delitem":
+            bsym = BoundSymbol(pyops.python_delitem, (obj, key), {}, None)
+        else:
+            raise AssertionError(f"unknown write-back {kind}")
+        self.epi.add_bsym(bsym.from_bsym(tags=frozenset({"writeback"})))
+
+
+def _instance_dict(v) -> dict:
+    try:
+        return object.__getattribute__(v, "__dict__")
+    except AttributeError:
+        return {}
+
+
+def _init_rebuilds(cls, fields, values: dict) -> bool:
+    """Calling ``cls(**values)`` gives back the same object: every field goes through
+    ``__init__`` and no ``__post_init__`` transforms them again."""
+    if any(not f.init for f in fields) or len(values) != len(fields):
+        return False
+    return not hasattr(cls, "__post_init__")
+
+
+def _model_output_keys(v, fields) -> list | None:
+    """The keys ``cls(**fields)`` makes (ModelOutput.__post_init__), or None if it would
+    read its first field as a mapping or an iterator."""
+    if not fields:
+        return None
+    first = getattr(v, fields[0].name, None)
+    others_none = all(getattr(v, f.name, None) is None for f in fields[1:])
+    if others_none and first is not None and not isinstance(first, torch.Tensor):
+        return None
+    return [f.name for f in fields if getattr(v, f.name, None) is not None]
+
+
+def _is_constant_input(state, v) -> bool:
+    """A function, class or module that was an input (checked by identity) or is one anyway."""
+    inputs = getattr(state, "inputs", None)
+    if inputs is not None and inputs.seen.get(id(v)) is v:
+        return True
+    from thunder.frontend.inputs import _is_constant_object
+
+    return _is_constant_object(v) and not isinstance(v, torch.nn.Module)
+
+
+def _unsupported(v, path: str) -> str:
+    t = type(v)
+    import inspect
+
+    if inspect.isgenerator(v) or inspect.iscoroutine(v) or inspect.isasyncgen(v):
+        what = f"a {t.__name__} object"
+    elif isinstance(v, torch.nn.Module):
+        what = f"the module {t.__qualname__} (a module that is not an input)"
+    elif isinstance(v, Proxy):
+        what = f"the proxy {v.name}"
     else:
-        raise UnsupportedValueError(
-            f"thunder: the returned dataclass {cls.__qualname__} has fields that __init__ does not take "
-            f"({sorted(set(fields) - init_fields)}); it cannot be rebuilt"
+        what = (
+            f"an instance of {t.__module__}.{t.__qualname__} made inside the function (not one of its inputs)"
         )
-    epi.add_bsym(bsym)
-    return out
+    return (
+        f"thunder: {path} is {what}, which thunder cannot rebuild after the computation; supported: tensors, "
+        "numbers, strings, None, dtypes and devices, tuples, lists, dicts and namedtuples of them, "
+        "dataclasses (including transformers' ModelOutput), and the function's own input objects"
+    )

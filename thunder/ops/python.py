@@ -41,6 +41,8 @@ check_type = _python_prim("check_type", _no_output, "prologue_check")
 check_is = _python_prim("check_is", _no_output, "prologue_check")
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, "prologue_check")
 check_default_dtype = _python_prim("check_default_dtype", _no_output, "prologue_check")
+# ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
+check_hasattr = _python_prim("check_hasattr", _no_output, "prologue_check")
 
 
 def _setattr_meta(obj, name, value):
@@ -50,6 +52,8 @@ def _setattr_meta(obj, name, value):
 # Epilogue write-backs onto the user's objects.
 python_setattr = _python_prim("python_setattr", _setattr_meta, "writeback")
 python_setitem = _python_prim("python_setitem", _setattr_meta, "writeback")
+python_delattr = _python_prim("python_delattr", _no_output, "writeback")
+python_delitem = _python_prim("python_delitem", _no_output, "writeback")
 
 
 def _new_any(cls):
@@ -72,6 +76,13 @@ def _print_construct(bsym, printer) -> str:
 
 
 construct.printer = _print_construct
+
+# A dataclass that calling the class would not rebuild exactly (frozen with __post_init__,
+# ``init=False`` fields, extra attributes): ``object.__new__`` and one setattr per attribute.
+dataclass_new = _python_prim("dataclass_new", _construct_meta, "dataclass_new")
+# A mapping dataclass (transformers' ModelOutput) whose keys differ from what its
+# constructor makes: ``r = cls()`` then ``r[k] = v`` in the recorded order, then attributes.
+mapping_new = _python_prim("mapping_new", _construct_meta, "dataclass_new")
 
 
 def _print_unpack(bsym, printer) -> str:
