@@ -78,7 +78,7 @@ def _stats_line(stats: dict) -> str:
 
 
 def pass_header_html(series: TraceSeries, p: PassModel) -> str:
-    made = "first trace" if p.diff is None else f"made by {p.name}"
+    made = "first trace (acquisition)" if p.name == "acquisition" else f"made by {p.name}"
     took = f", {fmt_seconds(p.seconds)}" if p.seconds is not None else ""
     return (
         f'<div class="hd">{escape(series.kind)} <span class="note">pass {p.index}/{len(series.passes) - 1}: '

@@ -149,8 +149,12 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
 def error_bundle(exc: BaseException, what: str) -> dict:
     """An error as HTML + text, with the frames of the user's code first."""
     frames = traceback.extract_tb(exc.__traceback__)
-    here = os.path.dirname(__file__)
-    user = [f for f in frames if not f.filename.startswith(here) and "/IPython/" not in f.filename]
+    import torch
+
+    import thunder
+
+    skip = tuple(os.path.dirname(m.__file__) for m in (torch, thunder)) + (os.path.dirname(__file__),)
+    user = [f for f in frames if not f.filename.startswith(skip) and "/IPython/" not in f.filename]
     short = "".join(traceback.format_list(user)) if user else ""
     full = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     msg = f"{type(exc).__name__}: {exc}"

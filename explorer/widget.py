@@ -35,27 +35,30 @@ VIEWS = ("tree", "graph", "source", "diff", "timing")
 MAX_LISTED = 1000
 
 
-def search(p: PassModel, query: str) -> list[Node]:
-    """BoundSymbols of ``p`` (any depth) matching ``query``: a proxy name (exact), a symbol
-    (substring, e.g. ``softmax`` or ``torch.add``) or a source location (``file.py:12``)."""
+def search(p: PassModel, query: str, proxies: dict | None = None) -> list[Node]:
+    """BoundSymbols of ``p`` (any depth) matching ``query``: a proxy name (exactly, so ``t1``
+    is not ``t12``), a source location (``file.py:12``), or else a piece of the symbol or of
+    the printed line (``softmax``, ``torch.add``, a constant)."""
     q = query.strip()
     if not q:
         return []
-    ql = q.lower()
     file_part, _, line_part = q.rpartition(":")
-    by_line = bool(file_part) and line_part.isdigit()
-    hits = []
-    for n in p.walk():
-        if by_line:
-            s = n.source
-            if s is not None and str(s.line) == line_part and (s.file.endswith(file_part)):
-                hits.append(n)
-            continue
-        if q in n.inputs or q in n.outputs or ql in n.sym_id.lower():
-            hits.append(n)
-        elif n.source is not None and ql in os.path.basename(n.source.file).lower():
-            hits.append(n)
-    return hits
+    if file_part and line_part.isdigit():
+        return [
+            n
+            for n in p.walk()
+            if n.source is not None and str(n.source.line) == line_part and n.source.file.endswith(file_part)
+        ]
+    if proxies is not None and q in proxies or q in p.args:
+        return [n for n in p.walk() if q in n.inputs or q in n.outputs]
+    ql = q.lower()
+    return [
+        n
+        for n in p.walk()
+        if ql in n.sym_id.lower()
+        or ql in n.line.lower()
+        or (n.source is not None and ql in os.path.basename(n.source.file).lower())
+    ]
 
 
 class Explorer:
@@ -172,7 +175,7 @@ class Explorer:
 
     def _on_search(self) -> None:
         p = self.current
-        self.hits = search(p, self.query.value) if p is not None else []
+        self.hits = search(p, self.query.value, self.series.proxies) if p is not None else []
         self._fill_matches()
         self._render_main()
 
@@ -192,7 +195,7 @@ class Explorer:
         self.prev_button.disabled = p.index == 0
         self.next_button.disabled = p.index == len(s.passes) - 1
         self.passes.value = wrap(passes_strip_html(s, p.index) + pass_header_html(s, p))
-        self.hits = search(p, self.query.value) if self.query.value.strip() else []
+        self.hits = search(p, self.query.value, s.proxies) if self.query.value.strip() else []
         if self.selected is not None and p.find(self.selected) is None:
             self.selected = None
         self._fill_matches()

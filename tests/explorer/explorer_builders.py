@@ -1,0 +1,81 @@
+"""Hand-built traces for the explorer's tests: every tag, and traces of any length."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from thunder.core.proxies import AnyProxy
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import Provenance, Trace, tracectx
+
+
+@dataclasses.dataclass
+class MyContainer:
+    res: torch.Tensor
+    num: int
+
+
+def _sym(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
+    # not registered: these symbols exist only in hand-built traces
+    return Symbol(name, module, meta=meta or (lambda *a, **k: None), tags=tags, executor=executor)
+
+
+def tagged_passes() -> list[Trace]:
+    """Two passes of a hand-built trace with a tensor-subclass op, a fusion region, a
+    dataclass construction and a write-back; the second pass fuses two ops."""
+    t = Trace("computation")
+    x = t.tensor((2, 3), torch.float32, "cpu", name="x")
+    t.args = [x]
+    t0 = t.tensor((2, 3), torch.float32, "cpu")
+    t1 = t.tensor((2, 3), torch.float32, "cpu")
+    a0 = t.tensor((2, 3), torch.float32, "cpu", name="a")
+    flat = BoundSymbol(
+        _sym("flatten_tensor_subclass", "prims"), (x,), {}, (a0,), tags=frozenset({"flatten_tensor_subclass"})
+    )
+    aten = BoundSymbol(_sym("add", "aten"), (a0, 1), {}, t0)
+    unflat = BoundSymbol(
+        _sym("unflatten_tensor_subclass", "prims"),
+        (t0,),
+        {},
+        t0,
+        tags=frozenset({"unflatten_tensor_subclass"}),
+    )
+    sub_add = BoundSymbol(_sym("MyTensorSubclass.torch.add", "ltorch"), (x, 1), {}, t0, [flat, aten, unflat])
+    mul = BoundSymbol(_sym("mul", "ltorch"), (t0, 2), {}, t1)
+    obj = AnyProxy("any0", MyContainer)
+    new = BoundSymbol(
+        _sym("construct", "prims", tags=("dataclass_new",)), (MyContainer,), {"res": t1, "num": 1}, obj
+    )
+    wb = BoundSymbol(_sym("python_setattr", "prims", tags=("writeback",)), (x, "cache", t1), {}, None)
+    t.bound_symbols = [sub_add, mul, new, wb]
+    t.output = obj
+
+    t2 = t.derive("fuse")
+    t2.provenance = Provenance("fuse", 0.001)
+    fusion = BoundSymbol(
+        _sym("nvFusion0", "nvfuser", executor="nvfuser", tags=("fusion",)),
+        (x,),
+        {},
+        t1,
+        [sub_add, mul],
+        info={"declined": {"torchcompile": "not available <here>"}},
+    )
+    t2.bound_symbols = [fusion, new, wb]
+    return [t, t2]
+
+
+def hand_trace(n: int = 3) -> Trace:
+    """``x -> add -> mul -> ...`` with n ltorch ops, recorded for real."""
+    import thunder.ops.ltorch as ltorch
+
+    t = Trace()
+    with tracectx(t):
+        x = t.tensor((2, 3), torch.float32, "cpu", name="x")
+        t.args = [x]
+        y = x
+        for i in range(n):
+            y = ltorch.add(y, 1) if i % 2 == 0 else ltorch.mul(y, 2)
+        t.output = y
+    return t

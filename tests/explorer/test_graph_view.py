@@ -1,0 +1,106 @@
+"""The graphviz view read by its DOT text; layout, the timeout fallback, a missing ``dot``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from explorer_builders import hand_trace
+
+import explorer.graph as graph
+from explorer.compilation import model_of
+from explorer.graph import count_nodes, graph_dot, render_graph
+from explorer.model import TraceModel
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
+
+
+def _series(passes):
+    return TraceModel.from_traces({"computation": passes}).series["computation"]
+
+
+def test_dot_nodes_edges_and_tuning(jfn):
+    s = model_of(jfn).series["computation"]
+    dot, count, depth, msgs = graph_dot(s.final, s.proxies)
+    assert (count, depth, msgs) == (5, 0, [])  # sin, mul, add, exp, softmax; del lines are not dataflow
+    assert "nslimit=0" in dot and "mclimit=0.1" in dot and "splines=true" in dot
+    assert 'in_0 [label="x\\nf32[2, 4]" shape=ellipse' in dot
+    assert re.search(r'n0 \[label="t0 =\\ntorch.sin\\n\[torch\]" shape=box style="filled,solid"', dot)
+    assert 'in_0 -> n0 [label="f32[2, 4]" tooltip="x"];' in dot
+    assert '-> ret [label="f32[2, 4]"' in dot
+    assert "python_del" not in dot
+    assert 'subgraph cluster_legend { label="legend"' in dot and 'lg0 [label="torch" shape=box' in dot
+
+
+def test_depth_dial_opens_clusters(jfn):
+    s = model_of(jfn).series["computation"]
+    dot1, count1, _, _ = graph_dot(s.final, s.proxies, depth=1)
+    # torch.softmax -> ltorch.softmax opens into a cluster of prims; the claim chains of
+    # single ops (torch.sin -> ltorch.sin -> prims.sin) draw their prim, in the torch colour
+    assert 'subgraph cluster_1 { label="torch.softmax -> t' in dot1
+    assert re.search(r'label="t0 =\\nprims.sin\\n\[torch\]"', dot1)
+    assert count1 == count_nodes(s.final.nodes, 1) > 5
+
+
+def test_fusion_and_subclass_stand_out(passes):
+    s = _series(passes)
+    dot, *_ = graph_dot(s.final, s.proxies, depth=0)
+    assert re.search(
+        r'label="t1 =\\nnvfuser.nvFusion0\\n\[nvfuser\]" shape=box3d', dot
+    )  # shape, not only colour
+    assert re.search(r'label="any0 =\\nprims.construct" shape=note .* penwidth=2.2', dot)
+    assert re.search(r'label="prims.python_setattr" shape=cds .* penwidth=2.2', dot)
+    assert 'style="filled,dashed"' in dot  # not claimed by any executor: dashed border
+    deep, *_ = graph_dot(s.final, s.proxies, depth=2)
+    assert 'style="filled,bold" fillcolor="#f3faf0"' in deep  # the fusion region is a cluster
+    assert "shape=invtrapezium" in deep and "shape=trapezium" in deep  # flatten / unflatten
+    assert 'label="fusion region"' in deep and 'label="flatten"' in deep  # in the legend
+
+
+def test_collapsed_to_fit(monkeypatch):
+    t = hand_trace(40)
+    s = TraceModel.from_trace(t).series["computation"]
+    dot, count, depth, msgs = graph_dot(s.final, s.proxies, depth=3, max_nodes=30)
+    assert depth == 0 and count == 30
+    assert msgs[0] == "Collapsed to depth 0 to keep the graph under 30 nodes."
+    assert "10 more are not drawn" in msgs[1] and 'more [label="... 10 more"' in dot
+
+
+@needs_dot
+def test_layout_gives_svg(jfn):
+    s = model_of(jfn).series["computation"]
+    g = render_graph(s.final, s.proxies, depth=1)
+    assert g.svg.startswith("<svg") and "prims.sin" in g.svg and not g.messages
+    assert '<div class="graph"><svg' in g.html()
+
+
+@needs_dot
+def test_timeout_falls_back_to_collapsed_view(jfn, monkeypatch):
+    s = model_of(jfn).series["computation"]
+    real = subprocess.run
+    calls = []
+
+    def slow_first(cmd, *a, **k):
+        calls.append(k["timeout"])
+        if len(calls) == 1:
+            raise subprocess.TimeoutExpired(cmd, k["timeout"])
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(graph.subprocess, "run", slow_first)
+    graph._SVG_CACHE.clear()
+    g = render_graph(s.final, s.proxies, depth=2, timeout=1.5)
+    assert calls == [1.5, 1.5]
+    assert g.depth == 0 and g.svg.startswith("<svg")
+    assert "took longer than 1.5 s; showing the collapsed view" in g.messages[0]
+
+
+def test_missing_dot_says_how_to_install(jfn, monkeypatch):
+    s = model_of(jfn).series["computation"]
+    monkeypatch.setattr(graph, "DOT", "dot-that-is-not-installed")
+    graph._SVG_CACHE.clear()
+    g = render_graph(s.final, s.proxies)
+    assert g.svg is None
+    assert "apt-get install graphviz" in g.messages[-1] and "brew install graphviz" in g.messages[-1]
+    assert "apt-get install graphviz" in g.html()
