@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from explorer_builders import MyContainer, tagged_passes
+from explorer_builders import sin_container, small_fn, tagged_passes
 
 import thunder
-
-
-def sin_container(x):
-    return MyContainer(res=x.sin() * 2, num=1)
-
-
-def small_fn(x, y):
-    a = x.sin() * 2 + y
-    return a.exp().softmax(-1)
 
 
 @pytest.fixture

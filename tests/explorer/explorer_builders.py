@@ -17,6 +17,18 @@ class MyContainer:
     num: int
 
 
+def sin_container(x):
+    return MyContainer(res=x.sin() * 2, num=1)
+
+
+def small_fn(x, y):
+    a = x.sin() * 2 + y
+    return a.exp().softmax(-1)
+
+
+SMALL_FN_LINE = small_fn.__code__.co_firstlineno + 1  # where sin, mul and add come from
+
+
 def _sym(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
     # not registered: these symbols exist only in hand-built traces
     return Symbol(name, module, meta=meta or (lambda *a, **k: None), tags=tags, executor=executor)

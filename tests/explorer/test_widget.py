@@ -1,0 +1,152 @@
+"""The widget explorer's state after simulated use: change pass, search, select, views."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from explorer_builders import SMALL_FN_LINE
+
+import explorer
+from explorer.compilation import model_of
+from explorer.model import TraceModel
+from explorer.widget import Explorer, search
+
+
+@pytest.fixture
+def ex(jfn):
+    return Explorer(model_of(jfn))
+
+
+def test_opens_on_the_final_computation_pass(ex):
+    assert ex.kind.value == "computation" and ex.kind.options == ("prologue", "computation", "epilogue")
+    s = ex.series
+    assert ex.pass_slider.max == ex.pass_slider.value == len(s.passes) - 1
+    assert ex.next_button.disabled and not ex.prev_button.disabled
+    assert 'data-id="t0"' in ex.main.value  # the tree view
+    assert 'class="cur"' in ex.passes.value and "Delete Last Used" in ex.passes.value
+    assert 'class="same"' in ex.passes.value  # dead code elimination changed nothing
+
+
+def test_one_widget_tree(ex):
+    import ipywidgets as w
+
+    def count(widget):
+        kids = getattr(widget, "children", ())
+        return 1 + sum(count(k) for k in kids)
+
+    # a fixed set of controls, however many bound symbols the trace has
+    assert count(ex.root) < 25
+    assert all(not isinstance(c, w.Button) or c in (ex.prev_button, ex.next_button) for c in _walk(ex.root))
+
+
+def _walk(widget):
+    yield widget
+    for k in getattr(widget, "children", ()):
+        yield from _walk(k)
+
+
+def test_step_through_passes(ex):
+    last = ex.pass_slider.value
+    ex.prev_button.click()
+    assert ex.pass_slider.value == last - 1 and ex.current.name == "Transform for execution"
+    assert not ex.next_button.disabled
+    ex.view.value = "diff"
+    assert "rewritten" in ex.main.value and "torch.sin(x)" in ex.main.value
+    assert "Text diff" in ex.main.value and 'class="dadd"' in ex.main.value
+    ex.prev_button.click()
+    assert "Dead Code Elimination changed nothing" in ex.main.value
+    ex.pass_slider.value = 0
+    assert ex.prev_button.disabled and "The first trace" in ex.main.value
+    ex.next_button.click()
+    ex.next_button.click()
+    ex.next_button.click()
+    assert ex.pass_slider.value == last and "del t0" in ex.main.value
+
+
+def test_views(ex):
+    ex.view.value = "source"
+    assert "def computation(x, y):" in ex.main.value
+    ex.view.value = "graph"
+    assert 'class="graph"' in ex.main.value
+    ex.view.value = "timing"
+    assert "No measured times" in ex.main.value
+    ex.depth.value = 0
+    ex.view.value = "tree"
+    assert " open>" not in ex.main.value
+
+
+def test_search_highlights_and_lists(ex):
+    ex.query.value = "t1"
+    hits = {n.id for n in ex.hits}
+    assert "t1" in hits and "t2" in hits  # t1 is made by one and read by another
+    assert all("t1" in ex.current.find(i).inputs + ex.current.find(i).outputs for i in hits)
+    assert 'class="n hit" data-id="t1"' in ex.main.value
+    assert [v for _, v in ex.matches.options] == [n.id for n in ex.hits]
+    assert "bound symbols match" in ex.status.value
+    ex.query.value = "softmax"
+    assert ex.hits and all("softmax" in n.sym_id for n in ex.hits)
+    ex.query.value = f"explorer_builders.py:{SMALL_FN_LINE}"
+    assert ex.hits and all(n.source.line == SMALL_FN_LINE for n in ex.hits)
+    ex.query.value = ""
+    assert not ex.hits and ex.status.value == ""
+    assert len(ex.matches.options) == len(ex.current.nodes)
+
+
+def test_select_shows_details(ex):
+    assert "Select a bound symbol" in ex.details.value
+    ex.matches.value = "t0"
+    assert ex.selected == "t0"
+    d = ex.details.value
+    assert "t0 = torch.sin(x)" in d and "torch.sin" in d and "cpu f32[2, 4]" in d
+    assert "Source" in d and "x.sin() * 2 + y" in d and f"explorer_builders.py:{SMALL_FN_LINE}" in d
+    assert 'class="n sel" data-id="t0"' in ex.main.value
+    ex.view.value = "graph"
+    assert "penwidth=3.5" not in ex.main.value  # highlight goes into DOT, SVG shows the result
+    # the selection survives a pass change while the BoundSymbol exists
+    ex.prev_button.click()
+    assert ex.selected == "t0" and ex.matches.value == "t0"
+
+
+def test_declined_executors_in_details(passes):
+    ex = Explorer(TraceModel.from_traces({"computation": passes}))
+    ex.select("t1")
+    assert "declined by" in ex.details.value and "not available &lt;here&gt;" in ex.details.value
+
+
+def test_change_trace_kind(ex):
+    ex.query.value = "x"
+    ex.kind.value = "prologue"
+    assert ex.pass_slider.max == len(ex.model.series["prologue"].passes) - 1
+    assert any("unpack" in n.tags for n in ex.hits)
+    ex.kind.value = "epilogue"
+    assert ex.current is ex.model.series["epilogue"].final
+
+
+def test_cache_panel(ex):
+    assert "2 compiled entries" in ex.cache.value
+    assert "expected shape (3,), got (2, 4)" in ex.cache.value
+
+
+def test_timings_show_after_explore_with_args(jfn):
+    ex = explorer.explore(jfn, args=(torch.ones(2, 4), torch.ones(2, 4)))
+    assert ex.model.timings["computation"]
+    assert '<span class="tm">' in ex.main.value
+    ex.view.value = "timing"
+    assert "Measured on cpu" in ex.main.value and "torch.softmax" in ex.main.value
+
+
+def test_mimebundle_has_a_static_fallback(ex):
+    b = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in b
+    assert "<details" in b["text/html"] and "thunder compilation" in b["text/plain"]
+
+
+def test_search_function_directly(passes):
+    p = TraceModel.from_traces({"computation": passes}).series["computation"].passes[0]
+    assert [n.id for n in search(p, "flatten")] == ["t0/a", "t0/t0#1"]
+    assert search(p, "  ") == []
+
+
+def test_bad_view_is_explained(jfn):
+    with pytest.raises(ValueError, match="unknown view 'trees'"):
+        Explorer(model_of(jfn), view="trees")
