@@ -15,7 +15,6 @@ from torch.overrides import TorchFunctionMode
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
-from thunder.core.trace import current_trace
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.source import user_location
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
@@ -47,11 +46,6 @@ _VIEW_OPS = frozenset(
     "getitem view reshape reshape_as transpose permute t unsqueeze squeeze expand expand_as narrow "
     "flatten unflatten movedim split chunk unbind broadcast_to".split()
 )
-
-
-# Ops whose eager result can differ from their input in memory layout even when thunder's
-# op returns the input unchanged: their BoundSymbol must stay, so the executor runs them.
-_LAYOUT_OPS = frozenset({"contiguous"})
 
 
 def describe(func) -> str:
@@ -142,20 +136,8 @@ class AcquisitionMode(TorchFunctionMode):
         )
 
     def _call(self, func, target, args, kwargs):
-        trc = current_trace()
-        n = len(trc.bound_symbols) if trc is not None else 0
         try:
-            result = target(*args, **kwargs)
-            if (
-                result is (args[0] if args else None)
-                and isinstance(result, TensorProxy)
-                and trc is not None
-                and getattr(target, "name", None) not in _LAYOUT_OPS
-            ):
-                # a no-op (``x.to(x.dtype)``, ``x.contiguous()``) returns its input, as in eager: it
-                # leaves nothing in the trace (a BoundSymbol whose output is its input is no program)
-                del trc.bound_symbols[n:]
-            return result
+            return target(*args, **kwargs)
         except (ShapeError, ValueError, IndexError, TypeError) as e:
             if isinstance(e, ThunderError):
                 raise

@@ -94,6 +94,8 @@ class ObjectWrapper:
             return object.__getattribute__(self, name)
         if name == "__dict__":
             return _snapshot_dict(self)
+        if name in _COPY_PROTOCOL:
+            _no_copy(self)
         return _getattr(self, name)
 
     def __setattr__(self, name: str, value) -> None:
@@ -107,10 +109,17 @@ class ObjectWrapper:
         return f"<traced {m.cls.__qualname__} {m.holder.name}>"
 
     def __reduce_ex__(self, protocol):
-        m = _meta(self)
-        raise TypeError(
-            f"thunder: the input {m.path} ({m.cls.__qualname__}) cannot be copied or pickled while it is traced"
-        )
+        _no_copy(self)
+
+
+_COPY_PROTOCOL = frozenset({"__reduce_ex__", "__reduce__", "__copy__", "__deepcopy__", "__getstate__"})
+
+
+def _no_copy(w):
+    m = _meta(w)
+    raise TypeError(
+        f"thunder: the input {m.path} ({m.cls.__qualname__}) cannot be copied or pickled while it is traced"
+    )
 
 
 _WRAPPER_TYPES: dict[type, type] = {}

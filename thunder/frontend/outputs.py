@@ -141,10 +141,15 @@ class _Builder:
             return t(self.build(x, f"{path}[{i}]") for i, x in enumerate(v))
         if isinstance(v, tuple) and hasattr(t, "_fields"):
             return t(*(self.build(x, f"{path}.{f}") for f, x in zip(t._fields, v)))
-        if t is dict or t is collections.OrderedDict:
-            return t((k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items())
-        if t is collections.defaultdict:
-            return t(v.default_factory, ((k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items()))
+        if t is dict:
+            return {k: self.build(x, f"{path}[{k!r}]") for k, x in v.items()}
+        if t is collections.OrderedDict or t is collections.defaultdict:
+            # no literal syntax: the epilogue calls the class (``collections_OrderedDict([...])``)
+            items = [(k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items()]
+            args = (t, items) if t is collections.OrderedDict else (t, v.default_factory, dict(items))
+            out = AnyProxy(self.epi.make_name("any"), t)
+            self.epi.add_bsym(BoundSymbol(pyops.construct, args, {}, out))
+            return out
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return self._construct(v, path)
         raise UnsupportedValueError(_unsupported(v, path))
