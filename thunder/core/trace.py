@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.printing import Printer, bsym_lines, type_comment
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
 
@@ -113,6 +113,8 @@ class Trace:
                 out = sym.fn(*args, **kwargs)
             finally:
                 self._scopes.pop()
+            if not subsymbols and _returns_an_input(out, args, kwargs):
+                return out  # a no-op (``x.contiguous()``, ``x.to(x.dtype)``) records nothing
         bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source)
         self._scopes[-1].append(bsym)
         return out
@@ -207,6 +209,12 @@ def _module_namespace() -> dict:
         except ImportError:
             pass
     return ns
+
+
+def _returns_an_input(out, args, kwargs) -> bool:
+    if not isinstance(out, (TensorProxy, Proxy)):
+        return False
+    return any(a is out for a in tree_leaves((args, kwargs)))
 
 
 def tensors_of(trace: Trace) -> list[TensorProxy]:

@@ -124,6 +124,24 @@ _OPERATORS = {
 }
 
 
+def _numbers_as_tensors(name: str):
+    """``prims.maximum(x, 0)``: torch.maximum takes tensors only; make the number one."""
+    torch_fn = getattr(torch, name)
+
+    def fn(a, b):
+        if not isinstance(b, torch.Tensor):
+            b = torch.scalar_tensor(b, dtype=torch.result_type(a, b), device=a.device)
+        if not isinstance(a, torch.Tensor):
+            a = torch.scalar_tensor(a, dtype=torch.result_type(b, a), device=b.device)
+        return torch_fn(a, b)
+
+    fn.__name__ = f"{name}_numbers"
+    return fn
+
+
+_TENSORS_ONLY = frozenset("maximum minimum atan2 hypot logical_and logical_or logical_xor".split())
+
+
 def _scalar_first(name: str):
     """``prims.sub(1, x)``: torch.sub needs a tensor first, Python's operator does not."""
     op = _OPERATORS.get(name)
@@ -153,6 +171,10 @@ def _first_tensor(*args, **kwargs) -> bool:
     return isinstance(args[0], torch.Tensor)
 
 
+def _all_tensors(*args, **kwargs) -> bool:
+    return all(isinstance(a, torch.Tensor) for a in args)
+
+
 def _helper(name: str):
     return _sym(f"torchex.{name}", globals()[name])
 
@@ -173,7 +195,13 @@ for _n in _UNARY.split():
     PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"))]
 PRIM_IMPLS["prims.erfinv"] = [Impl(_sym("torch.erfinv"))]
 for _n in _BINARY.split():
-    _scalar = _sym(f"torchex.{_n}_scalar_first", _scalar_first(_n))
+    if _n in _TENSORS_ONLY:
+        globals()[f"{_n}_numbers"] = _numbers_as_tensors(_n)
+        _numbers = _sym(f"torchex.{_n}_numbers", globals()[f"{_n}_numbers"])
+        PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"), check=_all_tensors), Impl(_numbers)]
+        continue
+    globals()[f"{_n}_scalar_first"] = _scalar_first(_n)
+    _scalar = _sym(f"torchex.{_n}_scalar_first", globals()[f"{_n}_scalar_first"])
     PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"), check=_first_tensor), Impl(_scalar)]
 
 for _prim, _path in {
