@@ -15,7 +15,7 @@ from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
 import thunder
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.trace import Trace
-from thunder.core.verify import TraceVerificationError, verify
+from thunder.core.verify import verify
 from thunder.executors import pythonex, torchex
 from thunder.executors.claim import claim
 from thunder.ops.langs import all_symbols
@@ -60,23 +60,6 @@ def _walk(bsyms):
         yield from _walk(b.subsymbols)
 
 
-def _is_identity(bsym) -> bool:
-    """A composite that returned (one of) its inputs unchanged, e.g. a no-op ``contiguous``."""
-    ins = {id(p) for p in bsym.flat_proxy_args}
-    outs = bsym.flat_proxy_outs
-    return bool(outs) and all(id(o) in ins for o in outs)
-
-
-def _verify(trace: Trace) -> None:
-    try:
-        verify(trace)
-    except TraceVerificationError:
-        # Known: Trace.record keeps BoundSymbols of composites that return their input, which
-        # re-assign a name; test_identity_composites_record_nothing tracks it on its own.
-        if not any(_is_identity(b) for b in trace.bound_symbols):
-            raise
-
-
 def _prims_only(trace: Trace) -> Trace:
     """``trace`` with each torch-language op replaced by its decomposition, recursively."""
 
@@ -116,11 +99,11 @@ def _check_sample(info: OpInfo, fn, dtype, sample: S, *, decomposition: bool = T
     _compare(info, dtype, sample, got, expected, what)
     traces = thunder.last_traces(jfn)
     for t in traces:
-        _verify(t)
+        verify(t)
     first = traces[0]
     inputs = {p.name for p in tree_flatten(first.args)[0] if hasattr(p, "name")}
     returns_input = any(getattr(p, "name", None) in inputs for p in tree_flatten(first.output)[0])
-    if first.bound_symbols and not returns_input:
+    if not (info.noop or returns_input):
         assert any(b.sym.id == f"ltorch.{info.name}" for b in _walk(first.bound_symbols)), (
             f"{what}: ltorch.{info.name} is not in the trace:\n{first}"
         )
@@ -128,18 +111,33 @@ def _check_sample(info: OpInfo, fn, dtype, sample: S, *, decomposition: bool = T
         _compare(info, dtype, sample, _run_decomposition(jfn, tensors), expected, f"{what} (decomposition)")
 
 
-@pytest.mark.parametrize("info", OPS, ids=lambda o: o.id)
-def test_op(info: OpInfo, request):
-    if info.cuda and not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    if info.xfail:
-        request.applymarker(pytest.mark.xfail(reason=info.xfail, strict=False))
+def _on(sample: S, device: str) -> S:
+    """The sample with every tensor moved to ``device``."""
+    tensors, rebuild = _split_tensors(sample)
+    args, kwargs = rebuild([t.to(device) for t in tensors])
+    return S(args, kwargs)
+
+
+def _check_op(info: OpInfo, device: str) -> None:
     for dtype in info.dtypes:
-        for sample in info.samples(Maker(dtype)):
-            _check_sample(info, info.op, dtype, sample)
-    sample = info.samples(Maker(info.dtypes[0]))[0]
+        for sample in info.samples(Maker(dtype, device)):
+            _check_sample(info, info.op, dtype, _on(sample, device))
+    sample = _on(info.samples(Maker(info.dtypes[0], device))[0], device)
     for alias in info.aliases:  # the other torch spellings of the op
         _check_sample(info, alias, info.dtypes[0], sample, decomposition=False)
+
+
+@pytest.mark.parametrize("info", OPS, ids=lambda o: o.id)
+def test_op(info: OpInfo):
+    if info.cuda:
+        pytest.skip("needs CUDA: see test_op_cuda")
+    _check_op(info, "cpu")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("info", OPS, ids=lambda o: o.id)
+def test_op_cuda(info: OpInfo):
+    _check_op(info, "cuda")
 
 
 def test_every_ltorch_symbol_has_an_op_database_entry():
@@ -153,9 +151,6 @@ def test_op_database_names_real_symbols():
     assert not [o.id for o in OPS if o.name not in names]
 
 
-@pytest.mark.xfail(
-    reason="core: Trace.record keeps composites that return their input (x = ltorch.contiguous(x))"
-)
 def test_identity_composites_record_nothing():
     jfn = thunder.jit(lambda x: x.contiguous().sin())
     jfn(torch.randn(3))
@@ -172,3 +167,9 @@ def test_batch_norm_decomposition_updates_running_stats():
     expected = ref(x)
     torch.testing.assert_close(_run_decomposition(jbn, [x]), expected)
     torch.testing.assert_close((bn.running_mean, bn.running_var), (ref.running_mean, ref.running_var))
+
+
+def test_getitem_with_a_bool_mask_is_a_clear_error():
+    jfn = thunder.jit(lambda x: x[x > 0])
+    with pytest.raises(Exception, match="boolean mask"):
+        jfn(torch.randn(3, 4))

@@ -8,7 +8,7 @@ import torch
 
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
-from thunder.ops.meta import ShapeError, canonical_dim, is_tensor, shape_of
+from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, is_tensor, shape_of
 
 T = torch.Tensor
 
@@ -41,16 +41,18 @@ def _reshape(a, shape, op):
     return prims.reshape(a, s)
 
 
-@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.reshape", tags=("shape",))
-def reshape(a, *shape):
-    return _reshape(a, _shape_arg(shape), "torch.reshape")
+@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=("shape",))
+def reshape(a, *args, shape=None):
+    return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
 
-@torchsymbol(T.view, torch_impl="torch.Tensor.view", tags=("shape",))
-def view(a, *shape):
-    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+# runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
+# eager would have made contiguous first must still work
+@torchsymbol(T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=("shape",))
+def view(a, *args, size=None):
+    if len(args) == 1 and isinstance(args[0], torch.dtype):
         raise ShapeError("Tensor.view(dtype) reinterprets memory and is not supported")
-    return _reshape(a, _shape_arg(shape), "Tensor.view")
+    return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
 @torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape",))
@@ -75,9 +77,9 @@ def unflatten(a, dim: int, sizes):
     return _reshape(a, s[:d] + sizes + s[d + 1 :], "torch.unflatten")
 
 
-@torchsymbol(torch.permute, T.permute, torch_impl="torch.permute", tags=("shape",))
-def permute(a, *dims):
-    dims = _shape_arg(dims)
+@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=("shape",))
+def permute(a, *args, dims=None):
+    dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
     perm = tuple(canonical_dim(d, n, "torch.permute") for d in dims)
     if perm == tuple(range(n)):
@@ -147,8 +149,8 @@ def squeeze(a, dim=None):
 
 
 @torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape",))
-def expand(a, *sizes):
-    sizes = _shape_arg(sizes)
+def expand(a, *args, size=None):
+    sizes = _shape_arg(args) if size is None else tuple(size)
     s = shape_of(a)
     if len(sizes) < len(s):
         raise ShapeError(f"Tensor.expand: {tuple(sizes)} has fewer dimensions than the tensor's {s}")
@@ -250,10 +252,10 @@ def narrow(a, dim: int, start: int, length: int):
     return _slice_dim(a, d, start, start + length)
 
 
-@torchsymbol(torch.flip, T.flip, torch_impl="torch.flip", tags=("shape",))
-def flip(a, dims):
+@torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=("shape",))
+def flip(a, *args, dims=None):
     n = len(shape_of(a))
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = _shape_arg(args) if dims is None else tuple(dims)  # x.flip(0, 1), torch.flip(x, (0, 1))
     return prims.flip(a, tuple(canonical_dim(d, n, "torch.flip") for d in dims))
 
 
@@ -278,59 +280,107 @@ def _normalize_index(key, shape, op: str):
     return expanded
 
 
+def advanced_layout(items) -> tuple[tuple[int, ...], int, bool]:
+    """Where torch puts the broadcast shape B of the integer index tensors among ``items``:
+    (B, its position among the result's non-None dims, whether that is in place). Ints are
+    applied first, so tensors separated only by ints are adjacent and B stays in place;
+    otherwise B goes first."""
+    ipos = [i for i, k in enumerate(items) if is_tensor(k)]
+    shape = broadcast_shapes(*(shape_of(items[i]) for i in ipos), op="Tensor.__getitem__")
+    between = items[ipos[0] : ipos[-1] + 1]
+    adjacent = all(is_tensor(k) or (isinstance(k, int) and not isinstance(k, bool)) for k in between)
+    # the tensor's position among the dims left after ints are applied (Nones excluded)
+    at = sum(1 for k in items[: ipos[0]] if k is not None and not isinstance(k, int))
+    return shape, (at if adjacent else 0), adjacent
+
+
+def wrap_index(idx, size: int):
+    """Negative positions count from the end, as in torch indexing."""
+    return prims.where(prims.lt(idx, 0), prims.add(idx, size), idx)
+
+
 @torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing"))
 def getitem(a, key):
+    """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
+    indexing); bool masks select a data-dependent number of elements and are errors."""
+    op = "Tensor.__getitem__"
     s = shape_of(a)
-    items = _normalize_index(key, s, "Tensor.__getitem__")
+    items = _normalize_index(key, s, op)
+    if any(is_tensor(k) and k.meta_dtype is torch.bool for k in items):
+        raise ShapeError(
+            f"{op}: a boolean mask index selects a data-dependent number of elements; use torch.where"
+        )
     lo, hi, st, squeeze_dims = [], [], [], []
-    tensor_idx = [(i, k) for i, k in enumerate(items) if is_tensor(k)]
-    if tensor_idx:
-        if len(tensor_idx) > 1 or any(is_tensor(k) and k.meta_dtype is torch.bool for _, k in tensor_idx):
-            raise ShapeError(
-                "Tensor.__getitem__: boolean masks and more than one tensor index are data-dependent or "
-                "not supported; use torch.where or index_select"
-            )
     dim = 0
-    new_axes = []
-    result_pos = 0
     for k in items:
         if k is None:
-            new_axes.append(result_pos)
-            result_pos += 1
             continue
         size = s[dim]
         if isinstance(k, bool):
-            raise ShapeError("Tensor.__getitem__: a bool index is not supported")
+            raise ShapeError(f"{op}: a bool index is not supported")
         if isinstance(k, int):
             i = k + size if k < 0 else k
             if not 0 <= i < size:
-                raise ShapeError(f"Tensor.__getitem__: index {k} is out of bounds for a dimension of size {size}")
+                raise ShapeError(f"{op}: index {k} is out of bounds for a dimension of size {size}")
             lo.append(i), hi.append(i + 1), st.append(1)
             squeeze_dims.append(dim)
         elif isinstance(k, slice):
             start, stop, step = k.indices(size)
             if step < 1:
-                raise ShapeError("Tensor.__getitem__: a slice step must be positive")
+                raise ShapeError(f"{op}: a slice step must be positive")
             stop = max(stop, start)
             lo.append(start), hi.append(stop), st.append(step)
-            result_pos += 1
         elif is_tensor(k):
+            if k.meta_dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+                raise ShapeError(f"{op}: an index tensor must have an integer dtype, got {k.meta_dtype}")
             lo.append(0), hi.append(size), st.append(1)
-            result_pos += 1
         else:
-            raise ShapeError(f"Tensor.__getitem__: unsupported index {k!r} of type {type(k).__name__}")
+            raise ShapeError(f"{op}: unsupported index {k!r} of type {type(k).__name__}")
         dim += 1
     out = a
     if any(x != 0 for x in lo) or list(hi) != list(s) or any(x != 1 for x in st):
         out = prims.slice_prim(out, tuple(lo), tuple(hi), tuple(st))
-    if tensor_idx:
-        (pos, idx), = tensor_idx
-        tdim = pos - sum(1 for k in items[:pos] if k is None)
-        tdim -= sum(1 for d in squeeze_dims if d < tdim)
-        out = _squeeze_dims(out, squeeze_dims)
-        return _unsqueeze_many(prims.take(out, idx, tdim), new_axes)
     out = _squeeze_dims(out, squeeze_dims)
+    seq = [k for k in items if k is not None and not isinstance(k, int)]  # one per dim of ``out``
+    tpos = [i for i, k in enumerate(seq) if is_tensor(k)]
+    block, at, in_place = 0, 0, True
+    if tpos:
+        sizes = [shape_of(out)[i] for i in tpos]
+        idx = [wrap_index(seq[i], n) for i, n in zip(tpos, sizes)]
+        bshape, at, in_place = advanced_layout(items)
+        block = len(bshape)
+        if len(idx) == 1:
+            out = prims.take(out, idx[0], tpos[0])
+        else:
+            # the indexed dims, moved first and flattened, are taken with one linear index
+            others = [i for i in range(len(seq)) if i not in tpos]
+            out = permute(out, tpos + others)
+            out = prims.reshape(out, (math.prod(sizes),) + tuple(shape_of(out)[len(tpos) :]))
+            linear = idx[0]
+            for j, n in zip(idx[1:], sizes[1:]):
+                linear = prims.add(prims.mul(linear, n), j)
+            out = prims.take(out, _expand_index(linear, bshape), 0)
+            if at:
+                n_out = len(shape_of(out))
+                order = list(range(block, block + at)) + list(range(block)) + list(range(block + at, n_out))
+                out = permute(out, order)
+    # new axes (None), at their place among the result's dims
+    new_axes, pos, seen_tensor = [], 0 if in_place else block, False
+    for k in items:
+        if k is None:
+            new_axes.append(pos)
+            pos += 1
+        elif is_tensor(k):
+            if in_place and not seen_tensor:
+                pos += block
+            seen_tensor = True
+        elif not isinstance(k, int):
+            pos += 1
     return _unsqueeze_many(out, new_axes)
+
+
+def _expand_index(idx, shape):
+    return idx if shape_of(idx) == tuple(shape) else expand(idx, shape)
 
 
 def _squeeze_dims(a, dims):
@@ -384,13 +434,13 @@ def _interleave(a, reps, op: str):
 
 
 @torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=("shape",))
-def repeat(a, *repeats):
-    return _interleave(a, _shape_arg(repeats), "Tensor.repeat")
+def repeat(a, *args, repeats=None):
+    return _interleave(a, _shape_arg(args) if repeats is None else tuple(repeats), "Tensor.repeat")
 
 
-@torchsymbol(torch.tile, T.tile, torch_impl="torch.tile", tags=("shape",))
-def tile(a, dims):
-    dims = tuple(dims)
+@torchsymbol(torch.tile, T.tile, torch_impl="torch.Tensor.tile", tags=("shape",))
+def tile(a, *args, dims=None):
+    dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
     return _interleave(a, (1,) * (n - len(dims)) + dims, "torch.tile")
 
