@@ -177,7 +177,10 @@ class Acquisition:
                         mod,
                     )
                     holders[path] = holder
-                snapshots.append((holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers)))
+                if all(m is not mod for _, m, *_ in snapshots):  # a shared submodule: once
+                    snapshots.append(
+                        (holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers))
+                    )
                 for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
                     for name, t in list(table.items()):
                         if t is None:

@@ -292,7 +292,7 @@ class Inputs:
 
 def _is_literal(v) -> bool:
     """Values checked by equality: enums, torch.Size, frozensets of literals."""
-    if isinstance(v, (enum.Enum, torch.Size, torch.memory_format, torch.layout)):
+    if isinstance(v, (enum.Enum, torch.Size, torch.memory_format, torch.layout, bytes, range)):
         return True
     if type(v) is frozenset:
         return all(isinstance(x, _LITERAL_TYPES) for x in v)
