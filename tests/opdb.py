@@ -969,6 +969,11 @@ op(
         s(m(3, 4), m(3, 4, dtype=b8), m.scalar()),
         s(m(3, 4), m(3, dtype=b8), m(4)),
         s(m(4, 5, 6), 2, m(1, 1, 6, dtype=f64)),
+        s(m(4, 5, 6), (torch.tensor([0, 2]), torch.tensor([1, -1])), m(2, 6)),
+        s(m(4, 5, 6), (torch.tensor([0, 2]), slice(None), torch.tensor([[1], [5]])), m(2, 2, 5)),
+        s(m(4, 5, 6), (slice(None), torch.tensor([0, -1]), torch.tensor([[1], [2]])), m.scalar()),
+        s(m(4, 5, 6), (1, torch.tensor([0, 4]), torch.tensor([2, 3])), m(2)),
+        s(m(4, 5, 6), (None, torch.tensor([0, 2]), slice(1, 3)), m(1, 2, 2, 6)),
     ],
     ALL,
 )

@@ -12,7 +12,7 @@ import torch
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
-from thunder.ops.ltorch.shape import _normalize_index
+from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, wrap_index
 from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
 
 
@@ -56,24 +56,26 @@ def _bool_mask_setitem(a, mask, value):
 
 @torchsymbol(tags=("indexing",), name="setitem")
 def setitem(a, key, value):
-    """``a`` with ``a[key] = value`` applied; ``key`` as in basic indexing (ints, slices, None,
-    Ellipsis), with at most one integer index tensor, or a single bool mask."""
+    """``a`` with ``a[key] = value`` applied: ``key`` as in indexing (ints, slices, None,
+    Ellipsis, integer index tensors) or a single bool mask; ``value`` broadcasts to ``a[key]``."""
     op = "Tensor.__setitem__"
     keys = key if isinstance(key, tuple) else (key,)
     if len(keys) == 1 and is_tensor(keys[0]) and dtype_of(keys[0]) is torch.bool:
         return _bool_mask_setitem(a, keys[0], value)
     s = shape_of(a)
     items = _normalize_index(key, s, op)
-    tensors = [k for k in items if is_tensor(k)]
-    if len(tensors) > 1 or any(dtype_of(k) is torch.bool for k in tensors):
-        raise ShapeError(f"{op}: only one integer index tensor (or a single bool mask) is supported")
+    if any(is_tensor(k) and dtype_of(k) is torch.bool for k in items):
+        raise ShapeError(f"{op}: a bool mask is only supported as the whole index (a[mask] = value)")
     dt, dev = dtype_of(a), device_of(a)
-    # per real dimension: its index (a tensor or an int) and the result dims it makes
-    region, parts, dim = [], [], 0
-    full_dims = 0
+    has_tensors = any(is_tensor(k) for k in items)
+    bshape, at, in_place = advanced_layout(items) if has_tensors else ((), 0, True)
+    # the indexed region a[key] (with None's new axes: ``region``; without: ``flat``), and per
+    # dimension of ``a`` how it is indexed
+    region, flat, parts = ([] if in_place else list(bshape)), ([] if in_place else list(bshape)), []
+    b_pos, dim = at, 0
     for k in items:
         if k is None:
-            region.append(1)  # a new axis of the indexed region; not a dimension of ``a``
+            region.append(1)
             continue
         size = s[dim]
         if isinstance(k, bool):
@@ -88,56 +90,45 @@ def setitem(a, key, value):
             if step < 1:
                 raise ShapeError(f"{op}: a slice step must be positive, got {step}")
             n = len(range(start, stop, step))
-            full_dims += n == size and step == 1
-            parts.append(("slice", (start, step, n, n == size and step == 1)))
+            parts.append(("slice", (start, step, n, n == size and step == 1, len(flat))))
             region.append(n)
+            flat.append(n)
         elif is_tensor(k):
-            if dtype_of(k) not in (torch.int64, torch.int32):
-                raise ShapeError(f"{op}: an index tensor must be int64 or int32, got {dtype_of(k)}")
-            parts.append(("tensor", k))
-            region.extend(shape_of(k))
+            if in_place and not any(kind == "tensor" for kind, _ in parts):
+                b_pos = len(flat)
+                region.extend(bshape)
+                flat.extend(bshape)
+            parts.append(("tensor", wrap_index(k, size)))
         else:
             raise ShapeError(f"{op}: unsupported index {k!r} of type {type(k).__name__}")
         dim += 1
-    region = tuple(region)
+    region, flat = tuple(region), tuple(flat)
     if 0 in region:
         return a  # an empty region: nothing is written
     v = _as_value(value, region, dt, dev, op)
     if all(kind == "slice" and info[3] for kind, info in parts):  # a[:] = v, a[..., None] = v
         return prims.reshape(v, s) if shape_of(v) != s else v
+    if shape_of(v) != flat:
+        v = prims.reshape(v, flat)
     # prims.index_put indexes the leading dims; trailing whole-dimension slices stay implicit
     while parts and parts[-1][0] == "slice" and parts[-1][1][3]:
         parts.pop()
-    flat_region = tuple(n for n, k in zip(region, _region_kinds(items)) if k != "new")
-    if shape_of(v) != flat_region:
-        v = prims.reshape(v, flat_region)
-    explicit = len(flat_region) - (dim - len(parts))  # result dims made by the explicit indices
-    indices, pos = [], 0
+    explicit = len(flat) - (dim - len(parts))
+    indices = []
     for kind, info in parts:
         if kind == "int":
-            idx = prims.full((1,) * explicit, info, dtype=torch.int64, device=dev)
+            indices.append(prims.full((1,) * explicit, info, dtype=torch.int64, device=dev))
         elif kind == "slice":
-            start, step, n, _ = info
+            start, step, n, _, pos = info
             it = prims.iota(n, start=start, step=step, dtype=torch.int64, device=dev)
-            idx = prims.broadcast_in_dim(it, tuple(n if i == pos else 1 for i in range(explicit)), (pos,))
-            pos += 1
+            indices.append(
+                prims.broadcast_in_dim(it, tuple(n if i == pos else 1 for i in range(explicit)), (pos,))
+            )
         else:
             ks = shape_of(info)
-            shape = tuple(ks[i - pos] if pos <= i < pos + len(ks) else 1 for i in range(explicit))
-            idx = prims.broadcast_in_dim(info, shape, tuple(range(pos, pos + len(ks))))
-            pos += len(ks)
-        indices.append(idx)
+            lo = b_pos + len(bshape) - len(ks)  # aligned on the right within B
+            shape = tuple(
+                bshape[i - b_pos] if b_pos <= i < b_pos + len(bshape) else 1 for i in range(explicit)
+            )
+            indices.append(prims.broadcast_in_dim(info, shape, tuple(range(lo, lo + len(ks)))))
     return prims.index_put(a, indices, v, False)
-
-
-def _region_kinds(items):
-    """For each dim of the indexed region: "new" (from None) or "real"."""
-    kinds = []
-    for k in items:
-        if k is None:
-            kinds.append("new")
-        elif is_tensor(k):
-            kinds.extend(["real"] * len(shape_of(k)))
-        elif not isinstance(k, int):
-            kinds.append("real")
-    return kinds
