@@ -3,19 +3,21 @@
     import explorer
     explorer.explore(jfn)                     # the interactive explorer of a jitted function
     explorer.explore(jfn, args=(x,))          # ... run on x first and show measured times
+    explorer.graph_of(jfn, depth=1)           # the final computation trace as a graph
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
 and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). thunder
 never imports this package; ``Trace._repr_mimebundle_`` calls ``explorer.html.trace_html``
-lazily. Imports here are lazy too, so showing a trace does not load ipywidgets.
+lazily. Imports here are lazy too, so showing a trace does not load ipywidgets. (The functions are
+``model_of`` and ``graph_of``: ``explorer.model`` and ``explorer.graph`` are the submodules.)
 """
 
 from __future__ import annotations
 
 
-def model(obj, *, entry: int | None = None):
+def model_of(obj, *, entry: int | None = None):
     """The ``TraceModel`` of a jitted function, a Trace or a list of traces."""
     from explorer.compilation import model_of
 
@@ -56,6 +58,22 @@ def explore(
     return Explorer(m, view=view, depth=depth, kind=kind, notes=notes)
 
 
+def graph_of(obj, kind: str = "computation", index: int = -1, *, depth: int = 0, max_nodes: int = 500):
+    """The dataflow graph of one pass (default: the final computation trace), laid out.
+
+    Displays as inline SVG in a notebook; ``.dot`` is the graphviz source.
+    """
+    from explorer.compilation import model_of
+    from explorer.graph import render_graph
+
+    m = model_of(obj)
+    if kind not in m.series:
+        raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(m.series) or 'none'}")
+    s = m.series[kind]
+    p = s.passes[index]
+    return render_graph(p, s.proxies, depth=depth, max_nodes=max_nodes, title=f"{kind} {p.index}: {p.name}")
+
+
 def to_html(obj, path: str | None = None, **options) -> str:
     """Write one self-contained HTML page (tree, graphs, pass stepping) and return its text."""
     from explorer.report import report_html
@@ -74,4 +92,4 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
-__all__ = ["explore", "load_ipython_extension", "model", "to_html"]
+__all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "to_html"]

@@ -55,6 +55,11 @@ class Graph:
         notes = "".join(f'<div class="note warn">{escape(m)}</div>' for m in self.messages)
         return f'<div class="graph">{notes}{self.svg or ""}</div>'
 
+    def __repr__(self) -> str:
+        laid = "laid out" if self.svg else "not laid out"
+        notes = "".join(f"\n  {m}" for m in self.messages)
+        return f"<Graph: {self.nodes} nodes at depth {self.depth}, {laid}>{notes}"
+
     def _repr_html_(self) -> str:
         from explorer.style import stylesheet
 

@@ -80,8 +80,9 @@ def _stats_line(stats: dict) -> str:
 def pass_header_html(series: TraceSeries, p: PassModel) -> str:
     made = "first trace (acquisition)" if p.name == "acquisition" else f"made by {p.name}"
     took = f", {fmt_seconds(p.seconds)}" if p.seconds is not None else ""
+    step = f"pass {p.index}/{len(series.passes) - 1}: " if len(series.passes) > 1 else ""
     return (
-        f'<div class="hd">{escape(series.kind)} <span class="note">pass {p.index}/{len(series.passes) - 1}: '
+        f'<div class="hd">{escape(series.kind)} <span class="note">{step}'
         f"{escape(made)}{took}; {len(p.nodes)} bound symbols</span></div>"
     )
 

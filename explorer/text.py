@@ -8,8 +8,20 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
+
+_CELL_FILE = re.compile(
+    r"(^<ipython-input-\d+-[0-9a-f]+>$)|(/ipykernel_\d+/\d+\.py$)|(^<thunder_trace cell \d+>$)"
+)
+
+
+def short_file(path: str) -> str:
+    """``/tmp/ipykernel_12/2030243169.py`` -> ``cell``; ``/a/b/model.py`` -> ``model.py``."""
+    if _CELL_FILE.search(path):
+        return "cell"
+    return os.path.basename(path)
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -40,7 +52,7 @@ def tree_text(
             if n.tags:
                 extra.append("{" + ", ".join(n.tags) + "}")
             if n.source is not None:
-                extra.append(f"@ {os.path.basename(n.source.file)}:{n.source.line}")
+                extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
             if n.id in times:
                 extra.append(f"({fmt_seconds(times[n.id])})")
             lines.append("  " * level + n.line + ("    " + " ".join(extra) if extra else ""))

@@ -8,12 +8,11 @@ ends with "... N more". Search hits are always rendered, with their parents open
 
 from __future__ import annotations
 
-import os
 from html import escape
 
 from explorer.model import Node
 from explorer.style import EXECUTORS, TAG_STYLE, css_class
-from explorer.text import fmt_seconds
+from explorer.text import fmt_seconds, short_file
 
 DEFAULT_BUDGET = 2000
 
@@ -142,7 +141,7 @@ def line_html(n: Node, seconds: float | None = None) -> str:
     if n.source is not None:
         s = n.source
         title = escape(f"{s.file}:{s.line} in {s.function}\n{s.code}")
-        parts.append(f'<span class="src" title="{title}">{escape(os.path.basename(s.file))}:{s.line}</span>')
+        parts.append(f'<span class="src" title="{title}">{escape(short_file(s.file))}:{s.line}</span>')
     if seconds is not None:
         parts.append(f'<span class="tm">{fmt_seconds(seconds)}</span>')
     return "".join(parts)

@@ -28,11 +28,12 @@ from explorer.html import (
     wrap,
 )
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
-from explorer.text import fmt_seconds, model_text
+from explorer.text import fmt_seconds, model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, tree_html
 
 VIEWS = ("tree", "graph", "source", "diff", "timing")
 MAX_LISTED = 1000
+STATIC_BUDGET = 600  # lines in the static copy kept in a saved notebook
 
 
 def search(p: PassModel, query: str, proxies: dict | None = None) -> list[Node]:
@@ -314,12 +315,12 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs
-        bundle["text/html"] = model_html(self.model)
+        bundle["text/html"] = model_html(self.model, budget=STATIC_BUDGET)
         bundle["text/plain"] = model_text(self.model)
         return bundle
 
 
 def _option_label(n: Node) -> str:
-    where = f"  @ {os.path.basename(n.source.file)}:{n.source.line}" if n.source else ""
+    where = f"  @ {short_file(n.source.file)}:{n.source.line}" if n.source else ""
     line = n.line if len(n.line) <= 110 else n.line[:109] + "\u2026"
     return f"{line}{where}"
