@@ -284,6 +284,8 @@ def _setattr(w, name: str, value) -> None:
     custom = _static_lookup(cls, "__setattr__")
     if custom is not object.__setattr__ and isinstance(custom, types.FunctionType):
         custom(w, name, value)  # ends in object.__setattr__(w, ...), which lands in the side table
+        if name in _own(w):
+            m.deleted.pop(name, None)
         return
     if custom is not object.__setattr__:
         raise UnsupportedValueError(

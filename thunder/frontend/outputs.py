@@ -103,8 +103,9 @@ class _Builder:
         self._renamed.add(id(p))
         if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
             return
-        if name in self.epi.names or name in self.state.computation.names:
-            return  # taken (another field of the same name): keep the generated name
+        base, i = name, 1
+        while name in self.epi.names or name in self.state.computation.names:
+            name, i = f"{base}_{i}", i + 1  # taken (another layer's ``keys``): ``keys_1``
         self.state.computation.names.add(name)
         self.epi.names.add(name)
         p._thunder_name = name
