@@ -586,6 +586,21 @@ op(
     tol=NN_TOL,
 )
 op("matmul", T.__rmatmul__, lambda m: [s(m(4, 5), m(3, 4))], FLOAT, variant="rmatmul", tol=NN_TOL)
+op(
+    "einsum",
+    torch.einsum,
+    lambda m: [
+        s("i,j->ij", m(3), m(4)),
+        s("bhqd,bhkd->bhqk", m(2, 3, 4, 5), m(2, 3, 6, 5)),
+        s("ij,jk", m(3, 4), m(4, 5)),
+        s("ij->", m(3, 4)),
+        s("...ij,...jk->...ik", m(2, 3, 4), m(2, 4, 5)),
+        s("bij,bjk,bkl->bil", [m(2, 3, 4), m(2, 4, 5), m(2, 5, 6)]),
+        s("bn,anm,bm->ba", m(2, 3), m(5, 3, 4), m(2, 4)),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
 op("mm", torch.mm, lambda m: [s(m(3, 4), m(4, 5))], FLOAT, T.mm, tol=NN_TOL)
 op("bmm", torch.bmm, lambda m: [s(m(2, 3, 4), m(2, 4, 5))], FLOAT, T.bmm, tol=NN_TOL)
 op("dot", torch.dot, lambda m: [s(m(4), m(4))], (f32, f64, i64), T.dot, tol=NN_TOL)
