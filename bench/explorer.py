@@ -1,0 +1,119 @@
+"""How fast the explorer is on a large compilation, measured in one run.
+
+Jits a 12-layer GPT-style model's forward (d=64, 4 heads, [2, 16] tokens) and prints:
+the time to build the TraceModel of every pass of the prologue, computation and epilogue;
+the time and size of the HTML of the largest trace (the tree, budgeted); the ``dot`` layout
+time of that trace's collapsed graph (cache cleared first); and, for reference, the whole
+self-contained report. Targets: model + HTML < 0.5 s, that HTML < 2 MB, collapsed graph
+laid out in < 3 s. Prints figures only (no asserts).
+
+    python bench/explorer.py [--layers 12]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# This file is named like the package it measures: without this, `import explorer` would
+# import this script (its folder comes first on sys.path).
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+sys.path.insert(0, os.path.dirname(_here))
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import explorer  # noqa: E402
+import thunder  # noqa: E402
+from explorer import graph as graph_view  # noqa: E402
+from explorer.compilation import model_of  # noqa: E402
+from explorer.html import pass_header_html, wrap  # noqa: E402
+from explorer.tree import tree_html  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers: int = 12, d: int = 64, heads: int = 4, vocab: int = 128, ctx: int = 64):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=12)
+    opts = ap.parse_args()
+
+    torch.manual_seed(0)
+    model = GPT(opts.layers).eval()
+    jm = thunder.jit(model)
+    idx = torch.randint(0, 128, (2, 16))
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        jm(idx)
+    compile_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    m = model_of(jm)
+    model_s = time.perf_counter() - t0
+    passes = [(k, p) for k, s in m.series.items() for p in s.passes]
+    kind, largest = max(passes, key=lambda kp: kp[1].size())
+    series = m.series[kind]
+
+    t0 = time.perf_counter()
+    html = wrap(pass_header_html(series, largest) + tree_html(largest.nodes))
+    html_s = time.perf_counter() - t0
+
+    graph_view._SVG_CACHE.clear()
+    t0 = time.perf_counter()
+    g = graph_view.render_graph(largest, series.proxies, depth=0)
+    graph_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    page = explorer.to_html(jm)
+    report_s = time.perf_counter() - t0
+
+    nodes = sum(p.size() for _, p in passes)
+    print(f"GPT-style model, {opts.layers} layers: compiled in {compile_s:.2f} s")
+    print(f"  traces: {len(passes)} passes over {len(m.series)} kinds, {nodes} bound symbols in all")
+    print(f"  largest trace: {kind} pass {largest.index} ({largest.name}), {largest.size()} bound symbols")
+    print(f"TraceModel, all passes      {model_s * 1e3:8.1f} ms")
+    print(f"HTML of the largest trace   {html_s * 1e3:8.1f} ms   {len(html) / 1e6:.2f} MB (target < 2 MB)")
+    print(f"model + HTML                {(model_s + html_s) * 1e3:8.1f} ms   (target < 500 ms)")
+    print(
+        f"dot layout, collapsed graph {graph_s * 1e3:8.1f} ms   {g.nodes} nodes at depth {g.depth}"
+        f"{'' if g.svg else ' (NOT laid out: ' + '; '.join(g.messages) + ')'} (target < 3 s)"
+    )
+    print(f"whole report (to_html)      {report_s * 1e3:8.1f} ms   {len(page) / 1e6:.2f} MB")
+
+
+if __name__ == "__main__":
+    main()
