@@ -125,3 +125,11 @@ def test_module_parameters_updated_in_place_are_seen():
         m.layers[0].weight.mul_(2)
     torch.testing.assert_close(jm(x), m(x))
     assert thunder.compile_stats(jm).cache_hits == 1
+
+
+def test_prologue_and_epilogue_traces_verify():
+    m = GPT()
+    jm = thunder.jit(m)
+    jm(torch.randint(0, 50, (2, 8)))
+    for trace in thunder.last_prologue_traces(jm) + thunder.last_epilogue_traces(jm):
+        verify(trace)

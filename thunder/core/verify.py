@@ -20,7 +20,8 @@ def _proxies(x):
 
 
 def verify(trace: Trace) -> None:
-    defined: set[str] = set()
+    # names the execution namespace provides (the jitted module, captured tensors)
+    defined: set[str] = set(trace.ctx_objects)
     for p in _proxies(trace.args):
         if p.name in defined:
             raise TraceVerificationError(f"{trace.name}: input {p.name} appears twice")
