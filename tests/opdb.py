@@ -853,7 +853,13 @@ op(
 
 
 def _SIZES(m):
-    return [s(2, 3, dtype=m.dtype), s((2, 3), dtype=m.dtype), s([4]), s(torch.Size([2, 1]), dtype=m.dtype)]
+    return [
+        s(2, 3, dtype=m.dtype),
+        s((2, 3), dtype=m.dtype),
+        s([4]),
+        s(torch.Size([2, 1]), dtype=m.dtype),
+        s(size=(1, 2), dtype=m.dtype),
+    ]
 
 
 op("zeros", torch.zeros, _SIZES, ALL)
@@ -865,7 +871,7 @@ op("ones_like", torch.ones_like, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=i32)], 
 op("empty_like", torch.empty_like, lambda m: [s(m(3, 4))], ALL, values=False)
 op("full_like", torch.full_like, lambda m: [s(m(3, 4), m.scalar()), s(m(3, 4), 7, dtype=f64)], ALL)
 op("new_zeros", T.new_zeros, lambda m: [s(m(3, 4), (2, 2)), s(m(3, 4), 2, 3, dtype=i32)], ALL)
-op("new_ones", T.new_ones, lambda m: [s(m(3, 4), (2, 2))], ALL)
+op("new_ones", T.new_ones, lambda m: [s(m(3, 4), (2, 2)), s(m(3, 4), size=(3,))], ALL)
 op("new_empty", T.new_empty, lambda m: [s(m(3, 4), (2, 2))], ALL, values=False)
 op("new_full", T.new_full, lambda m: [s(m(3, 4), (2, 2), m.scalar())], ALL)
 op("fill", torch.fill, lambda m: [s(m(3, 4), m.scalar()), s(m(3, 4), torch.tensor(1, dtype=m.dtype))], ALL)
@@ -913,7 +919,7 @@ def _rand_check(low, high):
 op(
     "rand",
     torch.rand,
-    lambda m: [s(2, 3, dtype=m.dtype), s((40, 50))],
+    lambda m: [s(2, 3, dtype=m.dtype), s((40, 50)), s(size=(20, 3))],
     FLOAT,
     values=False,
     check=_rand_check(0, 1),

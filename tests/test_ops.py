@@ -127,6 +127,7 @@ def _check_op(info: OpInfo, device: str) -> None:
         _check_sample(info, alias, info.dtypes[0], sample, decomposition=False)
 
 
+@pytest.mark.filterwarnings("ignore:size_average and reduce args")
 @pytest.mark.parametrize("info", OPS, ids=lambda o: o.id)
 def test_op(info: OpInfo):
     if info.cuda:

@@ -34,6 +34,11 @@ def _check_layout(op: str, layout=None, generator=None, **_ignored) -> None:
         raise ShapeError(f"{op}: an explicit generator is not supported")
 
 
+def _size(args, size) -> tuple[int, ...]:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f(size=(2, 3))``."""
+    return _shape_arg(args) if size is None else _shape_arg((size,))
+
+
 def _fill(shape, value, dtype, device):
     return prims.full(tuple(shape), value, dtype=dtype, device=_device(device))
 
@@ -110,7 +115,8 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
 # -- constant fills -------------------------------------------------------------------------
 def _constant(value, op: str):
     def fn(
-        *size,
+        *args,
+        size=None,
         out=None,
         dtype=None,
         layout=None,
@@ -121,7 +127,7 @@ def _constant(value, op: str):
         names=None,
     ):
         _check_layout(op, layout)
-        return _fill(_shape_arg(size), value, dtype or torch.get_default_dtype(), device)
+        return _fill(_size(args, size), value, dtype or torch.get_default_dtype(), device)
 
     return fn
 
@@ -181,9 +187,11 @@ def full_like(
 
 
 def _new(value, op: str):
-    def fn(self, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    def fn(
+        self, *args, size=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+    ):
         _check_layout(op, layout)
-        return _fill(_shape_arg(size), value, dtype or dtype_of(self), device or device_of(self))
+        return _fill(_size(args, size), value, dtype or dtype_of(self), device or device_of(self))
 
     return fn
 
@@ -254,7 +262,8 @@ def _normal(shape, dtype, device):
 
 @torchsymbol(torch.rand, torch_impl="torch.rand", tags=("factory", "random"))
 def rand(
-    *size,
+    *args,
+    size=None,
     generator=None,
     out=None,
     dtype=None,
@@ -264,12 +273,13 @@ def rand(
     pin_memory=False,
 ):
     _check_layout("torch.rand", layout, generator)
-    return _uniform(_shape_arg(size), _random_dtype(dtype, "torch.rand"), device)
+    return _uniform(_size(args, size), _random_dtype(dtype, "torch.rand"), device)
 
 
 @torchsymbol(torch.randn, torch_impl="torch.randn", tags=("factory", "random"))
 def randn(
-    *size,
+    *args,
+    size=None,
     generator=None,
     out=None,
     dtype=None,
@@ -279,7 +289,7 @@ def randn(
     pin_memory=False,
 ):
     _check_layout("torch.randn", layout, generator)
-    return _normal(_shape_arg(size), _random_dtype(dtype, "torch.randn"), device)
+    return _normal(_size(args, size), _random_dtype(dtype, "torch.randn"), device)
 
 
 @torchsymbol(torch.rand_like, torch_impl="torch.rand_like", tags=("factory", "random"))
