@@ -92,6 +92,13 @@ def copy_(src, dst):
         dst.copy_(src)
 
 
+def setitem(a, key, value):
+    """``ltorch.setitem``: ``a`` with ``a[key] = value`` applied, ``a`` itself untouched."""
+    out = a.clone()
+    out[key] = value
+    return out
+
+
 def convert_element_type(a, dtype):
     return a.to(dtype)
 
@@ -248,6 +255,10 @@ for _id, _impls in PRIM_IMPLS.items():
     EAGER_IMPLS[_id] = _impls[-1].symbol.impl if len(_impls) > 1 else _impls[0].symbol.impl
 
 
+# Torch-language ops with no single public torch call, run whole by a helper above.
+LTORCH_HELPERS = {"ltorch.setitem": "setitem"}
+
+
 def register_ltorch_claims() -> None:
     """Claim every torch-language op that names a ``torch_impl`` (called once ops are imported)."""
     for sym in list(SYMBOLS.values()):
@@ -255,6 +266,9 @@ def register_ltorch_claims() -> None:
         if sym.module != "ltorch" or path is None or sym.id in executor.impls:
             continue
         executor.register(sym.id, Impl(_sym(path), check=sym.impl_check))
+    for sym_id, helper in LTORCH_HELPERS.items():
+        if sym_id in SYMBOLS and sym_id not in executor.impls:
+            executor.register(sym_id, Impl(_helper(helper)))
 
 
 def unclaimed_prims() -> list[str]:
