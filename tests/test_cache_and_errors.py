@@ -163,3 +163,26 @@ def test_captured_tensor_becomes_an_input():
 def test_jit_rejects_non_callables():
     with pytest.raises(TypeError, match="function or an nn.Module"):
         thunder.jit(3)
+
+
+def test_more_inplace_methods_and_plain_value_calls():
+    def f(x, s):
+        y = torch.zeros(2, device=torch.device("cpu"))
+        x.zero_()
+        x.fill_(3.0)
+        return x[s] + y[:1]
+
+    x = torch.ones(2)
+    out = thunder.jit(f)(x, slice(0, 1))
+    torch.testing.assert_close(out, torch.tensor([3.0]))
+    torch.testing.assert_close(x, torch.full((2,), 3.0))
+
+
+def test_uniform_and_normal_in_place():
+    def f(x):
+        x.uniform_(2.0, 3.0)
+        return x.clone().normal_(0.0, 1.0)
+
+    x = torch.zeros(1000)
+    thunder.jit(f)(x)
+    assert 2.0 <= x.min() and x.max() <= 3.0

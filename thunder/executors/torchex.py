@@ -249,10 +249,25 @@ for _prim, _helper_name in {
 }.items():
     PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_helper(_helper_name))]
 
+
+def _eager(impls: list[Impl]):
+    """Run a prim outside a trace: the first implementation whose check passes."""
+    if len(impls) == 1:
+        return impls[0].symbol.impl
+
+    def run(*args, **kwargs):
+        for impl in impls:
+            if impl.check is None or impl.check(*args, **kwargs):
+                return impl.symbol.impl(*args, **kwargs)
+        raise AssertionError("the last implementation of a prim takes any arguments")
+
+    return run
+
+
 for _id, _impls in PRIM_IMPLS.items():
     for _impl in _impls:
         executor.register(_id, _impl)
-    EAGER_IMPLS[_id] = _impls[-1].symbol.impl if len(_impls) > 1 else _impls[0].symbol.impl
+    EAGER_IMPLS[_id] = _eager(_impls)
 
 
 # Torch-language ops with no single public torch call, run whole by a helper above.

@@ -26,7 +26,18 @@ from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
 from thunder.ops import python as pyops
 
-_LITERAL_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device, type(Ellipsis))
+_LITERAL_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    complex,
+    type(None),
+    torch.dtype,
+    torch.device,
+    type(Ellipsis),
+    slice,
+)
 
 
 @dataclasses.dataclass

@@ -48,6 +48,41 @@ _VIEW_OPS = frozenset(
 )
 
 
+# Calls that involve no tensor values (constructors of plain values, global state reads).
+_PASSTHROUGH = {
+    torch.device, torch.get_default_dtype, torch.is_grad_enabled, torch.is_tensor,
+    torch.is_floating_point, torch.is_complex, torch.promote_types, torch.can_cast,
+}  # fmt: skip
+
+
+def _inplace_base(name: str):
+    """The out-of-place op for an in-place method: ``add_`` -> ``add``, ``zero_`` -> ``zeros_like``."""
+    from thunder.ops import ltorch
+
+    special = {
+        "zero_": ltorch.zeros_like,
+        "fill_": ltorch.fill,
+        "uniform_": _uniform,
+        "normal_": _normal,
+    }
+    if name in special:
+        return special[name]
+    base = getattr(T, name[:-1], None)
+    return TORCH_TO_THUNDER.get(base) if base is not None else None
+
+
+def _uniform(a, from_=0.0, to=1.0, *, generator=None):
+    from thunder.ops import ltorch
+
+    return ltorch.add(ltorch.mul(ltorch.rand_like(a), to - from_), from_)
+
+
+def _normal(a, mean=0.0, std=1.0, *, generator=None):
+    from thunder.ops import ltorch
+
+    return ltorch.add(ltorch.mul(ltorch.randn_like(a), std), mean)
+
+
 def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
@@ -125,11 +160,13 @@ class AcquisitionMode(TorchFunctionMode):
 
             dst, src = args[0], args[1]
             return state.rebind(dst, self._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
-        if name.endswith("_") and not name.endswith("__") and hasattr(T, name[:-1]):
-            base = TORCH_TO_THUNDER.get(getattr(T, name[:-1]))
+        if name.endswith("_") and not name.endswith("__"):
+            base = _inplace_base(name)
             if base is not None:
                 result = self._call(func, base, args, kwargs)
                 return state.rebind(args[0], result, describe(func))
+        if func in _PASSTHROUGH:
+            return func(*args, **kwargs)
         raise UnsupportedOpError(
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())

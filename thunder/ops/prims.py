@@ -287,7 +287,9 @@ def _linear_meta(a, w, bias):
     if dtype_of(a) != dtype_of(w):
         raise ShapeError(f"prims.linear: expected the same dtype, got {dtype_of(a)} and {dtype_of(w)}")
     out = sa[:-1] + (sw[0],) if len(sw) == 2 else sa[:-1]
-    return new_tensor(out, dtype_of(a), common_device("prims.linear", a, w, *(bias,) * is_tensor(bias)), a, w, bias)
+    return new_tensor(
+        out, dtype_of(a), common_device("prims.linear", a, w, *(bias,) * is_tensor(bias)), a, w, bias
+    )
 
 
 linear = _prim("linear", _linear_meta)
@@ -375,3 +377,8 @@ def _copy_meta(src, dst):
 
 
 copy_ = _prim("copy_", _copy_meta, "inplace")
+
+
+# ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the
+# builtin ``slice`` shadowed.
+globals()["slice"] = slice_prim
