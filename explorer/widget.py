@@ -98,7 +98,10 @@ class Explorer:
         )
         self.depth = w.IntSlider(min=0, max=6, value=depth, description="depth", continuous_update=False)
         self.query = w.Text(
-            placeholder="symbol, proxy name or file.py:line", description="search", continuous_update=False
+            placeholder="symbol, proxy name, text or file.py:line",
+            description="search",
+            continuous_update=False,
+            layout=w.Layout(width="60%"),
         )
         self.matches = w.Select(options=[], rows=6, description="select", layout=w.Layout(width="98%"))
         self.status = w.HTML()

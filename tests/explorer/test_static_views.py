@@ -85,7 +85,7 @@ def test_compilation_html(jfn):
 def test_text_views(jfn, passes):
     m = model_of(jfn)
     s = model_text(m)
-    assert "computation: 4 passes" in s and "no change" in s
+    assert f"computation: {len(thunder.last_traces(jfn))} passes" in s and "no change" in s
     t = tree_text(m.series["computation"].final.nodes, depth=0)
     assert "t0 = torch.sin(x)" in t and "[torch]" in t and "ltorch.sin" not in t
     assert "ltorch.sin" in tree_text(m.series["computation"].final.nodes)
@@ -109,7 +109,7 @@ def test_report_is_self_contained(jfn, tmp_path):
     assert len(radios) == len(s.passes)
     assert "next pass &rarr;" in page and "&larr; previous pass" in page
     assert page.count("<svg") >= len(s.passes)  # a small trace gets a graph per pass
-    assert "Diff against pass 2" in page
+    assert f"Diff against pass {len(s.passes) - 2}" in page
 
 
 def test_report_of_tagged_passes(passes):

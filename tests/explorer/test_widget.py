@@ -46,21 +46,23 @@ def _walk(widget):
 
 
 def test_step_through_passes(ex):
+    names = [p.name for p in ex.series.passes]
     last = ex.pass_slider.value
+    claim = names.index("Transform for execution")
+    ex.pass_slider.value = claim + 1
     ex.prev_button.click()
-    assert ex.pass_slider.value == last - 1 and ex.current.name == "Transform for execution"
+    assert ex.pass_slider.value == claim and ex.current.name == "Transform for execution"
     assert not ex.next_button.disabled
     ex.view.value = "diff"
     assert "rewritten" in ex.main.value and "torch.sin(x)" in ex.main.value
     assert "Text diff" in ex.main.value and 'class="dadd"' in ex.main.value
-    ex.prev_button.click()
+    ex.pass_slider.value = names.index("Dead Code Elimination")
     assert "Dead Code Elimination changed nothing" in ex.main.value
     ex.pass_slider.value = 0
     assert ex.prev_button.disabled and "The first trace" in ex.main.value
-    ex.next_button.click()
-    ex.next_button.click()
-    ex.next_button.click()
-    assert ex.pass_slider.value == last and "del t0" in ex.main.value
+    for _ in names:
+        ex.next_button.click()
+    assert ex.pass_slider.value == last and ex.next_button.disabled
 
 
 def test_views(ex):

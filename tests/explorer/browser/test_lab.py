@@ -1,0 +1,208 @@
+"""The explorer in a real browser: JupyterLab started here, driven in Debian's chromium.
+
+A notebook cell runs ``%thunder_trace``; the test unfolds a BoundSymbol, steps to the next
+pass and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
+git ignores, and the test's tmp_path). It also steps through the passes of a saved report
+(CSS radio buttons, no script). Never a downloaded browser: ``executable_path`` is the
+system's chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip("Debian chromium is not installed (make system installs it)", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TOKEN = "explorer-test-token"
+NB = Path(__file__).with_name("explore.ipynb")
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+
+
+def _api(base: str, path: str, method: str = "GET") -> int:
+    req = urllib.request.Request(base + path, method=method, headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return r.status
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(NB, root / NB.name)
+    cfg = root / ".cfg"
+    (cfg / "labconfig").mkdir(parents=True)
+    (cfg / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(cfg),
+        JUPYTER_RUNTIME_DIR=str(root / ".rt"),
+        JUPYTERLAB_WORKSPACES_DIR=str(root / ".ws"),
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    log = open(root / "lab.log", "wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--allow-root",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.extension_manager=readonly",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if _api(base, "/api/status") == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((root / "lab.log").read_text())
+            time.sleep(0.25)
+        yield base
+    finally:
+        try:
+            _api(base, "/api/shutdown", "POST")  # stops the kernels too
+        except OSError:
+            pass
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    with sync_api.sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1200, "height": 900},
+        )
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(60_000)
+            yield page
+        finally:
+            ctx.close()
+
+
+def _save(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / name))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+
+
+def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
+    page = browser
+    page.goto(f"{lab}/lab/tree/{NB.name}?token={TOKEN}")
+    page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext")
+    page.evaluate(
+        """async () => { const nb = window.jupyterapp.shell.currentWidget;
+        await nb.sessionContext.ready;
+        await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"""
+    )
+    ex = page.locator(".thunder-explorer")
+    ex.wait_for()
+
+    # unfold a BoundSymbol: --depth 0 shows the tree closed
+    node = ex.locator('details[data-id="t0"]').first
+    node.wait_for()
+    assert node.get_attribute("open") is None
+    child = node.locator(':scope > .kids [data-id="t0/t0"]')
+    assert not child.is_visible()
+    node.locator(":scope > summary").click()
+    sync_api.expect(child).to_be_visible()
+    assert "ltorch.sin(x)" in child.inner_text()
+
+    # step back to dead code elimination, then to the next pass, and read its diff
+    current = ex.locator(".passes .cur")
+    for _ in range(10):
+        if "Dead Code Elimination" in current.inner_text():
+            break
+        before = current.inner_text()
+        ex.get_by_role("button", name="previous pass").click()
+        sync_api.expect(current).not_to_have_text(before)
+    sync_api.expect(current).to_contain_text("Dead Code Elimination")
+    ex.get_by_role("button", name="diff", exact=True).click()
+    sync_api.expect(ex).to_contain_text("Dead Code Elimination changed nothing")
+    ex.get_by_role("button", name="next pass").click()
+    sync_api.expect(current).to_contain_text("Transform for execution")
+    sync_api.expect(ex).to_contain_text("5 rewritten")
+    sync_api.expect(ex.locator(".dadd").first).to_contain_text("torch.sin(x)")
+    ex.scroll_into_view_if_needed()
+    _save(page, tmp_path, "explorer-lab.png")
+
+
+def test_report_steps_through_passes_without_script(browser, tmp_path):
+    import torch
+
+    import explorer
+    import thunder
+
+    def fn(x):
+        return (x.cos() * 3).softmax(-1)
+
+    jfn = thunder.jit(fn)
+    jfn(torch.ones(2, 3))
+    path = tmp_path / "report.html"
+    explorer.to_html(jfn, str(path))
+    page = browser
+    page.goto(path.as_uri())
+    panes = page.locator(".kind.rk_computation .pane")
+    last = panes.count() - 1
+    sync_api.expect(panes.nth(last)).to_be_visible()
+    assert not panes.nth(0).is_visible()
+    names = [t.provenance.pass_name if t.provenance else "acquisition" for t in thunder.last_traces(jfn)]
+    claim = names.index("Transform for execution")
+    page.locator(".kind.rk_computation .pbar label", has_text="Transform for execution").click()
+    sync_api.expect(panes.nth(claim)).to_be_visible()
+    assert not panes.nth(last).is_visible()
+    sync_api.expect(panes.nth(claim)).to_contain_text("rewritten")
+    panes.nth(claim).get_by_text("next pass").click()
+    sync_api.expect(panes.nth(claim + 1)).to_be_visible()
+    page.locator(".tabs label", has_text="prologue").click()
+    sync_api.expect(page.locator(".kind.rk_prologue")).to_be_visible()
+    _save(page, tmp_path, "explorer-report.png")
