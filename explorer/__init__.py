@@ -55,7 +55,8 @@ def explore(
             notes.append(f"Times were not measured: {type(e).__name__}: {e}")
     else:
         m = model_of(obj, entry=entry)
-    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes)
+    source = obj if m.entry_index is not None else None  # a jitted function: its cache entries
+    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source)
 
 
 def graph_of(obj, kind: str = "computation", index: int = -1, *, depth: int = 0, max_nodes: int = 500):

@@ -141,7 +141,7 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
         measure(jfn, args, kwargs).attach(model)
     except Exception as e:  # timing is a bonus; say why it is missing
         notes.append(f"Times were not measured: {type(e).__name__}: {e}")
-    ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes)
+    ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes, source=jfn)
     ex.jfn, ex.result = jfn, result
     return ex
 

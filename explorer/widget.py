@@ -74,7 +74,10 @@ class Explorer:
         depth: int = 1,
         budget: int = DEFAULT_BUDGET,
         notes: list[str] | None = None,
+        source=None,
     ):
+        """``source``: the jitted function the model came from; with it, a dropdown switches
+        between its cache entries."""
         if view not in VIEWS:
             raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
         self.model = model
@@ -108,6 +111,16 @@ class Explorer:
         self.main = w.HTML()
         self.details = w.HTML()
         self.cache = w.HTML(wrap(cache_html(model)) if model.entries else "")
+        self.source = source
+        self.entry = w.Dropdown(
+            options=[(_entry_label(e), e.index) for e in model.entries],
+            value=model.entry_index if model.entries else None,
+            description="cache entry",
+            layout=w.Layout(
+                width="98%", display="flex" if source is not None and len(model.entries) > 1 else "none"
+            ),
+            style={"description_width": "auto"},
+        )
 
         self._updating = False
         self.kind.observe(self._on_kind, "value")
@@ -118,10 +131,12 @@ class Explorer:
         self.depth.observe(lambda _: self._render_main(), "value")
         self.query.observe(lambda _: self._on_search(), "value")
         self.matches.observe(self._on_select, "value")
+        self.entry.observe(self._on_entry, "value")
 
         self.root = w.VBox(
             [
                 self.title,
+                self.entry,
                 self.kind,
                 w.HBox([self.prev_button, self.pass_slider, self.next_button]),
                 self.passes,
@@ -165,8 +180,36 @@ class Explorer:
         self._render_details()
         self._render_main()
 
+    def show_entry(self, index: int) -> None:
+        """Show another cache entry of the jitted function (rebuilds the model)."""
+        from explorer.compilation import model_of
+
+        if self.source is None:
+            raise ValueError("explorer: this explorer was not made from a jitted function")
+        model = model_of(self.source, entry=index)
+        model.timings = self.model.timings if index == self.model.entry_index else {}
+        model.timing_device = self.model.timing_device if model.timings else None
+        self.model = model
+        kinds = model.kinds or ["computation"]
+        self._updating = True
+        try:
+            keep = self.kind.value
+            self.kind.options = kinds
+            self.kind.value = keep if keep in kinds else kinds[0]
+            self.entry.value = index
+        finally:
+            self._updating = False
+        self.cache.value = wrap(cache_html(model))
+        self._on_kind(None)
+
     # -- events -----------------------------------------------------------------------------
+    def _on_entry(self, change) -> None:
+        if not self._updating and change["new"] is not None and change["new"] != self.model.entry_index:
+            self.show_entry(change["new"])
+
     def _on_kind(self, _change) -> None:
+        if self._updating:
+            return
         s = self.series
         self._updating = True
         try:
@@ -321,6 +364,11 @@ class Explorer:
         bundle["text/html"] = model_html(self.model, budget=STATIC_BUDGET)
         bundle["text/plain"] = model_text(self.model)
         return bundle
+
+
+def _entry_label(e) -> str:
+    why = "; ".join(e.miss_reasons) if e.miss_reasons else "first compilation"
+    return f"{e.index}: ({', '.join(e.inputs)}) - {why}"
 
 
 def _option_label(n: Node) -> str:

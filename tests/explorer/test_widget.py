@@ -129,6 +129,19 @@ def test_cache_panel(ex):
     assert "expected shape (3,), got (2, 4)" in ex.cache.value
 
 
+def test_switch_cache_entry(jfn):
+    ex = explorer.explore(jfn)
+    assert ex.entry.layout.display == "flex" and [v for _, v in ex.entry.options] == [0, 1]
+    assert "check_tensor(x" in ex.entry.options[1][0]
+    ex.kind.value = "prologue"
+    ex.entry.value = 0
+    assert ex.model.entry_index == 0 and ex.kind.value == "prologue"
+    assert "(3,)" in ex.current.nodes[3].line  # entry 0 was traced for shape (3,)
+    assert "(shown)" in ex.cache.value
+    ex.show_entry(1)
+    assert ex.entry.value == 1 and "(2, 4)" in ex.current.nodes[3].line
+
+
 def test_timings_show_after_explore_with_args(jfn):
     ex = explorer.explore(jfn, args=(torch.ones(2, 4), torch.ones(2, 4)))
     assert ex.model.timings["computation"]
