@@ -297,6 +297,12 @@ class TraceModel:
             links[name] = list(reversed(chain)) + checks
         return links
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from explorer.html import model_html  # views are imported only to display
+        from explorer.text import model_text
+
+        return {"text/plain": model_text(self), "text/html": model_html(self)}
+
     # -- serialising ----------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 import shutil
+from html.parser import HTMLParser
+from xml.etree import ElementTree
 
 import pytest
 import torch
@@ -135,3 +138,40 @@ def test_hostile_dataclass_name_through_jit():
         pytest.skip(f"the compiler does not accept this class name: {e}")
     _assert_clean(compilation_html(jfn))
     _assert_clean(explorer.to_html(jfn))
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(f"<{tag} {sorted(k for k, _ in attrs)}>")
+
+    def handle_endtag(self, tag):
+        self.tags.append(f"</{tag}>")
+
+
+def _tag_sequence(html: str) -> list[str]:
+    p = _Tags()
+    p.feed(html)
+    p.close()
+    return p.tags
+
+
+def test_fuzzed_names_change_no_markup():
+    """Random strings of markup characters: the HTML has exactly the elements it has for a
+    plain name, and the SVG that dot makes of them is well-formed XML."""
+    rng = random.Random(1234)
+    alphabet = "<>&\"'{}[]\\/;:=!-_ aZ\n\t"
+    plain = _hostile_trace("plain")
+    plain_model = TraceModel.from_trace(plain)
+    expected = _tag_sequence(compilation_html(plain_model))
+    for _ in range(40):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24)))
+        m = TraceModel.from_trace(_hostile_trace(s))
+        assert _tag_sequence(compilation_html(m)) == expected, repr(s)
+        if shutil.which("dot"):
+            series = m.series["epilogue"]
+            dot, *_ = graph_dot(series.final, series.proxies, title=s)
+            ElementTree.fromstring(layout(dot))  # raises on broken XML

@@ -82,6 +82,11 @@ def test_compilation_html(jfn):
     assert 'class="err"' in bad and "thunder.jit" in bad
 
 
+def test_model_displays_itself(jfn):
+    b = model_of(jfn)._repr_mimebundle_()
+    assert "thunder compilation: small_fn" in b["text/plain"] and "<details" in b["text/html"]
+
+
 def test_text_views(jfn, passes):
     m = model_of(jfn)
     s = model_text(m)
