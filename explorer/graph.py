@@ -125,6 +125,9 @@ def graph_dot(
         messages.append(f"Showing the first {max_nodes} bound symbols; {w.cut} more are not drawn.")
         w.lines.append(f"  more [label={_q(f'... {w.cut} more')} shape=plaintext];")
     w.return_node(p.output)
+    if w.is_flat():
+        # a wide, shallow graph (an epilogue of many write-backs) reads better left to right
+        w.lines[1] = w.lines[1].replace("rankdir=TB", "rankdir=LR")
     w.edges()
     w.legend()
     w.lines.append("}")
@@ -144,6 +147,15 @@ class _DotWriter:
         self.clusters = 0
         self.seen_styles: set[tuple[str, str | None]] = set()
         self._used: set[str] | None = None
+
+    def is_flat(self) -> bool:
+        """More than 4 nodes per rank: the longest path is short for the node count."""
+        if self.count < 12:
+            return False
+        rank: dict[str, int] = {}
+        for src, dst, _ in self.edge_list:  # in trace order: producers come first
+            rank[dst] = max(rank.get(dst, 0), rank.get(src, 0) + 1)
+        return self.count > 4 * (max(rank.values(), default=0) + 1)
 
     def used_names(self, nodes: list[Node]) -> set[str]:
         if self._used is None:
@@ -243,7 +255,11 @@ class _DotWriter:
             self.seen_styles.add(("tag", t))
         self.seen_styles.add(("executor", executor))
         outs = ", ".join(n.outputs[:3]) + (", ..." if len(n.outputs) > 3 else "")
-        label = f"{_short(outs, 40)} =\n{_short(n.sym_id)}" if outs else _short(n.sym_id)
+        if outs:
+            label = f"{_short(outs, 40)} =\n{_short(n.sym_id)}"
+        else:  # a check or a write-back: what it checks or writes is the point
+            args = n.line[len(n.sym_id) + 1 : -1] if n.line.startswith(n.sym_id + "(") else n.line
+            label = f"{_short(n.sym_id)}\n{_short(args, 44)}"
         if executor:
             label += f"\n[{executor}]"
         if n.id in self.highlight:

@@ -83,10 +83,10 @@ class ProxyInfo:
         return ProxyInfo(p.name, kind, p.type_string())
 
     def label(self) -> str:
-        """``f32[2, 3]`` for a tensor, the type for anything else (graph edge labels)."""
+        """``f32[2, 3]`` for a tensor, the type's own name for anything else (edge labels)."""
         if self.kind == "tensor":
             return f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
-        return self.type
+        return self.type.rsplit(".", 1)[-1]
 
 
 @dataclasses.dataclass

@@ -7,12 +7,15 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 from explorer_builders import hand_trace
 
 import explorer.graph as graph
 from explorer.compilation import model_of
 from explorer.graph import count_nodes, graph_dot, render_graph
 from explorer.model import TraceModel
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import Trace
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
 
@@ -51,12 +54,26 @@ def test_fusion_and_subclass_stand_out(passes):
         r'label="t1 =\\nnvfuser.nvFusion0\\n\[nvfuser\]" shape=box3d', dot
     )  # shape, not only colour
     assert re.search(r'label="any0 =\\nprims.construct" shape=note .* penwidth=2.2', dot)
-    assert re.search(r'label="prims.python_setattr" shape=cds .* penwidth=2.2', dot)
+    assert re.search(r'label="prims.python_setattr\\nx, \'cache\', t1" shape=cds .* penwidth=2.2', dot)
     assert 'style="filled,dashed"' in dot  # not claimed by any executor: dashed border
     deep, *_ = graph_dot(s.final, s.proxies, depth=2)
     assert 'style="filled,bold" fillcolor="#f3faf0"' in deep  # the fusion region is a cluster
     assert "shape=invtrapezium" in deep and "shape=trapezium" in deep  # flatten / unflatten
     assert 'label="fusion region"' in deep and 'label="flatten"' in deep  # in the legend
+
+
+def test_a_flat_graph_is_drawn_left_to_right():
+    t = Trace("epilogue")
+    xs = [t.tensor((2,), torch.float32, "cpu", name=f"v{i}") for i in range(14)]
+    obj = t.tensor((1,), torch.float32, "cpu", name="obj")
+    t.args = [*xs, obj]
+    sym = Symbol("python_setattr", "prims", meta=lambda *a: None, tags=("writeback",))
+    t.bound_symbols = [BoundSymbol(sym, (obj, f"a{i}", x), {}, None) for i, x in enumerate(xs)]
+    s = TraceModel.from_trace(t).series["epilogue"]
+    dot, *_ = graph_dot(s.final, s.proxies)
+    assert "rankdir=LR" in dot
+    chain = TraceModel.from_trace(hand_trace(20)).series["computation"]
+    assert "rankdir=TB" in graph_dot(chain.final, chain.proxies)[0]
 
 
 def test_collapsed_to_fit(monkeypatch):
