@@ -142,7 +142,7 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
     except Exception as e:  # timing is a bonus; say why it is missing
         notes.append(f"Times were not measured: {type(e).__name__}: {e}")
     ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes, source=jfn)
-    ex.jfn, ex.result = jfn, result
+    ex.result = result
     return ex
 
 

@@ -112,6 +112,7 @@ class Explorer:
         self.details = w.HTML()
         self.cache = w.HTML(wrap(cache_html(model)) if model.entries else "")
         self.source = source
+        self.result = None  # what the traced call returned, when %thunder_trace ran it
         self.entry = w.Dropdown(
             options=[(_entry_label(e), e.index) for e in model.entries],
             value=model.entry_index if model.entries else None,
