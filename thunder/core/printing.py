@@ -20,8 +20,9 @@ from thunder.core.proxies import Proxy, TensorProxy
 
 
 def class_name(cls: type) -> str:
-    """``__main__.Outer.<locals>.C`` -> ``__main___Outer__locals__C``."""
-    return re.sub(r"[.<>]", "_", f"{cls.__module__}_{cls.__qualname__}")
+    """``__main__.Outer.<locals>.C`` -> ``__main___Outer__locals__C`` (every character that
+    cannot be in an identifier becomes ``_``)."""
+    return re.sub(r"\W", "_", f"{cls.__module__}_{cls.__qualname__}")
 
 
 _DTYPES = {d: f"torch.{str(d).split('.')[-1]}" for d in vars(torch).values() if isinstance(d, torch.dtype)}
