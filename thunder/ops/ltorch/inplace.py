@@ -12,7 +12,7 @@ import torch
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
-from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, wrap_index
+from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, int_index, wrap_index
 from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
 
 
@@ -78,13 +78,8 @@ def setitem(a, key, value):
             region.append(1)
             continue
         size = s[dim]
-        if isinstance(k, bool):
-            raise ShapeError(f"{op}: a bool index is not supported")
         if isinstance(k, int):
-            i = k + size if k < 0 else k
-            if not 0 <= i < size:
-                raise ShapeError(f"{op}: index {k} is out of bounds for dimension {dim} of size {size}")
-            parts.append(("int", i))
+            parts.append(("int", int_index(k, size, dim, op)))
         elif isinstance(k, slice):
             start, stop, step = k.indices(size)
             if step < 1:

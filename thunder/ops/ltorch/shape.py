@@ -65,7 +65,10 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1):
     s = shape_of(a)
     if not s:
         return _reshape(a, (1,), "torch.flatten")
-    lo, hi = canonical_dim(start_dim, len(s), "torch.flatten"), canonical_dim(end_dim, len(s), "torch.flatten")
+    lo, hi = (
+        canonical_dim(start_dim, len(s), "torch.flatten"),
+        canonical_dim(end_dim, len(s), "torch.flatten"),
+    )
     return _reshape(a, s[:lo] + (math.prod(s[lo : hi + 1]),) + s[hi + 1 :], "torch.flatten")
 
 
@@ -87,7 +90,16 @@ def permute(a, *args, dims=None):
     return prims.transpose(a, perm)
 
 
-@torchsymbol(torch.transpose, T.transpose, torch.swapaxes, T.swapaxes, torch.swapdims, T.swapdims, torch_impl="torch.transpose", tags=("shape",))
+@torchsymbol(
+    torch.transpose,
+    T.transpose,
+    torch.swapaxes,
+    T.swapaxes,
+    torch.swapdims,
+    T.swapdims,
+    torch_impl="torch.transpose",
+    tags=("shape",),
+)
 def transpose(a, dim0: int, dim1: int):
     n = len(shape_of(a))
     if n == 0:
@@ -112,7 +124,9 @@ tensor_property("T")(lambda a: permute(a, tuple(reversed(range(len(shape_of(a)))
 tensor_property("mT")(lambda a: transpose(a, -2, -1))
 
 
-@torchsymbol(torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape",))
+@torchsymbol(
+    torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape",)
+)
 def movedim(a, source, destination):
     n = len(shape_of(a))
     src = [source] if isinstance(source, int) else list(source)
@@ -294,6 +308,16 @@ def advanced_layout(items) -> tuple[tuple[int, ...], int, bool]:
     return shape, (at if adjacent else 0), adjacent
 
 
+def int_index(k, size: int, dim: int, op: str) -> int:
+    """An integer index into a dimension of ``size``, wrapped and bounds-checked."""
+    if isinstance(k, bool):
+        raise ShapeError(f"{op}: a bool index is not supported")
+    i = k + size if k < 0 else k
+    if not 0 <= i < size:
+        raise ShapeError(f"{op}: index {k} is out of bounds for dimension {dim} of size {size}")
+    return i
+
+
 def wrap_index(idx, size: int):
     """Negative positions count from the end, as in torch indexing."""
     return prims.where(prims.lt(idx, 0), prims.add(idx, size), idx)
@@ -316,12 +340,8 @@ def getitem(a, key):
         if k is None:
             continue
         size = s[dim]
-        if isinstance(k, bool):
-            raise ShapeError(f"{op}: a bool index is not supported")
         if isinstance(k, int):
-            i = k + size if k < 0 else k
-            if not 0 <= i < size:
-                raise ShapeError(f"{op}: index {k} is out of bounds for a dimension of size {size}")
+            i = int_index(k, size, dim, op)
             lo.append(i), hi.append(i + 1), st.append(1)
             squeeze_dims.append(dim)
         elif isinstance(k, slice):
