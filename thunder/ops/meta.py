@@ -77,7 +77,9 @@ def broadcast_shapes(*shapes, op: str = "") -> tuple[int, ...]:
             if d == 1:
                 continue
             if out[i] != 1 and out[i] != d:
-                raise ShapeError(f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be broadcast")
+                raise ShapeError(
+                    f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be broadcast"
+                )
             out[i] = d
     return tuple(out)
 
@@ -143,7 +145,9 @@ def common_device(op: str, *args) -> torch.device:
         elif d != dev:
             if d.type == "cpu" and len(shape_of(a)) == 0:
                 continue
-            if dev.type == "cpu" and all(len(shape_of(b)) == 0 for b in args if is_tensor(b) and device_of(b) == dev):
+            if dev.type == "cpu" and all(
+                len(shape_of(b)) == 0 for b in args if is_tensor(b) and device_of(b) == dev
+            ):
                 dev = d
                 continue
             raise ShapeError(f"{op}: expected all tensors on the same device, got {dev} and {d}")

@@ -64,7 +64,9 @@ def _binary(name: str, prim_name: str | None = None, *extra):
     op.__name__ = name
     op.__doc__ = f"torch.{name}"
     fns = [getattr(torch, name)] + ([getattr(T, name)] if hasattr(T, name) else []) + list(extra)
-    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=("elementwise",))(op)
+    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=("elementwise",))(
+        op
+    )
 
 
 mul = _binary("mul", "mul", torch.multiply, T.multiply, T.__mul__)
@@ -90,14 +92,30 @@ logical_xor = _binary("logical_xor")
 floor_divide = _binary("floor_divide", "floor_divide", T.__floordiv__)
 
 
-@torchsymbol(torch.add, T.add, T.__add__, T.__radd__, torch_impl="torch.add", impl_check=first_is_tensor, tags=("elementwise",))
+@torchsymbol(
+    torch.add,
+    T.add,
+    T.__add__,
+    T.__radd__,
+    torch_impl="torch.add",
+    impl_check=first_is_tensor,
+    tags=("elementwise",),
+)
 def add(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
         b = prims.mul(b, alpha)
     return prims.add(a, b)
 
 
-@torchsymbol(torch.sub, T.sub, T.__sub__, torch.subtract, torch_impl="torch.sub", impl_check=first_is_tensor, tags=("elementwise",))
+@torchsymbol(
+    torch.sub,
+    T.sub,
+    T.__sub__,
+    torch.subtract,
+    torch_impl="torch.sub",
+    impl_check=first_is_tensor,
+    tags=("elementwise",),
+)
 def sub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
         b = prims.mul(b, alpha)
@@ -114,7 +132,17 @@ def rsub(a, b, *, alpha: Number | None = None):
 alias(lambda a, b: rsub(a, b), T.__rsub__)
 
 
-@torchsymbol(torch.div, T.div, T.__truediv__, torch.true_divide, T.true_divide, torch.divide, torch_impl="torch.div", impl_check=first_is_tensor, tags=("elementwise",))
+@torchsymbol(
+    torch.div,
+    T.div,
+    T.__truediv__,
+    torch.true_divide,
+    T.true_divide,
+    torch.divide,
+    torch_impl="torch.div",
+    impl_check=first_is_tensor,
+    tags=("elementwise",),
+)
 def div(a, b, *, rounding_mode: str | None = None):
     if rounding_mode is None:
         return prims.div(a, b)
@@ -143,7 +171,9 @@ alias(lambda a, b: bitwise_or(b, a), T.__ror__)
 alias(lambda a, b: bitwise_xor(b, a), T.__rxor__)
 
 
-@torchsymbol(torch.pow, T.pow, T.__pow__, torch_impl="torch.pow", impl_check=first_is_tensor, tags=("elementwise",))
+@torchsymbol(
+    torch.pow, T.pow, T.__pow__, torch_impl="torch.pow", impl_check=first_is_tensor, tags=("elementwise",)
+)
 def pow(a, b):
     return prims.pow(a, b)
 
@@ -233,7 +263,9 @@ def gelu(a, approximate: str = "none"):
     if approximate == "none":
         return prims.mul(prims.mul(a, 0.5), prims.add(prims.erf(prims.mul(a, 1 / math.sqrt(2))), 1))
     if approximate == "tanh":
-        inner = prims.mul(prims.add(a, prims.mul(prims.mul(prims.mul(a, a), a), 0.044715)), math.sqrt(2 / math.pi))
+        inner = prims.mul(
+            prims.add(a, prims.mul(prims.mul(prims.mul(a, a), a), 0.044715)), math.sqrt(2 / math.pi)
+        )
         return prims.mul(prims.mul(a, 0.5), prims.add(prims.tanh(inner), 1))
     raise ValueError(f"F.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
