@@ -150,16 +150,3 @@ class TensorProxy(torch.Tensor):
 
 def is_proxy(x) -> bool:
     return isinstance(x, (Proxy, TensorProxy))
-
-
-def like(
-    t: TensorProxy, name: str, *, shape=None, dtype=None, device=None, requires_grad=None
-) -> TensorProxy:
-    """A new proxy with ``t``'s metadata, overridden where given."""
-    return TensorProxy(
-        name,
-        t.meta_shape if shape is None else shape,
-        t.meta_dtype if dtype is None else dtype,
-        t.meta_device if device is None else device,
-        t.meta_requires_grad if requires_grad is None else requires_grad,
-    )

@@ -124,10 +124,6 @@ class BoundSymbol:
         return dataclasses.replace(self, **changes)
 
     @property
-    def flat_args(self) -> list:
-        return tree_leaves((self.args, self.kwargs))
-
-    @property
     def flat_proxy_args(self) -> list:
         return [a for a in tree_leaves((self.args, self.kwargs)) if isinstance(a, (TensorProxy, Proxy))]
 

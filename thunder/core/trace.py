@@ -73,6 +73,8 @@ class Trace:
         self.source_finder = None
         # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
         self.signature: str | None = None
+        # objects the printed source refers to by name (the jitted module, captured tensors)
+        self.ctx_objects: dict[str, object] = {}
 
     # -- names -------------------------------------------------------------------------
     def make_name(self, prefix: str = "t") -> str:
@@ -134,8 +136,6 @@ class Trace:
         t.ctx_objects = dict(self.ctx_objects)
         t.signature = self.signature
         return t
-
-    ctx_objects: dict = {}  # extra names for the execution namespace (instance attr once set)
 
     # -- printing -------------------------------------------------------------------------
     def python(self, printer: Printer | None = None) -> str:
@@ -215,7 +215,3 @@ def _returns_an_input(out, args, kwargs) -> bool:
     if not isinstance(out, (TensorProxy, Proxy)):
         return False
     return any(a is out for a in tree_leaves((args, kwargs)))
-
-
-def tensors_of(trace: Trace) -> list[TensorProxy]:
-    return [p for p in tree_leaves(trace.args) if isinstance(p, TensorProxy)]
