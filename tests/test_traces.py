@@ -137,3 +137,32 @@ def test_names_stay_the_same_from_pass_to_pass():
     first, last = thunder.last_traces(jfn)[0], thunder.last_traces(jfn)[-1]
     outs = lambda t: [o.name for b in t.bound_symbols for o in b.flat_proxy_outs]  # noqa: E731
     assert outs(first) == outs(last) == ["t0", "t1", "t2"]
+
+
+def test_no_grad_inside_the_traced_function_runs_under_no_grad():
+    def g(x):
+        with torch.no_grad():
+            y = (x * 2).sin()
+        return y + x
+
+    x, xe = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    jfn = thunder.jit(g)
+    jfn(x).sum().backward()
+    g(xe).sum().backward()
+    torch.testing.assert_close(x.grad, xe.grad)  # no gradient through the no_grad block
+    text = str(thunder.last_traces(jfn)[-1])
+    assert "  with torch.no_grad():\n    t0 = torch.mul(x, 2)" in text
+    assert "\n  t2 = torch.add(t1, x)" in text
+    assert torch.is_grad_enabled()
+
+
+def test_enable_grad_inside_a_no_grad_call():
+    def g(x):
+        with torch.enable_grad():
+            y = x * 3
+        return y
+
+    x = torch.ones(2, requires_grad=True)
+    with torch.no_grad():
+        out = thunder.jit(g)(x)
+        assert out.requires_grad == g(x).requires_grad

@@ -71,6 +71,8 @@ class Trace:
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
+        # grad mode when recording began; ops recorded under another mode are tagged
+        self.grad_enabled = torch.is_grad_enabled()
         # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
         self.signature: str | None = None
         # objects the printed source refers to by name (the jitted module, captured tensors)
@@ -117,7 +119,11 @@ class Trace:
                 self._scopes.pop()
             if not subsymbols and _returns_an_input(out, args, kwargs):
                 return out  # a no-op (``x.contiguous()``, ``x.to(x.dtype)``) records nothing
-        bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source)
+        tags = frozenset()
+        if top and torch.is_grad_enabled() is not self.grad_enabled:
+            # ``with torch.no_grad():`` inside the traced code: the line runs the same way
+            tags = GRAD_TAGS[torch.is_grad_enabled()]
+        bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source, tags=tags)
         self._scopes[-1].append(bsym)
         return out
 
@@ -135,6 +141,7 @@ class Trace:
         t.provenance = Provenance(pass_name)
         t.ctx_objects = dict(self.ctx_objects)
         t.signature = self.signature
+        t.grad_enabled = self.grad_enabled
         return t
 
     # -- printing -------------------------------------------------------------------------
@@ -148,8 +155,13 @@ class Trace:
                 c = type_comment([p])
                 if c:
                     body.append(f"  # {c}")
+        block = None  # the grad-mode block being printed (``with torch.no_grad():``)
         for bsym in self.bound_symbols:
-            body += bsym_lines(bsym, 1, printer)
+            mode = next((GRAD_BLOCKS[t] for t in bsym.tags if t in GRAD_BLOCKS), None)
+            if mode is not None and mode != block:
+                body.append(f"  {mode}")
+            block = mode
+            body += bsym_lines(bsym, 2 if mode else 1, printer)
         body.append(f"  return {printer.value(self.output)}")
         modules = sorted(
             {_root_module(b.sym.module) for b in self.bound_symbols if b.sym.printer is None} - {"torch", ""}
@@ -185,6 +197,10 @@ class Trace:
             return {"text/plain": str(self)}
         return {"text/plain": str(self), "text/html": trace_html(self)}
 
+
+# Tags for ops recorded under a grad mode other than the trace's, and how they print.
+GRAD_TAGS = {False: frozenset({"no_grad"}), True: frozenset({"enable_grad"})}
+GRAD_BLOCKS = {"no_grad": "with torch.no_grad():", "enable_grad": "with torch.enable_grad():"}
 
 _IMPORTS = {
     "ltorch": "thunder.ops.ltorch",

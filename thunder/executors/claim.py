@@ -28,6 +28,10 @@ class UnclaimedError(RuntimeError):
     pass
 
 
+# Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under).
+_INHERITED_TAGS = frozenset({"no_grad", "enable_grad"})
+
+
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
     out = trace.derive("Transform for execution")
     for bsym in trace.bound_symbols:
@@ -50,7 +54,9 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
             f"thunder: no executor can run {bsym.sym.id}{where}; asked: {', '.join(e.name for e in executors)}"
         )
     result = []
+    inherited = bsym.tags & _INHERITED_TAGS
     for sub in bsym.subsymbols:
-        sub = sub if sub.source is not None else sub.from_bsym(source=bsym.source)
+        if sub.source is None or not inherited <= sub.tags:
+            sub = sub.from_bsym(source=sub.source or bsym.source, tags=sub.tags | inherited)
         result.extend(_claim_one(sub, executors))
     return result

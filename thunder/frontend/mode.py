@@ -52,6 +52,9 @@ _VIEW_OPS = frozenset(
 _PASSTHROUGH = {
     torch.device, torch.get_default_dtype, torch.is_grad_enabled, torch.is_tensor,
     torch.is_floating_point, torch.is_complex, torch.promote_types, torch.can_cast,
+    # ``with torch.no_grad():`` really switches grad mode while tracing; ops recorded inside
+    # are tagged and run under the same mode (see Trace.record)
+    torch._C._set_grad_enabled,
 }  # fmt: skip
 
 
