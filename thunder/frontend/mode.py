@@ -58,6 +58,10 @@ _PASSTHROUGH = {
 }  # fmt: skip
 
 
+def _autocast_on() -> bool:
+    return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
+
+
 def _inplace_base(name: str):
     """The out-of-place op for an in-place method: ``add_`` -> ``add``, ``zero_`` -> ``zeros_like``."""
     from thunder.ops import ltorch
@@ -137,6 +141,12 @@ class AcquisitionMode(TorchFunctionMode):
                 f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
                 "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
                 "express it with tensor ops such as torch.where" + at(user_location())
+            )
+        if _autocast_on():
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet "
+                "(it would silently compute in the wrong dtype); cast explicitly instead"
+                + at(user_location())
             )
         args, kwargs = state.resolve((args, kwargs))
         if kwargs.pop("out", None) is not None:
