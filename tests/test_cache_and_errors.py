@@ -197,3 +197,31 @@ def test_autocast_is_a_clear_error_not_a_wrong_dtype():
         thunder.jit(f)(torch.randn(2, 2), torch.randn(2, 2))
     assert "autocast-line" in str(e.value)
     assert not torch.is_autocast_enabled("cpu")
+
+
+def test_views_see_later_writes_to_their_base_as_in_eager():
+    def f(x):
+        row, xt = x[0], x.t()
+        x.add_(1)  # eager: row and xt alias x and see this
+        col = x[:, 1]
+        col.mul_(3)  # writes through to x, and so to row and xt
+        return row * 2, xt, x
+
+    x, xe = torch.zeros(2, 2), torch.zeros(2, 2)
+    out = thunder.jit(f)(x)
+    expected = f(xe)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(x, xe)
+
+
+def test_write_into_a_reshaped_view_is_a_clear_error():
+    def f(x):
+        x.view(4).add_(1)  # view-write-line
+        return x
+
+    x = torch.zeros(2, 2)
+    with pytest.raises(UnsupportedOpError, match="view made by view") as e:
+        thunder.jit(f)(x)
+    assert "view-write-line" in str(e.value)
+    assert torch.equal(x, torch.zeros(2, 2))

@@ -27,6 +27,18 @@ from thunder.ops import prims
 
 
 @dataclasses.dataclass
+class View:
+    """``value`` is output ``index`` of ``op(base, *args, **kwargs)``, a view of ``base``."""
+
+    base: TensorProxy
+    op: object
+    args: tuple
+    kwargs: dict
+    index: int
+    value: TensorProxy
+
+
+@dataclasses.dataclass
 class Acquired:
     prologue: Trace
     computation: Trace
@@ -41,7 +53,10 @@ class Acquisition:
         self.computation.source_finder = lambda: user_location(3)
         self.inputs = Inputs(self.computation)
         self.latest: dict[int, TensorProxy] = {}  # id(proxy) -> its current value after in-place writes
-        self.views: dict[str, tuple] = {}  # view proxy name -> (base proxy, index key or None, op name)
+        # Views (results of view ops such as x[0], x.view(...)): by the view value's name, and
+        # by the id of the base value they were computed from.
+        self.views: dict[str, View] = {}
+        self.views_of: dict[int, list[View]] = {}
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
@@ -113,17 +128,35 @@ class Acquisition:
         self._keepalive += [original, current]
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
-            base, key, view_op = view
-            if key is None and view_op != "getitem":
+            # a write into a view reaches its base (and so every other view of that base)
+            if view.op.name != "getitem":
                 raise UnsupportedOpError(
-                    f"thunder: {op} writes into a view made by {view_op}; in-place writes are supported on "
-                    "tensors and on views made by indexing (x[i] / x[:, a:b])" + at(user_location())
+                    f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
+                    "on tensors and on views made by indexing (x[i] / x[:, a:b])" + at(user_location())
                 )
             from thunder.ops import ltorch
 
-            base_now = self.current(base)
-            self.rebind(base, ltorch.setitem(base_now, key, value), op)
+            self.rebind(view.base, ltorch.setitem(self.current(view.base), view.args[0], value), op)
+        # views taken of the old value see the write, as they alias it in eager
+        self._refresh_views(current, self.current(original))
         return original
+
+    def add_view(self, view: View) -> None:
+        self.views[view.value.name] = view
+        self.views_of.setdefault(id(view.base), []).append(view)
+
+    def _refresh_views(self, old: TensorProxy, new: TensorProxy) -> None:
+        """Recompute the views of ``old`` from ``new`` (recursively, for views of views)."""
+        for view in self.views_of.pop(id(old), ()):
+            result = view.op(new, *view.args, **view.kwargs)
+            fresh = tree_flatten(result)[0][view.index]
+            stale = self.current(view.value)
+            if fresh is stale:
+                continue
+            self.latest[id(stale)] = fresh
+            self._keepalive.append(stale)
+            self.add_view(View(new, view.op, view.args, view.kwargs, view.index, fresh))
+            self._refresh_views(stale, fresh)
 
     def _cast_for_inplace(self, value: TensorProxy, current: TensorProxy, op: str) -> TensorProxy:
         if value.meta_dtype is not current.meta_dtype:

@@ -163,7 +163,7 @@ class AcquisitionMode(TorchFunctionMode):
             result = self._call(func, target, args, kwargs)
             if inplace:
                 return state.rebind(args[0], result, describe(func))
-            self._track_views(target, args, result)
+            self._track_views(target, args, kwargs, result)
             return result
         name = getattr(func, "__name__", "")
         if func is T.__setitem__:
@@ -218,14 +218,14 @@ class AcquisitionMode(TorchFunctionMode):
         self.state.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
-    def _track_views(self, target, args, result):
+    def _track_views(self, target, args, kwargs, result):
         name = getattr(target, "name", None)
         if name in _VIEW_OPS and args and isinstance(args[0], TensorProxy):
-            leaves, _ = tree_flatten(result)
-            key = args[1] if name == "getitem" else None
-            for leaf in leaves:
+            from thunder.frontend.acquire import View
+
+            for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
-                    self.state.views[leaf.name] = (args[0], key, name)
+                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf))
 
 
 def flat_resolve(latest: dict, x):
