@@ -225,3 +225,10 @@ def test_write_into_a_reshaped_view_is_a_clear_error():
         thunder.jit(f)(x)
     assert "view-write-line" in str(e.value)
     assert torch.equal(x, torch.zeros(2, 2))
+
+
+def test_many_retraces_warn_with_the_reason():
+    jfn = thunder.jit(scale)
+    with pytest.warns(UserWarning, match=r"compiled 8 times.*check_literal\(n, 6\)"):
+        for n in range(8):
+            jfn(torch.ones(2), n)

@@ -11,6 +11,7 @@ import dataclasses
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -23,6 +24,9 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+
+# After this many cache entries a warning says why the function keeps retracing.
+RECOMPILE_WARNING = 8
 
 EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
 
@@ -139,6 +143,13 @@ class ThunderFunction:
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._entries.append(entry)
+        if len(self._entries) == RECOMPILE_WARNING:
+            warnings.warn(
+                f"thunder: {self.__name__} has been compiled {RECOMPILE_WARNING} times; the last retrace was "
+                f"because {reasons[-1] if reasons else 'of new inputs'}. A value that changes on every call "
+                "(a Python int counter, a new shape) makes every call trace again.",
+                stacklevel=3,
+            )
         return entry
 
 
