@@ -688,6 +688,72 @@ op(
     FLOAT,
 )
 op("one_hot", F.one_hot, lambda m: [s(m.index(5, 2, 3), 5), s(m.index(3, 4), num_classes=7)], (f32,))
+op(
+    "conv1d",
+    F.conv1d,
+    lambda m: [s(m(2, 4, 9), m(6, 4, 3)), s(m(2, 4, 9), m(6, 2, 3), m(6), stride=2, padding=1, groups=2)],
+    (f32, f64),
+)
+op(
+    "conv2d",
+    F.conv2d,
+    lambda m: [
+        s(m(2, 3, 8, 8), m(4, 3, 3, 3), m(4)),
+        s(m(1, 4, 7, 9), m(4, 1, 3, 3), None, (2, 1), 1, 2, 4),
+        s(m(3, 6, 6), m(2, 3, 3, 3), padding="same"),
+        s(m(1, 3, 6, 6), m(2, 3, 3, 3), padding="valid"),
+    ],
+    (f32, f64),
+)
+op(
+    "conv3d",
+    F.conv3d,
+    lambda m: [s(m(1, 2, 4, 5, 6), m(3, 2, 2, 2, 2), m(3), stride=1, padding=1)],
+    (f32, f64),
+)
+op(
+    "max_pool1d",
+    F.max_pool1d,
+    lambda m: [s(m(2, 3, 9), 3), s(m(2, 3, 9), 2, 2, 1, ceil_mode=True)],
+    (f32, f64),
+)
+op(
+    "max_pool2d",
+    F.max_pool2d,
+    lambda m: [
+        s(m(2, 3, 8, 8), 2),
+        s(m(1, 2, 7, 9), (3, 2), (2, 1), 1, 2),
+        s(m(2, 7, 7), 3, 2, ceil_mode=True),
+    ],
+    (f32, f64),
+    torch.max_pool2d,
+)
+op("max_pool3d", F.max_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), 2)], (f32, f64))
+op(
+    "avg_pool1d",
+    F.avg_pool1d,
+    lambda m: [s(m(2, 3, 9), 3), s(m(2, 3, 9), 2, 2, 1, count_include_pad=False)],
+    (f32, f64),
+)
+op(
+    "avg_pool2d",
+    F.avg_pool2d,
+    lambda m: [
+        s(m(2, 3, 8, 8), 2),
+        s(m(1, 2, 7, 9), 3, 2, 1, ceil_mode=True),
+        s(m(1, 2, 6, 6), 2, divisor_override=3),
+    ],
+    (f32, f64),
+)
+op("avg_pool3d", F.avg_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), 2)], (f32, f64))
+op("adaptive_avg_pool1d", F.adaptive_avg_pool1d, lambda m: [s(m(2, 3, 9), 4)], (f32, f64))
+op(
+    "adaptive_avg_pool2d",
+    F.adaptive_avg_pool2d,
+    lambda m: [s(m(2, 3, 9, 7), (3, None)), s(m(3, 8, 8), 1)],
+    (f32, f64),
+)
+op("adaptive_avg_pool3d", F.adaptive_avg_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), (2, 3, 3))], (f32, f64))
 
 
 def _sdpa(m):

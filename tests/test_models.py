@@ -133,3 +133,32 @@ def test_prologue_and_epilogue_traces_verify():
     jm(torch.randint(0, 50, (2, 8)))
     for trace in thunder.last_prologue_traces(jm) + thunder.last_epilogue_traces(jm):
         verify(trace)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.pool(y + self.conv2(y))
+        y = F.adaptive_avg_pool2d(y, 1).flatten(1)
+        return self.head(y)
+
+
+def test_small_cnn_eval_and_train():
+    m = SmallCNN().eval()
+    _check(m, torch.randn(2, 3, 16, 16))
+    m.train()  # batch statistics, and the running statistics are written back as in eager
+    ref = SmallCNN()
+    ref.load_state_dict(m.state_dict())
+    x = torch.randn(2, 3, 16, 16)
+    torch.testing.assert_close(thunder.jit(m)(x), ref(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(m.bn1.running_mean, ref.bn1.running_mean)
+    torch.testing.assert_close(m.bn1.running_var, ref.bn1.running_var)
+    assert m.bn1.num_batches_tracked == ref.bn1.num_batches_tracked

@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 
 import torch
+import torch.nn.functional as F
 
 from thunder.core.symbol import EAGER_IMPLS, SYMBOLS
 from thunder.executors.base import Executor, Impl, executor_symbol
@@ -97,6 +98,27 @@ def setitem(a, key, value):
     out = a.clone()
     out[key] = value
     return out
+
+
+def convolution(a, weight, bias, stride, padding, dilation, groups):
+    return torch.convolution(a, weight, bias, stride, padding, dilation, False, (0,) * len(stride), groups)
+
+
+def max_pool(a, kernel_size, stride, padding, dilation, ceil_mode):
+    fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[len(kernel_size) - 1]
+    return fn(a, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool(a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if len(kernel_size) == 1:
+        return F.avg_pool1d(a, kernel_size, stride, padding, ceil_mode, count_include_pad)
+    fn = F.avg_pool2d if len(kernel_size) == 2 else F.avg_pool3d
+    return fn(a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool(a, output_size):
+    fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[len(output_size) - 1]
+    return fn(a, output_size)
 
 
 def convert_element_type(a, dtype):
@@ -245,6 +267,10 @@ for _prim, _helper_name in {
     "uniform": "uniform",
     "copy_": "copy_",
     "convert_element_type": "convert_element_type",
+    "convolution": "convolution",
+    "max_pool": "max_pool",
+    "avg_pool": "avg_pool",
+    "adaptive_avg_pool": "adaptive_avg_pool",
     "device_put": "device_put",
 }.items():
     PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_helper(_helper_name))]

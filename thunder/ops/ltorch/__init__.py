@@ -2,6 +2,7 @@
 printed ``ltorch.<name>``, composed of prims."""
 
 from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402
+from thunder.ops.ltorch.conv import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403

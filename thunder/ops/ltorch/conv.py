@@ -1,0 +1,136 @@
+"""Convolutions and pooling: ``F.conv1d/2d/3d``, ``F.max_pool*``, ``F.avg_pool*``,
+``F.adaptive_avg_pool*`` (and their ``torch.*`` spellings).
+
+Each maps to one prim (``prims.convolution``, ``prims.max_pool``, ...): a windowed op has
+no useful decomposition into elementwise prims, so the prim is the unit executors claim.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from thunder.ops import prims
+from thunder.ops.langs import torchsymbol
+from thunder.ops.meta import ShapeError, shape_of
+
+
+def _tuple(v, n: int, name: str, op: str) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(v)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise ShapeError(f"{op}: {name} must be an int or {n} ints, got {v}")
+    return v
+
+
+def _conv(n: int):
+    op = f"F.conv{n}d"
+
+    def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        stride_ = _tuple(stride, n, "stride", op)
+        dilation_ = _tuple(dilation, n, "dilation", op)
+        if isinstance(padding, str):
+            if padding == "valid":
+                pad = (0,) * n
+            elif padding == "same":
+                if any(s != 1 for s in stride_):
+                    raise ShapeError(f"{op}: padding='same' needs stride 1, got {stride_}")
+                total = [d * (k - 1) for d, k in zip(dilation_, shape_of(weight)[2:])]
+                if any(t % 2 for t in total):
+                    raise ShapeError(f"{op}: padding='same' with an even kernel extent is not supported")
+                pad = tuple(t // 2 for t in total)
+            else:
+                raise ShapeError(f"{op}: padding must be 'same', 'valid' or ints, got {padding!r}")
+        else:
+            pad = _tuple(padding, n, "padding", op)
+        batched = len(shape_of(input)) == n + 2
+        x = (
+            input
+            if batched
+            else prims.broadcast_in_dim(input, (1,) + shape_of(input), tuple(range(1, n + 2)))
+        )
+        out = prims.convolution(x, weight, bias, stride_, pad, dilation_, groups)
+        return out if batched else prims.squeeze(out, (0,))
+
+    conv.__name__ = f"conv{n}d"
+    fns = [getattr(F, f"conv{n}d")] + (
+        [getattr(torch, f"conv{n}d")] if getattr(torch, f"conv{n}d") is not getattr(F, f"conv{n}d") else []
+    )
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.conv{n}d", tags=("conv",))(conv)
+
+
+conv1d, conv2d, conv3d = _conv(1), _conv(2), _conv(3)
+
+
+def _max_pool(n: int):
+    op = f"F.max_pool{n}d"
+
+    def max_pool(
+        input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+    ):
+        if return_indices:
+            raise ShapeError(f"{op}: return_indices=True is not supported")
+        k = _tuple(kernel_size, n, "kernel_size", op)
+        st = _tuple(stride if stride not in (None, ()) else k, n, "stride", op)
+        return prims.max_pool(
+            input, k, st, _tuple(padding, n, "padding", op), _tuple(dilation, n, "dilation", op), ceil_mode
+        )
+
+    max_pool.__name__ = f"max_pool{n}d"
+    fns = [getattr(F, f"max_pool{n}d"), getattr(torch, f"max_pool{n}d")]
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.max_pool{n}d", tags=("pool",))(max_pool)
+
+
+max_pool1d, max_pool2d, max_pool3d = _max_pool(1), _max_pool(2), _max_pool(3)
+
+
+def _avg_pool(n: int):
+    op = f"F.avg_pool{n}d"
+
+    def avg_pool(
+        input,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        k = _tuple(kernel_size, n, "kernel_size", op)
+        st = _tuple(stride if stride not in (None, ()) else k, n, "stride", op)
+        pad = _tuple(padding, n, "padding", op)
+        if n == 1 and divisor_override is not None:
+            raise ShapeError(f"{op}: divisor_override is not an argument of avg_pool1d")
+        return prims.avg_pool(input, k, st, pad, ceil_mode, count_include_pad, divisor_override)
+
+    avg_pool.__name__ = f"avg_pool{n}d"
+    fns = [getattr(F, f"avg_pool{n}d")] + (
+        [getattr(torch, f"avg_pool{n}d")] if hasattr(torch, f"avg_pool{n}d") else []
+    )
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.avg_pool{n}d", tags=("pool",))(avg_pool)
+
+
+avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool(1), _avg_pool(2), _avg_pool(3)
+
+
+def _adaptive_avg_pool(n: int):
+    op = f"F.adaptive_avg_pool{n}d"
+
+    def adaptive_avg_pool(input, output_size):
+        s = shape_of(input)
+        size = _tuple(output_size, n, "output_size", op)
+        size = tuple(s[len(s) - n + i] if o is None else o for i, o in enumerate(size))
+        return prims.adaptive_avg_pool(input, size)
+
+    adaptive_avg_pool.__name__ = f"adaptive_avg_pool{n}d"
+    return torchsymbol(
+        getattr(F, f"adaptive_avg_pool{n}d"),
+        torch_impl=f"torch.nn.functional.adaptive_avg_pool{n}d",
+        tags=("pool",),
+    )(adaptive_avg_pool)
+
+
+adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d = (_adaptive_avg_pool(n) for n in (1, 2, 3))
