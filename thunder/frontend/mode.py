@@ -10,7 +10,10 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 
 from __future__ import annotations
 
+import sys
+
 import torch
+from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
 from thunder.core.proxies import TensorProxy
@@ -56,6 +59,23 @@ _PASSTHROUGH = {
     # are tagged and run under the same mode (see Trace.record)
     torch._C._set_grad_enabled,
 }  # fmt: skip
+
+
+def _reject_autograd_function(func) -> None:
+    """Inside a custom ``torch.autograd.Function``'s forward (grad is off there): tracing
+    through it would drop its backward, so say so instead."""
+    f = sys._getframe(2)
+    for _ in range(64):
+        if f is None:
+            return
+        if f.f_code.co_name == "forward" and isinstance(f.f_locals.get("ctx"), BackwardCFunction):
+            fn = type(f.f_locals["ctx"]).__name__.removesuffix("Backward")
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} is called inside the forward of the custom torch.autograd.Function "
+                f"{fn}; custom autograd Functions are not supported yet (their backward would be lost)"
+                + at(user_location())
+            )
+        f = f.f_back
 
 
 def _autocast_on() -> bool:
@@ -142,6 +162,8 @@ class AcquisitionMode(TorchFunctionMode):
                 "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
                 "express it with tensor ops such as torch.where" + at(user_location())
             )
+        if not torch.is_grad_enabled() and state.computation.grad_enabled:
+            _reject_autograd_function(func)
         if _autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet "
