@@ -250,3 +250,13 @@ def test_custom_autograd_function_is_a_clear_error_when_grad_is_on():
         thunder.jit(lambda x: _Square.apply(x))(x)
     with torch.no_grad():  # without grad its backward does not matter: traced through
         torch.testing.assert_close(thunder.jit(lambda x: _Square.apply(x))(x), x * x)
+
+
+def test_vmap_names_the_dispatcher_and_the_line():
+    def f(x):
+        return torch.vmap(lambda r: r.sin())(x)  # vmap-line
+
+    x = torch.ones(2, 2)
+    with pytest.raises(RuntimeError, match="reached torch's dispatcher") as e:
+        thunder.jit(f)(x)
+    assert "vmap-line" in str(e.value)

@@ -105,10 +105,14 @@ class TensorProxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from thunder.core.source import user_location  # only on this error path
+
+        loc = user_location()
+        where = f"\n  at {loc.filename}:{loc.lineno} in {loc.function}: {loc.line()}" if loc else ""
         raise RuntimeError(
-            f"thunder: the proxy tensor reached torch's dispatcher through {func}. "
-            "This happens when an operation runs outside thunder's tracing mode "
-            "(e.g. in a torch.autograd.Function or a C++ extension); it is not supported."
+            f"thunder: the proxy tensor reached torch's dispatcher through {func}. This happens when "
+            "torch runs an operation below its Python API, where thunder cannot see it (torch.vmap, "
+            "functorch transforms, C++ extensions); it is not supported." + where
         )
 
     # Metadata read without going through any torch-function machinery.

@@ -14,6 +14,7 @@ import torch
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
@@ -22,7 +23,6 @@ from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
-from thunder.frontend.source import user_location
 from thunder.ops import prims
 
 

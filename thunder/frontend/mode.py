@@ -18,8 +18,8 @@ from torch.overrides import TorchFunctionMode
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.source import user_location
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
-from thunder.frontend.source import user_location
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.meta import ShapeError
 

@@ -7,11 +7,10 @@ import sys
 
 import torch
 
-import thunder
 from thunder.core.symbol import SourceLocation
 
 _SKIP = (
-    os.path.dirname(os.path.abspath(thunder.__file__)) + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # thunder/
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
 )
 
