@@ -17,7 +17,7 @@ from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
 from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
@@ -248,8 +248,3 @@ class AcquisitionMode(TorchFunctionMode):
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                     self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf))
-
-
-def flat_resolve(latest: dict, x):
-    leaves, spec = tree_flatten(x)
-    return tree_unflatten([latest.get(id(v), v) if isinstance(v, torch.Tensor) else v for v in leaves], spec)
