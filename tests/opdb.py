@@ -689,6 +689,16 @@ op(
 )
 op("one_hot", F.one_hot, lambda m: [s(m.index(5, 2, 3), 5), s(m.index(3, 4), num_classes=7)], (f32,))
 op(
+    "sort",
+    torch.sort,
+    lambda m: [s(m(3, 5)), s(m(4, 3), 0, True), s(m(6), descending=True, stable=True)],
+    (f32, f64, i64),
+    T.sort,
+)
+op("argsort", torch.argsort, lambda m: [s(m(3, 5)), s(m(4, 3), 0, True)], (f32, f64, i64), T.argsort)
+op("pixel_shuffle", F.pixel_shuffle, lambda m: [s(m(1, 8, 3, 3), 2), s(m(2, 3, 9, 2, 2), 3)], ALL)
+op("pixel_unshuffle", F.pixel_unshuffle, lambda m: [s(m(1, 2, 6, 4), 2), s(m(3, 9, 3), 3)], ALL)
+op(
     "conv1d",
     F.conv1d,
     lambda m: [s(m(2, 4, 9), m(6, 4, 3)), s(m(2, 4, 9), m(6, 2, 3), m(6), stride=2, padding=1, groups=2)],

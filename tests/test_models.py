@@ -162,3 +162,13 @@ def test_small_cnn_eval_and_train():
     torch.testing.assert_close(m.bn1.running_mean, ref.bn1.running_mean)
     torch.testing.assert_close(m.bn1.running_var, ref.bn1.running_var)
     assert m.bn1.num_batches_tracked == ref.bn1.num_batches_tracked
+
+
+def test_python_level_torch_functions_are_traced_through():
+    # nn.MultiheadAttention calls F.multi_head_attention_forward, a Python function that
+    # thunder has no op for: its body is traced, so its torch calls are recorded
+    enc = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval()
+    x = torch.randn(2, 5, 32)
+    jm = _check(enc, x)
+    ids = {b.sym.id for b in thunder.last_traces(jm)[0].bound_symbols}
+    assert {"ltorch.linear", "ltorch.scaled_dot_product_attention"} <= ids

@@ -100,6 +100,11 @@ def setitem(a, key, value):
     return out
 
 
+def sort(a, dim, descending, stable):
+    values, indices = torch.sort(a, dim=dim, descending=descending, stable=stable)
+    return values, indices
+
+
 def convolution(a, weight, bias, stride, padding, dilation, groups):
     return torch.convolution(a, weight, bias, stride, padding, dilation, False, (0,) * len(stride), groups)
 
@@ -268,6 +273,7 @@ for _prim, _helper_name in {
     "copy_": "copy_",
     "convert_element_type": "convert_element_type",
     "convolution": "convolution",
+    "sort": "sort",
     "max_pool": "max_pool",
     "avg_pool": "avg_pool",
     "adaptive_avg_pool": "adaptive_avg_pool",

@@ -11,6 +11,7 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 from __future__ import annotations
 
 import sys
+import types
 
 import torch
 from torch.autograd.function import BackwardCFunction
@@ -78,6 +79,36 @@ def _reject_autograd_function(func) -> None:
         f = f.f_back
 
 
+_INLINABLE: dict = {}
+_NO_OVERRIDES = {
+    "has_torch_function": lambda *a: False,
+    "has_torch_function_unary": lambda *a: False,
+    "has_torch_function_variadic": lambda *a: False,
+}
+
+
+def _inlinable(func):
+    """A copy of a Python-level torch function (``F.multi_head_attention_forward``) whose
+    override check is off, so calling it under the mode does not come back here; None for
+    builtins and for functions outside torch."""
+    if func in _INLINABLE:
+        return _INLINABLE[func]
+    body = None
+    code = getattr(func, "__code__", None)
+    if isinstance(func, types.FunctionType) and code is not None and func.__module__.startswith("torch."):
+        if "has_torch_function" in "".join(code.co_names):
+            body = types.FunctionType(
+                code,
+                {**func.__globals__, **_NO_OVERRIDES},
+                func.__name__,
+                func.__defaults__,
+                func.__closure__,
+            )
+            body.__kwdefaults__ = func.__kwdefaults__
+    _INLINABLE[func] = body
+    return body
+
+
 def _autocast_on() -> bool:
     return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
 
@@ -142,6 +173,13 @@ class AcquisitionMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func not in TORCH_TO_THUNDER:
+            body = _inlinable(func)
+            if body is not None:
+                # a torch function written in Python that thunder has no op for: run its body
+                # with this mode active again, so the torch calls inside it are recorded
+                with self:
+                    return body(*args, **kwargs)
         with torch._C.DisableTorchFunction():
             return self._handle(func, args, kwargs)
 
@@ -200,8 +238,6 @@ class AcquisitionMode(TorchFunctionMode):
             if base is not None:
                 result = self._call(func, base, args, kwargs)
                 return state.rebind(args[0], result, describe(func))
-        if func in _PASSTHROUGH:
-            return func(*args, **kwargs)
         raise UnsupportedOpError(
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())

@@ -447,6 +447,16 @@ def _adaptive_avg_pool_meta(a, output_size):
 adaptive_avg_pool = _prim("adaptive_avg_pool", _adaptive_avg_pool_meta)
 
 
+def _sort_meta(a, dim, descending, stable):
+    return (
+        new_tensor(shape_of(a), dtype_of(a), a.meta_device, a),
+        new_tensor(shape_of(a), torch.int64, a.meta_device),
+    )
+
+
+sort = _prim("sort", _sort_meta)
+
+
 # ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the
 # builtin ``slice`` shadowed.
 globals()["slice"] = slice_prim

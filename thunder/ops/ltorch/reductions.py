@@ -394,3 +394,21 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
         raise ShapeError(f"torch.topk: k={k} is out of range for dimension {d} of size {s[d]}")
     values, indices = prims.topk(a, k, d, largest, sorted)
     return topk_result(values, indices)
+
+
+sort_result = namedtuple("sort", ["values", "indices"])
+
+
+@torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=("reduction",))
+def sort(a, dim: int = -1, descending: bool = False, stable: bool = False):
+    s = shape_of(a)
+    (d,) = canonical_dims(dim, len(s), "torch.sort") or (0,)
+    values, indices = prims.sort(a, d, descending, stable)
+    return sort_result(values, indices)
+
+
+@torchsymbol(torch.argsort, T.argsort, torch_impl="torch.argsort", tags=("reduction",))
+def argsort(a, dim: int = -1, descending: bool = False, stable: bool = False):
+    s = shape_of(a)
+    (d,) = canonical_dims(dim, len(s), "torch.argsort") or (0,)
+    return prims.sort(a, d, descending, stable)[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
@@ -509,3 +510,27 @@ def index_add(a, dim: int, index, source, *, alpha=1):
     if alpha != 1:
         source = prims.mul(source, alpha)
     return prims.scatter_add(a, d, full_index, source)
+
+
+@torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=("shape",))
+def pixel_shuffle(a, upscale_factor: int):
+    *lead, c, h, w = shape_of(a)
+    r = upscale_factor
+    if c % (r * r):
+        raise ShapeError(f"F.pixel_shuffle: {c} channels are not divisible by upscale_factor**2 = {r * r}")
+    n = len(lead)
+    x = prims.reshape(a, (*lead, c // (r * r), r, r, h, w))
+    x = prims.transpose(x, (*range(n), n, n + 3, n + 1, n + 4, n + 2))
+    return prims.reshape(x, (*lead, c // (r * r), h * r, w * r))
+
+
+@torchsymbol(torch.pixel_unshuffle, F.pixel_unshuffle, torch_impl="torch.pixel_unshuffle", tags=("shape",))
+def pixel_unshuffle(a, downscale_factor: int):
+    *lead, c, h, w = shape_of(a)
+    r = downscale_factor
+    if h % r or w % r:
+        raise ShapeError(f"F.pixel_unshuffle: height {h} and width {w} must be divisible by {r}")
+    n = len(lead)
+    x = prims.reshape(a, (*lead, c, h // r, r, w // r, r))
+    x = prims.transpose(x, (*range(n), n, n + 2, n + 4, n + 1, n + 3))
+    return prims.reshape(x, (*lead, c * r * r, h // r, w // r))
