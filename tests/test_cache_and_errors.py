@@ -260,3 +260,13 @@ def test_vmap_names_the_dispatcher_and_the_line():
     with pytest.raises(RuntimeError, match="reached torch's dispatcher") as e:
         thunder.jit(f)(x)
     assert "vmap-line" in str(e.value)
+
+
+def test_formatting_and_iterating_proxies():
+    def f(x):
+        label = f"{x}"  # formatting a proxy during tracing must work, reading no values
+        assert "TensorProxy" in label and repr(x) == label
+        return sum(row for row in x) * len(x)
+
+    x = torch.arange(6.0).reshape(3, 2)
+    torch.testing.assert_close(thunder.jit(f)(x), x.sum(0) * 3)

@@ -80,6 +80,8 @@ def _reject_autograd_function(func) -> None:
 
 
 _INLINABLE: dict = {}
+# answered by the mode itself even where torch writes them in Python (``Tensor.__repr__``)
+_HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -173,7 +175,7 @@ class AcquisitionMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func not in TORCH_TO_THUNDER:
+        if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
