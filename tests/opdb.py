@@ -689,6 +689,13 @@ op(
 )
 op("one_hot", F.one_hot, lambda m: [s(m.index(5, 2, 3), 5), s(m.index(3, 4), num_classes=7)], (f32,))
 op(
+    "diff",
+    torch.diff,
+    lambda m: [s(m(5)), s(m(3, 6), 2, 0), s(m(2, 5), prepend=m(2, 1), append=m(2, 2)), s(m(4, 3), dim=-1)],
+    ALL,
+    T.diff,
+)
+op(
     "sort",
     torch.sort,
     lambda m: [s(m(3, 5)), s(m(4, 3), 0, True), s(m(6), descending=True, stable=True)],

@@ -534,3 +534,15 @@ def pixel_unshuffle(a, downscale_factor: int):
     x = prims.reshape(a, (*lead, c, h // r, r, w // r, r))
     x = prims.transpose(x, (*range(n), n, n + 2, n + 4, n + 1, n + 3))
     return prims.reshape(x, (*lead, c * r * r, h // r, w // r))
+
+
+@torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=("shape",))
+def diff(a, n: int = 1, dim: int = -1, prepend=None, append=None):
+    d = canonical_dim(dim, len(shape_of(a)), "torch.diff")
+    parts = [p for p in (prepend, a, append) if p is not None]
+    x = cat(parts, d) if len(parts) > 1 else a
+    for _ in range(n):
+        size = shape_of(x)[d]
+        hi, lo = _slice_dim(x, d, 1, size), _slice_dim(x, d, 0, max(size - 1, 0))
+        x = prims.ne(hi, lo) if x.meta_dtype is torch.bool else prims.sub(hi, lo)
+    return x
