@@ -8,6 +8,7 @@ computation runs, its epilogue builds the result. A miss traces again.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import time
 import traceback
@@ -57,6 +58,7 @@ class CacheEntry:
     epilogue: Callable | None  # None when it only returns the computation's single output
     miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
     pass_times: list[tuple[str, str, float]]
+    written_numbers: frozenset = frozenset()  # int literals the function wrote back
 
 
 @dataclasses.dataclass
@@ -92,6 +94,7 @@ class ThunderFunction:
         self.module = module
         self.executors = resolve_executors(executors)
         self.stats = CompileStats()
+        self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
         self._entries = self.stats.entries
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
@@ -117,9 +120,16 @@ class ThunderFunction:
 
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
-        reasons = [f"entry {i}: {_miss_reason(e, args, kwargs)}" for i, e in enumerate(self._entries)]
+        reasons = []
+        for i, e in enumerate(self._entries):
+            reason = _miss_reason(e, args, kwargs)
+            reasons.append(f"entry {i}: {reason}")
+            # an int the function writes back changed (a counter): trace it as a value
+            failed = re.match(r"pythonex\.check_literal\((\w+),", reason)
+            if failed and failed.group(1) in e.written_numbers:
+                self._dynamic.add(failed.group(1))
         t0 = time.perf_counter()
-        acquired = acquire(self.fn, args, kwargs, module=self.module)
+        acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
         times: list = [("computation", "Acquisition", time.perf_counter() - t0)]
         acquired.computation.provenance = None
         comp = [acquired.computation]
@@ -140,6 +150,7 @@ class ThunderFunction:
             epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
             miss_reasons=reasons,
             pass_times=times,
+            written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._entries.append(entry)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.printing import Printer, bsym_lines, type_comment
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
 
@@ -151,7 +151,7 @@ class Trace:
             printer.ctx[k] = v
         body: list[str] = []
         for p in self.args:
-            if isinstance(p, TensorProxy):
+            if isinstance(p, (TensorProxy, NumberProxy)):
                 c = type_comment([p])
                 if c:
                     body.append(f"  # {c}")

@@ -7,6 +7,8 @@ the compiled prologue is as fast as hand-written code. A failed check raises
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from thunder.core.printing import type_comment
@@ -187,3 +189,7 @@ def _del_printer(bsym, p) -> str:
 
 
 _register(pyops.python_del, None, printer=_del_printer)
+
+
+for _op, _symbol in pyops.NUMBER_OPS.items():
+    _register(getattr(pyops, f"number_{_op}"), getattr(operator, _op), printer=pyops.number_printer(_symbol))

@@ -12,14 +12,15 @@ from contextlib import ExitStack, contextmanager
 
 import torch
 
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import Trace, tracectx
+from thunder.core.trace import Trace, sanitize_name, tracectx
 from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
 from thunder.frontend.mode import AcquisitionMode
+from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
@@ -43,21 +44,24 @@ class Acquired:
     prologue: Trace
     computation: Trace
     epilogue: Trace
+    written_numbers: frozenset = frozenset()  # int literals the function wrote back
 
 
 class Acquisition:
     """The state of one trace: inputs, the rebinding of in-place writes, views."""
 
-    def __init__(self):
+    def __init__(self, dynamic: frozenset = frozenset()):
         self.computation = Trace("computation", tags=("computation",))
         self.computation.source_finder = lambda: user_location(3)
-        self.inputs = Inputs(self.computation)
+        self.inputs = Inputs(self.computation, dynamic)
         self.latest: dict[int, TensorProxy] = {}  # id(proxy) -> its current value after in-place writes
         # Views (results of view ops such as x[0], x.view(...)): by the view value's name, and
         # by the id of the base value they were computed from.
         self.views: dict[str, View] = {}
         self.views_of: dict[int, list[View]] = {}
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
+        # names of the int literals the function wrote back (candidates for DynamicInt)
+        self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
         self._keepalive: list = []
@@ -91,6 +95,9 @@ class Acquisition:
                 if new is not leaves[i]:
                     leaves[i] = new
                     changed = True
+            elif isinstance(v, DynamicInt):  # a torch op takes the number itself
+                leaves[i] = v.concrete()
+                changed = True
         return tree_unflatten(leaves, spec) if changed else x
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
@@ -192,6 +199,7 @@ class Acquisition:
             inputs.module_proxy = root
             inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
         saved = []
+        swapped: list = []  # (module, attribute, real int) replaced by DynamicInts
         snapshots = []
         made: dict[int, TensorProxy] = {}
         holders = {"": root}
@@ -211,6 +219,7 @@ class Acquisition:
                     )
                     holders[path] = holder
                 if all(m is not mod for _, m, *_ in snapshots):  # a shared submodule: once
+                    self._dynamic_attrs(mod, holder, swapped)
                     snapshots.append(
                         (holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers))
                     )
@@ -240,6 +249,17 @@ class Acquisition:
                 _restore(mod._parameters, params)
                 _restore(mod._buffers, buffers)
                 _restore(mod.__dict__, d)
+            for mod, name, v in swapped:
+                mod.__dict__[name] = v
+
+    def _dynamic_attrs(self, mod, holder, swapped: list) -> None:
+        """Int attributes that changed between calls (counters) become DynamicInts."""
+        for name, v in list(mod.__dict__.items()):
+            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in self.inputs.dynamic:
+                mod.__dict__[name] = self.inputs.dynamic_int(
+                    v, f"{holder.name}_{name}", Unpack(holder, "attr", name)
+                )
+                swapped.append((mod, name, v))
 
     def _diff_modules(self, snapshots, placed) -> None:
         """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
@@ -275,7 +295,9 @@ class Acquisition:
         if old is _ABSENT:
             self.inputs.guard_absent(holder, name)
         elif _is_literal_value(old):
-            self.inputs.guard_attr(holder, name, old)
+            guard = self.inputs.guard_attr(holder, name, old)
+            if type(old) is int:
+                self.written_numbers.add(guard)
 
 
 _ABSENT = object()
@@ -308,9 +330,12 @@ def _compiling_flag():
             compiler._is_compiling_flag = old
 
 
-def acquire(fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = None) -> Acquired:
-    """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs)."""
-    state = Acquisition()
+def acquire(
+    fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = None, dynamic: frozenset = frozenset()
+) -> Acquired:
+    """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
+    ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    state = Acquisition(dynamic)
     comp = state.computation
     with tracectx(comp), _compiling_flag():
         # modules met as arguments (or read from one) swap in proxies until the end; the
@@ -328,14 +353,19 @@ def acquire(fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = N
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)
+    for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
+        name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
+        if name is not None and type(state.inputs.sources[name][2]) is int:
+            state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     comp.output = tuple(comp_outputs)
     used = _used_inputs(comp, state)
     comp.args = used
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
-    return Acquired(prologue, comp, epilogue)
+    return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
 
 
 def collect_writebacks(state: Acquisition) -> list[tuple]:
@@ -376,9 +406,9 @@ def _write_back_inputs(state: Acquisition) -> None:
             )
 
 
-def _used_inputs(comp: Trace, state: Acquisition) -> list[TensorProxy]:
+def _used_inputs(comp: Trace, state: Acquisition) -> list:
     names: set[str] = set()
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
-    names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, TensorProxy))
-    return [p for p in state.inputs.tensor_inputs if p.name in names]
+    names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]

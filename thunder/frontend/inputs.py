@@ -62,8 +62,14 @@ _UNPACK_SYMS = {
 class Inputs:
     """Collects input proxies with their provenance while the computation is traced."""
 
-    def __init__(self, computation: Trace):
+    def __init__(self, computation: Trace, dynamic: frozenset = frozenset()):
         self.computation = computation
+        # names of int inputs read as DynamicInts (counters that changed between calls)
+        self.dynamic = dynamic
+        self.number_inputs: list[NumberProxy] = []  # their proxies
+        self.specialized: list[NumberProxy] = []  # those whose value the trace came to rely on
+        # (id(holder), attribute) -> the name of the literal read there: what a write replaces
+        self.literal_names: dict[tuple[int, str], str] = {}
         self.prologue = Trace("prologue", tags=("prologue",))
         self.args_proxy = AnyProxy(self.prologue.add_name("args"), tuple)
         self.kwargs_proxy = AnyProxy(self.prologue.add_name("kwargs"), dict)
@@ -116,10 +122,14 @@ class Inputs:
             self.seen[id(v)] = p
             return p
         if isinstance(v, _LITERAL_TYPES) or _is_literal(v):
+            if type(v) is int and sanitize_name(path or "i") in self.dynamic:
+                return self.dynamic_int(v, path, unpack)
             p = NumberProxy(self._name(path or "i", "i"), v) if isinstance(v, (int, float)) else None
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
             self.checks.append(BoundSymbol(pyops.check_literal, (holder, v), {}, None))
+            if unpack.kind == "attr":
+                self.literal_names[(id(unpack.parent), unpack.key)] = holder.name
             return v
         t = type(v)
         if t in (tuple, list) or (isinstance(v, tuple) and hasattr(t, "_fields")):
@@ -207,12 +217,30 @@ class Inputs:
         self.sources[holder.name] = (holder, unpack, v)
         return holder
 
-    def guard_attr(self, holder: AnyProxy, name: str, value) -> None:
+    def guard_attr(self, holder: AnyProxy, name: str, value) -> str:
         """Check ``holder.name == value`` in the prologue (module attributes the function set)."""
         p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(value))
         self.sources[p.name] = (p, Unpack(holder, "attr", name), value)
         self.checks.append(BoundSymbol(pyops.check_literal, (p, value), {}, None))
         self.guards.append(p)
+        return p.name
+
+    def dynamic_int(self, v: int, path: str, unpack: Unpack):
+        """An int input that may change between calls: checked as an int, traced as a value."""
+        from thunder.frontend.numbers import DynamicInt
+
+        p = NumberProxy(self._name(path, "i"), v)
+        self.sources[p.name] = (p, unpack, v)
+        self.checks.append(BoundSymbol(pyops.check_type, (p, int), {}, None))
+        self.number_inputs.append(p)
+        return DynamicInt(p, v, (p,), self)
+
+    def specialize(self, d) -> None:
+        """``d`` (a DynamicInt) was used for its value: check the inputs it came from."""
+        for root in d.roots:
+            if all(root is not s for s in self.specialized):
+                self.specialized.append(root)
+                self.checks.append(BoundSymbol(pyops.check_literal, (root, root.value), {}, None))
 
     def guard_absent(self, holder: AnyProxy, name: str) -> None:
         """Check that ``holder`` has no attribute ``name`` (one the function created)."""

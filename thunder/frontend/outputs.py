@@ -31,6 +31,7 @@ from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 
 _CONSTANTS = (
@@ -121,6 +122,9 @@ class _Builder:
             return self.output(cur)
         if isinstance(v, torch.Tensor):  # a real tensor from a closure or a global
             return self.build(self.state.capture(v), path, name)
+        if isinstance(v, DynamicInt):  # a counter: computed by the program, or an input as is
+            p = v.proxy
+            return self.input_object(p) if p.name in self._input_names else self.output(p)
         if isinstance(v, _CONSTANTS):
             return v
         key = id(v)

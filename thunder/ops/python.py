@@ -117,3 +117,43 @@ def _print_unpack_captured(bsym, printer) -> str:
 # A tensor captured from a closure or a global: the prologue refers to it by name.
 unpack_captured = _python_prim("unpack_captured", _unpack_meta, "unpack")
 unpack_captured.printer = _print_unpack_captured
+
+
+# Integer arithmetic on numbers that change from call to call (a step counter read from an
+# input and written back): ``i1 = i0 + 1``.
+NUMBER_OPS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "floordiv": "//",
+    "mod": "%",
+}
+
+
+def _number_meta(op: str):
+    import operator
+
+    fn = getattr(operator, op)
+
+    def meta(a, b):
+        from thunder.core.proxies import NumberProxy
+
+        value = fn(getattr(a, "value", a), getattr(b, "value", b))
+        return NumberProxy(current_trace().make_name("i"), value)
+
+    meta.__name__ = f"number_{op}_meta"
+    return meta
+
+
+def number_printer(symbol: str):
+    def printer(bsym, p) -> str:
+        a, b = bsym.args
+        return f'{bsym.output.name} = {p.value(a)} {symbol} {p.value(b)}  # {bsym.output.name}: "int"'
+
+    return printer
+
+
+for _op, _symbol in NUMBER_OPS.items():
+    _s = _python_prim(f"number_{_op}", _number_meta(_op), "number")
+    _s.printer = number_printer(_symbol)
+    globals()[f"number_{_op}"] = _s

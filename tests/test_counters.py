@@ -1,0 +1,85 @@
+"""Counters: an int the function reads and writes back (``self.calls += 1``) stops causing a
+retrace on every call once it has changed: it is then traced as a value (``i0 = calls + 1``)."""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * 2
+
+
+def test_module_step_counter_stops_retracing():
+    m = Counting()
+    jm = thunder.jit(m)
+    x = torch.ones(2, 3)
+    for _ in range(6):
+        torch.testing.assert_close(jm(x), m.lin(x) * 2)
+    stats = thunder.compile_stats(jm)
+    assert m.calls == 6
+    assert len(stats.entries) == 2 and stats.cache_hits == 4
+    comp = str(thunder.last_traces(jm)[-1])
+    assert "i0 = module_calls + 1" in comp
+    epi = str(thunder.last_epilogue_traces(jm)[-1])
+    assert "pythonex.python_setattr(module, 'calls', i0)" in epi
+    assert "pythonex.check_type(module_calls, builtins_int)" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+class State:
+    def __init__(self):
+        self.step = 0
+        self.lr = 0.5
+
+
+def test_object_counter_with_arithmetic():
+    def f(x, st):
+        st.step = (st.step + 1) * 2 - 1
+        return x * st.lr
+
+    st, ref = State(), State()
+    jf = thunder.jit(f)
+    for _ in range(5):
+        jf(torch.ones(2), st)
+        f(torch.ones(2), ref)
+    assert st.step == ref.step
+    assert len(thunder.compile_stats(jf).entries) == 2
+
+
+def test_a_counter_used_for_its_value_is_specialised_again():
+    def f(x, st):
+        st.step = st.step + 1
+        return x * st.step  # the value reaches a torch op: the trace relies on it
+
+    st, ref = State(), State()
+    jf = thunder.jit(f)
+    for _ in range(4):
+        out = jf(torch.ones(2), st)
+        expected = f(torch.ones(2), ref)
+        torch.testing.assert_close(out, expected)
+    assert st.step == ref.step == 4
+    # correct, though every call traces again: the prologue checks the value it relied on
+    assert "check_literal(st_step" in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def test_counter_in_control_flow_stays_correct():
+    def f(x, st):
+        st.step += 1
+        if st.step % 2 == 0:
+            return x + 1
+        return x - 1
+
+    st, ref = State(), State()
+    jf = thunder.jit(f)
+    for _ in range(5):
+        torch.testing.assert_close(jf(torch.zeros(2), st), f(torch.zeros(2), ref))
+    assert st.step == ref.step
