@@ -150,7 +150,3 @@ class TensorProxy(torch.Tensor):
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
-
-
-def is_proxy(x) -> bool:
-    return isinstance(x, (Proxy, TensorProxy))

@@ -47,10 +47,6 @@ class Symbol:
         self.id = f"{module}.{name}"
         self.__doc__ = doc or (fn.__doc__ if fn is not None else None) or (meta.__doc__ if meta else None)
 
-    @property
-    def is_prim(self) -> bool:
-        return self.meta is not None
-
     def __call__(self, *args, **kwargs):
         from thunder.core.trace import current_trace
 
@@ -126,10 +122,6 @@ class BoundSymbol:
     @property
     def flat_proxy_args(self) -> list:
         return [a for a in tree_leaves((self.args, self.kwargs)) if isinstance(a, (TensorProxy, Proxy))]
-
-    @property
-    def flat_outs(self) -> list:
-        return tree_leaves(self.output)
 
     @property
     def flat_proxy_outs(self) -> list:

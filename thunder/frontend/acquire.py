@@ -136,14 +136,15 @@ class Acquisition:
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            if view.op.name != "getitem":
+            from thunder.ops.ltorch.inplace import VIEW_WRITES
+
+            write = VIEW_WRITES.get(view.op)
+            if write is None:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
                     "on tensors and on views made by indexing (x[i] / x[:, a:b])" + at(user_location())
                 )
-            from thunder.ops import ltorch
-
-            self.rebind(view.base, ltorch.setitem(self.current(view.base), view.args[0], value), op)
+            self.rebind(view.base, write(self.current(view.base), *view.args, value), op)
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original

@@ -37,21 +37,12 @@ _METADATA_PROPERTIES = {
     "is_sparse", "is_quantized", "is_leaf", "names", "is_nested", "itemsize", "is_mps", "grad_fn",
 }  # fmt: skip
 # Plain Python values made by torch callables that the mode also sees.
-_PASSTHROUGH = {torch.device}
 # Need a tensor's value, which tracing does not have.
 _DATA_DEPENDENT = {
     T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.numpy, T.data_ptr,
     T.nonzero, T.__array__, T.__complex__, torch.nonzero, torch.unique, T.unique,
     torch.masked_select, T.masked_select, torch.equal, T.equal, T.__iter__,
 }  # fmt: skip
-# Ops whose result is a view of their first argument: an in-place write to such a result
-# must reach the base. ``getitem`` views are written back with ``setitem``.
-_VIEW_OPS = frozenset(
-    "getitem view reshape reshape_as transpose permute t unsqueeze squeeze expand expand_as narrow "
-    "flatten unflatten movedim split chunk unbind broadcast_to".split()
-)
-
-
 # Calls that involve no tensor values (constructors of plain values, global state reads).
 _PASSTHROUGH = {
     torch.device, torch.get_default_dtype, torch.is_grad_enabled, torch.is_tensor,
@@ -279,8 +270,8 @@ class AcquisitionMode(TorchFunctionMode):
         return None
 
     def _track_views(self, target, args, kwargs, result):
-        name = getattr(target, "name", None)
-        if name in _VIEW_OPS and args and isinstance(args[0], TensorProxy):
+        # ops tagged "view" alias their first argument in eager: later writes must reach them
+        if "view" in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
 
             for i, leaf in enumerate(tree_flatten(result)[0]):

@@ -45,36 +45,6 @@ class DynamicInt:
         out = sym(arg, self.proxy) if reverse else sym(self.proxy, arg)
         return DynamicInt(out, out.value, roots, self.state)
 
-    def __add__(self, o):
-        return self._op(o, "add")
-
-    def __radd__(self, o):
-        return self._op(o, "add", True)
-
-    def __sub__(self, o):
-        return self._op(o, "sub")
-
-    def __rsub__(self, o):
-        return self._op(o, "sub", True)
-
-    def __mul__(self, o):
-        return self._op(o, "mul")
-
-    def __rmul__(self, o):
-        return self._op(o, "mul", True)
-
-    def __floordiv__(self, o):
-        return self._op(o, "floordiv")
-
-    def __rfloordiv__(self, o):
-        return self._op(o, "floordiv", True)
-
-    def __mod__(self, o):
-        return self._op(o, "mod")
-
-    def __rmod__(self, o):
-        return self._op(o, "mod", True)
-
     def __neg__(self):
         return self._op(-1, "mul")
 
@@ -93,24 +63,6 @@ class DynamicInt:
     def __hash__(self):
         return hash(self.concrete())
 
-    def __eq__(self, o):
-        return self.concrete() == (o.concrete() if isinstance(o, DynamicInt) else o)
-
-    def __ne__(self, o):
-        return not self == o
-
-    def __lt__(self, o):
-        return self.concrete() < (o.concrete() if isinstance(o, DynamicInt) else o)
-
-    def __le__(self, o):
-        return self.concrete() <= (o.concrete() if isinstance(o, DynamicInt) else o)
-
-    def __gt__(self, o):
-        return self.concrete() > (o.concrete() if isinstance(o, DynamicInt) else o)
-
-    def __ge__(self, o):
-        return self.concrete() >= (o.concrete() if isinstance(o, DynamicInt) else o)
-
     def __format__(self, spec: str) -> str:
         return format(self.concrete(), spec)
 
@@ -118,3 +70,20 @@ class DynamicInt:
         return repr(self.concrete())
 
     __str__ = __repr__
+
+
+def _recorded(op: str, reverse: bool):
+    return lambda self, o: self._op(o, op, reverse)
+
+
+def _compared(op: str):
+    fn = getattr(operator, op)
+    return lambda self, o: fn(self.concrete(), o.concrete() if isinstance(o, DynamicInt) else o)
+
+
+# ``d + 1``, ``1 + d`` ... are recorded; ``d == 1``, ``d < n`` ... use (and so check) the value
+for _op in pyops.NUMBER_OPS:
+    setattr(DynamicInt, f"__{_op}__", _recorded(_op, False))
+    setattr(DynamicInt, f"__r{_op}__", _recorded(_op, True))
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(DynamicInt, f"__{_op}__", _compared(_op))

@@ -178,10 +178,6 @@ def is_wrapper(x) -> bool:
     return isinstance(x, ObjectWrapper)
 
 
-def real_object(w):
-    return _meta(w).obj
-
-
 def holder_of(w):
     return _meta(w).holder
 

@@ -12,7 +12,7 @@ import torch
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
-from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, int_index, wrap_index
+from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, getitem, int_index, wrap_index
 from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
 
 
@@ -127,3 +127,8 @@ def setitem(a, key, value):
             )
             indices.append(prims.broadcast_in_dim(info, shape, tuple(range(lo, lo + len(ks)))))
     return prims.index_put(a, indices, v, False)
+
+
+# How a value written into a view reaches its base, per view op: ``x[key] = value`` for
+# views made by indexing. A write into a view made by another op is refused.
+VIEW_WRITES = {getitem: setitem}

@@ -42,26 +42,28 @@ def _reshape(a, shape, op):
     return prims.reshape(a, s)
 
 
-@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=("shape",))
+@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=("shape", "view"))
 def reshape(a, *args, shape=None):
     return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
 
 # runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
 # eager would have made contiguous first must still work
-@torchsymbol(T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=("shape",))
+@torchsymbol(
+    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=("shape", "view")
+)
 def view(a, *args, size=None):
     if len(args) == 1 and isinstance(args[0], torch.dtype):
         raise ShapeError("Tensor.view(dtype) reinterprets memory and is not supported")
     return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
-@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape",))
+@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape", "view"))
 def reshape_as(a, other):
     return _reshape(a, shape_of(other), "Tensor.reshape_as")
 
 
-@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=("shape",))
+@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=("shape", "view"))
 def flatten(a, start_dim: int = 0, end_dim: int = -1):
     s = shape_of(a)
     if not s:
@@ -73,7 +75,7 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1):
     return _reshape(a, s[:lo] + (math.prod(s[lo : hi + 1]),) + s[hi + 1 :], "torch.flatten")
 
 
-@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=("shape",))
+@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=("shape", "view"))
 def unflatten(a, dim: int, sizes):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unflatten")
@@ -81,7 +83,7 @@ def unflatten(a, dim: int, sizes):
     return _reshape(a, s[:d] + sizes + s[d + 1 :], "torch.unflatten")
 
 
-@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=("shape",))
+@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=("shape", "view"))
 def permute(a, *args, dims=None):
     dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
@@ -99,7 +101,7 @@ def permute(a, *args, dims=None):
     torch.swapdims,
     T.swapdims,
     torch_impl="torch.transpose",
-    tags=("shape",),
+    tags=("shape", "view"),
 )
 def transpose(a, dim0: int, dim1: int):
     n = len(shape_of(a))
@@ -113,7 +115,7 @@ def transpose(a, dim0: int, dim1: int):
     return prims.transpose(a, tuple(perm))
 
 
-@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=("shape",))
+@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=("shape", "view"))
 def t(a):
     n = len(shape_of(a))
     if n > 2:
@@ -126,7 +128,7 @@ tensor_property("mT")(lambda a: transpose(a, -2, -1))
 
 
 @torchsymbol(
-    torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape",)
+    torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape", "view")
 )
 def movedim(a, source, destination):
     n = len(shape_of(a))
@@ -142,7 +144,7 @@ def movedim(a, source, destination):
     return permute(a, perm)
 
 
-@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=("shape",))
+@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=("shape", "view"))
 def unsqueeze(a, dim: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s) + 1, "torch.unsqueeze")
@@ -150,7 +152,7 @@ def unsqueeze(a, dim: int):
     return prims.broadcast_in_dim(a, out, tuple(i for i in range(len(out)) if i != d))
 
 
-@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=("shape",))
+@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=("shape", "view"))
 def squeeze(a, dim=None):
     s = shape_of(a)
     if dim is None:
@@ -163,7 +165,7 @@ def squeeze(a, dim=None):
     return prims.squeeze(a, dims)
 
 
-@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape",))
+@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape", "view"))
 def expand(a, *args, size=None):
     sizes = _shape_arg(args) if size is None else tuple(size)
     s = shape_of(a)
@@ -179,12 +181,12 @@ def expand(a, *args, size=None):
     return prims.broadcast_in_dim(a, out, tuple(range(lead, len(out))))
 
 
-@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=("shape",))
+@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=("shape", "view"))
 def expand_as(a, other):
     return expand(a, shape_of(other))
 
 
-@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=("shape",))
+@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=("shape", "view"))
 def broadcast_to(a, shape):
     return expand(a, tuple(shape))
 
@@ -226,7 +228,7 @@ def _slice_dim(a, dim: int, start: int, stop: int, step: int = 1):
     return prims.slice_prim(a, tuple(lo), tuple(hi), tuple(st))
 
 
-@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=("shape",))
+@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=("shape", "view"))
 def split(a, split_size_or_sections, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.split")
@@ -244,7 +246,7 @@ def split(a, split_size_or_sections, dim: int = 0):
     return tuple(out)
 
 
-@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=("shape",))
+@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=("shape", "view"))
 def chunk(a, chunks: int, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.chunk")
@@ -252,14 +254,14 @@ def chunk(a, chunks: int, dim: int = 0):
     return split(a, size, d)
 
 
-@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=("shape",))
+@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=("shape", "view"))
 def unbind(a, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unbind")
     return tuple(prims.squeeze(_slice_dim(a, d, i, i + 1), (d,)) for i in range(s[d]))
 
 
-@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=("shape",))
+@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=("shape", "view"))
 def narrow(a, dim: int, start: int, length: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.narrow")
@@ -324,7 +326,7 @@ def wrap_index(idx, size: int):
     return prims.where(prims.lt(idx, 0), prims.add(idx, size), idx)
 
 
-@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing"))
+@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing", "view"))
 def getitem(a, key):
     """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
     indexing); bool masks select a data-dependent number of elements and are errors."""
