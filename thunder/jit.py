@@ -22,9 +22,13 @@ from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.executors.torch_autograd import grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
+from thunder.transforms.remat import rematerialize
+from thunder.transforms.split import split_forward_backward
 
 # After this many cache entries a warning says why the function keeps retracing.
 RECOMPILE_WARNING = 8
@@ -86,6 +90,22 @@ def _run_pass(traces: list[Trace], fn, times: list, kind: str) -> Trace:
     return out
 
 
+def _run_pair_pass(comp: list[Trace], bwd: list[Trace], fn, times: list) -> None:
+    """A pass over the forward (or joint) and the backward together: ``fn(comp[-1])`` when
+    there is no backward yet (the split), else ``fn(comp[-1], bwd[-1])``."""
+    t0 = time.perf_counter()
+    fw, bw = fn(comp[-1], bwd[-1]) if bwd else fn(comp[-1])
+    dt = time.perf_counter() - t0
+    for kind, traces, out in (("computation", comp, fw), ("backward", bwd, bw)):
+        if traces and out is traces[-1]:
+            continue  # the pass changed nothing on this side
+        if out.provenance is None:
+            out.provenance = Provenance(fn.__name__)
+        out.provenance.seconds = dt
+        times.append((kind, out.provenance.pass_name, dt))
+        traces.append(out)
+
+
 class ThunderFunction:
     """The jitted callable. ``thunder.last_traces(jfn)`` and friends read its cache."""
 
@@ -134,8 +154,21 @@ class ThunderFunction:
         acquired.computation.provenance = None
         comp = [acquired.computation]
         _run_pass(comp, dce, times, "computation")
+        # -- gradients: the forward continues as the computation; the backward gets its own passes
+        bwd: list[Trace] = []
+        grad_error = None
+        if needs_grad(comp[-1]):
+            try:
+                _run_pass(comp, differentiate, times, "computation")
+            except NoVJPError as e:  # the forward still runs; backward() raises this
+                grad_error = e
+            else:
+                _run_pair_pass(comp, bwd, split_forward_backward, times)
+                _run_pair_pass(comp, bwd, rematerialize, times)
         _run_pass(comp, lambda t: claim(t, self.executors), times, "computation")
         _run_pass(comp, del_last_used, times, "computation")
+        for grad_pass in (lambda t: claim(t, self.executors), del_last_used) if bwd else ():
+            _run_pass(bwd, grad_pass, times, "backward")
         pro = [acquired.prologue]
         _run_pass(pro, lambda t: claim(t, self.executors), times, "prologue")
         epi = [acquired.epilogue]
@@ -144,9 +177,13 @@ class ThunderFunction:
             prologue_traces=pro,
             computation_traces=comp,
             epilogue_traces=epi,
-            backward_traces=[],
+            backward_traces=bwd,
             prologue=pro[-1].python_callable(),
-            computation=comp[-1].python_callable(),
+            computation=(
+                grad_computation(comp[-1], bwd[-1] if bwd else None, error=grad_error, name=self.__name__)
+                if bwd or grad_error
+                else comp[-1].python_callable()
+            ),
             epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
             miss_reasons=reasons,
             pass_times=times,

@@ -77,6 +77,8 @@ class Trace:
         self.signature: str | None = None
         # objects the printed source refers to by name (the jitted module, captured tensors)
         self.ctx_objects: dict[str, object] = {}
+        # facts for tools that are not printed ({"saved_for_backward": [...]}), kept by derive
+        self.info: dict = {}
 
     # -- names -------------------------------------------------------------------------
     def make_name(self, prefix: str = "t") -> str:
@@ -142,6 +144,7 @@ class Trace:
         t.ctx_objects = dict(self.ctx_objects)
         t.signature = self.signature
         t.grad_enabled = self.grad_enabled
+        t.info = dict(self.info)
         return t
 
     # -- printing -------------------------------------------------------------------------

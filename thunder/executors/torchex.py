@@ -126,6 +126,83 @@ def adaptive_avg_pool(a, output_size):
     return fn(a, output_size)
 
 
+# -- gradients of the windowed ops (aten's backward kernels; 1-d pools run as 2-d ones, as torch does)
+_ATEN = torch.ops.aten
+
+
+def convolution_backward(grad, a, weight, bias, stride, padding, dilation, groups):
+    sizes = [weight.shape[0]] if bias else None
+    out = _ATEN.convolution_backward.default(
+        grad,
+        a,
+        weight,
+        sizes,
+        stride,
+        padding,
+        dilation,
+        False,
+        [0] * len(stride),
+        groups,
+        [True, True, bias],
+    )
+    return out if bias else out[:2]
+
+
+def _height_1(window, fill: int) -> tuple:
+    """A 1-d window (kernel, stride, padding or dilation) as a 2-d one of height 1."""
+    return (fill, *window)
+
+
+def max_pool_backward(grad, a, kernel_size, stride, padding, dilation, ceil_mode):
+    if len(kernel_size) == 1:
+        g2 = max_pool_backward(
+            grad.unsqueeze(-2),
+            a.unsqueeze(-2),
+            _height_1(kernel_size, 1),
+            _height_1(stride, 1),
+            _height_1(padding, 0),
+            _height_1(dilation, 1),
+            ceil_mode,
+        )
+        return g2.squeeze(-2)
+    pool = F.max_pool2d if len(kernel_size) == 2 else F.max_pool3d
+    backward = (
+        _ATEN.max_pool2d_with_indices_backward
+        if len(kernel_size) == 2
+        else _ATEN.max_pool3d_with_indices_backward
+    )
+    _, indices = pool(a, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return backward.default(grad, a, kernel_size, stride, padding, dilation, ceil_mode, indices)
+
+
+def avg_pool_backward(grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if len(kernel_size) == 1:
+        g2 = avg_pool_backward(
+            grad.unsqueeze(-2),
+            a.unsqueeze(-2),
+            _height_1(kernel_size, 1),
+            _height_1(stride, 1),
+            _height_1(padding, 0),
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+        return g2.squeeze(-2)
+    backward = _ATEN.avg_pool2d_backward if len(kernel_size) == 2 else _ATEN.avg_pool3d_backward
+    return backward.default(
+        grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
+
+
+def adaptive_avg_pool_backward(grad, a, output_size):
+    if len(output_size) == 1:
+        return _ATEN._adaptive_avg_pool2d_backward.default(grad.unsqueeze(-2), a.unsqueeze(-2)).squeeze(-2)
+    backward = (
+        _ATEN._adaptive_avg_pool2d_backward if len(output_size) == 2 else _ATEN._adaptive_avg_pool3d_backward
+    )
+    return backward.default(grad, a)
+
+
 def convert_element_type(a, dtype):
     return a.to(dtype)
 
@@ -253,6 +330,7 @@ for _prim, _path in {
     "scatter_add": "torch.scatter_add",
     "index_put": "torch.index_put",
     "topk": "torch.topk",
+    "polygamma": "torch.polygamma",
 }.items():
     PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_sym(_path))]
 for _prim, _helper_name in {
@@ -278,6 +356,10 @@ for _prim, _helper_name in {
     "avg_pool": "avg_pool",
     "adaptive_avg_pool": "adaptive_avg_pool",
     "device_put": "device_put",
+    "convolution_backward": "convolution_backward",
+    "max_pool_backward": "max_pool_backward",
+    "avg_pool_backward": "avg_pool_backward",
+    "adaptive_avg_pool_backward": "adaptive_avg_pool_backward",
 }.items():
     PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_helper(_helper_name))]
 

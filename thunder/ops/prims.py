@@ -457,6 +457,38 @@ def _sort_meta(a, dim, descending, stable):
 sort = _prim("sort", _sort_meta)
 
 
+# -- gradients of the windowed ops -----------------------------------------------------------
+# A convolution or pooling window has no useful decomposition into elementwise prims, so its
+# gradient is a prim too (``thunder/ops/vjp.py`` uses them).
+def _convolution_backward_meta(grad, a, weight, bias, stride, padding, dilation, groups):
+    """(grad input, grad weight) and, when ``bias`` (a bool) says there is one, grad bias."""
+    out = (
+        new_tensor(shape_of(a), dtype_of(a), a.meta_device),
+        new_tensor(shape_of(weight), dtype_of(weight), weight.meta_device),
+    )
+    return out + (new_tensor((shape_of(weight)[0],), dtype_of(grad), grad.meta_device),) if bias else out
+
+
+convolution_backward = _prim("convolution_backward", _convolution_backward_meta)
+
+
+def _pool_backward_meta(grad, a, *params):
+    return new_tensor(shape_of(a), dtype_of(a), a.meta_device)
+
+
+max_pool_backward = _prim("max_pool_backward", _pool_backward_meta)
+avg_pool_backward = _prim("avg_pool_backward", _pool_backward_meta)
+adaptive_avg_pool_backward = _prim("adaptive_avg_pool_backward", _pool_backward_meta)
+
+
+def _polygamma_meta(n, a):
+    return _unary_meta("polygamma", "float")(a)
+
+
+# the n-th derivative of digamma: the gradient of digamma (and of itself)
+polygamma = _prim("polygamma", _polygamma_meta, "elementwise")
+
+
 # ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the
 # builtin ``slice`` shadowed.
 globals()["slice"] = slice_prim
