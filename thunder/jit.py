@@ -22,7 +22,7 @@ from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.pythonex import PrologueCheckFailed
-from thunder.executors.torch_autograd import grad_computation
+from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
@@ -182,7 +182,7 @@ class ThunderFunction:
             computation=(
                 grad_computation(comp[-1], bwd[-1] if bwd else None, error=grad_error, name=self.__name__)
                 if bwd or grad_error
-                else comp[-1].python_callable()
+                else no_grad_computation(comp[-1])
             ),
             epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
             miss_reasons=reasons,

@@ -21,6 +21,21 @@ from thunder.core.trace import Trace
 from thunder.transforms.grad import differentiable_outputs
 
 
+def no_grad_computation(trace: Trace) -> Callable:
+    """The computation callable of an entry without a backward: traced with grad on, it runs
+    under ``torch.no_grad()`` so that torch's autograd records nothing (thunder's backward
+    traces are the one source of gradients)."""
+    fn = trace.python_callable()
+    if not trace.grad_enabled:
+        return fn
+
+    def computation(*args):
+        with torch.no_grad():
+            return fn(*args)
+
+    return computation
+
+
 class DoubleBackwardError(RuntimeError):
     pass
 
@@ -55,7 +70,9 @@ class _Layout:
         diff = {o.name for o in differentiable_outputs(outputs, args)}
         self.differentiable = [j for j, o in enumerate(self.function_outputs) if o.name in diff]
         self.non_differentiable = [
-            j for j, o in enumerate(self.function_outputs) if isinstance(o, TensorProxy) and o.name not in diff
+            j
+            for j, o in enumerate(self.function_outputs)
+            if isinstance(o, TensorProxy) and o.name not in diff
         ]
 
 

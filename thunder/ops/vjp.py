@@ -707,3 +707,13 @@ def _sdpa(
         gk, gv = _unrepeat_heads(gk, n_rep), _unrepeat_heads(gv, n_rep)
     gmask = gs if attn_mask is not None and dtype_of(attn_mask) is not torch.bool else None
     return gq, gk, gv, gmask, None, None, None, None
+
+
+@_rule(ltorch.xlogy)
+def _xlogy(g, out, a, b):
+    """As torch: d/da is log(b), 0 where a is 0 (nan where b is nan), without the 0 * -inf
+    the decomposition's where would give at a = b = 0."""
+    if not is_tensor(b):
+        return NotImplemented
+    d = prims.where(prims.isnan(b), b, prims.where(prims.eq(a, 0), 0, prims.log(b)))
+    return prims.mul(g, d), prims.div(prims.mul(g, a), b)

@@ -347,8 +347,8 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         raise ShapeError(f"F.dropout: p must be between 0 and 1, got {p}")
     if not training or p == 0:
         return input
-    if p == 1:
-        return prims.full(shape_of(input), 0, dtype=dtype_of(input), device=device_of(input))
+    if p == 1:  # as torch: input * 0 (nan stays nan, and the result is in the graph)
+        return prims.mul(input, 0)
     dt = dtype_of(input)
     u = prims.uniform(
         shape_of(input),
