@@ -45,7 +45,7 @@ class Executor:
                 [bsym],
                 source=bsym.source,
                 tags=bsym.tags | bsym.sym.tags & _KEPT_TAGS,
-                info={"claimed_by": self.name},
+                info={**bsym.info, "claimed_by": self.name},  # keeps what the grad pass noted
             )
         return None
 

@@ -28,8 +28,11 @@ class UnclaimedError(RuntimeError):
     pass
 
 
-# Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under).
-_INHERITED_TAGS = frozenset({"no_grad", "enable_grad"})
+# Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under, and
+# whether it belongs to a backward).
+_INHERITED_TAGS = frozenset({"no_grad", "enable_grad", "backward", "recomputed"})
+# What the grad pass noted on a BoundSymbol that holds for its decomposition too.
+_INHERITED_INFO = frozenset({"differentiates", "vjp", "recomputes"})
 
 
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
@@ -55,8 +58,11 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
         )
     result = []
     inherited = bsym.tags & _INHERITED_TAGS
+    noted = {k: v for k, v in bsym.info.items() if k in _INHERITED_INFO}
     for sub in bsym.subsymbols:
-        if sub.source is None or not inherited <= sub.tags:
-            sub = sub.from_bsym(source=sub.source or bsym.source, tags=sub.tags | inherited)
+        if sub.source is None or not inherited <= sub.tags or noted:
+            sub = sub.from_bsym(
+                source=sub.source or bsym.source, tags=sub.tags | inherited, info={**noted, **sub.info}
+            )
         result.extend(_claim_one(sub, executors))
     return result

@@ -53,7 +53,7 @@ class _Layout:
     output of the Function (each computed value once)."""
 
     def __init__(self, outputs, args):
-        arg_index = {p.name: i for i, p in enumerate(args) if isinstance(p, Proxy)}
+        arg_index = {p.name: i for i, p in enumerate(args) if isinstance(p, (TensorProxy, Proxy))}
         self.function_outputs: list[TensorProxy] = []
         positions: dict[str, int] = {}
         self.first: list[int] = []  # per Function output: its position among ``outputs``
