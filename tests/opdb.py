@@ -1184,3 +1184,11 @@ op(
     lambda m: [s(m(2, 3), (5, 3), 0, 1, 5, 2), s(m(4, 2), (4, 6), 1, 1, 3, 1)],
     ref=A.slice_backward.default,
 )
+op(
+    "native_layer_norm",
+    _direct(ltorch.native_layer_norm),
+    lambda m: [s(m(2, 3, 4), (4,), m(4), m(4), 1e-5), s(m(2, 3, 4), (3, 4), None, None, 1e-3)],
+    (f32, f64),
+    ref=A.native_layer_norm.default,
+    tol=NN_TOL,
+)

@@ -107,7 +107,7 @@ def test_op_gradients_through_the_backward_trace(info: OpInfo):
 
 # -- the traces -----------------------------------------------------------------------------
 def small(x, w):
-    y = x.sin()
+    y = x.abs()
     return (y * w).relu().sum()
 
 
@@ -118,9 +118,9 @@ import torch
 def forward(x, w):
   # x: "cpu f32[3]"
   # w: "cpu f32[3]"
-  t0 = torch.sin(x)  # t0: "cpu f32[3]"
-    # t0 = ltorch.sin(x)  # t0: "cpu f32[3]"
-      # t0 = prims.sin(x)  # t0: "cpu f32[3]"
+  t0 = torch.abs(x)  # t0: "cpu f32[3]"
+    # t0 = ltorch.abs(x)  # t0: "cpu f32[3]"
+      # t0 = prims.abs(x)  # t0: "cpu f32[3]"
   t1 = torch.mul(t0, w)  # t1: "cpu f32[3]"
     # t1 = ltorch.mul(t0, w)  # t1: "cpu f32[3]"
       # t1 = prims.mul(t0, w)  # t1: "cpu f32[3]"
@@ -154,7 +154,7 @@ def backward(x, w, t0, t3, g_t4):
     # t7 = prims.where(t6, t5, 0)  # t7: "cpu f32[3]"
   t8 = prims.mul(t7, w)  # t8: "cpu f32[3]"
   t9 = prims.mul(t7, t0)  # t9: "cpu f32[3]"
-  t10 = prims.cos(x)  # t10: "cpu f32[3]"
+  t10 = prims.sign(x)  # t10: "cpu f32[3]"
   t11 = prims.mul(t8, t10)  # t11: "cpu f32[3]"
   return (t11, t9)
 """
@@ -178,14 +178,14 @@ def backward(x, w, t3, g_t4):
   del t5
   t8 = torch.mul(t7, w)  # t8: "cpu f32[3]"
     # t8 = prims.mul(t7, w)  # t8: "cpu f32[3]"
-  t0 = torch.sin(x)  # t0: "cpu f32[3]"
-    # t0 = ltorch.sin(x)  # t0: "cpu f32[3]"
-      # t0 = prims.sin(x)  # t0: "cpu f32[3]"
+  t0 = torch.abs(x)  # t0: "cpu f32[3]"
+    # t0 = ltorch.abs(x)  # t0: "cpu f32[3]"
+      # t0 = prims.abs(x)  # t0: "cpu f32[3]"
   t9 = torch.mul(t7, t0)  # t9: "cpu f32[3]"
     # t9 = prims.mul(t7, t0)  # t9: "cpu f32[3]"
   del t7, t0
-  t10 = torch.cos(x)  # t10: "cpu f32[3]"
-    # t10 = prims.cos(x)  # t10: "cpu f32[3]"
+  t10 = torch.sign(x)  # t10: "cpu f32[3]"
+    # t10 = prims.sign(x)  # t10: "cpu f32[3]"
   t11 = torch.mul(t8, t10)  # t11: "cpu f32[3]"
     # t11 = prims.mul(t8, t10)  # t11: "cpu f32[3]"
   del t8, t10
@@ -231,17 +231,26 @@ def test_what_crosses_the_cut_is_noted_for_viewers():
     # rematerialized: no longer saved, recomputed in the backward and tagged so
     assert forward.info["rematerialized"] == ["t0"]
     (recomputed,) = [b for b in backward.bound_symbols if "recomputed" in b.tags]
-    assert recomputed.sym.id == "torch.sin" and recomputed.info["recomputes"] == ("t0",)
+    assert recomputed.sym.id == "torch.abs" and recomputed.info["recomputes"] == ("t0",)
     # each backward op names the forward op it differentiates by its outputs (kept by every pass)
     by_op = {b.sym.id: b.info.get("differentiates") for b in backward.bound_symbols if "backward" in b.tags}
     assert by_op["torch.ops.aten.threshold_backward.default"] == ("t3",)
-    assert by_op["torch.cos"] == ("t0",)
+    assert by_op["torch.sign"] == ("t0",)
     assert by_op["torchex.broadcast_in_dim"] == ("t4",)
     assert all(
         b.source is not None and b.source.function == "small"
         for b in backward.bound_symbols
         if "backward" in b.tags
     )
+
+
+def test_a_transcendental_value_is_saved_not_recomputed():
+    jfn = thunder.jit(lambda x, w: (x.sin() * w).sum())
+    jfn(torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))
+    forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
+    assert forward.info["saved_for_backward"] == ["x", "w", "t0"]
+    assert forward.info.get("rematerialized", []) == []
+    assert not [b for b in backward.bound_symbols if "recomputed" in b.tags]
 
 
 # -- the connection to torch.autograd -------------------------------------------------------

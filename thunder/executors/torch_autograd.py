@@ -93,15 +93,23 @@ def grad_computation(
     other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
     n_saved = len(saved)
 
+    # the common case, kept cheap: every output computed once, every saved value a tensor,
+    # every Function output differentiable, nothing written back
+    plain_outputs = first == list(range(len(outputs)))
+    all_tensors = not other_saved
+    all_diff = diff == list(range(len(first)))
+
     def forward(ctx, *args):
         if bw_fn is None:
             outs = fw_fn(*args)
         else:
             outs, values = fw_fn(*args)
-            ctx.save_for_backward(*[values[i] for i in tensor_saved])
-            if other_saved:
+            if all_tensors:
+                ctx.save_for_backward(*values)
+            else:
+                ctx.save_for_backward(*[values[i] for i in tensor_saved])
                 ctx.other_saved = [values[i] for i in other_saved]
-        result = tuple(outs[k] for k in first)
+        result = outs if plain_outputs else tuple(outs[k] for k in first)
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -112,14 +120,16 @@ def grad_computation(
         if torch.is_grad_enabled():
             raise _double_backward(name)
         tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
-        if other_saved:
-            values: list = [None] * n_saved
+        if all_tensors:
+            values = tensors
+        else:
+            values = [None] * n_saved
             for i, t in zip(tensor_saved, tensors):
                 values[i] = t
             for i, v in zip(other_saved, ctx.other_saved):
                 values[i] = v
-        else:
-            values = tensors
+        if all_diff:
+            return bw_fn(*values, *cotangents)
         return bw_fn(*values, *[cotangents[j] for j in diff])
 
     fn = type(
@@ -130,8 +140,11 @@ def grad_computation(
     apply = fn.apply
     source = layout.source
     enable_grad = not fw.grad_enabled  # traced under no_grad with an enable_grad block inside
+    direct = plain_outputs and not writebacks and not enable_grad
 
     def computation(*args):
+        if direct:
+            return apply(*args)
         if enable_grad:
             with torch.enable_grad():
                 result = apply(*args)

@@ -362,6 +362,8 @@ for _prim, _helper_name in {
     "adaptive_avg_pool_backward": "adaptive_avg_pool_backward",
 }.items():
     PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_helper(_helper_name))]
+# a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)
+PRIM_IMPLS["prims.sum"].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
 
 
 def _eager(impls: list[Impl]):

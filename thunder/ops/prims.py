@@ -60,9 +60,12 @@ _UNARY = {
     "bool": "isnan isinf isfinite signbit logical_not",
     "real": "real imag",
 }
+# The "float" functions (exp, erf, roots, ...) cost far more per element than arithmetic:
+# tagged "transcendental", they are not recomputed in a backward to save memory (remat.py).
 for _rule, _names in _UNARY.items():
     for _n in _names.split():
-        globals()[_n] = _prim(_n, _unary_meta(_n, _rule), "elementwise", "unary")
+        _costly = ("transcendental",) if _rule == "float" else ()
+        globals()[_n] = _prim(_n, _unary_meta(_n, _rule), "elementwise", "unary", *_costly)
 
 
 # -- elementwise binary -------------------------------------------------------------------
@@ -486,7 +489,7 @@ def _polygamma_meta(n, a):
 
 
 # the n-th derivative of digamma: the gradient of digamma (and of itself)
-polygamma = _prim("polygamma", _polygamma_meta, "elementwise")
+polygamma = _prim("polygamma", _polygamma_meta, "elementwise", "transcendental")
 
 
 # ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the

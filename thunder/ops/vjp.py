@@ -622,14 +622,11 @@ VJPS[ltorch.log_softmax] = _softmax_rule(ltorch.log_softmax_backward)
 
 @_rule(ltorch.layer_norm)
 def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """The kernel's gradient, with the mean and 1/std recomputed from the input (one var_mean)."""
+    """The kernel's gradient, with the mean and 1/std recomputed from the input."""
     if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
         return NotImplemented
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    s = shape_of(input)
-    dims = tuple(range(len(s) - len(ns), len(s)))
-    var, mean = ltorch.var_mean(input, dims, keepdim=True, correction=0)
-    rstd = prims.rsqrt(prims.add(var, eps))
+    _, mean, rstd = ltorch.native_layer_norm(input, ns, None, None, eps)
     gi, gw, gb = ltorch.layer_norm_backward(g, input, ns, mean, rstd, weight, bias, (True, True, True))
     return gi, None, gw, gb, None
 

@@ -1,6 +1,7 @@
 """Rematerialization: recompute cheap elementwise values in the backward instead of saving them.
 
-A saved value made by an elementwise op whose own inputs the backward has anyway (inputs of
+A saved value made by a cheap elementwise op (arithmetic, comparisons, casts: no
+transcendental function) whose own inputs the backward has anyway (inputs of
 the function, other saved values, values recomputed this way) costs memory from the forward
 to the backward for nothing: the backward recomputes it from those inputs. A value returned
 by the function is kept (it is alive anyway). Recomputed BoundSymbols are tagged
@@ -11,49 +12,53 @@ Before (``t1`` saved)::
 
     def forward(x, w):                      def backward(t0, t1, g_t2):
       t0 = ltorch.linear(x, w)                ...uses t0 and t1...
-      t1 = ltorch.gelu(t0)
+      t1 = ltorch.mul(t0, 2)
       t2 = ltorch.linear(t1, w)
       return ((t2,), (t0, t1))
 
 After (``t1`` recomputed from ``t0``)::
 
     def forward(x, w):                      def backward(t0, g_t2):
-      ...                                     t1 = ltorch.gelu(t0)  # recomputed
+      ...                                     t1 = ltorch.mul(t0, 2)  # recomputed
       return ((t2,), (t0,))                   ...
 """
 
 from __future__ import annotations
 
-from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace
 from thunder.transforms.dce import EFFECT_TAGS
+from thunder.transforms.grad import proxies
 
 
-def _proxies(x) -> list:
-    return [p for p in tree_leaves(x) if isinstance(p, (TensorProxy, Proxy))]
+def _leaves(b: BoundSymbol) -> list[BoundSymbol]:
+    return [leaf for s in b.subsymbols for leaf in _leaves(s)] if b.subsymbols else [b]
 
 
 def _recomputable(b: BoundSymbol) -> bool:
+    """Elementwise, single-output, without effects or random numbers, and cheap: no
+    transcendental prim in it (an erf per element costs more than the memory it saves, when
+    the recomputation is not fused into the backward's kernels)."""
     tags = b.sym.tags | b.tags
-    return "elementwise" in tags and not tags & (EFFECT_TAGS | {"random"}) and len(_proxies(b.output)) == 1
+    if "elementwise" not in tags or tags & (EFFECT_TAGS | {"random"}) or len(proxies(b.output)) != 1:
+        return False
+    return not any(leaf.sym.tags & {"transcendental", "random"} for leaf in _leaves(b))
 
 
 def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     outputs, saved = fw.output
-    returned = {p.name for p in _proxies(outputs)}
-    inputs = {p.name: p for p in _proxies(fw.args)}
+    returned = {p.name for p in proxies(outputs)}
+    inputs = {p.name: p for p in proxies(fw.args)}
     saved_names = {p.name for p in saved}
     recompute: dict[str, BoundSymbol] = {}
     extra_inputs: list = []
     for b in fw.bound_symbols:
         if not _recomputable(b):
             continue
-        (v,) = _proxies(b.output)
+        (v,) = proxies(b.output)
         if v.name not in saved_names or v.name in returned:
             continue
-        args = _proxies((b.args, b.kwargs))
+        args = proxies((b.args, b.kwargs))
         if all(a.name in inputs or a.name in saved_names for a in args):
             recompute[v.name] = b
             extra_inputs += [a for a in args if a.name in inputs and a.name not in saved_names]
@@ -63,7 +68,7 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     saved_names -= set(recompute)
     order = {
         p.name: i
-        for i, p in enumerate(_proxies(fw.args) + [p for b in fw.bound_symbols for p in _proxies(b.output)])
+        for i, p in enumerate(proxies(fw.args) + [p for b in fw.bound_symbols for p in proxies(b.output)])
     }
     new_saved = sorted(
         {p.name: p for p in list(saved) + extra_inputs if p.name in saved_names}.values(),
@@ -74,7 +79,7 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     new_fw.output = (outputs, tuple(new_saved))
     new_fw.bound_symbols = []
     for b in fw.bound_symbols:
-        names = {p.name for p in _proxies(b.output)}
+        names = {p.name for p in proxies(b.output)}
         tags = (b.tags - {"saved_for_backward"}) | ({"saved_for_backward"} if names & saved_names else set())
         new_fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
     new_fw.info["saved_for_backward"] = [p.name for p in new_saved]
@@ -92,7 +97,7 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
             return
         emitted.add(name)
         b = recompute[name]
-        for a in _proxies((b.args, b.kwargs)):
+        for a in proxies((b.args, b.kwargs)):
             emit(a.name)
         body.append(
             b.from_bsym(
@@ -102,10 +107,10 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
         )
 
     for b in bw.bound_symbols:
-        for a in _proxies((b.args, b.kwargs)):
+        for a in proxies((b.args, b.kwargs)):
             emit(a.name)
         body.append(b)
-    for p in _proxies(bw.output):
+    for p in proxies(bw.output):
         emit(p.name)
     new_bw.bound_symbols = body
     return new_fw, new_bw

@@ -23,13 +23,8 @@ After::
 
 from __future__ import annotations
 
-from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves
 from thunder.core.trace import Trace
-
-
-def _proxies(x) -> list:
-    return [p for p in tree_leaves(x) if isinstance(p, (TensorProxy, Proxy))]
+from thunder.transforms.grad import proxies
 
 
 def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
@@ -39,13 +34,11 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     n_ct = len(joint.info["cotangents"])
     fw_args, cotangents = joint.args[: len(joint.args) - n_ct], joint.args[len(joint.args) - n_ct :]
 
-    defined = {p.name for p in cotangents} | {p.name for b in bw_bsyms for p in _proxies(b.output)}
-    used = {p.name for p in _proxies(grads)} | {
-        p.name for b in bw_bsyms for p in _proxies((b.args, b.kwargs))
-    }
+    defined = {p.name for p in cotangents} | {p.name for b in bw_bsyms for p in proxies(b.output)}
+    used = {p.name for p in proxies(grads)} | {p.name for b in bw_bsyms for p in proxies((b.args, b.kwargs))}
     wanted = used - defined
     saved, seen = [], set()
-    for p in _proxies(fw_args) + [p for b in fw_bsyms for p in _proxies(b.output)]:
+    for p in proxies(fw_args) + [p for b in fw_bsyms for p in proxies(b.output)]:
         if p.name in wanted and p.name not in seen:
             seen.add(p.name)
             saved.append(p)
@@ -60,7 +53,7 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     for b in fw_bsyms:
         # the forward runs without autograd recording: an enable_grad block would record
         tags = b.tags - {"enable_grad"}
-        if {p.name for p in _proxies(b.output)} & names:
+        if {p.name for p in proxies(b.output)} & names:
             tags |= {"saved_for_backward"}
         fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
     fw.info["saved_for_backward"] = [p.name for p in saved]

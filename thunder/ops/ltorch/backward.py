@@ -1,4 +1,5 @@
-"""Backward ops: the gradient kernels that VJP rules call where a decomposition would be slow.
+"""Backward ops: the gradient kernels that VJP rules call where a decomposition would be slow
+(and ``native_layer_norm``, whose statistics the layer_norm rule needs).
 
 Each mirrors a ``torch.ops.aten`` backward kernel argument for argument, so the torch
 executor runs it as that one kernel (``torch_impl``), while its decomposition into prims is
@@ -135,3 +136,25 @@ def slice_backward(grad_output, input_sizes, dim: int, start: int, end: int, ste
     idx = prims.iota(s[dim], start=start, step=step, dtype=torch.int64, device=device_of(grad_output))
     zeros = prims.full(tuple(input_sizes), 0, dtype=dtype_of(grad_output), device=device_of(grad_output))
     return prims.scatter_add(zeros, dim, prims.broadcast_in_dim(idx, s, (dim,)), grad_output)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm.default", tags=("backward_op",))
+def native_layer_norm(input, normalized_shape, weight, bias, eps: float):
+    """(``F.layer_norm``'s result, mean, 1/std), the statistics with the normalized dims kept
+    as 1: what ``layer_norm_backward`` takes (one kernel, where var_mean is several times slower)."""
+    s = shape_of(input)
+    k = len(tuple(normalized_shape))
+    axes = tuple(range(len(s) - k, len(s)))
+    n = math.prod(s[len(s) - k :])
+    x = _up(input)
+    mean = prims.div(_sum_keep(x, axes), n)
+    var = keep_dims(prims.var(x, axes, correction=0), shape_of(x), axes)
+    rstd = prims.rsqrt(prims.add(var, eps))
+    out = prims.mul(prims.sub(x, mean), rstd)
+    if weight is not None:
+        out = prims.mul(out, _up(weight))
+    if bias is not None:
+        out = prims.add(out, _up(bias))
+    with torch.no_grad():  # as aten's: the statistics are not differentiable outputs
+        mean, rstd = prims.clone(_as(mean, dtype_of(input))), prims.clone(_as(rstd, dtype_of(input)))
+    return _as(out, dtype_of(input)), mean, rstd
