@@ -21,37 +21,38 @@ from __future__ import annotations
 import dataclasses
 import json
 import linecache
-import re
 
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
+from thunder.core.tags import Tag
 
 TRACE_KINDS = ("prologue", "computation", "epilogue", "backward")
 
 # Tags worth showing: from BoundSymbol.tags, or from Symbol.tags when the symbol carries them.
+# A node's tags are their names (``Tag.value``), so the model stays plain data.
 NOTABLE_TAGS = frozenset(
     {
-        "flatten_tensor_subclass",
-        "unflatten_tensor_subclass",
-        "tensor_subclass",
-        "dataclass_new",
-        "writeback",
-        "fusion",
-        "backward",
-        "saved_for_backward",
-        "prologue_check",
-        "unpack",
-        "inplace",
-        "del",
+        Tag.FLATTEN_TENSOR_SUBCLASS,
+        Tag.UNFLATTEN_TENSOR_SUBCLASS,
+        Tag.TENSOR_SUBCLASS,
+        Tag.DATACLASS_NEW,
+        Tag.WRITEBACK,
+        Tag.FUSION,
+        Tag.BACKWARD,
+        Tag.SAVED_FOR_BACKWARD,
+        Tag.RECOMPUTED,
+        Tag.PROLOGUE_CHECK,
+        Tag.UNPACK,
+        Tag.INPLACE,
+        Tag.DEL,
     }
 )
-_FUSION_NAME = re.compile(r"^(nvFusion|TorchCompile|fusion)\d+$")
-_SUBCLASS_CHILD_TAGS = frozenset({"flatten_tensor_subclass", "unflatten_tensor_subclass"})
+_SUBCLASS_CHILD_TAGS = frozenset({Tag.FLATTEN_TENSOR_SUBCLASS.value, Tag.UNFLATTEN_TENSOR_SUBCLASS.value})
 
 
 def _is_proxy(x) -> bool:
-    return isinstance(x, (TensorProxy, Proxy))
+    return isinstance(x, Proxy)
 
 
 @dataclasses.dataclass
@@ -334,7 +335,7 @@ class _Builder:
     def proxy_names(self, values) -> tuple[str, ...]:
         names = []
         for p in tree_leaves(values):
-            if isinstance(p, (TensorProxy, Proxy)):
+            if isinstance(p, Proxy):
                 name = p.name
                 names.append(name)
                 if name not in self.proxies:
@@ -379,13 +380,9 @@ class _Builder:
     def node(self, b, node_id: str, outputs: tuple[str, ...]) -> Node:
         sym = b.sym
         children = self.nodes(b.subsymbols, node_id + "/") if b.subsymbols else []
-        tags = set(b.tags) | (sym.tags & NOTABLE_TAGS)
-        if sym.name in NOTABLE_TAGS:
-            tags.add(sym.name)
-        if "fusion" in sym.tags or _FUSION_NAME.match(sym.name):
-            tags.add("fusion")
+        tags = {t.value for t in b.tags | (sym.tags & NOTABLE_TAGS)}
         if any(_SUBCLASS_CHILD_TAGS.intersection(c.tags) for c in children):
-            tags.add("tensor_subclass")
+            tags.add(Tag.TENSOR_SUBCLASS.value)
         executor = getattr(sym, "executor", None) or b.info.get("claimed_by")
         return Node(
             id=node_id,

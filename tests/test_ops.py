@@ -15,6 +15,7 @@ from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
 
 import thunder
 from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.verify import verify
 from thunder.executors import pythonex, torchex
@@ -66,7 +67,7 @@ def _prims_only(trace: Trace) -> Trace:
 
     def flat(bsyms):
         for b in bsyms:
-            if b.sym.module == "ltorch":
+            if Tag.LTORCH in b.sym.tags:
                 yield from flat(b.subsymbols)
             else:
                 yield b

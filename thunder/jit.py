@@ -2,14 +2,13 @@
 
 ``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries newest first:
 an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch), its
-computation runs, its epilogue builds the result. A miss traces again.
+computation runs, its epilogue builds the result. A miss traces again: acquisition makes the
+bundle of traces, and ``PIPELINE``, the declared list of passes, runs over it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import sys
 import time
 import traceback
 import warnings
@@ -17,7 +16,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.core.trace import Provenance, Trace
+from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import Trace
 from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
@@ -74,16 +75,16 @@ class CompileStats:
         return self.entries[-1].pass_times if self.entries else []
 
 
-def _run_pass(traces: list[Trace], fn, times: list, kind: str) -> Trace:
-    t0 = time.perf_counter()
-    out = fn(traces[-1])
-    dt = time.perf_counter() - t0
-    if out.provenance is None:
-        out.provenance = Provenance(fn.__name__)
-    out.provenance.seconds = dt
-    times.append((kind, out.provenance.pass_name, dt))
-    traces.append(out)
-    return out
+def _claim(trace: Trace, ctx: PassContext) -> Trace:
+    return claim(trace, ctx.executors)
+
+
+# The passes every compilation runs, in order, over its bundle of traces.
+PIPELINE: tuple[Pass, ...] = (
+    Pass("dce", on("computation", dce)),
+    Pass("claim", on(KINDS, _claim, context=True)),
+    Pass("del_last_used", on("computation", del_last_used)),
+)
 
 
 class ThunderFunction:
@@ -118,38 +119,36 @@ class ThunderFunction:
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
 
+    def _repr_pretty_(self, p, cycle) -> None:
+        # IPython shows the last computation trace; the explorer, once imported, adds HTML
+        p.text(_text_of(self))
+
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
         reasons = []
         for i, e in enumerate(self._entries):
-            reason = _miss_reason(e, args, kwargs)
+            reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
             # an int the function writes back changed (a counter): trace it as a value
-            failed = re.match(r"pythonex\.check_literal\((\w+),", reason)
-            if failed and failed.group(1) in e.written_numbers:
-                self._dynamic.add(failed.group(1))
+            subject = failed.args[0] if failed is not None and failed.args else None
+            if getattr(subject, "name", None) in e.written_numbers:
+                self._dynamic.add(subject.name)
         t0 = time.perf_counter()
         acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
-        times: list = [("computation", "Acquisition", time.perf_counter() - t0)]
         acquired.computation.provenance = None
-        comp = [acquired.computation]
-        _run_pass(comp, dce, times, "computation")
-        _run_pass(comp, lambda t: claim(t, self.executors), times, "computation")
-        _run_pass(comp, del_last_used, times, "computation")
-        pro = [acquired.prologue]
-        _run_pass(pro, lambda t: claim(t, self.executors), times, "prologue")
-        epi = [acquired.epilogue]
-        _run_pass(epi, lambda t: claim(t, self.executors), times, "epilogue")
+        bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
+        history = History.start(bundle, time.perf_counter() - t0)
+        final = run_pipeline(bundle, PIPELINE, PassContext(self.executors), history)
         entry = CacheEntry(
-            prologue_traces=pro,
-            computation_traces=comp,
-            epilogue_traces=epi,
-            backward_traces=[],
-            prologue=pro[-1].python_callable(),
-            computation=comp[-1].python_callable(),
-            epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
+            prologue_traces=history.traces["prologue"],
+            computation_traces=history.traces["computation"],
+            epilogue_traces=history.traces["epilogue"],
+            backward_traces=history.traces["backward"],
+            prologue=final.prologue.python_callable(),
+            computation=final.computation.python_callable(),
+            epilogue=None if _is_identity(final.epilogue) else final.epilogue.python_callable(),
             miss_reasons=reasons,
-            pass_times=times,
+            pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
@@ -164,43 +163,44 @@ class ThunderFunction:
         return entry
 
 
-def _mimebundle(obj) -> dict:
-    """Notebook display: the explorer's static view when it is installed, else the last trace."""
+def _text_of(obj) -> str:
     jfn = _jfn(obj)
-    text = (
-        str(jfn._entries[-1].computation_traces[-1])
-        if jfn._entries
-        else f"<thunder.jit of {jfn.__name__}, not called yet>"
-    )
-    try:
-        from explorer.html import compilation_html
-    except Exception:
-        return {"text/plain": text}
-    return {"text/plain": text, "text/html": compilation_html(obj)}
-
-
-ThunderFunction._repr_mimebundle_ = lambda self, include=None, exclude=None: _mimebundle(self)
+    if not jfn._entries:
+        return f"<thunder.jit of {jfn.__name__}, not called yet>"
+    return str(jfn._entries[-1].computation_traces[-1])
 
 
 def _is_identity(epi: Trace) -> bool:
     return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
 
 
-def _miss_reason(entry: CacheEntry, args, kwargs) -> str:
-    """The prologue line that rejected these inputs, with its message."""
+def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
+    """The BoundSymbol of the compiled trace ``fn`` whose line raised ``exc`` (by the line map)."""
+    program = getattr(fn, "__thunder_program__", None)
+    if program is None:
+        return None
+    lineno = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code is fn.__code__:
+            lineno = line
+    return program.bsym_at(lineno) if lineno is not None else None
+
+
+def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
+    """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
+    and that line's BoundSymbol."""
+    from thunder.core.printing import Printer, bsym_line
+
     try:
         entry.prologue(*args, **kwargs)
     except PrologueCheckFailed as e:
-        src = getattr(entry.prologue, "__thunder_source__", "").splitlines()
-        line = ""
-        for frame in reversed(traceback.extract_tb(sys.exc_info()[2])):
-            if frame.filename == "thunder.prologue" and frame.lineno and frame.lineno <= len(src):
-                line = src[frame.lineno - 1].strip()
-                break
-        return f"{line}: {e}" if line else str(e)
+        bsym = failed_check(entry.prologue, e)
+        if bsym is None:
+            return str(e), None
+        return f"{bsym_line(bsym, Printer())}: {e}", bsym
     except Exception as e:  # a prologue that cannot even unpack these inputs
-        return f"{type(e).__name__}: {e}"
-    return "the inputs fit (this entry was bypassed)"
+        return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
+    return "the inputs fit (this entry was bypassed)", None
 
 
 class ThunderModule(torch.nn.Module):
@@ -214,8 +214,8 @@ class ThunderModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._jfn(*args, **kwargs)
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return _mimebundle(self)
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(_text_of(self))
 
     def __getattr__(self, name):
         try:

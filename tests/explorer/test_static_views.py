@@ -60,14 +60,36 @@ def test_budget_keeps_a_huge_trace_light():
     assert h2.count('<div class="more">... 1 more</div>') == 50
 
 
-def test_trace_repr_mimebundle_shows_the_tree(jfn):
+def test_an_ipython_shell_shows_traces_and_jitted_functions_as_the_tree(jfn):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from explorer.display import register_displays
+
+    shell = InteractiveShell.instance()
+    assert register_displays(shell)
     t = thunder.last_traces(jfn)[-1]
-    bundle = t._repr_mimebundle_()
-    assert bundle["text/plain"] == str(t)
+    bundle, _ = shell.display_formatter.format(t)
+    assert bundle["text/plain"] == str(t)  # the program, not the repr
     html = bundle["text/html"]
     assert html.startswith('<div class="thx"><style>') and "<details" in html
     assert "torch.sin(x)" in html and "Delete Last Used" in html
     assert trace_html(t) == html
+    bundle, _ = shell.display_formatter.format(jfn)
+    assert bundle["text/html"] == compilation_html(jfn)
+
+
+def test_thunder_never_imports_the_explorer():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, thunder\n"
+        "f = thunder.jit(lambda x: x + 1)\n"
+        "f(torch.ones(2)); str(thunder.last_traces(f)[-1])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'explorer'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_compilation_html(jfn):

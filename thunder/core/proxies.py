@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core.pytree import tree_leaves
+
 _DTYPE_SHORT = {
     torch.float64: "f64",
     torch.float32: "f32",
@@ -38,7 +40,7 @@ def device_str(device: torch.device) -> str:
 
 
 class Proxy:
-    """A named non-tensor value in a trace."""
+    """A named value in a trace: ``TensorProxy``, ``NumberProxy`` and ``AnyProxy`` are proxies."""
 
     prefix = "p"
 
@@ -80,7 +82,7 @@ class AnyProxy(Proxy):
         return "Any" if t is None else f"{t.__module__}.{t.__qualname__}"
 
 
-class TensorProxy(torch.Tensor):
+class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
     prefix = "t"
@@ -95,6 +97,9 @@ class TensorProxy(torch.Tensor):
         )
         t._thunder_name = name
         return t
+
+    def __init__(self, *args, **kwargs):  # made by __new__; Proxy.__init__ does not apply
+        pass
 
     # torch.Tensor has a read-only ``name`` of its own; ours shadows it.
     @property
@@ -150,3 +155,13 @@ class TensorProxy(torch.Tensor):
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
+
+
+def proxies_in(x) -> list:
+    """The proxies among the leaves of ``x`` (nested tuples, lists, dicts, dataclasses)."""
+    return [p for p in tree_leaves(x) if isinstance(p, Proxy)]
+
+
+def proxy_names(x) -> set[str]:
+    """The names of the proxies among the leaves of ``x``."""
+    return {p.name for p in tree_leaves(x) if isinstance(p, Proxy)}

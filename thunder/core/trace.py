@@ -14,10 +14,11 @@ from contextlib import contextmanager
 
 import torch
 
-from thunder.core.printing import Printer, bsym_lines, type_comment
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.printing import Printer, Program, print_program
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
+from thunder.core.tags import Tag
 
 _local = threading.local()
 
@@ -59,6 +60,7 @@ class Trace:
     """A program of BoundSymbols. ``name`` is the printed function's name."""
 
     def __init__(self, name: str = "computation", *, tags: tuple[str, ...] = ()):
+        # ``tags``: the trace's kind and role ("computation", "forward", "backward", ...)
         self.name = name
         self.bound_symbols: list[BoundSymbol] = []
         self.args: list = []
@@ -114,7 +116,7 @@ class Trace:
             subsymbols = []
             self._scopes.append(subsymbols)
             try:
-                out = sym.fn(*args, **kwargs)
+                out = sym.decomposition(*args, **kwargs)
             finally:
                 self._scopes.pop()
             if not subsymbols and _returns_an_input(out, args, kwargs):
@@ -145,34 +147,12 @@ class Trace:
         return t
 
     # -- printing -------------------------------------------------------------------------
+    def program(self, printer: Printer | None = None) -> Program:
+        """The printed source with its line map and namespace (see ``print_program``)."""
+        return print_program(self, printer)
+
     def python(self, printer: Printer | None = None) -> str:
-        printer = printer or Printer()
-        for k, v in self.ctx_objects.items():
-            printer.ctx[k] = v
-        body: list[str] = []
-        for p in self.args:
-            if isinstance(p, (TensorProxy, NumberProxy)):
-                c = type_comment([p])
-                if c:
-                    body.append(f"  # {c}")
-        block = None  # the grad-mode block being printed (``with torch.no_grad():``)
-        for bsym in self.bound_symbols:
-            mode = next((GRAD_BLOCKS[t] for t in bsym.tags if t in GRAD_BLOCKS), None)
-            if mode is not None and mode != block:
-                body.append(f"  {mode}")
-            block = mode
-            body += bsym_lines(bsym, 2 if mode else 1, printer)
-        body.append(f"  return {printer.value(self.output)}")
-        modules = sorted(
-            {_root_module(b.sym.module) for b in self.bound_symbols if b.sym.printer is None} - {"torch", ""}
-        )
-        head = []
-        if self.provenance is not None:
-            head.append(f"# Constructed by {self.provenance.pass_name}")
-        head.append("import torch")
-        head += [f"import {_IMPORTS[m]} as {m}" if m in _IMPORTS else f"import {m}" for m in modules]
-        sig = self.signature or ", ".join(printer.value(a) for a in self.args)
-        return "\n".join(head + ["", f"def {self.name}({sig}):"] + body) + "\n"
+        return print_program(self, printer).source
 
     def __str__(self) -> str:
         return self.python()
@@ -180,54 +160,26 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace {self.name} ({len(self.bound_symbols)} bound symbols)>"
 
+    def _repr_pretty_(self, p, cycle) -> None:
+        # IPython shows the program as text; the explorer, once imported, adds an HTML view
+        p.text(str(self))
+
     def python_callable(self):
-        printer = Printer()
-        src = self.python(printer)
-        ns = {"torch": torch, **_module_namespace(), **printer.ctx}
-        code = compile(src, f"thunder.{self.name}", "exec")
+        """The trace compiled to a Python function; ``fn.__thunder_program__`` is its Program."""
+        program = self.program()
+        code = compile(program.source, f"thunder.{self.name}", "exec")
+        ns = program.namespace()
         exec(code, ns)
         fn = ns[self.name]
-        fn.__thunder_source__ = src
+        fn.__thunder_program__ = program
         return fn
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        try:
-            from explorer.html import trace_html  # the explorer is optional
-        except Exception:
-            return {"text/plain": str(self)}
-        return {"text/plain": str(self), "text/html": trace_html(self)}
 
-
-# Tags for ops recorded under a grad mode other than the trace's, and how they print.
-GRAD_TAGS = {False: frozenset({"no_grad"}), True: frozenset({"enable_grad"})}
-GRAD_BLOCKS = {"no_grad": "with torch.no_grad():", "enable_grad": "with torch.enable_grad():"}
-
-_IMPORTS = {
-    "ltorch": "thunder.ops.ltorch",
-    "prims": "thunder.ops.prims",
-    "aten": "thunder.ops.aten",
-    "torchex": "thunder.executors.torchex",
-    "pythonex": "thunder.executors.pythonex",
-}
-
-
-def _root_module(module: str) -> str:
-    return module.split(".")[0]
-
-
-def _module_namespace() -> dict:
-    import importlib
-
-    ns = {}
-    for short, full in _IMPORTS.items():
-        try:
-            ns[short] = importlib.import_module(full)
-        except ImportError:
-            pass
-    return ns
+# Tags for ops recorded under a grad mode other than the trace's.
+GRAD_TAGS = {False: frozenset({Tag.NO_GRAD}), True: frozenset({Tag.ENABLE_GRAD})}
 
 
 def _returns_an_input(out, args, kwargs) -> bool:
-    if not isinstance(out, (TensorProxy, Proxy)):
+    if not isinstance(out, Proxy):
         return False
     return any(a is out for a in tree_leaves((args, kwargs)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import GRAD_MODE_TAGS
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
 
@@ -29,7 +30,7 @@ class UnclaimedError(RuntimeError):
 
 
 # Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under).
-_INHERITED_TAGS = frozenset({"no_grad", "enable_grad"})
+_INHERITED_TAGS = GRAD_MODE_TAGS
 
 
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
@@ -52,6 +53,7 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
         where = f" (from {bsym.source})" if bsym.source else ""
         raise UnclaimedError(
             f"thunder: no executor can run {bsym.sym.id}{where}; asked: {', '.join(e.name for e in executors)}"
+            f" ({'; '.join(declined.values())})"
         )
     result = []
     inherited = bsym.tags & _INHERITED_TAGS

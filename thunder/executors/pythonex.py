@@ -12,6 +12,7 @@ import operator
 import torch
 
 from thunder.core.printing import type_comment
+from thunder.core.symbol import EAGER_IMPLS
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
 
@@ -131,22 +132,52 @@ def _unpack_printer(fmt: str):
     return printer
 
 
+def unpack_item(container, key):
+    return container[key]
+
+
+def unpack_attr(container, name):
+    return getattr(container, name)
+
+
+def unpack_param(module, name):
+    return module._parameters[name]
+
+
+def unpack_buffer(module, name):
+    return module._buffers[name]
+
+
+def unpack_submodule(module, name):
+    return module._modules[name]
+
+
+def unpack_captured(value):
+    return value
+
+
+def python_del(*values):
+    return None
+
+
 executor = Executor("python")
 
 
-def _register(prim, fn, path: str | None = None, printer=None):
-    sym = executor_symbol(path or f"pythonex.{prim.name}", fn, "python", printer=printer)
-    executor.register(prim.id, Impl(sym))
+def _register(prim, fn, printer=None) -> None:
+    """``prim`` runs as ``fn``: printed as ``pythonex.<prim name>(...)``, or by ``printer``."""
+    sym = executor_symbol(f"pythonex.{prim.name}", fn, "python", printer=printer, module_path=__name__)
+    executor.register(prim, Impl(sym))
+    EAGER_IMPLS[prim] = fn
 
 
-for _prim, _fmt in (
-    (pyops.unpack_item, "{c}[{k}]"),
-    (pyops.unpack_attr, "{c}.{attr}"),
-    (pyops.unpack_param, "{c}._parameters[{k}]"),
-    (pyops.unpack_buffer, "{c}._buffers[{k}]"),
-    (pyops.unpack_submodule, "{c}._modules[{k}]"),
+for _prim, _fn, _fmt in (
+    (pyops.unpack_item, unpack_item, "{c}[{k}]"),
+    (pyops.unpack_attr, unpack_attr, "{c}.{attr}"),
+    (pyops.unpack_param, unpack_param, "{c}._parameters[{k}]"),
+    (pyops.unpack_buffer, unpack_buffer, "{c}._buffers[{k}]"),
+    (pyops.unpack_submodule, unpack_submodule, "{c}._modules[{k}]"),
 ):
-    _register(_prim, None, printer=_unpack_printer(_fmt))
+    _register(_prim, _fn, printer=_unpack_printer(_fmt))
 
 for _prim, _fn in (
     (pyops.check_len, check_len),
@@ -167,29 +198,8 @@ for _prim, _fn in (
 ):
     _register(_prim, _fn)
 
-
-def _captured_printer(bsym, p) -> str:
-    line = f"{bsym.output.name} = {p.value(bsym.args[0])}"
-    c = type_comment([bsym.output])
-    return f"{line}  # {c}" if c else line
-
-
-_register(pyops.unpack_captured, None, printer=_captured_printer)
-
-
-def _construct_printer(bsym, p) -> str:
-    return pyops.construct.printer(bsym, p)
-
-
-_register(pyops.construct, construct, printer=_construct_printer)
-
-
-def _del_printer(bsym, p) -> str:
-    return "del " + ", ".join(a.name for a in bsym.args)
-
-
-_register(pyops.python_del, None, printer=_del_printer)
-
-
-for _op, _symbol in pyops.NUMBER_OPS.items():
-    _register(getattr(pyops, f"number_{_op}"), getattr(operator, _op), printer=pyops.number_printer(_symbol))
+_register(pyops.unpack_captured, unpack_captured, printer=pyops.print_captured)
+_register(pyops.construct, construct, printer=pyops.print_construct)
+_register(pyops.python_del, python_del, printer=pyops.print_del)
+for _op, _prim in pyops.NUMBER_OPS.items():
+    _register(_prim, getattr(operator, _op), printer=pyops.print_number_op)

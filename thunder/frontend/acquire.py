@@ -16,6 +16,7 @@ from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
 from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
@@ -402,7 +403,7 @@ def _write_back_inputs(state: Acquisition) -> None:
         if new is not p:
             state.computation.add_bsym(
                 BoundSymbol(
-                    prims.copy_, (new, p), {}, None, source=None, tags=frozenset({"inplace", "writeback"})
+                    prims.copy_, (new, p), {}, None, source=None, tags=frozenset({Tag.INPLACE, Tag.WRITEBACK})
                 )
             )
 

@@ -21,6 +21,7 @@ import torch
 
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
@@ -295,7 +296,7 @@ class Inputs:
                         (unpack.parent,) if unpack.kind == "captured" else (unpack.parent, unpack.key),
                         {},
                         proxy,
-                        tags=frozenset({"unpack"}),
+                        tags=frozenset({Tag.UNPACK}),
                     )
                 )
             if isinstance(proxy, TensorProxy):
@@ -377,7 +378,7 @@ def _tensor_check(p: TensorProxy) -> BoundSymbol:
         (p, p.meta_shape, p.meta_dtype, p.meta_device, p.meta_requires_grad),
         {},
         None,
-        tags=frozenset({"prologue_check"}),
+        tags=frozenset({Tag.PROLOGUE_CHECK}),
     )
 
 

@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
+from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.meta import ShapeError
@@ -271,7 +272,7 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _track_views(self, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
-        if "view" in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
+        if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
 
             for i, leaf in enumerate(tree_flatten(result)[0]):

@@ -41,7 +41,7 @@ class DynamicInt:
         else:  # a float, a tensor: no longer an integer counter
             fn = getattr(operator, op)
             return fn(other, self.concrete()) if reverse else fn(self.concrete(), other)
-        sym = getattr(pyops, f"number_{op}")
+        sym = pyops.NUMBER_OPS[op]
         out = sym(arg, self.proxy) if reverse else sym(self.proxy, arg)
         return DynamicInt(out, out.value, roots, self.state)
 

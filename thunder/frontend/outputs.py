@@ -28,7 +28,8 @@ from collections.abc import Mapping
 import torch
 
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
-from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol import MODULE_PATHS, BoundSymbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.numbers import DynamicInt
@@ -38,17 +39,13 @@ _CONSTANTS = (
     int, float, bool, str, complex, type(None), torch.dtype, torch.device, type(Ellipsis), enum.Enum,
     torch.Size, torch.memory_format, torch.layout, slice, bytes, range,
 )  # fmt: skip
-# Names a computed tensor is never renamed to: they would shadow what the printed code uses.
-_RESERVED = frozenset(dir(builtins)) | {
-    "torch",
-    "ltorch",
-    "prims",
-    "aten",
-    "torchex",
-    "pythonex",
-    "args",
-    "kwargs",
-}
+# Names a computed tensor is never renamed to: they would shadow what the printed code uses
+# (builtins, the modules symbols print under, the prologue's parameters).
+_RESERVED = frozenset(dir(builtins)) | {"torch", "args", "kwargs"}
+
+
+def _reserved(name: str) -> bool:
+    return name in _RESERVED or name in MODULE_PATHS
 
 
 def build_epilogue(result, state, writebacks: list | None = None) -> tuple[Trace, list, list]:
@@ -102,7 +99,7 @@ class _Builder:
         if name is None or id(p) in self._renamed or p.name in self._input_names:
             return
         self._renamed.add(id(p))
-        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or _reserved(name):
             return
         base, i = name, 1
         while name in self.epi.names or name in self.state.computation.names:
@@ -173,7 +170,7 @@ class _Builder:
             if k not in names:
                 extra[k] = self.build(x, f"{path}.{k}", k)
         out = AnyProxy(self.epi.make_name("any"), cls)
-        tags = frozenset({"dataclass_new"})
+        tags = frozenset({Tag.DATACLASS_NEW})
         if isinstance(v, Mapping):  # transformers' ModelOutput: a dataclass that is also a dict
             keys = list(dict.keys(v))
             if not extra and keys == _model_output_keys(v, fields):
@@ -202,7 +199,7 @@ class _Builder:
             bsym = BoundSymbol(pyops.python_delitem, (obj, key), {}, None)
         else:
             raise AssertionError(f"unknown write-back {kind}")
-        self.epi.add_bsym(bsym.from_bsym(tags=frozenset({"writeback"})))
+        self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
 
 
 def _instance_dict(v) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.meta import ShapeError, shape_of
@@ -59,7 +60,7 @@ def _conv(n: int):
     fns = [getattr(F, f"conv{n}d")] + (
         [getattr(torch, f"conv{n}d")] if getattr(torch, f"conv{n}d") is not getattr(F, f"conv{n}d") else []
     )
-    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.conv{n}d", tags=("conv",))(conv)
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.conv{n}d", tags=(Tag.CONV,))(conv)
 
 
 conv1d, conv2d, conv3d = _conv(1), _conv(2), _conv(3)
@@ -81,7 +82,7 @@ def _max_pool(n: int):
 
     max_pool.__name__ = f"max_pool{n}d"
     fns = [getattr(F, f"max_pool{n}d"), getattr(torch, f"max_pool{n}d")]
-    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.max_pool{n}d", tags=("pool",))(max_pool)
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.max_pool{n}d", tags=(Tag.POOL,))(max_pool)
 
 
 max_pool1d, max_pool2d, max_pool3d = _max_pool(1), _max_pool(2), _max_pool(3)
@@ -110,7 +111,7 @@ def _avg_pool(n: int):
     fns = [getattr(F, f"avg_pool{n}d")] + (
         [getattr(torch, f"avg_pool{n}d")] if hasattr(torch, f"avg_pool{n}d") else []
     )
-    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.avg_pool{n}d", tags=("pool",))(avg_pool)
+    return torchsymbol(*fns, torch_impl=f"torch.nn.functional.avg_pool{n}d", tags=(Tag.POOL,))(avg_pool)
 
 
 avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool(1), _avg_pool(2), _avg_pool(3)
@@ -129,7 +130,7 @@ def _adaptive_avg_pool(n: int):
     return torchsymbol(
         getattr(F, f"adaptive_avg_pool{n}d"),
         torch_impl=f"torch.nn.functional.adaptive_avg_pool{n}d",
-        tags=("pool",),
+        tags=(Tag.POOL,),
     )(adaptive_avg_pool)
 
 

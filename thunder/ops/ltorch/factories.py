@@ -13,6 +13,7 @@ from numbers import Number
 
 import torch
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.shape import _shape_arg
@@ -62,7 +63,7 @@ def _cast_number(value, dtype: torch.dtype):
 
 
 # -- ranges ---------------------------------------------------------------------------------
-@torchsymbol(torch.arange, torch_impl="torch.arange", tags=("factory",))
+@torchsymbol(torch.arange, torch_impl="torch.arange", tags=(Tag.FACTORY,))
 def arange(
     start,
     end=None,
@@ -95,7 +96,7 @@ def arange(
     return prims.iota(length, start=start, step=step, dtype=dtype, device=_device(device))
 
 
-@torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=("factory",))
+@torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=(Tag.FACTORY,))
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """As torch computes it: the first half counts up from ``start``, the second down from ``end``."""
     _check_layout("torch.linspace", layout)
@@ -132,17 +133,17 @@ def _constant(value, op: str):
     return fn
 
 
-zeros = torchsymbol(torch.zeros, torch_impl="torch.zeros", tags=("factory",), name="zeros")(
+zeros = torchsymbol(torch.zeros, torch_impl="torch.zeros", tags=(Tag.FACTORY,), name="zeros")(
     _constant(0, "torch.zeros")
 )
-ones = torchsymbol(torch.ones, torch_impl="torch.ones", tags=("factory",), name="ones")(
+ones = torchsymbol(torch.ones, torch_impl="torch.ones", tags=(Tag.FACTORY,), name="ones")(
     _constant(1, "torch.ones")
 )
 # Uninitialised memory has no defined value, so zeros is a faithful ``empty``.
-empty = torchsymbol(torch.empty, tags=("factory",), name="empty")(_constant(0, "torch.empty"))
+empty = torchsymbol(torch.empty, tags=(Tag.FACTORY,), name="empty")(_constant(0, "torch.empty"))
 
 
-@torchsymbol(torch.full, torch_impl="torch.full", tags=("factory",))
+@torchsymbol(torch.full, torch_impl="torch.full", tags=(Tag.FACTORY,))
 def full(
     size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
 ):
@@ -170,15 +171,17 @@ def _like(value, op: str):
 
 
 zeros_like = torchsymbol(
-    torch.zeros_like, torch_impl="torch.zeros_like", tags=("factory",), name="zeros_like"
+    torch.zeros_like, torch_impl="torch.zeros_like", tags=(Tag.FACTORY,), name="zeros_like"
 )(_like(0, "torch.zeros_like"))
-ones_like = torchsymbol(torch.ones_like, torch_impl="torch.ones_like", tags=("factory",), name="ones_like")(
+ones_like = torchsymbol(torch.ones_like, torch_impl="torch.ones_like", tags=(Tag.FACTORY,), name="ones_like")(
     _like(1, "torch.ones_like")
 )
-empty_like = torchsymbol(torch.empty_like, tags=("factory",), name="empty_like")(_like(0, "torch.empty_like"))
+empty_like = torchsymbol(torch.empty_like, tags=(Tag.FACTORY,), name="empty_like")(
+    _like(0, "torch.empty_like")
+)
 
 
-@torchsymbol(torch.full_like, torch_impl="torch.full_like", tags=("factory",))
+@torchsymbol(torch.full_like, torch_impl="torch.full_like", tags=(Tag.FACTORY,))
 def full_like(
     input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None
 ):
@@ -197,15 +200,15 @@ def _new(value, op: str):
 
 
 new_zeros = torchsymbol(
-    T.new_zeros, torch_impl="torch.Tensor.new_zeros", tags=("factory",), name="new_zeros"
+    T.new_zeros, torch_impl="torch.Tensor.new_zeros", tags=(Tag.FACTORY,), name="new_zeros"
 )(_new(0, "Tensor.new_zeros"))
-new_ones = torchsymbol(T.new_ones, torch_impl="torch.Tensor.new_ones", tags=("factory",), name="new_ones")(
+new_ones = torchsymbol(T.new_ones, torch_impl="torch.Tensor.new_ones", tags=(Tag.FACTORY,), name="new_ones")(
     _new(1, "Tensor.new_ones")
 )
-new_empty = torchsymbol(T.new_empty, tags=("factory",), name="new_empty")(_new(0, "Tensor.new_empty"))
+new_empty = torchsymbol(T.new_empty, tags=(Tag.FACTORY,), name="new_empty")(_new(0, "Tensor.new_empty"))
 
 
-@torchsymbol(T.new_full, torch_impl="torch.Tensor.new_full", tags=("factory",))
+@torchsymbol(T.new_full, torch_impl="torch.Tensor.new_full", tags=(Tag.FACTORY,))
 def new_full(
     self, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
 ):
@@ -213,7 +216,7 @@ def new_full(
     return _fill(_shape_arg((size,)), fill_value, dtype or dtype_of(self), device or device_of(self))
 
 
-@torchsymbol(torch.fill, torch_impl="torch.fill", tags=("factory",))
+@torchsymbol(torch.fill, torch_impl="torch.fill", tags=(Tag.FACTORY,))
 def fill(input, value):
     """The out-of-place ``x.fill_(value)``: ``value`` a number or a 0-dim tensor."""
     if is_tensor(value):
@@ -228,7 +231,7 @@ def fill(input, value):
     return _fill(shape_of(input), _cast_number(value, dtype_of(input)), dtype_of(input), device_of(input))
 
 
-@torchsymbol(torch.eye, torch_impl="torch.eye", tags=("factory",))
+@torchsymbol(torch.eye, torch_impl="torch.eye", tags=(Tag.FACTORY,))
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     _check_layout("torch.eye", layout)
     m = n if m is None else m
@@ -260,7 +263,7 @@ def _normal(shape, dtype, device):
     return z if compute is dtype else prims.convert_element_type(z, dtype)
 
 
-@torchsymbol(torch.rand, torch_impl="torch.rand", tags=("factory", "random"))
+@torchsymbol(torch.rand, torch_impl="torch.rand", tags=(Tag.FACTORY, Tag.RANDOM))
 def rand(
     *args,
     size=None,
@@ -276,7 +279,7 @@ def rand(
     return _uniform(_size(args, size), _random_dtype(dtype, "torch.rand"), device)
 
 
-@torchsymbol(torch.randn, torch_impl="torch.randn", tags=("factory", "random"))
+@torchsymbol(torch.randn, torch_impl="torch.randn", tags=(Tag.FACTORY, Tag.RANDOM))
 def randn(
     *args,
     size=None,
@@ -292,21 +295,21 @@ def randn(
     return _normal(_size(args, size), _random_dtype(dtype, "torch.randn"), device)
 
 
-@torchsymbol(torch.rand_like, torch_impl="torch.rand_like", tags=("factory", "random"))
+@torchsymbol(torch.rand_like, torch_impl="torch.rand_like", tags=(Tag.FACTORY, Tag.RANDOM))
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     _check_layout("torch.rand_like", layout)
     dtype = _random_dtype(dtype or dtype_of(input), "torch.rand_like")
     return _uniform(shape_of(input), dtype, device or device_of(input))
 
 
-@torchsymbol(torch.randn_like, torch_impl="torch.randn_like", tags=("factory", "random"))
+@torchsymbol(torch.randn_like, torch_impl="torch.randn_like", tags=(Tag.FACTORY, Tag.RANDOM))
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     _check_layout("torch.randn_like", layout)
     dtype = _random_dtype(dtype or dtype_of(input), "torch.randn_like")
     return _normal(shape_of(input), dtype, device or device_of(input))
 
 
-@torchsymbol(torch.randint, torch_impl="torch.randint", tags=("factory", "random"))
+@torchsymbol(torch.randint, torch_impl="torch.randint", tags=(Tag.FACTORY, Tag.RANDOM))
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``torch.randint(high, size)`` or ``torch.randint(low, high, size)``."""
     _check_layout("torch.randint", layout, generator)
@@ -366,13 +369,13 @@ def _from_data(data, dtype, device, op: str):
     return prims.reshape(prims.cat(pieces, 0), shape)
 
 
-@torchsymbol(torch.tensor, torch_impl="torch.tensor", tags=("factory",))
+@torchsymbol(torch.tensor, torch_impl="torch.tensor", tags=(Tag.FACTORY,))
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
     """``torch.tensor`` of Python numbers (nested lists): a constant built in the trace."""
     return _from_data(data, dtype, device, "torch.tensor")
 
 
-@torchsymbol(torch.as_tensor, torch_impl="torch.as_tensor", tags=("factory",))
+@torchsymbol(torch.as_tensor, torch_impl="torch.as_tensor", tags=(Tag.FACTORY,))
 def as_tensor(data, dtype=None, device=None):
     if is_tensor(data):
         out = data
@@ -403,17 +406,17 @@ def _triangle(a, diagonal: int, lower: bool, op: str):
     return prims.where(keep, a, _zero_of(dtype_of(a)))
 
 
-@torchsymbol(torch.tril, T.tril, torch_impl="torch.tril", tags=("factory",))
+@torchsymbol(torch.tril, T.tril, torch_impl="torch.tril", tags=(Tag.FACTORY,))
 def tril(input, diagonal: int = 0):
     return _triangle(input, diagonal, True, "torch.tril")
 
 
-@torchsymbol(torch.triu, T.triu, torch_impl="torch.triu", tags=("factory",))
+@torchsymbol(torch.triu, T.triu, torch_impl="torch.triu", tags=(Tag.FACTORY,))
 def triu(input, diagonal: int = 0):
     return _triangle(input, diagonal, False, "torch.triu")
 
 
-@torchsymbol(torch.masked_fill, T.masked_fill, torch_impl="torch.masked_fill", tags=("elementwise",))
+@torchsymbol(torch.masked_fill, T.masked_fill, torch_impl="torch.masked_fill", tags=(Tag.ELEMENTWISE,))
 def masked_fill(input, mask, value):
     """``value`` (a number or a 0-dim tensor, cast to the input's dtype) where ``mask`` holds."""
     if dtype_of(mask) is not torch.bool:

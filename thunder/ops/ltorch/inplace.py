@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
@@ -36,7 +37,7 @@ def _as_value(value, shape, dtype, device, op: str):
     return prims.broadcast_in_dim(value, shape, tuple(range(len(shape) - len(vs), len(shape))))
 
 
-@torchsymbol(tags=("copy",), name="copy_to")
+@torchsymbol(tags=(Tag.COPY,), name="copy_to")
 def copy_to(dst, src):
     """What ``dst`` holds after ``dst.copy_(src)``: ``src`` cast and broadcast to ``dst``."""
     return _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
@@ -54,7 +55,7 @@ def _bool_mask_setitem(a, mask, value):
     return prims.where(full_mask, v, a)
 
 
-@torchsymbol(tags=("indexing",), name="setitem")
+@torchsymbol(tags=(Tag.INDEXING,), name="setitem")
 def setitem(a, key, value):
     """``a`` with ``a[key] = value`` applied: ``key`` as in indexing (ints, slices, None,
     Ellipsis, integer index tensors) or a single bool mask; ``value`` broadcasts to ``a[key]``."""

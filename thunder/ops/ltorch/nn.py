@@ -12,6 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
@@ -53,7 +54,7 @@ def _channel_view(p, ndim: int, dim: int = 1):
 
 
 # -- matrix products ------------------------------------------------------------------------
-@torchsymbol(torch.matmul, T.matmul, T.__matmul__, torch_impl="torch.matmul", tags=("matmul",))
+@torchsymbol(torch.matmul, T.matmul, T.__matmul__, torch_impl="torch.matmul", tags=(Tag.MATMUL,))
 def matmul(a, b):
     return prims.matmul(a, b)
 
@@ -61,14 +62,14 @@ def matmul(a, b):
 alias(lambda a, b: matmul(b, a), T.__rmatmul__)
 
 
-@torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=("matmul",))
+@torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=(Tag.MATMUL,))
 def mm(a, b):
     if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:
         raise ShapeError(f"torch.mm: expected 2-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.bmm, T.bmm, torch_impl="torch.bmm", tags=("matmul",))
+@torchsymbol(torch.bmm, T.bmm, torch_impl="torch.bmm", tags=(Tag.MATMUL,))
 def bmm(a, b):
     sa, sb = shape_of(a), shape_of(b)
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0]:
@@ -76,14 +77,14 @@ def bmm(a, b):
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.dot, T.dot, torch_impl="torch.dot", tags=("matmul",))
+@torchsymbol(torch.dot, T.dot, torch_impl="torch.dot", tags=(Tag.MATMUL,))
 def dot(a, b):
     if len(shape_of(a)) != 1 or len(shape_of(b)) != 1:
         raise ShapeError(f"torch.dot: expected 1-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.inner, T.inner, torch_impl="torch.inner", tags=("matmul",))
+@torchsymbol(torch.inner, T.inner, torch_impl="torch.inner", tags=(Tag.MATMUL,))
 def inner(a, b):
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
@@ -95,7 +96,7 @@ def inner(a, b):
     return prims.reshape(prims.matmul(a2, _swap_last(b2)), sa[:-1] + sb[:-1])
 
 
-@torchsymbol(torch.outer, T.outer, torch.ger, T.ger, torch_impl="torch.outer", tags=("matmul",))
+@torchsymbol(torch.outer, T.outer, torch.ger, T.ger, torch_impl="torch.outer", tags=(Tag.MATMUL,))
 def outer(a, b):
     (n,), (m,) = shape_of(a), shape_of(b)
     return prims.mul(prims.broadcast_in_dim(a, (n, m), (0,)), prims.broadcast_in_dim(b, (n, m), (1,)))
@@ -109,17 +110,17 @@ def _scaled_sum(inp, prod, beta, alpha):
     return prims.add(prims.mul(inp, beta) if beta != 1 else inp, prod)
 
 
-@torchsymbol(torch.addmm, T.addmm, torch_impl="torch.addmm", tags=("matmul",))
+@torchsymbol(torch.addmm, T.addmm, torch_impl="torch.addmm", tags=(Tag.MATMUL,))
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
-@torchsymbol(torch.baddbmm, T.baddbmm, torch_impl="torch.baddbmm", tags=("matmul",))
+@torchsymbol(torch.baddbmm, T.baddbmm, torch_impl="torch.baddbmm", tags=(Tag.MATMUL,))
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
-@torchsymbol(F.linear, torch_impl="torch.nn.functional.linear", tags=("matmul",))
+@torchsymbol(F.linear, torch_impl="torch.nn.functional.linear", tags=(Tag.MATMUL,))
 def linear(input, weight, bias=None):
     return prims.linear(input, weight, bias)
 
@@ -155,7 +156,7 @@ def _normalize(x, dims, eps, moments=None):
     return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
 
 
-@torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=("norm",))
+@torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=(Tag.NORM,))
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     dims = _normalized_dims(input, normalized_shape, "F.layer_norm")
     dt = dtype_of(input)
@@ -164,7 +165,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return _cast(out, dt)
 
 
-@torchsymbol(F.rms_norm, torch_impl="torch.nn.functional.rms_norm", tags=("norm",))
+@torchsymbol(F.rms_norm, torch_impl="torch.nn.functional.rms_norm", tags=(Tag.NORM,))
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     dims = _normalized_dims(input, normalized_shape, "F.rms_norm")
     dt = dtype_of(input)
@@ -177,7 +178,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     return _cast(_affine(out, weight, None, compute), dt)
 
 
-@torchsymbol(F.group_norm, torch_impl="torch.nn.functional.group_norm", tags=("norm",))
+@torchsymbol(F.group_norm, torch_impl="torch.nn.functional.group_norm", tags=(Tag.NORM,))
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     s = shape_of(input)
     if len(s) < 2 or s[1] % num_groups:
@@ -191,7 +192,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     return _cast(_affine(out, w, b, compute), dt)
 
 
-@torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=("norm",))
+@torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=(Tag.NORM,))
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training: bool = False, momentum=0.1, eps=1e-5
 ):
@@ -222,7 +223,7 @@ def batch_norm(
     return _cast(_affine(out, w, b, compute), dt)
 
 
-@torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=("norm",))
+@torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=(Tag.NORM,))
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     if out is not None:
         raise ShapeError("F.normalize: out= is not supported")
@@ -231,7 +232,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 
 @torchsymbol(
-    F.cosine_similarity, torch.cosine_similarity, torch_impl="torch.cosine_similarity", tags=("norm",)
+    F.cosine_similarity, torch.cosine_similarity, torch_impl="torch.cosine_similarity", tags=(Tag.NORM,)
 )
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     shape = broadcast_shapes(shape_of(x1), shape_of(x2), op="F.cosine_similarity")
@@ -243,7 +244,7 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 
 # -- embedding, one_hot ---------------------------------------------------------------------
-@torchsymbol(F.embedding, torch_impl="torch.nn.functional.embedding", tags=("indexing",))
+@torchsymbol(F.embedding, torch_impl="torch.nn.functional.embedding", tags=(Tag.INDEXING,))
 def embedding(
     input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
 ):
@@ -253,7 +254,7 @@ def embedding(
     return prims.take(weight, input, 0)
 
 
-@torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=("indexing",))
+@torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=(Tag.INDEXING,))
 def one_hot(tensor, num_classes: int = -1):
     if num_classes < 0:
         raise ShapeError("F.one_hot: num_classes=-1 depends on the data; pass num_classes")
@@ -292,7 +293,7 @@ def _tril_mask(rows: int, cols: int, device, diagonal: int = 0):
 @torchsymbol(
     F.scaled_dot_product_attention,
     torch_impl="torch.nn.functional.scaled_dot_product_attention",
-    tags=("attention",),
+    tags=(Tag.ATTENTION,),
 )
 def scaled_dot_product_attention(
     query,
@@ -340,7 +341,7 @@ def scaled_dot_product_attention(
 
 
 # -- dropout --------------------------------------------------------------------------------
-@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=("random",))
+@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=(Tag.RANDOM,))
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
     if not 0 <= p <= 1:
@@ -376,7 +377,7 @@ def _pad_index(n: int, lo: int, hi: int, mode: str, device):
     raise ShapeError(f"F.pad: mode {mode!r} is not supported")
 
 
-@torchsymbol(F.pad, torch_impl="torch.nn.functional.pad", tags=("shape",))
+@torchsymbol(F.pad, torch_impl="torch.nn.functional.pad", tags=(Tag.SHAPE,))
 def pad(input, pad, mode: str = "constant", value=None):
     s = shape_of(input)
     if len(pad) % 2 or len(pad) // 2 > len(s):
@@ -414,7 +415,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     return out
 
 
-@torchsymbol(F.glu, torch_impl="torch.nn.functional.glu", tags=("activation",))
+@torchsymbol(F.glu, torch_impl="torch.nn.functional.glu", tags=(Tag.ACTIVATION,))
 def glu(input, dim: int = -1):
     s = shape_of(input)
     d = canonical_dim(dim, len(s), "F.glu")
@@ -488,7 +489,7 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set):
     return prims.reshape(out, tuple(sizes[c] for c in term)), term
 
 
-@torchsymbol(torch.einsum, torch_impl="torch.einsum", tags=("matmul",))
+@torchsymbol(torch.einsum, torch_impl="torch.einsum", tags=(Tag.MATMUL,))
 def einsum(equation: str, *operands):
     """Pairwise, left to right: letters no later operand or the output needs are summed away
     (within one operand first), shared ones are contracted by a matmul."""

@@ -14,6 +14,7 @@ from collections import namedtuple
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.meta import ShapeError, canonical_dims, dtype_of, is_tensor, shape_of
@@ -90,26 +91,26 @@ def _sum_like(a, dims, dtype, keepdim, prim, op):
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.sum, T.sum, torch_impl="torch.sum", tags=("reduction",))
+@torchsymbol(torch.sum, T.sum, torch_impl="torch.sum", tags=(Tag.REDUCTION,))
 def sum(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     return _sum_like(a, reduction_dims(a, dim, "torch.sum"), dtype, keepdim, prims.sum, "torch.sum")
 
 
-@torchsymbol(torch.nansum, T.nansum, torch_impl="torch.nansum", tags=("reduction",))
+@torchsymbol(torch.nansum, T.nansum, torch_impl="torch.nansum", tags=(Tag.REDUCTION,))
 def nansum(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     if dtype_of(a).is_floating_point:
         a = prims.where(prims.isnan(a), 0, a)
     return _sum_like(a, reduction_dims(a, dim, "torch.nansum"), dtype, keepdim, prims.sum, "torch.nansum")
 
 
-@torchsymbol(torch.prod, T.prod, torch_impl="torch.prod", tags=("reduction",))
+@torchsymbol(torch.prod, T.prod, torch_impl="torch.prod", tags=(Tag.REDUCTION,))
 def prod(a, dim: int | None = None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     if dim is not None and not isinstance(dim, int):
         raise ShapeError(f"torch.prod: dim must be an int, got {dim!r}")
     return _sum_like(a, reduction_dims(a, dim, "torch.prod"), dtype, keepdim, prims.prod, "torch.prod")
 
 
-@torchsymbol(torch.mean, T.mean, torch_impl="torch.mean", tags=("reduction",))
+@torchsymbol(torch.mean, T.mean, torch_impl="torch.mean", tags=(Tag.REDUCTION,))
 def mean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     a = _cast(a, dtype)
     _require_float(a, "torch.mean")
@@ -121,14 +122,14 @@ def mean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.count_nonzero, T.count_nonzero, torch_impl="torch.count_nonzero", tags=("reduction",))
+@torchsymbol(torch.count_nonzero, T.count_nonzero, torch_impl="torch.count_nonzero", tags=(Tag.REDUCTION,))
 def count_nonzero(a, dim=None):
     dims = reduction_dims(a, dim, "torch.count_nonzero")
     nz = prims.convert_element_type(prims.ne(a, 0), torch.int64)
     return _reduce(prims.sum, nz, dims)
 
 
-@torchsymbol(torch.cumsum, T.cumsum, torch_impl="torch.cumsum", tags=("reduction",))
+@torchsymbol(torch.cumsum, T.cumsum, torch_impl="torch.cumsum", tags=(Tag.REDUCTION,))
 def cumsum(a, dim: int, *, dtype: torch.dtype | None = None):
     (d,) = canonical_dims(dim, len(shape_of(a)), "torch.cumsum") or (0,)
     if not shape_of(a):
@@ -144,12 +145,12 @@ def _extremum(prim, a, dim, keepdim, op):
     return _maybe_keep(_reduce(prim, a, dims), a, dims, keepdim)
 
 
-@torchsymbol(torch.amax, T.amax, torch_impl="torch.amax", tags=("reduction",))
+@torchsymbol(torch.amax, T.amax, torch_impl="torch.amax", tags=(Tag.REDUCTION,))
 def amax(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amax, a, dim, keepdim, "torch.amax")
 
 
-@torchsymbol(torch.amin, T.amin, torch_impl="torch.amin", tags=("reduction",))
+@torchsymbol(torch.amin, T.amin, torch_impl="torch.amin", tags=(Tag.REDUCTION,))
 def amin(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amin, a, dim, keepdim, "torch.amin")
 
@@ -169,12 +170,12 @@ def _arg_extremum(prim, a, dim, keepdim, op):
     return _maybe_keep(prim(a, (d,)), a, (d,), keepdim)
 
 
-@torchsymbol(torch.argmax, T.argmax, torch_impl="torch.argmax", tags=("reduction",))
+@torchsymbol(torch.argmax, T.argmax, torch_impl="torch.argmax", tags=(Tag.REDUCTION,))
 def argmax(a, dim: int | None = None, keepdim: bool = False):
     return _arg_extremum(prims.argmax, a, dim, keepdim, "torch.argmax")
 
 
-@torchsymbol(torch.argmin, T.argmin, torch_impl="torch.argmin", tags=("reduction",))
+@torchsymbol(torch.argmin, T.argmin, torch_impl="torch.argmin", tags=(Tag.REDUCTION,))
 def argmin(a, dim: int | None = None, keepdim: bool = False):
     return _arg_extremum(prims.argmin, a, dim, keepdim, "torch.argmin")
 
@@ -190,13 +191,13 @@ def _max_min(a, dim, keepdim, which: str):
     return (max_result if which == "max" else min_result)(values, indices)
 
 
-@torchsymbol(torch.max, T.max, torch_impl="torch.max", tags=("reduction",))
+@torchsymbol(torch.max, T.max, torch_impl="torch.max", tags=(Tag.REDUCTION,))
 def max(a, dim=None, keepdim: bool = False):
     """``torch.max(a)``, ``torch.max(a, dim)`` -> (values, indices), ``torch.max(a, other)``."""
     return _max_min(a, dim, keepdim, "max")
 
 
-@torchsymbol(torch.min, T.min, torch_impl="torch.min", tags=("reduction",))
+@torchsymbol(torch.min, T.min, torch_impl="torch.min", tags=(Tag.REDUCTION,))
 def min(a, dim=None, keepdim: bool = False):
     """``torch.min(a)``, ``torch.min(a, dim)`` -> (values, indices), ``torch.min(a, other)``."""
     return _max_min(a, dim, keepdim, "min")
@@ -211,12 +212,12 @@ def _logical_reduction(a, dim, keepdim, prim, op):
     return _cast(out, torch.uint8) if dtype_of(a) is torch.uint8 else out  # torch keeps uint8
 
 
-@torchsymbol(torch.all, T.all, torch_impl="torch.all", tags=("reduction",))
+@torchsymbol(torch.all, T.all, torch_impl="torch.all", tags=(Tag.REDUCTION,))
 def all(a, dim=None, keepdim: bool = False):
     return _logical_reduction(a, dim, keepdim, prims.amin, "torch.all")
 
 
-@torchsymbol(torch.any, T.any, torch_impl="torch.any", tags=("reduction",))
+@torchsymbol(torch.any, T.any, torch_impl="torch.any", tags=(Tag.REDUCTION,))
 def any(a, dim=None, keepdim: bool = False):
     return _logical_reduction(a, dim, keepdim, prims.amax, "torch.any")
 
@@ -244,30 +245,30 @@ def _var(a, dim, unbiased, keepdim, correction, op):
     return _maybe_keep(_cast(out, back), a, dims, keepdim), dims
 
 
-@torchsymbol(torch.var, T.var, torch_impl="torch.var", tags=("reduction",))
+@torchsymbol(torch.var, T.var, torch_impl="torch.var", tags=(Tag.REDUCTION,))
 def var(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     return _var(a, dim, unbiased, keepdim, correction, "torch.var")[0]
 
 
-@torchsymbol(torch.std, T.std, torch_impl="torch.std", tags=("reduction",))
+@torchsymbol(torch.std, T.std, torch_impl="torch.std", tags=(Tag.REDUCTION,))
 def std(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     return prims.sqrt(_var(a, dim, unbiased, keepdim, correction, "torch.std")[0])
 
 
-@torchsymbol(torch.var_mean, torch_impl="torch.var_mean", tags=("reduction",))
+@torchsymbol(torch.var_mean, torch_impl="torch.var_mean", tags=(Tag.REDUCTION,))
 def var_mean(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     v, dims = _var(a, dim, unbiased, keepdim, correction, "torch.var_mean")
     return v, mean(a, dims, keepdim)
 
 
-@torchsymbol(torch.std_mean, torch_impl="torch.std_mean", tags=("reduction",))
+@torchsymbol(torch.std_mean, torch_impl="torch.std_mean", tags=(Tag.REDUCTION,))
 def std_mean(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     v, dims = _var(a, dim, unbiased, keepdim, correction, "torch.std_mean")
     return prims.sqrt(v), mean(a, dims, keepdim)
 
 
 # -- norms ----------------------------------------------------------------------------------
-@torchsymbol(torch.linalg.vector_norm, torch_impl="torch.linalg.vector_norm", tags=("reduction",))
+@torchsymbol(torch.linalg.vector_norm, torch_impl="torch.linalg.vector_norm", tags=(Tag.REDUCTION,))
 def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     op = "torch.linalg.vector_norm"
     a = _cast(a, dtype)
@@ -290,7 +291,7 @@ def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.norm, T.norm, torch_impl="torch.norm", tags=("reduction",))
+@torchsymbol(torch.norm, T.norm, torch_impl="torch.norm", tags=(Tag.REDUCTION,))
 def norm(a, p="fro", dim=None, keepdim: bool = False, dtype: torch.dtype | None = None):
     """``torch.norm`` for vector norms (``p`` a number, or ``"fro"`` over any dims)."""
     if p == "fro" or p is None:
@@ -341,7 +342,7 @@ def _softmax_core(a, dim, dtype, op, log: builtins.bool):
     torch.special.softmax,
     torch_impl="torch.softmax",
     impl_check=_no_stacklevel,
-    tags=("reduction",),
+    tags=(Tag.REDUCTION,),
 )
 def softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(a, dim, _softmax_args(_stacklevel, dtype), "torch.softmax", False)
@@ -354,19 +355,19 @@ def softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None 
     torch.special.log_softmax,
     torch_impl="torch.log_softmax",
     impl_check=_no_stacklevel,
-    tags=("reduction",),
+    tags=(Tag.REDUCTION,),
 )
 def log_softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(a, dim, _softmax_args(_stacklevel, dtype), "torch.log_softmax", True)
 
 
-@torchsymbol(F.softmin, torch_impl="torch.nn.functional.softmin", tags=("reduction",))
+@torchsymbol(F.softmin, torch_impl="torch.nn.functional.softmin", tags=(Tag.REDUCTION,))
 def softmin(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(prims.neg(_cast(a, dtype)), dim, None, "F.softmin", False)
 
 
 @torchsymbol(
-    torch.logsumexp, T.logsumexp, torch.special.logsumexp, torch_impl="torch.logsumexp", tags=("reduction",)
+    torch.logsumexp, T.logsumexp, torch.special.logsumexp, torch_impl="torch.logsumexp", tags=(Tag.REDUCTION,)
 )
 def logsumexp(a, dim, keepdim: bool = False):
     op = "torch.logsumexp"
@@ -386,7 +387,7 @@ def logsumexp(a, dim, keepdim: bool = False):
 topk_result = namedtuple("topk", ["values", "indices"])
 
 
-@torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=("reduction",))
+@torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=(Tag.REDUCTION,))
 def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.topk") or (0,)
@@ -399,7 +400,7 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
 sort_result = namedtuple("sort", ["values", "indices"])
 
 
-@torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=("reduction",))
+@torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=(Tag.REDUCTION,))
 def sort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.sort") or (0,)
@@ -407,7 +408,7 @@ def sort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     return sort_result(values, indices)
 
 
-@torchsymbol(torch.argsort, T.argsort, torch_impl="torch.argsort", tags=("reduction",))
+@torchsymbol(torch.argsort, T.argsort, torch_impl="torch.argsort", tags=(Tag.REDUCTION,))
 def argsort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.argsort") or (0,)

@@ -7,6 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
 from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, is_tensor, shape_of
@@ -42,7 +43,7 @@ def _reshape(a, shape, op):
     return prims.reshape(a, s)
 
 
-@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=("shape", "view"))
+@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=(Tag.SHAPE, Tag.VIEW))
 def reshape(a, *args, shape=None):
     return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
@@ -50,7 +51,7 @@ def reshape(a, *args, shape=None):
 # runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
 # eager would have made contiguous first must still work
 @torchsymbol(
-    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=("shape", "view")
+    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=(Tag.SHAPE, Tag.VIEW)
 )
 def view(a, *args, size=None):
     if len(args) == 1 and isinstance(args[0], torch.dtype):
@@ -58,12 +59,12 @@ def view(a, *args, size=None):
     return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
-@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape", "view"))
+@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=(Tag.SHAPE, Tag.VIEW))
 def reshape_as(a, other):
     return _reshape(a, shape_of(other), "Tensor.reshape_as")
 
 
-@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=("shape", "view"))
+@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=(Tag.SHAPE, Tag.VIEW))
 def flatten(a, start_dim: int = 0, end_dim: int = -1):
     s = shape_of(a)
     if not s:
@@ -75,7 +76,7 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1):
     return _reshape(a, s[:lo] + (math.prod(s[lo : hi + 1]),) + s[hi + 1 :], "torch.flatten")
 
 
-@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=("shape", "view"))
+@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=(Tag.SHAPE, Tag.VIEW))
 def unflatten(a, dim: int, sizes):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unflatten")
@@ -83,7 +84,7 @@ def unflatten(a, dim: int, sizes):
     return _reshape(a, s[:d] + sizes + s[d + 1 :], "torch.unflatten")
 
 
-@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=("shape", "view"))
+@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=(Tag.SHAPE, Tag.VIEW))
 def permute(a, *args, dims=None):
     dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
@@ -101,7 +102,7 @@ def permute(a, *args, dims=None):
     torch.swapdims,
     T.swapdims,
     torch_impl="torch.transpose",
-    tags=("shape", "view"),
+    tags=(Tag.SHAPE, Tag.VIEW),
 )
 def transpose(a, dim0: int, dim1: int):
     n = len(shape_of(a))
@@ -115,7 +116,7 @@ def transpose(a, dim0: int, dim1: int):
     return prims.transpose(a, tuple(perm))
 
 
-@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=("shape", "view"))
+@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=(Tag.SHAPE, Tag.VIEW))
 def t(a):
     n = len(shape_of(a))
     if n > 2:
@@ -128,7 +129,12 @@ tensor_property("mT")(lambda a: transpose(a, -2, -1))
 
 
 @torchsymbol(
-    torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape", "view")
+    torch.movedim,
+    T.movedim,
+    torch.moveaxis,
+    T.moveaxis,
+    torch_impl="torch.movedim",
+    tags=(Tag.SHAPE, Tag.VIEW),
 )
 def movedim(a, source, destination):
     n = len(shape_of(a))
@@ -144,7 +150,7 @@ def movedim(a, source, destination):
     return permute(a, perm)
 
 
-@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=("shape", "view"))
+@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=(Tag.SHAPE, Tag.VIEW))
 def unsqueeze(a, dim: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s) + 1, "torch.unsqueeze")
@@ -152,7 +158,7 @@ def unsqueeze(a, dim: int):
     return prims.broadcast_in_dim(a, out, tuple(i for i in range(len(out)) if i != d))
 
 
-@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=("shape", "view"))
+@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=(Tag.SHAPE, Tag.VIEW))
 def squeeze(a, dim=None):
     s = shape_of(a)
     if dim is None:
@@ -165,7 +171,7 @@ def squeeze(a, dim=None):
     return prims.squeeze(a, dims)
 
 
-@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape", "view"))
+@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=(Tag.SHAPE, Tag.VIEW))
 def expand(a, *args, size=None):
     sizes = _shape_arg(args) if size is None else tuple(size)
     s = shape_of(a)
@@ -181,27 +187,27 @@ def expand(a, *args, size=None):
     return prims.broadcast_in_dim(a, out, tuple(range(lead, len(out))))
 
 
-@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=("shape", "view"))
+@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=(Tag.SHAPE, Tag.VIEW))
 def expand_as(a, other):
     return expand(a, shape_of(other))
 
 
-@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=("shape", "view"))
+@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=(Tag.SHAPE, Tag.VIEW))
 def broadcast_to(a, shape):
     return expand(a, tuple(shape))
 
 
-@torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=("shape",))
+@torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=(Tag.SHAPE,))
 def contiguous(a, memory_format=torch.contiguous_format):
     return a
 
 
-@torchsymbol(torch.clone, T.clone, torch_impl="torch.clone", tags=("shape",))
+@torchsymbol(torch.clone, T.clone, torch_impl="torch.clone", tags=(Tag.SHAPE,))
 def clone(a, *, memory_format=None):
     return prims.clone(a)
 
 
-@torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=("shape",))
+@torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=(Tag.SHAPE,))
 def cat(tensors, dim: int = 0):
     tensors = [t for t in tensors if not (len(shape_of(t)) == 1 and shape_of(t)[0] == 0)] or list(tensors)[:1]
     if len(tensors) == 1:
@@ -209,7 +215,7 @@ def cat(tensors, dim: int = 0):
     return prims.cat(list(tensors), dim)
 
 
-@torchsymbol(torch.stack, torch_impl="torch.stack", tags=("shape",))
+@torchsymbol(torch.stack, torch_impl="torch.stack", tags=(Tag.SHAPE,))
 def stack(tensors, dim: int = 0):
     if not tensors:
         raise ShapeError("torch.stack: expected a non-empty list of tensors")
@@ -228,7 +234,7 @@ def _slice_dim(a, dim: int, start: int, stop: int, step: int = 1):
     return prims.slice_prim(a, tuple(lo), tuple(hi), tuple(st))
 
 
-@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=("shape", "view"))
+@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=(Tag.SHAPE, Tag.VIEW))
 def split(a, split_size_or_sections, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.split")
@@ -246,7 +252,7 @@ def split(a, split_size_or_sections, dim: int = 0):
     return tuple(out)
 
 
-@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=("shape", "view"))
+@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=(Tag.SHAPE, Tag.VIEW))
 def chunk(a, chunks: int, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.chunk")
@@ -254,14 +260,14 @@ def chunk(a, chunks: int, dim: int = 0):
     return split(a, size, d)
 
 
-@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=("shape", "view"))
+@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=(Tag.SHAPE, Tag.VIEW))
 def unbind(a, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unbind")
     return tuple(prims.squeeze(_slice_dim(a, d, i, i + 1), (d,)) for i in range(s[d]))
 
 
-@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=("shape", "view"))
+@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=(Tag.SHAPE, Tag.VIEW))
 def narrow(a, dim: int, start: int, length: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.narrow")
@@ -269,7 +275,7 @@ def narrow(a, dim: int, start: int, length: int):
     return _slice_dim(a, d, start, start + length)
 
 
-@torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=("shape",))
+@torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=(Tag.SHAPE,))
 def flip(a, *args, dims=None):
     n = len(shape_of(a))
     dims = _shape_arg(args) if dims is None else tuple(dims)  # x.flip(0, 1), torch.flip(x, (0, 1))
@@ -326,7 +332,7 @@ def wrap_index(idx, size: int):
     return prims.where(prims.lt(idx, 0), prims.add(idx, size), idx)
 
 
-@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing", "view"))
+@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=(Tag.SHAPE, Tag.INDEXING, Tag.VIEW))
 def getitem(a, key):
     """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
     indexing); bool masks select a data-dependent number of elements and are errors."""
@@ -416,27 +422,27 @@ def _unsqueeze_many(a, positions):
     return a
 
 
-@torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=("indexing",))
+@torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=(Tag.INDEXING,))
 def index_select(a, dim: int, index):
     return prims.take(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_select"))
 
 
-@torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=("indexing",))
+@torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=(Tag.INDEXING,))
 def gather(a, dim: int, index):
     return prims.take_along_axis(a, index, canonical_dim(dim, len(shape_of(a)), "torch.gather"))
 
 
-@torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=("indexing",))
+@torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=(Tag.INDEXING,))
 def take_along_dim(a, indices, dim: int):
     return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
 
 
-@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=("indexing",))
+@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=(Tag.INDEXING,))
 def index_copy(a, dim: int, index, source):
     return prims.index_copy(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_copy"), source)
 
 
-@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=("indexing",))
+@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=(Tag.INDEXING,))
 def scatter_add(a, dim: int, index, src):
     return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
 
@@ -456,12 +462,12 @@ def _interleave(a, reps, op: str):
     return prims.reshape(a, tuple(r * d for r, d in zip(reps, s)))
 
 
-@torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=("shape",))
+@torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=(Tag.SHAPE,))
 def repeat(a, *args, repeats=None):
     return _interleave(a, _shape_arg(args) if repeats is None else tuple(repeats), "Tensor.repeat")
 
 
-@torchsymbol(torch.tile, T.tile, torch_impl="torch.Tensor.tile", tags=("shape",))
+@torchsymbol(torch.tile, T.tile, torch_impl="torch.Tensor.tile", tags=(Tag.SHAPE,))
 def tile(a, *args, dims=None):
     dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
@@ -469,7 +475,7 @@ def tile(a, *args, dims=None):
 
 
 @torchsymbol(
-    torch.repeat_interleave, T.repeat_interleave, torch_impl="torch.repeat_interleave", tags=("shape",)
+    torch.repeat_interleave, T.repeat_interleave, torch_impl="torch.repeat_interleave", tags=(Tag.SHAPE,)
 )
 def repeat_interleave(a, repeats, dim: int | None = None, *, output_size: int | None = None):
     """Integer ``repeats`` only: a tensor of repeats makes a data-dependent shape."""
@@ -486,7 +492,7 @@ def repeat_interleave(a, repeats, dim: int | None = None, *, output_size: int | 
     return prims.reshape(prims.broadcast_in_dim(a, wide, dims), s[:d] + (s[d] * repeats,) + s[d + 1 :])
 
 
-@torchsymbol(torch.roll, T.roll, torch_impl="torch.roll", tags=("shape",))
+@torchsymbol(torch.roll, T.roll, torch_impl="torch.roll", tags=(Tag.SHAPE,))
 def roll(a, shifts, dims=None):
     if dims is None:
         s = shape_of(a)
@@ -504,7 +510,7 @@ def roll(a, shifts, dims=None):
     return a
 
 
-@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=("indexing",))
+@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=(Tag.INDEXING,))
 def index_add(a, dim: int, index, source, *, alpha=1):
     d = canonical_dim(dim, len(shape_of(a)), "torch.index_add")
     src = shape_of(source)
@@ -514,7 +520,7 @@ def index_add(a, dim: int, index, source, *, alpha=1):
     return prims.scatter_add(a, d, full_index, source)
 
 
-@torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=("shape",))
+@torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=(Tag.SHAPE,))
 def pixel_shuffle(a, upscale_factor: int):
     *lead, c, h, w = shape_of(a)
     r = upscale_factor
@@ -526,7 +532,7 @@ def pixel_shuffle(a, upscale_factor: int):
     return prims.reshape(x, (*lead, c // (r * r), h * r, w * r))
 
 
-@torchsymbol(torch.pixel_unshuffle, F.pixel_unshuffle, torch_impl="torch.pixel_unshuffle", tags=("shape",))
+@torchsymbol(torch.pixel_unshuffle, F.pixel_unshuffle, torch_impl="torch.pixel_unshuffle", tags=(Tag.SHAPE,))
 def pixel_unshuffle(a, downscale_factor: int):
     *lead, c, h, w = shape_of(a)
     r = downscale_factor
@@ -538,7 +544,7 @@ def pixel_unshuffle(a, downscale_factor: int):
     return prims.reshape(x, (*lead, c * r * r, h // r, w // r))
 
 
-@torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=("shape",))
+@torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=(Tag.SHAPE,))
 def diff(a, n: int = 1, dim: int = -1, prepend=None, append=None):
     d = canonical_dim(dim, len(shape_of(a)), "torch.diff")
     parts = [p for p in (prepend, a, append) if p is not None]
