@@ -73,6 +73,8 @@ class Trace:
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
+        # set by acquisition: the module call being traced (every BoundSymbol records it)
+        self.scope = None
         # grad mode when recording began; ops recorded under another mode are tagged
         self.grad_enabled = torch.is_grad_enabled()
         # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
@@ -125,7 +127,9 @@ class Trace:
         if top and torch.is_grad_enabled() is not self.grad_enabled:
             # ``with torch.no_grad():`` inside the traced code: the line runs the same way
             tags = GRAD_TAGS[torch.is_grad_enabled()]
-        bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source, tags=tags)
+        bsym = BoundSymbol(
+            sym, args, kwargs, out, subsymbols, source=self._source, tags=tags, scope=self.scope
+        )
         self._scopes[-1].append(bsym)
         return out
 

@@ -25,6 +25,7 @@ from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
+from thunder.frontend.scopes import module_scopes
 from thunder.ops import prims
 
 
@@ -65,6 +66,7 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
         self._keepalive: list = []
 
     def current(self, p):
@@ -183,11 +185,12 @@ class Acquisition:
 
     # -- modules --------------------------------------------------------------------------
     @contextmanager
-    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = ""):
+    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = "", scope_path: str = ""):
         """Swap ``module``'s parameters and buffers for proxies; always restore them.
 
         ``root``: the module's proxy when it is an argument (``None``: the jitted module, a
-        name in the prologue's namespace); ``prefix`` starts its tensors' names.
+        name in the prologue's namespace); ``prefix`` starts its tensors' names and
+        ``scope_path`` its submodules' paths in module scopes.
         Attribute writes in ``forward`` (``self.calls += 1``, ``self.running = ...``) change the
         real submodules while tracing: each submodule's ``__dict__`` and tables are snapshot
         before, diffed after (the writes go to ``module_writes`` for the epilogue) and always
@@ -207,6 +210,7 @@ class Acquisition:
         holders = {"": root}
         try:
             for path, mod in module.named_modules(remove_duplicate=False):
+                self.module_paths.setdefault(id(mod), ".".join(p for p in (scope_path, path) if p))
                 holder = holders.get(path)
                 if holder is None:
                     parent_path, _, name = path.rpartition(".")
@@ -344,14 +348,14 @@ def acquire(
         # stack restores them (and records their writes) before the epilogue is built
         with ExitStack() as modules:
             state.inputs.on_module = lambda m, holder, path: modules.enter_context(
-                state.module_proxies(m, holder, path + "_")
+                state.module_proxies(m, holder, path + "_", scope_path=path)
             )
             pargs, pkwargs = state.inputs.bind_arguments(
                 module.forward if module is not None else fn, args, kwargs
             )
             if module is not None:
                 modules.enter_context(state.module_proxies(module))
-            with AcquisitionMode(state):
+            with module_scopes(comp, state.module_paths), AcquisitionMode(state):
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)
