@@ -21,7 +21,7 @@ from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol
-from thunder.executors.nvfuser.loader import DATATYPE_NAMES, NUMBER_DTYPES, load, new_definition
+from thunder.executors.nvfuser.loader import DATATYPE_NAMES, NUMBER_DTYPES, api_name, load, new_definition
 from thunder.executors.nvfuser.translate import TRANSLATIONS, unsupported_reason
 
 
@@ -92,6 +92,9 @@ class FusionEmitter(Emitter):
         super().__init__()
         self.fd = fd
         self.DataType = module.DataType
+        # nvfuser_direct builds the fusion as it goes and its values answer dtype() and
+        # shape(); in the older module shape() would record new ops into the definition
+        self.inspect = api_name(module) == "nvfuser_direct"
 
     def _dtype(self, dtype: torch.dtype):
         return getattr(self.DataType, DATATYPE_NAMES[dtype])
@@ -130,25 +133,22 @@ class FusionEmitter(Emitter):
     def check_result(self, proxy, value) -> None:
         if not isinstance(proxy, TensorProxy):
             return
-        ndim = getattr(value, "ndim", None)
-        ndim = ndim() if callable(ndim) else ndim
-        if ndim is not None and ndim != len(proxy.meta_shape):
+        if value.ndim != len(proxy.meta_shape):
             raise TranslationError(
-                f"thunder: nvFuser made {proxy.name} with {ndim} dimensions, thunder says {len(proxy.meta_shape)}"
+                f"thunder: nvFuser made {proxy.name} with {value.ndim} dimensions, "
+                f"thunder says {len(proxy.meta_shape)}"
             )
-        dtype = getattr(value, "dtype", None)  # nvfuser_direct only
-        if callable(dtype) and dtype() != self._dtype(proxy.meta_dtype):
+        if not self.inspect:
+            return
+        if value.dtype() != self._dtype(proxy.meta_dtype):
             raise TranslationError(
-                f"thunder: nvFuser made {proxy.name} as {dtype()}, thunder says {proxy.meta_dtype}"
+                f"thunder: nvFuser made {proxy.name} as {value.dtype()}, thunder says {proxy.meta_dtype}"
             )
-        shape = getattr(value, "shape", None)  # nvfuser_direct: extents it knows print as numbers
-        if callable(shape) and ndim is not None:
-            known = [(str(v), want) for v, want in zip(shape(), proxy.meta_shape) if str(v).isdigit()]
-            if any(int(got) != want for got, want in known):
-                raise TranslationError(
-                    f"thunder: nvFuser made {proxy.name} of shape {[str(v) for v in shape()]}, "
-                    f"thunder says {list(proxy.meta_shape)}"
-                )
+        extents = [str(v) for v in value.shape()]  # the extents nvFuser knows print as numbers
+        if any(got.isdigit() and int(got) != want for got, want in zip(extents, proxy.meta_shape)):
+            raise TranslationError(
+                f"thunder: nvFuser made {proxy.name} of shape {extents}, thunder says {list(proxy.meta_shape)}"
+            )
 
 
 class _Value:

@@ -8,8 +8,9 @@ imports it until a fusion is defined. Two modules define fusions:
   without touching the GPU, and its values answer ``dtype()`` and ``ndim``.
 - ``nvfuser`` (the older module; 0.2.35 ships both): the same ``define_tensor``,
   ``define_scalar``, ``fd.ops.*`` and ``add_output`` calls for everything the translation
-  emits, but values print as ``T0``/``S1``, they answer only ``ndim``, ``iota`` takes
-  defined scalars only, and the first ``FusionDefinition()`` in a process initialises a
+  emits, but values print as ``T0``/``S1``, they answer only ``ndim`` (``shape()`` records
+  new ops into the definition), ``iota`` takes defined scalars only, ops are checked when
+  the ``with`` block closes, and the first ``FusionDefinition()`` in a process initialises a
   CUDA-backed cache: without a GPU that first call raises and later ones work.
 """
 
