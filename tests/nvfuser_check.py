@@ -6,7 +6,8 @@ definition needs no device. Traced:
 
 - every op of the op database (``opdb.py``), first sample, every dtype the op lists;
 - the 4-layer MLP, the GPT-style block and the small GPT of ``test_models.py``, forward, and
-  their backward traces whenever thunder makes them (``CASES`` below; nothing else to add).
+  their backward traces whenever thunder makes them (``model_cases``: nothing else to add
+  for backward), and a long chain of ops.
 
 Each final trace is flattened to prims; each run of consecutive prims nvFuser can take
 becomes a fusion, defined four ways: with symbolic extents (nvFuser's values must have the
@@ -108,8 +109,15 @@ def op_cases(names: set[str] | None, errors: list):
                 errors.append((name, f"thunder could not trace it: {type(e).__name__}: {e}"))
 
 
+def _chain(x):
+    for _ in range(4000):
+        x = x.sin()
+    return x
+
+
 def model_cases():
-    """Forward traces, and backward traces whenever thunder makes them."""
+    """Forward traces, and backward traces whenever thunder makes them; and a chain long
+    enough (12,000 definition calls in bfloat16) to pass the older module's default limit."""
     from test_models import GPT, MLP, Block
 
     torch.manual_seed(0)
@@ -117,6 +125,7 @@ def model_cases():
         ("MLP (4 layers)", MLP(), (torch.randn(8, 32),)),
         ("GPT block", Block(), (torch.randn(2, 8, 32),)),
         ("GPT (2 blocks)", GPT(), (torch.randint(0, 50, (2, 8)),)),
+        ("4000 sin in a row", _chain, (torch.randn(3, dtype=torch.bfloat16),)),
     ):
         jm = thunder.jit(model)
         jm(*inputs)
@@ -178,8 +187,9 @@ def check_region(module, api, members, inputs, outputs) -> None:
     fd = define_fusion(members, inputs, outputs, api=api)
     define_fusion(members, inputs, outputs, api=api, static_shapes=True)
     ns: dict = {}
-    exec(compile(fusion_definition_source(members, inputs, outputs, api=api), "<definition>", "exec"), ns)
-    again = new_definition(module)
+    source = fusion_definition_source(members, inputs, outputs, api=api)
+    exec(compile(source, "<definition>", "exec"), ns)
+    again = new_definition(module, len(source.splitlines()))
     with again:
         ns["nvfuser_fusion"](again)
     if _canonical(again) != _canonical(fd):

@@ -332,7 +332,11 @@ def define_fusion(
     ``NvFuserUnavailable`` when nvFuser does not import."""
     check_region(bsyms)
     module = load(api)
-    fd = new_definition(module)
+    calls = 0
+    if api_name(module) == "nvfuser":  # it needs the number of calls up front
+        script = _script(bsyms, inputs, outputs, descriptors, static_shapes)
+        calls = sum(not line.startswith("#") for line in script.lines)
+    fd = new_definition(module, calls)
     with fd:
         emit_region(
             FusionEmitter(fd, module),

@@ -90,12 +90,15 @@ def definition_unavailable_reason(api: str | None = None) -> str | None:
     return None
 
 
-def new_definition(module):
-    """A fresh FusionDefinition. The older module's first one in a process fails without a
-    GPU (see the module docstring); the second attempt is the one that counts."""
+def new_definition(module, calls: int = 0):
+    """A fresh FusionDefinition for about ``calls`` definition calls. The older module holds
+    at most ``max_length`` records (9999 by default; it adds records of its own, such as the
+    shape of a reshape's result), and its first definition in a process fails without a GPU
+    (see the module docstring): the second attempt is the one that counts."""
+    if api_name(module) != "nvfuser":
+        return module.FusionDefinition()
+    max_length = max(9999, 2 * calls + 100)
     try:
-        return module.FusionDefinition()
+        return module.FusionDefinition(max_length=max_length)
     except Exception:
-        if api_name(module) != "nvfuser":
-            raise
-        return module.FusionDefinition()
+        return module.FusionDefinition(max_length=max_length)
