@@ -10,7 +10,8 @@ import torch
 import thunder
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import BoundSymbol, symbols_with
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
 from thunder.executors.nvfuser import (
     TRANSLATIONS,
@@ -27,7 +28,8 @@ from thunder.executors.nvfuser import (
 )
 from thunder.ops import prims
 
-PRIMS = frozenset(v for v in vars(prims).values() if isinstance(v, Symbol))
+# the tensor prims (the Python-level prims of prologues and epilogues never reach a fusion)
+PRIMS = frozenset(s for s in symbols_with(Tag.PRIM) if Tag.PYTHON not in s.tags)
 
 
 def _prims(bsyms, *, keep_source=False):

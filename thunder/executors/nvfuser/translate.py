@@ -36,7 +36,7 @@ import torch
 
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import BoundSymbol, SymbolTable
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
 from thunder.ops.meta import dtype_of, is_tensor, result_dtype, shape_of
@@ -52,28 +52,31 @@ class Translation:
     check: Callable[[BoundSymbol], str | None] | None = None
 
 
-TRANSLATIONS: dict[Symbol, Translation] = {}
+TRANSLATIONS = SymbolTable("nvFuser translations", hint="add one in thunder/executors/nvfuser/translate.py")
 
 # Prims with no translation, and why (every prim is in one of the two tables; a test keeps it so).
-UNSUPPORTED: dict[Symbol, str] = {
-    prims.real: "complex tensors are not translated",
-    prims.imag: "complex tensors are not translated",
-    prims.digamma: "nvFuser has no digamma",
-    prims.floor_divide: "nvFuser has no floor division (torch's rounding rules would need emulating)",
-    prims.copysign: "nvFuser has no copysign",
-    prims.hypot: "nvFuser has no hypot",
-    prims.flip: "nvFuser has no flip",
-    prims.argmax: "nvFuser has no argmax",
-    prims.argmin: "nvFuser has no argmin",
-    prims.scatter_add: "nvFuser's scatter does not accumulate",
-    prims.index_put: "nvFuser has no index_put (only an accumulating one in the older module)",
-    prims.device_put: "moves data between devices; a fusion runs on one",
-    prims.copy_: "writes into an existing tensor; fusion outputs are new tensors",
-    prims.convolution: "nvFuser has no convolution",
-    prims.max_pool: "nvFuser has no pooling",
-    prims.avg_pool: "nvFuser has no pooling",
-    prims.adaptive_avg_pool: "nvFuser has no pooling",
-}
+UNSUPPORTED = SymbolTable(
+    "prims nvFuser cannot take (with the reason)",
+    {
+        prims.real: "complex tensors are not translated",
+        prims.imag: "complex tensors are not translated",
+        prims.digamma: "nvFuser has no digamma",
+        prims.floor_divide: "nvFuser has no floor division (torch's rounding rules would need emulating)",
+        prims.copysign: "nvFuser has no copysign",
+        prims.hypot: "nvFuser has no hypot",
+        prims.flip: "nvFuser has no flip",
+        prims.argmax: "nvFuser has no argmax",
+        prims.argmin: "nvFuser has no argmin",
+        prims.scatter_add: "nvFuser's scatter does not accumulate",
+        prims.index_put: "nvFuser has no index_put (only an accumulating one in the older module)",
+        prims.device_put: "moves data between devices; a fusion runs on one",
+        prims.copy_: "writes into an existing tensor; fusion outputs are new tensors",
+        prims.convolution: "nvFuser has no convolution",
+        prims.max_pool: "nvFuser has no pooling",
+        prims.avg_pool: "nvFuser has no pooling",
+        prims.adaptive_avg_pool: "nvFuser has no pooling",
+    },
+)
 
 # Tensor dtypes translated (complex is left out: our prims' complex rules are not nvFuser's).
 SUPPORTED_DTYPES = frozenset(d for d in DATATYPE_NAMES if not d.is_complex)
