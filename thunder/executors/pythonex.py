@@ -117,6 +117,18 @@ def mapping_new(cls, items, attrs):
     return obj
 
 
+def object_new(cls, /, **attrs):
+    """An object of the Python class ``cls`` with exactly these attributes (no ``__init__``)."""
+    obj = object.__new__(cls)
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def object_setattr(obj, name, value):
+    object.__setattr__(obj, name, value)
+
+
 def construct(cls, *args, **kwargs):
     return cls(*args, **kwargs)
 
@@ -164,6 +176,8 @@ for _prim, _fn in (
     (pyops.python_delitem, python_delitem),
     (pyops.dataclass_new, dataclass_new),
     (pyops.mapping_new, mapping_new),
+    (pyops.object_new, object_new),
+    (pyops.object_setattr, object_setattr),
 ):
     _register(_prim, _fn)
 

@@ -17,8 +17,9 @@ from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, sanitize_name, tracectx
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
+from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
@@ -65,6 +66,7 @@ class Acquisition:
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
         self._keepalive: list = []
+        self.fn = None  # the traced function (its globals hold objects it did not make)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
@@ -336,7 +338,33 @@ def acquire(
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
     ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    try:
+        return _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as e:
+        raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+
+
+def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dynamic) -> UnrebuildableError:
+    """The error again, with the line that made the object (found by tracing once more with
+    a profile hook that records where objects are made; too slow to keep on while tracing)."""
+    sites = CreationSites()
+    try:
+        with sites:
+            _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as again:
+        chain = again.chain
+    else:  # the second trace went differently: no line to add
+        return error
+    holder = next((x for x in reversed(chain) if sites.of(x) is not None), None)
+    if holder is None:
+        return error
+    what = "made" if holder is chain[-1] else f"held by a {type(holder).__qualname__} made"
+    return UnrebuildableError(f"{error}\n  {what} " + at(sites.of(holder)).removeprefix("\n  "), chain)
+
+
+def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
+    state.fn = module if module is not None else fn
     comp = state.computation
     with tracectx(comp), _compiling_flag():
         # modules met as arguments (or read from one) swap in proxies until the end; the

@@ -102,6 +102,20 @@ def _inlinable(func):
     return body
 
 
+# torch reads a Python type given as a dtype as these (``torch.tensor([-1], dtype=int)``)
+_PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
+
+
+def _python_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``dtype=int`` -> ``dtype=torch.int64``, ``x.to(float)`` -> ``x.to(torch.float64)``."""
+    if any(type(a) is type for a in args):
+        args = tuple(_PYTHON_DTYPES.get(a, a) if type(a) is type else a for a in args)
+    d = kwargs.get("dtype")
+    if type(d) is type and d in _PYTHON_DTYPES:
+        kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[d]}
+    return args, kwargs
+
+
 def _autocast_on() -> bool:
     return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
 
@@ -202,6 +216,7 @@ class AcquisitionMode(TorchFunctionMode):
                 + at(user_location())
             )
         args, kwargs = state.resolve((args, kwargs))
+        args, kwargs = _python_dtypes(args, kwargs)
         if kwargs.pop("out", None) is not None:
             raise UnsupportedOpError(
                 f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())

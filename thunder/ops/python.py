@@ -85,6 +85,14 @@ dataclass_new = _python_prim("dataclass_new", _construct_meta, "dataclass_new")
 mapping_new = _python_prim("mapping_new", _construct_meta, "dataclass_new")
 
 
+# An object of a Python class made inside the function (a transformers DynamicCache):
+# ``object.__new__(cls)`` (no ``__init__``) with its attributes set in order, as keywords
+# (``any1 = pythonex.object_new(C, keys=t0, is_initialized=True)``).
+object_new = _python_prim("object_new", _construct_meta, "dataclass_new")
+# One attribute of an object that takes part in a reference cycle, set once both exist.
+object_setattr = _python_prim("object_setattr", _setattr_meta, "dataclass_new")
+
+
 def _print_unpack(bsym, printer) -> str:
     container, key = bsym.args
     from thunder.core.printing import type_comment
