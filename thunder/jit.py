@@ -124,10 +124,11 @@ class ThunderFunction:
         for i, e in enumerate(self._entries):
             reason = _miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
-            # an int the function writes back changed (a counter): trace it as a value
+            # an int the function writes back changed (a counter): trace it as a value, and
+            # the others it writes back with it (one counter per layer moves together)
             failed = re.match(r"pythonex\.check_literal\((\w+),", reason)
             if failed and failed.group(1) in e.written_numbers:
-                self._dynamic.add(failed.group(1))
+                self._dynamic.update(e.written_numbers)
         t0 = time.perf_counter()
         acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
         times: list = [("computation", "Acquisition", time.perf_counter() - t0)]
@@ -216,6 +217,12 @@ class ThunderModule(torch.nn.Module):
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return _mimebundle(self)
+
+    def generate(self, *args, **kwargs):
+        """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
+        from thunder.frontend.generate import generate
+
+        return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):
         try:

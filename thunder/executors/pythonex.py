@@ -60,6 +60,17 @@ def check_is(x, obj):
         raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
 
 
+def check_int_compare(x, op, bound, outcome):
+    if type(x) is not int or getattr(operator, op)(x, bound) is not outcome:
+        raise PrologueCheckFailed(f"expected {x!r} {op} {bound} to be {outcome}")
+
+
+def check_tensor_value(t, value):
+    v = t.tolist()
+    if v != value:
+        raise PrologueCheckFailed(f"expected the value {value!r}, got {v!r}")
+
+
 def check_grad_enabled(flag):
     if torch.is_grad_enabled() is not flag:
         raise PrologueCheckFailed(f"traced with grad {'enabled' if flag else 'disabled'}")
@@ -170,6 +181,8 @@ for _prim, _fn in (
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_hasattr, check_hasattr),
+    (pyops.check_tensor_value, check_tensor_value),
+    (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),

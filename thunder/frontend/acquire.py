@@ -25,6 +25,7 @@ from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
+from thunder.frontend.values import value_reads
 from thunder.ops import prims
 
 
@@ -67,6 +68,7 @@ class Acquisition:
         self.module_writes: list[tuple] = []
         self._keepalive: list = []
         self.fn = None  # the traced function (its globals hold objects it did not make)
+        self.handling = None  # the torch function the mode handles now (named by errors)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
@@ -378,7 +380,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             )
             if module is not None:
                 modules.enter_context(state.module_proxies(module))
-            with AcquisitionMode(state):
+            with AcquisitionMode(state), value_reads(state):
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)

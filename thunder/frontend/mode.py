@@ -21,6 +21,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
+from thunder.frontend.values import read_scalar
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.meta import ShapeError
 
@@ -42,6 +43,10 @@ _DATA_DEPENDENT = {
     T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.numpy, T.data_ptr,
     T.nonzero, T.__array__, T.__complex__, torch.nonzero, torch.unique, T.unique,
     torch.masked_select, T.masked_select, torch.equal, T.equal, T.__iter__,
+}  # fmt: skip
+# Reads of one value, answered for an input tensor (thunder.frontend.values)
+_SCALAR_READS = {
+    T.item: None, T.__int__: int, T.__index__: int, T.__float__: float, T.__bool__: bool, T.__complex__: complex,
 }  # fmt: skip
 # Calls that involve no tensor values (constructors of plain values, global state reads).
 _PASSTHROUGH = {
@@ -192,6 +197,7 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _handle(self, func, args, kwargs):
         state = self.state
+        state.handling = func
         # properties arrive as a getset descriptor's __get__
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
@@ -201,6 +207,9 @@ class AcquisitionMode(TorchFunctionMode):
             if args and isinstance(args[0], TensorProxy):
                 state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
             return func(*args, **kwargs)
+        if func in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
+            # ``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)
+            return read_scalar(state, args[0], describe(func), _SCALAR_READS[func])
         if func in _DATA_DEPENDENT:
             raise DataDependentError(
                 f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
