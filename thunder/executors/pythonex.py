@@ -60,8 +60,11 @@ def check_is(x, obj):
         raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
 
 
+_COMPARE = {symbol: getattr(operator, name) for name, symbol in pyops.COMPARE_OPS.items()}
+
+
 def check_int_compare(x, op, bound, outcome):
-    if type(x) is not int or getattr(operator, op)(x, bound) is not outcome:
+    if type(x) is not int or _COMPARE[op](x, bound) is not outcome:
         raise PrologueCheckFailed(f"expected {x!r} {op} {bound} to be {outcome}")
 
 

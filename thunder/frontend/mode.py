@@ -55,6 +55,8 @@ _PASSTHROUGH = {
     # ``with torch.no_grad():`` really switches grad mode while tracing; ops recorded inside
     # are tagged and run under the same mode (see Trace.record)
     torch._C._set_grad_enabled,
+    # Python number helpers (F.interpolate computes its output size with sym_int)
+    torch.sym_int, torch.sym_float, torch.sym_max, torch.sym_min, torch.sym_not,
 }  # fmt: skip
 
 
@@ -173,6 +175,8 @@ def describe(func) -> str:
         return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
     if qual.startswith("Tensor."):
         return "torch." + qual
+    if "<locals>" in qual:  # a function made by a factory (F.adaptive_max_pool2d's boolean_dispatch)
+        qual = name
     return f"{mod}.{qual}"
 
 
@@ -182,6 +186,9 @@ class AcquisitionMode(TorchFunctionMode):
     def __init__(self, state):
         super().__init__()
         self.state = state
+        # the torch functions written in Python being traced through, outermost first: an
+        # error inside names what the user called (F.interpolate), not its internals
+        self.inlined: list = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -190,17 +197,26 @@ class AcquisitionMode(TorchFunctionMode):
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
                 # with this mode active again, so the torch calls inside it are recorded
-                with self:
-                    return body(*args, **kwargs)
+                self.inlined.append(func)
+                try:
+                    with self:
+                        return body(*args, **kwargs)
+                finally:
+                    self.inlined.pop()
         with torch._C.DisableTorchFunction():
             return self._handle(func, args, kwargs)
 
     def _handle(self, func, args, kwargs):
         state = self.state
         state.handling = func
-        # properties arrive as a getset descriptor's __get__
+        # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
+        if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
+            raise UnsupportedOpError(
+                f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
+                + at(user_location())
+            )
         if func in _PASSTHROUGH:
             return func(*args, **kwargs)
         if func in _METADATA_METHODS:
@@ -255,6 +271,11 @@ class AcquisitionMode(TorchFunctionMode):
             if base is not None:
                 result = self._call(func, base, args, kwargs)
                 return state.rebind(args[0], result, describe(func))
+        if self.inlined and describe(self.inlined[0]) != describe(func):
+            raise UnsupportedOpError(
+                f"thunder: {describe(self.inlined[0])} is not supported: it calls {describe(func)}, which has no "
+                "thunder op (thunder.ops.ltorch lists the supported ones)" + at(user_location())
+            )
         raise UnsupportedOpError(
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())

@@ -46,7 +46,7 @@ class DynamicInt:
             return fn(self.concrete(), other)
         result = fn(self.value, other)
         # root + offset <op> other  <=>  root <op> other - offset
-        self.state.guard_compare(self.roots[0], op, other - self.offset, result)
+        self.state.guard_compare(self.roots[0], pyops.COMPARE_OPS[op], other - self.offset, result)
         return result
 
     def concrete(self) -> int:

@@ -41,7 +41,8 @@ check_type = _python_prim("check_type", _no_output, "prologue_check")
 check_is = _python_prim("check_is", _no_output, "prologue_check")
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, "prologue_check")
 check_default_dtype = _python_prim("check_default_dtype", _no_output, "prologue_check")
-# ``check_int_compare(i0, ">=", 32, False)``: the outcome of comparing a counter with a limit
+# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
+COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 check_int_compare = _python_prim("check_int_compare", _no_output, "prologue_check")
 # ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
 check_tensor_value = _python_prim("check_tensor_value", _no_output, "prologue_check")
