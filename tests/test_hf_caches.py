@@ -110,7 +110,8 @@ def test_default_cache_prefill_and_decode_match_eager(name):
     key = "decoder_input_ids" if enc else "input_ids"
     torch.manual_seed(2)
     ids = torch.randint(3, 64, (1, 4))
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ``past_key_values`` is a deprecated alias of ``cache``
         out, ref = jm(**enc, **{key: ids}), eager(**enc, **{key: ids})
         for step in range(4):  # the prefill, then three decoding steps with the returned cache
             torch.testing.assert_close(out.logits, ref.logits)
@@ -172,7 +173,8 @@ def test_generate_matches_eager(name, cache):
 
 def _static_decode(m, cache, ids, start):
     pos = torch.arange(start, start + ids.shape[1])
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ``past_key_values`` is a deprecated alias of ``cache``
         return m(input_ids=ids, past_key_values=cache, use_cache=True, cache_position=pos)
 
 

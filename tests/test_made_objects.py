@@ -220,11 +220,31 @@ class Settings:
 SETTINGS = Settings()
 
 
-def test_objects_read_not_made_are_not_copied():
-    """A global object returned would need a check that it is still the same object on
-    every call; a copy would silently differ from eager (the very object)."""
-    with pytest.raises(UnsupportedValueError, match=r"Settings object that the function read from"):
-        thunder.jit(lambda x: (x * SETTINGS.scale, SETTINGS))(torch.ones(2))
+def test_objects_read_not_made_are_returned_as_themselves():
+    """An object read from a global (or a module attribute) is returned as the very object,
+    as in eager, never a copy; one the function wrote a traced value into is an error."""
+
+    class Holder:
+        def __init__(self, x):
+            self.x = x
+            self.settings = SETTINGS
+
+    def f(x):
+        return x * SETTINGS.scale, SETTINGS, Holder(x)
+
+    out, settings, holder = thunder.jit(f)(torch.ones(2))
+    assert settings is SETTINGS and holder.settings is SETTINGS
+    torch.testing.assert_close(out, torch.full((2,), 2.0))
+
+    def g(x):
+        SETTINGS.last = x * 2  # a write thunder does not follow
+        return SETTINGS
+
+    try:
+        with pytest.raises(UnsupportedValueError, match=r"its attribute 'last' was set to a traced value"):
+            thunder.jit(g)(torch.ones(2))
+    finally:
+        vars(SETTINGS).pop("last", None)
 
 
 def test_functions_capturing_traced_values_cannot_leave_the_trace():

@@ -9,8 +9,8 @@ it: the epilogue builds a new one from the real tensors, as ``cls.__new__`` woul
 An object can be rebuilt when its class is written in Python over ``object`` (instance state
 in ``__dict__`` or ``__slots__``). A C object (a lock, a file, a generator), an instance of
 a subclass of a builtin container, or an ``nn.Module`` made inside cannot. Objects the
-function did not make but read from a module attribute or a global are not copied either:
-the caller would get a copy where eager gives the object itself.
+function did not make but read from a module attribute or a global (``preexisting``) are not
+copied: the caller gets the object itself, as in eager.
 """
 
 from __future__ import annotations
@@ -161,9 +161,15 @@ def _children(x) -> list:
 # -- values that would carry proxies out of the trace -----------------------------------------
 def captured_traced(fn, is_traced) -> str | None:
     """For a function or ``functools.partial`` made while tracing: the first captured value
-    that is traced (a proxy, an input wrapper), described; None when it captures none."""
+    that is traced (a proxy, an input wrapper), described; for an object, the first such
+    attribute; None when there is none."""
     import functools
 
+    if is_python_instance(fn) and not isinstance(fn, functools.partial):
+        for name, value in attributes(fn):
+            if _holds(value, is_traced, set()):
+                return f"its attribute {name!r}"
+        return None
     if isinstance(fn, functools.partial):
         for i, a in enumerate((fn.func, *fn.args, *fn.keywords.values())):
             if _holds(a, is_traced, set()):

@@ -17,9 +17,10 @@ needs (which the prologue passes on), and
 
 Aliasing is kept: a value reached twice is built once (a list or dict reached twice is
 bound to a name), and objects in a reference cycle are allocated first and their
-attributes set once every object of the cycle exists. Anything else (a lock, a generator,
-an object the function read from a global) is an error that names the type, the path
-and, where it can be found, the line that made it.
+attributes set once every object of the cycle exists. An object the function read from a
+module attribute or a global is returned as itself. Anything else (a lock or a generator
+made inside) is an error that names the type, the path and, where it can be found, the
+line that made it.
 """
 
 from __future__ import annotations
@@ -211,9 +212,7 @@ class _Builder:
 
     def _check_captures(self, v, path: str) -> None:
         """A function or partial made while tracing must not carry proxies out of the trace."""
-        what = made.captured_traced(
-            v, lambda x: isinstance(x, DynamicInt) or state_object(self.state, x) is not None
-        )
+        what = made.captured_traced(v, self._is_traced)
         if what is not None:
             raise UnsupportedValueError(
                 f"thunder: {path} is the function {getattr(v, '__qualname__', type(v).__qualname__)}, made while "
@@ -247,9 +246,28 @@ class _Builder:
             return out
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return self._construct(v, path)
-        if made.is_python_instance(v) and made.refusal(v) is None and not self._read_not_made(v):
+        if self._read_not_made(v):
+            return self._existing(v, path)
+        if made.is_python_instance(v) and made.refusal(v) is None:
             return self._construct_object(v, path)
-        raise UnrebuildableError(self._unsupported(v, path), list(self._chain))
+        raise UnrebuildableError(_unsupported(v, path), list(self._chain))
+
+    def _existing(self, v, path: str):
+        """An object the function read from a module attribute or a global: the very object,
+        as in eager (read like the rest of module and global state: when traced)."""
+        if isinstance(v, torch.nn.Module):
+            raise UnsupportedValueError(_unsupported(v, path))
+        what = made.captured_traced(v, self._is_traced)
+        if what is not None:
+            raise UnsupportedValueError(
+                f"thunder: {path} is the {type(v).__module__}.{type(v).__qualname__} object the function read from a "
+                f"module attribute or a global, and {what} was set to a traced value while tracing; thunder does "
+                "not follow writes into such objects. Pass the object as an argument"
+            )
+        return v
+
+    def _is_traced(self, x) -> bool:
+        return isinstance(x, DynamicInt) or state_object(self.state, x) is not None
 
     def _is_traced_object(self, v) -> bool:
         """An input object or an object the function made (not a module, a class, a global)."""
@@ -283,15 +301,6 @@ class _Builder:
         for k, x in attrs:
             self.epi.add_bsym(BoundSymbol(pyops.object_setattr, (out, k, x), {}, None, tags=tags))
         return out
-
-    def _unsupported(self, v, path: str) -> str:
-        if made.is_python_instance(v) and made.refusal(v) is None:
-            return (
-                f"thunder: {path} is the {type(v).__module__}.{type(v).__qualname__} object that the function read "
-                "from a module attribute or a global, not one it made; returning it would need a check that it "
-                "is still the same object on every call, which thunder does not make. Pass it as an argument"
-            )
-        return _unsupported(v, path)
 
     def _construct(self, v, path: str) -> AnyProxy:
         cls = type(v)
