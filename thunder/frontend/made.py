@@ -159,27 +159,27 @@ def _children(x) -> list:
 
 
 # -- values that would carry proxies out of the trace -----------------------------------------
-def captured_traced(fn, is_traced) -> str | None:
-    """For a function or ``functools.partial`` made while tracing: the first captured value
-    that is traced (a proxy, an input wrapper), described; for an object, the first such
-    attribute; None when there is none."""
+def captured_traced(value, is_traced) -> str | None:
+    """What in ``value`` is traced (a proxy, an input wrapper), described: for a function or a
+    ``functools.partial`` made while tracing, a captured value; for an object, an attribute.
+    None when there is none."""
     import functools
 
-    if is_python_instance(fn) and not isinstance(fn, functools.partial):
-        for name, value in attributes(fn):
-            if _holds(value, is_traced, set()):
+    if is_python_instance(value) and not isinstance(value, functools.partial):
+        for name, attr in attributes(value):
+            if _holds(attr, is_traced, set()):
                 return f"its attribute {name!r}"
         return None
-    if isinstance(fn, functools.partial):
-        for i, a in enumerate((fn.func, *fn.args, *fn.keywords.values())):
+    if isinstance(value, functools.partial):
+        for i, a in enumerate((value.func, *value.args, *value.keywords.values())):
             if _holds(a, is_traced, set()):
                 return f"its bound argument {i}"
         return None
-    if isinstance(fn, types.FunctionType):
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+    if isinstance(value, types.FunctionType):
+        for name, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
             if _cell_set(cell) and _holds(cell.cell_contents, is_traced, set()):
                 return f"the variable {name!r} it captures"
-        for d in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
+        for d in (value.__defaults__ or ()) + tuple((value.__kwdefaults__ or {}).values()):
             if _holds(d, is_traced, set()):
                 return "a default argument"
     return None

@@ -121,8 +121,6 @@ class _Builder:
                 stack += v.values()
             elif made.is_python_instance(v) and not _is_constant_input(self.state, v):
                 stack += [x for _, x in made.attributes(v)]
-                if isinstance(v, Mapping):  # a ModelOutput's items
-                    stack += dict.values(v) if isinstance(v, dict) else []
 
     # -- the pieces ----------------------------------------------------------------------
     def output(self, p: TensorProxy) -> TensorProxy:
