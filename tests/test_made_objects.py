@@ -134,6 +134,7 @@ def test_slots_cycles_and_shared_references_are_kept():
         root.left = root.right = shared  # one list reached twice
         root.slotted = s
         root.again = child
+        root.tags = {"a", "b"}  # a set: made anew on every call
         return root
 
     jfn = thunder.jit(f)
@@ -154,6 +155,7 @@ def test_slots_cycles_and_shared_references_are_kept():
     _verify_all(jfn)
     root2 = jfn(x + 1)
     assert thunder.compile_stats(jfn).cache_hits == 1 and root2.children[0].parent is root2
+    assert root2.tags == root.tags == {"a", "b"} and root2.tags is not root.tags
 
 
 def test_bound_methods_and_input_objects_inside_made_objects():

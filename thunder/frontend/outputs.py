@@ -235,6 +235,11 @@ class _Builder:
             return t(*(self.build(x, f"{path}.{f}") for f, x in zip(t._fields, v)))
         if t is dict:
             return {k: self.build(x, f"{path}[{k!r}]") for k, x in v.items()}
+        if t is set or t is frozenset:  # ``any3 = builtins_set([1, 2])``: a new set on every call
+            out = AnyProxy(self.epi.make_name("any"), t)
+            items = [self.build(x, f"{path} item") for x in v]
+            self.epi.add_bsym(BoundSymbol(pyops.construct, (t, items), {}, out))
+            return out
         if t is collections.OrderedDict or t is collections.defaultdict:
             # no literal syntax: the epilogue calls the class (``collections_OrderedDict([...])``)
             items = [(k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items()]
