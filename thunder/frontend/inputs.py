@@ -172,7 +172,14 @@ class Inputs:
         holder = self._container(v, path, unpack)
         self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
         self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
-        out = t()
+        try:
+            out = t()
+        except TypeError as e:
+            raise UnsupportedValueError(
+                f"thunder: the input {path or 'argument'} is a {t.__qualname__}, a dataclass that is a dict and "
+                f"cannot be made without arguments ({e}); such inputs are supported when they can (as "
+                "transformers' ModelOutput)"
+            ) from None
         for k, x in v.items():
             out[k] = self.value(x, f"{path}_{k}", Unpack(holder, "item", k), tensor_prefix=tensor_prefix)
         self._opened(out, holder, v)
