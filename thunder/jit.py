@@ -129,10 +129,11 @@ class ThunderFunction:
         for i, e in enumerate(self._entries):
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
-            # an int the function writes back changed (a counter): trace it as a value
+            # an int the function writes back changed (a counter): trace it as a value, and
+            # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
-                self._dynamic.add(subject.name)
+                self._dynamic.update(e.written_numbers)
         t0 = time.perf_counter()
         acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
         acquired.computation.provenance = None
@@ -216,6 +217,12 @@ class ThunderModule(torch.nn.Module):
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(_text_of(self))
+
+    def generate(self, *args, **kwargs):
+        """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
+        from thunder.frontend.generate import generate
+
+        return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):
         try:

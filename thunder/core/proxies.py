@@ -82,6 +82,11 @@ class AnyProxy(Proxy):
         return "Any" if t is None else f"{t.__module__}.{t.__qualname__}"
 
 
+# Set while a trace is acquired: ``(func, args, kwargs) -> value | NotImplemented`` for the
+# proxies that reach torch's dispatcher (thunder.frontend.values).
+dispatch_handler = None
+
+
 class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
@@ -110,6 +115,10 @@ class TensorProxy(torch.Tensor, Proxy):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if dispatch_handler is not None:  # while tracing: reads of a value (``int(x)`` in C code)
+            out = dispatch_handler(func, args, kwargs or {})
+            if out is not NotImplemented:
+                return out
         from thunder.core.source import user_location  # only on this error path
 
         loc = user_location()

@@ -61,6 +61,20 @@ def check_is(x, obj):
         raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
 
 
+_COMPARE = {symbol: getattr(operator, name) for name, symbol in pyops.COMPARE_OPS.items()}
+
+
+def check_int_compare(x, op, bound, outcome):
+    if type(x) is not int or _COMPARE[op](x, bound) is not outcome:
+        raise PrologueCheckFailed(f"expected {x!r} {op} {bound} to be {outcome}")
+
+
+def check_tensor_value(t, value):
+    v = t.tolist()
+    if v != value:
+        raise PrologueCheckFailed(f"expected the value {value!r}, got {v!r}")
+
+
 def check_grad_enabled(flag):
     if torch.is_grad_enabled() is not flag:
         raise PrologueCheckFailed(f"traced with grad {'enabled' if flag else 'disabled'}")
@@ -116,6 +130,18 @@ def mapping_new(cls, items, attrs):
     for k, v in attrs.items():
         object.__setattr__(obj, k, v)
     return obj
+
+
+def object_new(cls, /, **attrs):
+    """An object of the Python class ``cls`` with exactly these attributes (no ``__init__``)."""
+    obj = object.__new__(cls)
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def object_setattr(obj, name, value):
+    object.__setattr__(obj, name, value)
 
 
 def construct(cls, *args, **kwargs):
@@ -189,12 +215,16 @@ for _prim, _fn in (
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_hasattr, check_hasattr),
+    (pyops.check_tensor_value, check_tensor_value),
+    (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),
     (pyops.python_delitem, python_delitem),
     (pyops.dataclass_new, dataclass_new),
     (pyops.mapping_new, mapping_new),
+    (pyops.object_new, object_new),
+    (pyops.object_setattr, object_setattr),
 ):
     _register(_prim, _fn)
 

@@ -18,14 +18,16 @@ from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
+from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
+from thunder.frontend.values import value_reads
 from thunder.ops import prims
 
 
@@ -68,6 +70,8 @@ class Acquisition:
         self.module_writes: list[tuple] = []
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
         self._keepalive: list = []
+        self.fn = None  # the traced function (its globals hold objects it did not make)
+        self.handling = None  # the torch function the mode handles now (named by errors)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
@@ -341,7 +345,33 @@ def acquire(
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
     ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    try:
+        return _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as e:
+        raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+
+
+def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dynamic) -> UnrebuildableError:
+    """The error again, with the line that made the object (found by tracing once more with
+    a profile hook that records where objects are made; too slow to keep on while tracing)."""
+    sites = CreationSites()
+    try:
+        with sites:
+            _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as again:
+        chain = again.chain
+    else:  # the second trace went differently: no line to add
+        return error
+    holder = next((x for x in reversed(chain) if sites.of(x) is not None), None)
+    if holder is None:
+        return error
+    what = "made" if holder is chain[-1] else f"held by a {type(holder).__qualname__} made"
+    return UnrebuildableError(f"{error}\n  {what} " + at(sites.of(holder)).removeprefix("\n  "), chain)
+
+
+def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
+    state.fn = module if module is not None else fn
     comp = state.computation
     with tracectx(comp), _compiling_flag():
         # modules met as arguments (or read from one) swap in proxies until the end; the
@@ -355,7 +385,7 @@ def acquire(
             )
             if module is not None:
                 modules.enter_context(state.module_proxies(module))
-            with module_scopes(comp, state.module_paths), AcquisitionMode(state):
+            with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)

@@ -161,7 +161,30 @@ class Inputs:
             )
             self._opened(out, holder, v)
             return out
+        if dataclasses.is_dataclass(v) and isinstance(v, dict):
+            return self._model_output(v, path, unpack, tensor_prefix)
         return self.object(v, path, unpack)
+
+    def _model_output(self, v, path: str, unpack: Unpack, tensor_prefix: str):
+        """A dataclass that is a dict (transformers' ModelOutput, such as the ``encoder_outputs``
+        ``generate()`` passes to each decoder step): opened like a dict, into a new instance
+        made as the epilogue makes one (``cls()``, then the items in order)."""
+        t = type(v)
+        holder = self._container(v, path, unpack)
+        self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
+        self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
+        try:
+            out = t()
+        except TypeError as e:
+            raise UnsupportedValueError(
+                f"thunder: the input {path or 'argument'} is a {t.__qualname__}, a dataclass that is a dict and "
+                f"cannot be made without arguments ({e}); such inputs are supported when they can (as "
+                "transformers' ModelOutput)"
+            ) from None
+        for k, x in v.items():
+            out[k] = self.value(x, f"{path}_{k}", Unpack(holder, "item", k), tensor_prefix=tensor_prefix)
+        self._opened(out, holder, v)
+        return out
 
     def object(self, v, path: str, unpack: Unpack):
         """Any other object: callables, classes and modules are constants checked by identity;
@@ -242,6 +265,16 @@ class Inputs:
             if all(root is not s for s in self.specialized):
                 self.specialized.append(root)
                 self.checks.append(BoundSymbol(pyops.check_literal, (root, root.value), {}, None))
+
+    def guard_compare(self, p: NumberProxy, op: str, bound: int, outcome: bool) -> None:
+        """Check that ``p <op> bound`` is still ``outcome`` (a counter compared with a limit)."""
+        self.checks.append(BoundSymbol(pyops.check_int_compare, (p, op, bound, outcome), {}, None))
+        if all(p is not g for g in self.guards):
+            self.guards.append(p)
+
+    def guard_value(self, t: TensorProxy, value) -> None:
+        """Check the value of the one-element input tensor ``t`` (the trace read it)."""
+        self.checks.append(BoundSymbol(pyops.check_tensor_value, (t, value), {}, None))
 
     def guard_absent(self, holder: AnyProxy, name: str) -> None:
         """Check that ``holder`` has no attribute ``name`` (one the function created)."""

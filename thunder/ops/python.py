@@ -67,6 +67,11 @@ check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
 check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
 check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
+COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
+check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
 check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 
@@ -106,6 +111,14 @@ dataclass_new = _python_prim("dataclass_new", _construct_meta, Tag.DATACLASS_NEW
 # A mapping dataclass (transformers' ModelOutput) whose keys differ from what its
 # constructor makes: ``r = cls()`` then ``r[k] = v`` in the recorded order, then attributes.
 mapping_new = _python_prim("mapping_new", _construct_meta, Tag.DATACLASS_NEW)
+
+
+# An object of a Python class made inside the function (a transformers DynamicCache):
+# ``object.__new__(cls)`` (no ``__init__``) with its attributes set in order, as keywords
+# (``any1 = pythonex.object_new(C, keys=t0, is_initialized=True)``).
+object_new = _python_prim("object_new", _construct_meta, Tag.DATACLASS_NEW)
+# One attribute of an object that takes part in a reference cycle, set once both exist.
+object_setattr = _python_prim("object_setattr", _setattr_meta, Tag.DATACLASS_NEW)
 
 
 def print_del(bsym, printer) -> str:
