@@ -112,8 +112,8 @@ def source_text(p: PassModel, limit: int | None = None) -> str:
 
 @collector_paused()
 def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: int | None = None) -> str:
-    """A unified diff of the two traces' lines ("" when they print the same), showing about
-    ``limit`` changed lines (None: all) and saying how many more there are.
+    """A unified diff of the two traces' lines ("" when they print the same), about ``limit``
+    lines long (None: all of it), ending with how many changed lines it leaves out.
 
     Each BoundSymbol is its line with its subsymbols below it as comments, as the printed
     trace has them; line numbers count these lines (and the ``return``) from 1. Lines are
@@ -125,7 +125,11 @@ def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: in
         return ""
     out = [f"--- {before.index} {before.name}", f"+++ {after.index} {after.name}"]
     hunk = _Hunk(out)
-    room = limit if limit is not None else sys.maxsize  # changed lines still to show
+    limit = sys.maxsize if limit is None else limit
+
+    def room() -> int:  # lines still to write: the hunks so far, the open one and its header
+        return limit - (len(out) - 2) - (len(hunk.lines) + 1 if hunk.open else 0)
+
     left = 0  # changed lines not shown
     a_at = b_at = 1  # the first line of the current segment, in each trace
     for i, (kind, old, new) in enumerate(segments):
@@ -133,26 +137,29 @@ def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: in
         b_count = sum(n.line_count() for n in new) if kind == "!" else a_count
         if kind == "=":
             if hunk.open:  # the context after a change; a short run between two stays whole
-                whole = a_count <= 2 * context and i < len(segments) - 1 and room > 0
+                whole = a_count <= 2 * context and i < len(segments) - 1 and a_count < room()
                 hunk.context(_lines(old, None if whole else context))
                 if not whole:
                     hunk.close()
-        elif room <= 0:
-            hunk.close()
-            left += a_count + b_count
         else:
-            if not hunk.open:
+            space = room() - (0 if hunk.open else 1 + context)  # a new hunk: its header, the context
+            if space > 0 and not hunk.open:
                 lead = _last_lines(segments[i - 1][1], context) if i else []
-                hunk.start(a_at - len(lead), b_at - len(lead))
-                hunk.context(lead)
-            if a_count + b_count <= room:
-                removed, added = _lines(old), _lines(new)
-            else:  # cut: both sides get a share of what is left
-                removed = _lines(old, min(a_count, max(room // 2, room - b_count)))
-                added = _lines(new, room - len(removed))
-            hunk.change(removed, added)
-            room -= len(removed) + len(added)
-            left += a_count + b_count - len(removed) - len(added)
+                space += context - len(lead)
+            if space <= 0:
+                hunk.close()
+                left += a_count + b_count
+            else:
+                if not hunk.open:
+                    hunk.start(a_at - len(lead), b_at - len(lead))
+                    hunk.context(lead)
+                if a_count + b_count <= space:
+                    removed, added = _lines(old), _lines(new)
+                else:  # cut: both sides get a share of what is left
+                    removed = _lines(old, min(a_count, max(space // 2, space - b_count)))
+                    added = _lines(new, space - len(removed))
+                hunk.change(removed, added)
+                left += a_count + b_count - len(removed) - len(added)
         a_at += a_count
         b_at += b_count
     hunk.close()
