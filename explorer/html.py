@@ -15,6 +15,11 @@ from explorer.style import stylesheet
 from explorer.text import fmt_seconds, source_diff, source_text
 from explorer.tree import DEFAULT_BUDGET, badges_html, tree_html
 
+# Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
+# an explorer's static copy): smaller than the live views' DEFAULT_BUDGET.
+STATIC_BUDGET = 600
+LISTED_PROXIES = 200  # inputs / outputs listed in a BoundSymbol's details (a fusion region may have more)
+
 
 def wrap(body: str, *, style: bool = True) -> str:
     """Put ``body`` in the explorer's root element, with its stylesheet."""
@@ -22,7 +27,7 @@ def wrap(body: str, *, style: bool = True) -> str:
     return f'<div class="thx">{css}{body}</div>'
 
 
-def trace_html(trace, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+def trace_html(trace, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """One trace as a collapsible tree (``Trace._repr_mimebundle_`` shows this)."""
     model = TraceModel.from_trace(trace)
     series = next(iter(model.series.values()))
@@ -30,7 +35,7 @@ def trace_html(trace, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> s
     return wrap(pass_header_html(series, p) + tree_html(p.nodes, open_depth=open_depth, budget=budget))
 
 
-def compilation_html(obj, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+def compilation_html(obj, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """A jitted function (or a TraceModel) as static HTML: each trace kind with its passes."""
     from explorer.compilation import model_of
 
@@ -42,7 +47,7 @@ def compilation_html(obj, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) 
 
 
 def model_html(
-    model: TraceModel, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET, kind: str | None = None
+    model: TraceModel, *, open_depth: int = 1, budget: int = STATIC_BUDGET, kind: str | None = None
 ) -> str:
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
@@ -189,9 +194,11 @@ def _proxy_table(names, series: TraceSeries) -> str:
     if not names:
         return '<span class="note">none</span>'
     out = []
-    for name in names:
+    for name in names[:LISTED_PROXIES]:
         info = series.proxies.get(name)
         out.append(f"<code>{escape(name)}</code>: {escape(info.type if info else '?')}")
+    if len(names) > LISTED_PROXIES:
+        out.append(f'<span class="more">... {len(names) - LISTED_PROXIES} more</span>')
     return "<br>".join(out)
 
 

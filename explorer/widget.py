@@ -20,6 +20,7 @@ import ipywidgets as w
 
 from explorer.graph import render_graph
 from explorer.html import (
+    STATIC_BUDGET,
     cache_html,
     details_html,
     diff_html,
@@ -36,7 +37,6 @@ from explorer.tree import DEFAULT_BUDGET, tree_html
 VIEWS = ("tree", "graph", "source", "diff", "timing")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
 TIMING_ROWS = 200  # the slowest lines in the timing view
-STATIC_BUDGET = 600  # lines in the static copy kept in a saved notebook
 
 
 @collector_paused()

@@ -15,12 +15,18 @@ from explorer_builders import many_ops
 import thunder
 from explorer.compilation import model_of
 from explorer.graph import DEFAULT_MAX_NODES, render_graph
-from explorer.html import diff_html, source_html
+from explorer.html import (
+    STATIC_BUDGET,
+    compilation_html,
+    diff_html,
+    source_html,
+    trace_html,
+)
 from explorer.report import TIMING_ROWS as REPORT_TIMING_ROWS
 from explorer.report import report_html
 from explorer.text import source_diff
 from explorer.tree import DEFAULT_BUDGET, tree_html
-from explorer.widget import MAX_LISTED, STATIC_BUDGET, TIMING_ROWS, Explorer
+from explorer.widget import MAX_LISTED, TIMING_ROWS, Explorer
 
 OPS = 40_000
 MB = 1_000_000
@@ -108,6 +114,15 @@ def test_printed_trace_keeps_to_its_budget(model):
     assert DEFAULT_BUDGET - 10 <= len(lines) <= DEFAULT_BUDGET + 12  # imports, def, the note, return
     assert re.fullmatch(r"  # \.\.\. \d+ more bound symbols \(\d+ lines\) not shown", lines[-2])
     assert lines[-1] == "  " + p.return_line
+
+
+def test_notebook_displays_keep_to_the_static_budget(big):
+    html = compilation_html(big)  # what a jitted function shows in a notebook
+    kinds = html.split('<details class="kind"')[1:]
+    assert len(kinds) == 3 and all(_ids(k) <= STATIC_BUDGET for k in kinds)
+    assert _ids(kinds[1]) == STATIC_BUDGET and len(html) < 2 * MB
+    html = trace_html(thunder.last_traces(big)[-1])  # what a trace shows
+    assert _ids(html) == STATIC_BUDGET and len(html) < MB
 
 
 def test_graph_keeps_to_its_budget(model):
