@@ -18,7 +18,7 @@ import torch
 
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import Trace
+from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
@@ -168,7 +168,7 @@ def _text_of(obj) -> str:
     jfn = _jfn(obj)
     if not jfn._entries:
         return f"<thunder.jit of {jfn.__name__}, not called yet>"
-    return str(jfn._entries[-1].computation_traces[-1])
+    return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
 
 
 def _is_identity(epi: Trace) -> bool:
