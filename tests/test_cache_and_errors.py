@@ -50,6 +50,24 @@ def test_changed_inputs_retrace_and_stay_correct(second):
     assert stats.cache_hits == 1
 
 
+def test_a_torch_size_argument_is_checked_as_a_size():
+    """A ``torch.Size`` prints as ``torch.Size([...])``, so the prologue's check compares a
+    Size with a Size (it used to print as a tuple and fail on the first call)."""
+    jfn = thunder.jit(lambda x, size: x.reshape(size) * 2)
+    x = torch.randn(6)
+    torch.testing.assert_close(jfn(x, torch.Size([2, 3])), x.reshape(2, 3) * 2)
+    jfn(x, torch.Size([2, 3]))
+    jfn(x, (2, 3))  # a tuple is another input: eager code may tell them apart
+    jfn(x, torch.Size([3, 2]))
+    stats = thunder.compile_stats(jfn)
+    assert (stats.cache_hits, stats.cache_misses) == (1, 3)
+
+
+def test_a_returned_torch_size_stays_a_size():
+    out = thunder.jit(lambda x: (x * 2, x.shape))(torch.randn(2, 3))[1]
+    assert type(out) is torch.Size and out == (2, 3)
+
+
 def test_grad_mode_is_checked():
     jfn = thunder.jit(scale)
     jfn(torch.randn(3), 2)
