@@ -771,6 +771,154 @@ op(
     (f32, f64),
 )
 op("adaptive_avg_pool3d", F.adaptive_avg_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), (2, 3, 3))], (f32, f64))
+for _n in (1, 2, 3):
+    _shape = (2, 4) + (3,) * _n
+    op(
+        f"conv_transpose{_n}d",
+        getattr(F, f"conv_transpose{_n}d"),
+        lambda m, sh=_shape, n=_n: [
+            s(m(*sh), m(4, 3, *(2,) * n), m(3)),
+            s(
+                m(*sh), m(4, 1, *(3,) * n), None, 2, 1, 1, 2, 2
+            ),  # stride, padding, output_padding, groups, dilation
+            s(m(*sh[1:]), m(4, 2, *(3,) * n), stride=3, padding=2),
+        ],
+        (f32, f64),
+        tol=NN_TOL,
+    )
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 5), size=7),
+        s(m(2, 3, 4, 5), scale_factor=2),
+        s(m(1, 2, 5, 3), scale_factor=(1.7, 0.6)),
+        s(m(1, 2, 3, 4, 2), size=(4, 2, 5)),
+    ],
+    FLOAT + (torch.uint8,),
+    F.upsample,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 7), size=4, mode="nearest-exact"),
+        s(m(1, 2, 3, 5), scale_factor=2.4, mode="nearest-exact"),
+    ],
+    FLOAT,
+    variant="nearest_exact",
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 5), size=8, mode="linear"),
+        s(m(2, 3, 5), scale_factor=0.7, mode="linear", align_corners=True),
+        s(m(1, 2, 4, 5), size=(7, 3), mode="bilinear"),
+        s(m(1, 2, 4, 5), scale_factor=1.5, mode="bilinear", align_corners=True),
+        s(m(1, 2, 3, 4, 2), scale_factor=(2, 1.5, 3), mode="trilinear"),
+        s(m(1, 2, 3, 4, 2), size=4, mode="trilinear", align_corners=True, recompute_scale_factor=None),
+    ],
+    FLOAT,
+    variant="linear",
+    tol=NN_TOL,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(1, 2, 4, 5), size=(7, 3), mode="bicubic"),
+        s(m(1, 2, 4, 5), scale_factor=1.5, mode="bicubic", align_corners=True),
+        s(m(1, 2, 4, 5), scale_factor=1.1, mode="bicubic"),
+    ],
+    FLOAT,
+    variant="bicubic",
+    tol=NN_TOL,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [s(m(2, 3, 7), size=3, mode="area"), s(m(1, 2, 6, 5), scale_factor=0.5, mode="area")],
+    FLOAT,
+    variant="area",
+    tol=NN_TOL,
+)
+
+
+def _rnn_params(
+    m, gates: int, inp: int, hidden: int, layers: int, dirs: int, bias: bool = True, proj: int = 0
+):
+    """torch's flat parameter list: per layer and direction w_ih, w_hh, (b_ih, b_hh), (w_hr)."""
+    out, h_out = [], proj or hidden
+    for layer in range(layers):
+        width = inp if layer == 0 else h_out * dirs
+        for _ in range(dirs):
+            out += [
+                m(gates * hidden, width, low=-0.5, high=0.5),
+                m(gates * hidden, h_out, low=-0.5, high=0.5),
+            ]
+            if bias:
+                out += [m(gates * hidden, low=-0.5, high=0.5), m(gates * hidden, low=-0.5, high=0.5)]
+            if proj:
+                out.append(m(proj, hidden, low=-0.5, high=0.5))
+    return out
+
+
+RNN_TOL = {f32: (1e-4, 1e-4), bf16: (5e-2, 5e-2)}
+op(
+    "lstm",
+    torch.lstm,
+    lambda m: [
+        s(
+            m(3, 2, 4),
+            (m(1, 2, 5), m(1, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 1, 1),
+            True,
+            1,
+            0.0,
+            False,
+            False,
+            False,
+        ),
+        # two layers, bidirectional, batch first, no biases
+        s(
+            m(2, 3, 4),
+            (m(4, 2, 5), m(4, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 2, 2, False),
+            False,
+            2,
+            0.0,
+            False,
+            True,
+            True,
+        ),
+        # projections (proj_size=3)
+        s(
+            m(3, 2, 4),
+            (m(2, 2, 3), m(2, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 1, 2, proj=3),
+            True,
+            1,
+            0.0,
+            False,
+            True,
+            False,
+        ),
+    ],
+    FLOAT,
+    tol=RNN_TOL,
+)
+for _name, _gates in (("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+    op(
+        _name,
+        getattr(torch, _name),
+        lambda m, g=_gates: [
+            s(m(3, 2, 4), m(1, 2, 5), _rnn_params(m, g, 4, 5, 1, 1), True, 1, 0.0, False, False, False),
+            s(m(2, 3, 4), m(4, 2, 5), _rnn_params(m, g, 4, 5, 2, 2), True, 2, 0.0, False, True, True),
+        ],
+        FLOAT,
+        tol=RNN_TOL,
+    )
 
 
 def _sdpa(m):
@@ -806,6 +954,114 @@ op(
     variant="random",
 )
 op("dropout", torch.dropout, lambda m: [s(m(3, 4), 0.5, False)], FLOAT, variant="torch")
+
+
+def _channels_check(batched: bool):
+    """Channel-wise dropout: each channel all zeros or all scaled by 1/(1-p)."""
+
+    def check(out, sample) -> bool:
+        x, p = sample.args[0], sample.args[1]
+        lead = 2 if batched else 1
+        for o, i in zip(
+            out.reshape(*out.shape[:lead], -1).flatten(0, lead - 1),
+            x.reshape(*x.shape[:lead], -1).flatten(0, lead - 1),
+        ):
+            if not (
+                bool((o == 0).all()) or torch.allclose(o.double(), i.double() / (1 - p), rtol=1e-2, atol=1e-3)
+            ):
+                return False
+        return True
+
+    return check
+
+
+for _n in (1, 2, 3):
+    _fn = getattr(F, f"dropout{_n}d")
+    _shape = (2, 3) + (4,) * _n
+    op(f"dropout{_n}d", _fn, lambda m, sh=_shape: [s(m(*sh), training=False), s(m(*sh), 0.0)], FLOAT)
+    op(
+        f"dropout{_n}d",
+        _fn,
+        lambda m, sh=_shape, n=_n: [s(m(*sh), 0.4)] + ([s(m(*sh[1:]), 0.4)] if n != 2 else []),
+        FLOAT,
+        values=False,
+        check=_channels_check(True),
+        variant="random",
+    )
+op(
+    "dropout1d",
+    F.dropout1d,
+    lambda m: [s(m(6, 20), 0.5)],
+    (f32,),
+    values=False,
+    check=_channels_check(False),
+    variant="unbatched",
+)
+op(
+    "feature_dropout",
+    torch.feature_dropout,
+    lambda m: [s(m(4, 5, 6), 0.3, True)],
+    FLOAT,
+    values=False,
+    check=_channels_check(True),
+)
+op("feature_dropout", torch.feature_dropout, lambda m: [s(m(4, 5, 6), 0.3, False)], FLOAT, variant="eval")
+
+_SELU_ALPHA_SCALE = 1.7580993408473766
+
+
+def _alpha_check(channel: bool):
+    """Alpha dropout: kept elements map to a * x + a * alpha * p, dropped ones to a * alpha * (p - 1)."""
+
+    def check(out, sample) -> bool:
+        x, p = sample.args[0], sample.args[1]
+        a = 1.0 / math.sqrt((_SELU_ALPHA_SCALE**2 * p + 1) * (1 - p))
+        kept = torch.isclose(out.double(), a * x.double() + a * _SELU_ALPHA_SCALE * p, rtol=2e-2, atol=2e-2)
+        dropped = torch.isclose(
+            out.double(),
+            torch.tensor(a * _SELU_ALPHA_SCALE * (p - 1), dtype=torch.float64),
+            rtol=2e-2,
+            atol=2e-2,
+        )
+        if channel:  # a whole channel is kept or dropped
+            kept, dropped = kept.flatten(2).all(-1), dropped.flatten(2).all(-1)
+        return bool((kept | dropped).all()) and bool(kept.any()) and bool(dropped.any())
+
+    return check
+
+
+op(
+    "alpha_dropout",
+    F.alpha_dropout,
+    lambda m: [s(m(3, 4), 0.3, False), s(m(3, 4)), s(m(3, 4), 0.0, True)],
+    FLOAT,
+    torch.alpha_dropout,
+)
+op(
+    "alpha_dropout",
+    F.alpha_dropout,
+    lambda m: [s(m(30, 40), 0.3, True)],
+    FLOAT,
+    values=False,
+    check=_alpha_check(False),
+    variant="random",
+)
+op(
+    "feature_alpha_dropout",
+    F.feature_alpha_dropout,
+    lambda m: [s(m(3, 4, 5), 0.5, False)],
+    FLOAT,
+    torch.feature_alpha_dropout,
+)
+op(
+    "feature_alpha_dropout",
+    F.feature_alpha_dropout,
+    lambda m: [s(m(8, 6, 5), 0.4, True)],
+    FLOAT,
+    values=False,
+    check=_alpha_check(True),
+    variant="random",
+)
 
 
 def LOSS(m):

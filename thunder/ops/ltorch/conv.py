@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
-from thunder.ops.meta import ShapeError, shape_of
+from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
 
 
 def _tuple(v, n: int, name: str, op: str) -> tuple[int, ...]:
@@ -135,3 +135,83 @@ def _adaptive_avg_pool(n: int):
 
 
 adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d = (_adaptive_avg_pool(n) for n in (1, 2, 3))
+
+
+# -- transposed convolution -------------------------------------------------------------------
+def _spread(x, dim: int, stride: int):
+    """Insert ``stride - 1`` zeros between neighbours along ``dim``: L -> (L - 1) * stride + 1."""
+    s = shape_of(x)
+    if stride == 1 or s[dim] == 0:
+        return x
+    wide = s[: dim + 1] + (1,) + s[dim + 1 :]
+    col = prims.broadcast_in_dim(x, wide, tuple(i for i in range(len(wide)) if i != dim + 1))
+    zeros = prims.full(s[: dim + 1] + (stride - 1,) + s[dim + 1 :], 0, dtype=dtype_of(x), device=device_of(x))
+    flat = prims.reshape(prims.cat([col, zeros], dim + 1), s[:dim] + (s[dim] * stride,) + s[dim + 1 :])
+    return _pad_dim(flat, dim, 0, 1 - stride)
+
+
+def _pad_dim(x, dim: int, lo: int, hi: int):
+    """Zeros added before (``lo``) and after (``hi``) along ``dim``; a negative width crops."""
+    s = shape_of(x)
+    start, stop = max(-lo, 0), s[dim] - max(-hi, 0)
+    if start or stop != s[dim]:
+        begin, end = [0] * len(s), list(s)
+        begin[dim], end[dim] = start, stop
+        x = prims.slice(x, tuple(begin), tuple(end), (1,) * len(s))
+    parts = []
+    for width in (max(lo, 0), max(hi, 0)):
+        shape = list(shape_of(x))
+        shape[dim] = width
+        parts.append(prims.full(tuple(shape), 0, dtype=dtype_of(x), device=device_of(x)) if width else None)
+    pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+    return prims.cat(pieces, dim) if len(pieces) > 1 else x
+
+
+def _conv_transpose(n: int):
+    op = f"F.conv_transpose{n}d"
+
+    def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        """The gradient of a convolution: the input spread by ``stride`` (zeros between
+        elements), padded by ``dilation * (kernel - 1) - padding`` (plus ``output_padding``
+        at the end), convolved with the weight flipped and its channel axes swapped per group."""
+        st = _tuple(stride, n, "stride", op)
+        pad = _tuple(padding, n, "padding", op)
+        out_pad = _tuple(output_padding, n, "output_padding", op)
+        dil = _tuple(dilation, n, "dilation", op)
+        sw = shape_of(weight)
+        if len(sw) != n + 2 or sw[0] % groups:
+            raise ShapeError(f"{op}: weight {sw} does not fit groups={groups}")
+        for o, s_, d in zip(out_pad, st, dil):
+            if o >= max(s_, d):
+                raise ShapeError(
+                    f"{op}: output_padding {out_pad} must be smaller than either stride {st} or dilation {dil}"
+                )
+        batched = len(shape_of(input)) == n + 2
+        x = (
+            input
+            if batched
+            else prims.broadcast_in_dim(input, (1,) + shape_of(input), tuple(range(1, n + 2)))
+        )
+        if shape_of(x)[1] != sw[0]:
+            raise ShapeError(
+                f"{op}: input {shape_of(input)} has {shape_of(x)[1]} channels, the weight {sw} takes {sw[0]}"
+            )
+        c_in, c_out_g, k = sw[0], sw[1], sw[2:]
+        w = prims.reshape(weight, (groups, c_in // groups, c_out_g, *k))
+        w = prims.transpose(w, (0, 2, 1, *range(3, n + 3)))
+        w = prims.flip(prims.reshape(w, (groups * c_out_g, c_in // groups, *k)), tuple(range(2, n + 2)))
+        for i in range(n):
+            edge = dil[i] * (k[i] - 1) - pad[i]
+            x = _pad_dim(_spread(x, 2 + i, st[i]), 2 + i, edge, edge + out_pad[i])
+        out = prims.convolution(x, w, bias, (1,) * n, (0,) * n, dil, groups)
+        return out if batched else prims.squeeze(out, (0,))
+
+    conv_transpose.__name__ = f"conv_transpose{n}d"
+    return torchsymbol(
+        getattr(F, f"conv_transpose{n}d"),
+        torch_impl=f"torch.nn.functional.conv_transpose{n}d",
+        tags=(Tag.CONV,),
+    )(conv_transpose)
+
+
+conv_transpose1d, conv_transpose2d, conv_transpose3d = (_conv_transpose(n) for n in (1, 2, 3))

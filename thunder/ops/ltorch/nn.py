@@ -1,4 +1,5 @@
-"""Neural-network ops: matmul family, linear, norms, embedding, attention, dropout, pad (losses: losses.py).
+"""Neural-network ops: matmul family, linear, norms, embedding, attention, pad (losses: losses.py,
+dropout: dropout.py).
 
 Each is a composition of prims and other torch-language ops; most name the torch function
 that computes the whole op at once (``torch_impl``) so the torch executor can run it in
@@ -17,6 +18,7 @@ from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch import shape as sh
+from thunder.ops.ltorch.dropout import dropout
 from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, device_of, dtype_of, shape_of
 
 T = torch.Tensor
@@ -338,30 +340,6 @@ def scaled_dot_product_attention(
     if dropout_p > 0:
         probs = dropout(probs, dropout_p, True)
     return _cast(prims.matmul(probs, v), dt)
-
-
-# -- dropout --------------------------------------------------------------------------------
-@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=(Tag.RANDOM,))
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
-    if not 0 <= p <= 1:
-        raise ShapeError(f"F.dropout: p must be between 0 and 1, got {p}")
-    if not training or p == 0:
-        return input
-    if p == 1:
-        return prims.full(shape_of(input), 0, dtype=dtype_of(input), device=device_of(input))
-    dt = dtype_of(input)
-    u = prims.uniform(
-        shape_of(input),
-        0.0,
-        1.0,
-        dtype=torch.float32 if dt in _LOW_PRECISION else dt,
-        device=device_of(input),
-    )
-    return prims.where(prims.ge(u, p), prims.mul(input, 1.0 / (1.0 - p)), 0)
-
-
-alias(lambda input, p, train: dropout(input, p, train), torch.dropout)
 
 
 # -- padding, glu ---------------------------------------------------------------------------
