@@ -391,6 +391,20 @@ op(
     ALL,
 )
 op(
+    "getitem",
+    T.__getitem__,
+    lambda m: [
+        s(m(3, 4, 5), (Ellipsis, [-2], slice(None))),  # Falcon's qkv[..., [-2], :]
+        s(m(3, 4, 5), [2, 0, 2, 1]),
+        s(m(3, 4, 5), ([[0, 1], [2, 0]],)),
+        s(m(3, 4, 5), (slice(None), [True, False, True, True])),
+        s(m(3, 4, 5), ([0, 2], slice(None), [1, 4])),
+        s(m(3, 4, 5), ([[True, False, True, True], [False, False, True, False], [True] * 4],)),
+    ],
+    ALL,
+    variant="lists",
+)
+op(
     "index_select",
     torch.index_select,
     lambda m: [s(m(4, 5), 1, m.index(5, 3)), s(m(4), 0, m.index(4, 6))],
@@ -1334,6 +1348,8 @@ op(
         s(m(4, 5, 6), (slice(None), torch.tensor([0, -1]), torch.tensor([[1], [2]])), m.scalar()),
         s(m(4, 5, 6), (1, torch.tensor([0, 4]), torch.tensor([2, 3])), m(2)),
         s(m(4, 5, 6), (None, torch.tensor([0, 2]), slice(1, 3)), m(1, 2, 2, 6)),
+        s(m(4, 5, 6), (Ellipsis, [-2], slice(None)), m(4, 1, 6)),
+        s(m(4, 5, 6), ([0, 2], slice(None), [True, False, False, False, False, True]), m.scalar()),
     ],
     ALL,
 )

@@ -233,6 +233,20 @@ def test_views_see_later_writes_to_their_base_as_in_eager():
     torch.testing.assert_close(x, xe)
 
 
+def test_indexing_with_tensors_or_lists_copies_as_in_eager():
+    def f(x, i):
+        picked, listed = x[i], x[:, [0, 2]]  # advanced indexing: copies, not views
+        picked.add_(1)  # stays in ``picked``
+        x.mul_(2)  # does not reach ``listed``
+        listed.sub_(1)
+        return picked, listed, x
+
+    x, xe, i = torch.ones(3, 3), torch.ones(3, 3), torch.tensor([0, 2])
+    for a, b in zip(thunder.jit(f)(x, i), f(xe, i)):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(x, xe)
+
+
 def test_write_into_a_reshaped_view_is_a_clear_error():
     def f(x):
         x.view(4).add_(1)  # view-write-line

@@ -274,6 +274,11 @@ class AcquisitionMode(TorchFunctionMode):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
+            from thunder.ops.ltorch.inplace import COPYING_CALLS
+
+            copies = COPYING_CALLS.get(target)
+            if copies is not None and copies(*args, **kwargs):
+                return
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:

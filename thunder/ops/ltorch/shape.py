@@ -303,6 +303,79 @@ def _normalize_index(key, shape, op: str):
     return expanded
 
 
+def _index_tensor(values: list[int], shape: tuple[int, ...], device):
+    """A constant int64 tensor: an iota when ``values`` step evenly, else concatenated fills."""
+    n = len(values)
+    step = values[1] - values[0] if n > 1 else 1
+    if all(values[i] == values[0] + i * step for i in range(n)):
+        flat = prims.iota(n, start=values[0] if n else 0, step=step, dtype=torch.int64, device=device)
+    else:
+        pieces = [prims.full((1,), v, dtype=torch.int64, device=device) for v in values]
+        flat = prims.cat(pieces, 0)
+    return flat if shape == (n,) else prims.reshape(flat, shape)
+
+
+def _nested_shape(v) -> tuple[int, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    inner = {_nested_shape(x) for x in v}
+    if len(inner) > 1:
+        raise ShapeError(f"Tensor.__getitem__: the nested index list {v!r} is not rectangular")
+    return (len(v),) + (inner.pop() if inner else ())
+
+
+def _leaves(v):
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+def _list_index(v: list, device) -> list:
+    """The index items a Python list stands for: one int64 tensor for a list of ints; for a
+    (nested) list of bools, one per dimension it masks, holding the True positions (static,
+    unlike a bool tensor's)."""
+    shape = _nested_shape(v)
+    flat = list(_leaves(v))
+    if flat and all(isinstance(x, bool) for x in flat):
+        hits = [i for i, x in enumerate(flat) if x]
+        per_dim = []
+        for d in range(len(shape)):
+            inner = math.prod(shape[d + 1 :])
+            per_dim.append([(h // inner) % shape[d] for h in hits])
+        return [_index_tensor(p, (len(hits),), device) for p in per_dim]
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+        raise ShapeError(f"Tensor.__getitem__: a list index must hold ints or bools, got {v!r}")
+    return [_index_tensor(flat, shape, device)]
+
+
+def static_index(key, device):
+    """``key`` with its Python lists made index tensors (``qkv[..., [-2], :]``, ``x[[0, 2]]``,
+    ``x[[True, False, True]]``); a list holding lists, slices, None, Ellipsis or tensors is a
+    tuple, as in torch's legacy reading."""
+    if isinstance(key, list):
+        # torch still reads a short list holding any of these as a tuple of indices
+        if len(key) < 32 and any(
+            k is None or k is Ellipsis or isinstance(k, (slice, list, tuple)) or is_tensor(k) for k in key
+        ):
+            key = tuple(key)
+        else:
+            return tuple(_list_index(key, device))
+    if isinstance(key, tuple) and any(isinstance(k, list) for k in key):
+        out = []
+        for k in key:
+            out.extend(_list_index(k, device) if isinstance(k, list) else [k])
+        return tuple(out)
+    return key
+
+
+def has_advanced_index(key) -> bool:
+    """Whether indexing with ``key`` gathers (tensors, lists): the result is a copy, not a view."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(is_tensor(k) or isinstance(k, list) for k in keys)
+
+
 def advanced_layout(items) -> tuple[tuple[int, ...], int, bool]:
     """Where torch puts the broadcast shape B of the integer index tensors among ``items``:
     (B, its position among the result's non-None dims, whether that is in place). Ints are
@@ -334,14 +407,15 @@ def wrap_index(idx, size: int):
 
 @torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=(Tag.SHAPE, Tag.INDEXING, Tag.VIEW))
 def getitem(a, key):
-    """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
-    indexing); bool masks select a data-dependent number of elements and are errors."""
+    """Basic indexing (ints, slices, None, Ellipsis), integer index tensors and lists (advanced
+    indexing); bool tensor masks select a data-dependent number of elements and are errors."""
     op = "Tensor.__getitem__"
     s = shape_of(a)
-    items = _normalize_index(key, s, op)
+    items = _normalize_index(static_index(key, a.meta_device), s, op)
     if any(is_tensor(k) and k.meta_dtype is torch.bool for k in items):
         raise ShapeError(
-            f"{op}: a boolean mask index selects a data-dependent number of elements; use torch.where"
+            f"{op}: a boolean mask tensor selects a data-dependent number of elements (the count of True "
+            "values is not known while tracing); use torch.where, or a Python list of bools"
         )
     lo, hi, st, squeeze_dims = [], [], [], []
     dim = 0
