@@ -459,6 +459,66 @@ op(
 )
 op("roll", torch.roll, lambda m: [s(m(4, 3), 1), s(m(4, 3), -1, 0), s(m(4, 3), (2, 5), (0, 1))], ALL, T.roll)
 op("scatter_add", torch.scatter_add, lambda m: [s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4))], NUM, T.scatter_add)
+# a permutation per row: no index repeats, so which write wins is defined
+_PERM = torch.tensor([[0, 3, 1, 4], [2, 0, 4, 1], [4, 2, 3, 0]])
+op(
+    "scatter",
+    torch.scatter,
+    lambda m: [
+        s(m(3, 5), 1, _PERM, m(3, 4)),
+        s(m(3, 5), 1, _PERM[:2, :3], m.scalar()),
+        s(m(5, 3), 0, _PERM.T[:2], m(3, 3), reduce="add"),
+        s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4), reduce="multiply"),
+    ],
+    NUM,
+    T.scatter,
+)
+op("scatter", torch.scatter, lambda m: [s(m(3, 5), 1, _PERM, value=1)], NUM, variant="value")
+op(
+    "scatter_reduce",
+    torch.scatter_reduce,
+    lambda m: [
+        s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4), r, include_self=i)
+        for r in ("sum", "mean", "prod", "amax", "amin")
+        for i in (True, False)
+    ],
+    NUM,
+    T.scatter_reduce,
+)
+op(
+    "index_put",
+    torch.index_put,
+    lambda m: [
+        s(m(4, 3), (torch.tensor([0, 2, 0]), torch.tensor([1, 1, 2])), m(3)),
+        s(m(4, 3), (torch.tensor([0, 2, 0]),), m(3, 3), True),
+        s(m(4, 3), (torch.tensor([[1], [3]]), torch.tensor([0, 2])), m(), accumulate=True),
+        s(m(4, 3), (m(4, 3, dtype=b8),), m()),
+    ],
+    NUM,
+    T.index_put,
+)
+op(
+    "index_fill",
+    torch.index_fill,
+    lambda m: [
+        s(m(4, 3), 0, torch.tensor([0, -1, 0]), m.scalar()),
+        s(m(4, 3), 1, torch.tensor(1), torch.tensor(2, dtype=m.dtype)),
+        s(m(), 0, torch.tensor([0]), m.scalar()),
+    ],
+    ALL,
+    T.index_fill,
+)
+op(
+    "masked_scatter",
+    torch.masked_scatter,
+    lambda m: [
+        s(m(3, 4), m(3, 4, dtype=b8), m(12)),
+        s(m(3, 4), m(4, dtype=b8), m(4, 5)),
+        s(m(3, 4), m(3, 4, dtype=b8) & False, m(0)),
+    ],
+    ALL,
+    T.masked_scatter,
+)
 
 # -- reductions -----------------------------------------------------------------------------
 RED_TOL = {bf16: (2e-2, 2e-2)}

@@ -247,6 +247,27 @@ def test_indexing_with_tensors_or_lists_copies_as_in_eager():
     torch.testing.assert_close(x, xe)
 
 
+def test_torch_assert_checks_python_conditions_while_tracing():
+    def f(x):
+        torch._assert(x.dim() == 2, "expected a matrix")
+        return x * 2
+
+    jfn = thunder.jit(f)
+    torch.testing.assert_close(jfn(torch.ones(2, 3)), torch.ones(2, 3) * 2)
+    with pytest.raises(AssertionError, match="expected a matrix"):
+        jfn(torch.ones(3))  # another shape retraces, and the assert fails as in eager
+
+
+def test_torch_assert_on_a_tensor_is_a_data_dependent_error():
+    def f(x):
+        torch._assert(x.sum() > 0, "positive")  # tensor-assert-line
+        return x
+
+    with pytest.raises(Exception, match=r"torch\._assert.*data-dependent") as e:
+        thunder.jit(f)(torch.ones(2))
+    assert "tensor-assert-line" in str(e.value)
+
+
 def test_write_into_a_reshaped_view_is_a_clear_error():
     def f(x):
         x.view(4).add_(1)  # view-write-line

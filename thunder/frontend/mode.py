@@ -139,6 +139,8 @@ def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     mod = getattr(func, "__module__", None)
+    if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
+        qual = getattr(func, "__name__", qual)
     if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
         return "torch.Tensor." + qual.split(".", 1)[1]
     name = getattr(func, "__name__", qual)

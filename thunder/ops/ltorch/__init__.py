@@ -2,6 +2,7 @@
 printed ``ltorch.<name>``, composed of prims."""
 
 from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402
+from thunder.ops.ltorch.checks import *  # noqa: F401,F403
 from thunder.ops.ltorch.conv import *  # noqa: F401,F403
 from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
@@ -12,4 +13,5 @@ from thunder.ops.ltorch.nn import *  # noqa: F401,F403
 from thunder.ops.ltorch.reductions import *  # noqa: F401,F403
 from thunder.ops.ltorch.resample import *  # noqa: F401,F403
 from thunder.ops.ltorch.rnn import *  # noqa: F401,F403
+from thunder.ops.ltorch.scatter import *  # noqa: F401,F403
 from thunder.ops.ltorch.shape import *  # noqa: F401,F403

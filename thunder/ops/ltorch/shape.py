@@ -511,16 +511,6 @@ def take_along_dim(a, indices, dim: int):
     return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
 
 
-@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=(Tag.INDEXING,))
-def index_copy(a, dim: int, index, source):
-    return prims.index_copy(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_copy"), source)
-
-
-@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=(Tag.INDEXING,))
-def scatter_add(a, dim: int, index, src):
-    return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
-
-
 # -- repetition and rotation ----------------------------------------------------------------
 def _interleave(a, reps, op: str):
     """Each dim i of ``a`` (leading 1s added to match ``reps``) becomes ``reps[i] * size``,
@@ -582,16 +572,6 @@ def roll(a, shifts, dims=None):
         if k:
             a = prims.cat([_slice_dim(a, d, n - k, n), _slice_dim(a, d, 0, n - k)], d)
     return a
-
-
-@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=(Tag.INDEXING,))
-def index_add(a, dim: int, index, source, *, alpha=1):
-    d = canonical_dim(dim, len(shape_of(a)), "torch.index_add")
-    src = shape_of(source)
-    full_index = prims.broadcast_in_dim(index, src, (d,)) if src else index
-    if alpha != 1:
-        source = prims.mul(source, alpha)
-    return prims.scatter_add(a, d, full_index, source)
 
 
 @torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=(Tag.SHAPE,))
