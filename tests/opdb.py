@@ -365,6 +365,93 @@ op("chunk", torch.chunk, lambda m: [s(m(5, 3), 2), s(m(5, 4), 2, 1)], ALL, T.chu
 op("unbind", torch.unbind, lambda m: [s(m(3, 2)), s(m(3, 2), 1)], ALL, T.unbind)
 op("narrow", torch.narrow, lambda m: [s(m(5, 3), 0, 1, 3), s(m(5, 3), -1, -2, 2)], ALL, T.narrow)
 op(
+    "narrow",
+    torch.narrow,
+    lambda m: [s(m(5, 3), 0, torch.tensor(1), 3), s(m(5, 3), 1, torch.tensor(-2), 2)],
+    ALL,
+    T.narrow,
+    variant="tensor_start",
+)
+op("select", torch.select, lambda m: [s(m(3, 4), 0, 1), s(m(3, 4, 2), -1, -2), s(m(3), 0, 2)], ALL, T.select)
+op("ravel", torch.ravel, lambda m: [s(m(3, 4)), s(m()), s(m(2, 3, 1))], ALL, T.ravel)
+op(
+    "tensor_split",
+    torch.tensor_split,
+    lambda m: [
+        s(m(7, 3), 3),
+        s(m(7, 3), [1, 4], 0),
+        s(m(3, 7), (2, -1, 9), dim=1),
+        s(m(4, 5), [3, 1], 1),
+        s(m(5), sections=2),
+    ],
+    ALL,
+    T.tensor_split,
+)
+op("hstack", torch.hstack, lambda m: [s([m(3), m(2)]), s([m(2, 3), m(2, 1)]), s((m(), m()))], ALL)
+op(
+    "vstack",
+    torch.vstack,
+    lambda m: [s([m(3), m(3)]), s([m(2, 3), m(1, 3)]), s([m(2, 3, 2), m(1, 3, 2)])],
+    ALL,
+    torch.row_stack,
+)
+op(
+    "dstack",
+    torch.dstack,
+    lambda m: [s([m(3), m(3)]), s([m(2, 3), m(2, 3)]), s([m(2, 3, 2), m(2, 3, 1)])],
+    ALL,
+)
+op(
+    "meshgrid",
+    torch.meshgrid,
+    lambda m: [
+        s(m(3), m(4), indexing="ij"),
+        s(m(3), m(4), m(2), indexing="xy"),
+        s([m(3), m()], indexing="ij"),
+    ],
+    ALL,
+)
+op(
+    "broadcast_tensors",
+    torch.broadcast_tensors,
+    lambda m: [s(m(3, 1), m(4)), s(m(2, 1, 3), m(), m(4, 1))],
+    ALL,
+)
+op(
+    "diagonal",
+    torch.diagonal,
+    lambda m: [
+        s(m(3, 4)),
+        s(m(3, 4), 1),
+        s(m(4, 3), -2),
+        s(m(2, 3, 4), 0, 2, 0),
+        s(m(3, 3), 5),
+        s(m(2, 3, 4), offset=-1, dim1=-1, dim2=1),
+    ],
+    ALL,
+    T.diagonal,
+)
+op("diag", torch.diag, lambda m: [s(m(3)), s(m(3), 2), s(m(3, 4), -1), s(m(4, 3))], ALL, T.diag)
+op(
+    "diag_embed",
+    torch.diag_embed,
+    lambda m: [s(m(3)), s(m(2, 3), 1), s(m(2, 3), -2, 0, 2), s(m(2, 3), dim1=2, dim2=0)],
+    ALL,
+    T.diag_embed,
+)
+op(
+    "tril_indices",
+    torch.tril_indices,
+    lambda m: [s(3, 4), s(4, 3, 1), s(5, 5, -2, dtype=m.dtype), s(3, 3, -4), s(0, 3), s(3, 4, 9)],
+    (i64, i32),
+)
+op(
+    "triu_indices",
+    torch.triu_indices,
+    lambda m: [s(3, 4), s(4, 3, 1), s(5, 5, -2, dtype=m.dtype), s(3, 3, 4), s(3, 4, -9)],
+    (i64, i32),
+)
+op(
     "flip",
     torch.flip,
     lambda m: [s(m(3, 4), (0,)), s(m(2, 3, 4), [0, -1]), s(m(3, 4), dims=(1,))],
@@ -418,7 +505,17 @@ op(
     ALL,
     T.gather,
 )
-op("take_along_dim", torch.take_along_dim, lambda m: [s(m(4, 5), m.index(5, 4, 2), 1)], ALL, T.take_along_dim)
+op(
+    "take_along_dim",
+    torch.take_along_dim,
+    lambda m: [
+        s(m(4, 5), m.index(5, 4, 2), 1),
+        s(m(4, 5), m.index(20, 3, 2)),
+        s(m(4, 1, 5), m.index(4, 2, 3, 1), 0),
+    ],
+    ALL,
+    T.take_along_dim,
+)
 op(
     "index_copy",
     torch.index_copy,

@@ -268,11 +268,45 @@ def unbind(a, dim: int = 0):
 
 
 @torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=(Tag.SHAPE, Tag.VIEW))
-def narrow(a, dim: int, start: int, length: int):
+def narrow(a, dim: int, start, length: int):
+    """``length`` elements from ``start`` along ``dim``. A tensor ``start`` (a 0-dim integer
+    tensor) moves the window with the data but not its size: the elements are gathered at
+    ``start + arange(length)`` (out-of-range positions fail when the program runs)."""
+    op = "torch.narrow"
     s = shape_of(a)
-    d = canonical_dim(dim, len(s), "torch.narrow")
-    start = start % s[d] if start < 0 else start
+    d = canonical_dim(dim, len(s), op)
+    if is_tensor(start):
+        if shape_of(start) or start.meta_dtype.is_floating_point or start.meta_dtype is torch.bool:
+            raise ShapeError(
+                f"{op}: a tensor start must be a 0-dim integer tensor, got {start.meta_dtype} {shape_of(start)}"
+            )
+        first = wrap_index(start, s[d])
+        offsets = prims.iota(length, start=0, step=1, dtype=start.meta_dtype, device=a.meta_device)
+        return prims.take(a, prims.add(offsets, first), d)
+    if not -s[d] <= start <= s[d]:
+        raise ShapeError(f"{op}: start {start} is out of range for dimension {d} of size {s[d]}")
+    start = start + s[d] if start < 0 else start
+    if length < 0 or start + length > s[d]:
+        raise ShapeError(f"{op}: start ({start}) + length ({length}) exceeds dimension size ({s[d]})")
     return _slice_dim(a, d, start, start + length)
+
+
+@torchsymbol(torch.select, T.select, torch_impl="torch.select", tags=(Tag.SHAPE, Tag.VIEW))
+def select(a, dim: int, index: int):
+    op = "torch.select"
+    if is_tensor(index):
+        raise ShapeError(
+            f"{op}: a tensor index is data-dependent; use index_select or a[..., i] with a tensor"
+        )
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), op)
+    i = int_index(index, s[d], d, op)
+    return prims.squeeze(_slice_dim(a, d, i, i + 1), (d,))
+
+
+@torchsymbol(torch.ravel, T.ravel, torch_impl="torch.ravel", tags=(Tag.SHAPE, Tag.VIEW))
+def ravel(a):
+    return _reshape(a, (math.prod(shape_of(a)),), "torch.ravel")
 
 
 @torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=(Tag.SHAPE,))
@@ -507,8 +541,21 @@ def gather(a, dim: int, index):
 
 
 @torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=(Tag.INDEXING,))
-def take_along_dim(a, indices, dim: int):
-    return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
+def take_along_dim(a, indices, dim: int | None = None):
+    """``gather`` along ``dim`` after broadcasting ``a`` and ``indices`` in every other
+    dimension; without ``dim``, along the flattened tensor."""
+    op = "torch.take_along_dim"
+    if dim is None:
+        flat = _reshape(a, (math.prod(shape_of(a)),), op)
+        return prims.take_along_axis(flat, _reshape(indices, (math.prod(shape_of(indices)),), op), 0)
+    sa, si = shape_of(a), shape_of(indices)
+    if len(sa) != len(si):
+        raise ShapeError(f"{op}: input {sa} and indices {si} must have the same number of dimensions")
+    d = canonical_dim(dim, len(sa), op)
+    rest = broadcast_shapes(sa[:d] + sa[d + 1 :], si[:d] + si[d + 1 :], op=op)
+    a = _expand_index(a, rest[:d] + (sa[d],) + rest[d:])
+    indices = _expand_index(indices, rest[:d] + (si[d],) + rest[d:])
+    return prims.take_along_axis(a, indices, d)
 
 
 # -- repetition and rotation ----------------------------------------------------------------
