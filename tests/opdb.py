@@ -247,6 +247,21 @@ for _n in "hardsigmoid hardswish selu celu softsign tanhshrink hardshrink softsh
 op("celu", F.celu, lambda m: [s(m(3, 4), alpha=0.5)], variant="alpha")
 op("softshrink", F.softshrink, lambda m: [s(m(3, 4), 1.5)], variant="lambd")
 op("threshold", F.threshold, lambda m: [s(m(3, 4), 0.5, -2.0)], FLOAT, torch.threshold)
+op(
+    "logaddexp",
+    torch.logaddexp,
+    lambda m: [
+        s(m(3, 4), m(3, 4)),
+        s(m(3, 4), m(4)),
+        s(
+            torch.tensor([math.inf, -math.inf, 1.0, -math.inf], dtype=m.dtype),
+            torch.tensor([math.inf, -math.inf, 1.0, 2.0], dtype=m.dtype),
+        ),
+    ],
+    FLOAT,
+    T.logaddexp,
+)
+op("logaddexp2", torch.logaddexp2, lambda m: [s(m(3, 4), m(3, 4)), s(m(3, 4), m(4))], FLOAT, T.logaddexp2)
 op("frac", torch.frac, unary(), FLOAT, T.frac)
 op(
     "nan_to_num",
@@ -731,6 +746,52 @@ op(
     T.topk,
 )
 op(
+    "cumprod",
+    torch.cumprod,
+    lambda m: [
+        s(m(3, 7, low=-2, high=2), 1),
+        s(m(5, 3, low=-2, high=2), 0),
+        s(m(), 0),
+        s(m(4, 2), -2, dtype=f64),
+    ],
+    NUM,
+    T.cumprod,
+    tol=RED_TOL,
+)
+op(
+    "cumprod",
+    torch.cumprod,
+    lambda m: [s(torch.tensor([[2.0, 0.0, 3.0, 4.0], [0.0, 0.0, 1.5, -1.0]], dtype=m.dtype), 1)],
+    FLOAT,
+    variant="zeros",
+)
+op(
+    "logcumsumexp",
+    torch.logcumsumexp,
+    lambda m: [
+        s(m(3, 9), 1),
+        s(m(5, 3), 0),
+        s(
+            torch.tensor([-1000.0, 0.0, -math.inf, 5.0, -math.inf], dtype=m.dtype), 0
+        ),  # a prefix far below the max
+    ],
+    FLOAT,
+    T.logcumsumexp,
+    tol=RED_TOL,
+)
+op(
+    "histc",
+    torch.histc,
+    lambda m: [
+        s(m(40)),
+        s(m(3, 20), bins=7, min=-1, max=1),
+        s(m.index(8, 50).to(m.dtype), bins=8, min=0, max=7),  # Mixtral's expert counts
+        s(torch.full((6,), 2.0, dtype=m.dtype), bins=4),
+    ],
+    FLOAT,
+    T.histc,
+)
+op(
     "logsumexp",
     torch.logsumexp,
     lambda m: [s(m(3, 4), 1), s(m(3, 4, 2), (0, 2), True)],
@@ -781,6 +842,40 @@ op(
     lambda m: [s(m(2, 4), m(3, 5, 4)), s(m(4), m(4)), s(m(3), m())],
     (f32, f64),
     T.inner,
+    tol=NN_TOL,
+)
+op(
+    "tensordot",
+    torch.tensordot,
+    lambda m: [
+        s(m(2, 3, 4), m(3, 4, 5)),
+        s(m(2, 3, 4), m(4, 5), 1),
+        s(m(2, 3, 4), m(4, 2, 3), ([0, 2], [1, 0])),
+        s(m(3), m(4), 0),
+        s(m(2, 3), m(3, 2), dims=([1, 0], [0, 1])),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+op(
+    "cdist",
+    torch.cdist,
+    lambda m: [
+        s(m(4, 3), m(5, 3)),
+        s(m(2, 4, 3), m(1, 5, 3), 1.0),
+        s(m(4, 3), m(5, 3), 0.0),
+        s(m(4, 3), m(5, 3), math.inf),
+        s(m(2, 4, 3), m(2, 5, 3), 3.0),
+    ],
+    (f32, f64),
+    tol=NN_TOL,
+)
+op(
+    "cdist",
+    torch.cdist,
+    lambda m: [(lambda x: s(x, x[[0, 2]].clone()))(m(4, 3))],
+    (f32, f64),
+    variant="zero_distance",
     tol=NN_TOL,
 )
 op("outer", torch.outer, lambda m: [s(m(3), m(4))], NUM, T.outer, torch.ger)
@@ -1357,8 +1452,14 @@ op(
 op(
     "linspace",
     torch.linspace,
-    lambda m: [s(0, 1, 7, dtype=m.dtype), s(-3, 5.5, 10, dtype=m.dtype), s(2, 3, 1)],
-    (f32, f64),
+    lambda m: [
+        s(0, 1, 7, dtype=m.dtype),
+        s(-3, 5.5, 10, dtype=m.dtype),
+        s(2, 3, 1),
+        s(torch.tensor(-2.5), torch.tensor(4.0), 6, dtype=m.dtype),  # ends read in the program
+        s(torch.tensor(1), 9.5, 5, dtype=m.dtype),
+    ],
+    (f32, f64, i64, i32),
 )
 
 

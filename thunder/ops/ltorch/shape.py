@@ -10,7 +10,15 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
-from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, is_tensor, shape_of
+from thunder.ops.meta import (
+    ShapeError,
+    broadcast_shapes,
+    canonical_dim,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 T = torch.Tensor
 
@@ -276,12 +284,12 @@ def narrow(a, dim: int, start, length: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), op)
     if is_tensor(start):
-        if shape_of(start) or start.meta_dtype.is_floating_point or start.meta_dtype is torch.bool:
+        if shape_of(start) or dtype_of(start).is_floating_point or dtype_of(start) is torch.bool:
             raise ShapeError(
-                f"{op}: a tensor start must be a 0-dim integer tensor, got {start.meta_dtype} {shape_of(start)}"
+                f"{op}: a tensor start must be a 0-dim integer tensor, got {dtype_of(start)} {shape_of(start)}"
             )
         first = wrap_index(start, s[d])
-        offsets = prims.iota(length, start=0, step=1, dtype=start.meta_dtype, device=a.meta_device)
+        offsets = prims.iota(length, start=0, step=1, dtype=dtype_of(start), device=device_of(a))
         return prims.take(a, prims.add(offsets, first), d)
     if not -s[d] <= start <= s[d]:
         raise ShapeError(f"{op}: start {start} is out of range for dimension {d} of size {s[d]}")
@@ -445,7 +453,7 @@ def getitem(a, key):
     indexing); bool tensor masks select a data-dependent number of elements and are errors."""
     op = "Tensor.__getitem__"
     s = shape_of(a)
-    items = _normalize_index(static_index(key, a.meta_device), s, op)
+    items = _normalize_index(static_index(key, device_of(a)), s, op)
     if any(is_tensor(k) and k.meta_dtype is torch.bool for k in items):
         raise ShapeError(
             f"{op}: a boolean mask tensor selects a data-dependent number of elements (the count of True "
