@@ -938,6 +938,30 @@ op(
     FLOAT,
     tol=NN_TOL,
 )
+op(
+    "instance_norm",
+    F.instance_norm,
+    lambda m: [
+        s(m(2, 3, 5)),
+        s(m(2, 3, 4, 5), None, None, m(3), m(3), eps=1e-3),
+        s(m(2, 3, 4, 5), m(3), m(3, low=0.5, high=2), momentum=0.2),  # running stats updated
+        s(m(2, 3, 4), m(3), m(3, low=0.5, high=2), m(3), m(3), use_input_stats=False),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+op(
+    "weight_norm",
+    torch._weight_norm,
+    lambda m: [
+        s(m(4, 3, 5), m(4, 1, 1)),
+        s(m(4, 3, 5), m(1, 1, 5), 2),
+        s(m(4, 3), m(), -1),
+        s(m(4, 3, 5), m(1, 3, 1), 1),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
 op("normalize", F.normalize, lambda m: [s(m(3, 4)), s(m(3, 4, 5), p=1, dim=-1)], FLOAT, tol=NN_TOL)
 op(
     "cosine_similarity",
@@ -952,6 +976,32 @@ op(
     F.embedding,
     lambda m: [s(m.index(10, 2, 3), m(10, 4)), s(m.index(10, 5), m(10, 4), 0)],
     FLOAT,
+)
+op(
+    "embedding_bag",
+    F.embedding_bag,
+    lambda m: [
+        s(m.index(10, 4, 3), m(10, 3)),
+        s(torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), m(10, 3), torch.tensor([0, 3, 3, 6]), mode="sum"),
+        s(
+            torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]),
+            m(10, 3),
+            torch.tensor([0, 3, 3, 8]),
+            mode="max",
+            include_last_offset=True,
+        ),
+        s(torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), m(10, 3), torch.tensor([0, 2, 5]), padding_idx=4),
+        s(
+            torch.tensor([1, 2, 4, 5, 4, 3]),
+            m(10, 3),
+            torch.tensor([0, 2]),
+            mode="sum",
+            per_sample_weights=m(6),
+        ),
+        s(m.index(10, 4, 3), m(10, 3), mode="max", padding_idx=-1),
+    ],
+    FLOAT,
+    tol=NN_TOL,
 )
 op("one_hot", F.one_hot, lambda m: [s(m.index(5, 2, 3), 5), s(m.index(3, 4), num_classes=7)], (f32,))
 op(
@@ -1429,6 +1479,13 @@ op(
         s(m(1, 3, 4), (2, 3, 1, 1), mode="circular"),
     ],
     FLOAT,
+)
+op(
+    "prelu",
+    F.prelu,
+    lambda m: [s(m(2, 3, 4), m(3)), s(m(2, 3), m(1)), s(m(5), m(1)), s(m(2, 3, 4, 2), m(3))],
+    FLOAT,
+    torch.prelu,
 )
 op("glu", F.glu, lambda m: [s(m(3, 4)), s(m(4, 3), 0)], FLOAT, tol=NN_TOL)
 
