@@ -1062,6 +1062,34 @@ op(
     torch.max_pool2d,
 )
 op("max_pool3d", F.max_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), 2)], (f32, f64))
+for _n in (1, 2, 3):
+    _shape = (2, 3) + (7,) * _n
+    op(
+        f"max_pool{_n}d",
+        getattr(F, f"max_pool{_n}d"),
+        lambda m, sh=_shape: [
+            s(m(*sh), 2, return_indices=True),
+            s(m(*sh), 3, 2, 1, 2, True, True),  # stride, padding, dilation, ceil_mode
+            s(m(*sh[1:]), 3, 1, 1, return_indices=True),
+        ],
+        (f32, f64),
+        getattr(F, f"max_pool{_n}d_with_indices"),
+        variant="indices",
+    )
+    op(
+        f"adaptive_max_pool{_n}d",
+        getattr(F, f"adaptive_max_pool{_n}d"),
+        lambda m, sh=_shape: [s(m(*sh), 3), s(m(*sh), 4, True), s(m(*sh[1:]), 2, return_indices=True)],
+        (f32, f64),
+        getattr(F, f"adaptive_max_pool{_n}d_with_indices"),
+    )
+op(
+    "max_pool2d",
+    F.max_pool2d,
+    lambda m: [s(torch.zeros(1, 1, 4, 4, dtype=m.dtype), 2, return_indices=True)],
+    (f32,),
+    variant="ties",
+)
 op(
     "avg_pool1d",
     F.avg_pool1d,
