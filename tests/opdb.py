@@ -1189,6 +1189,51 @@ op(
 )
 
 
+def _grid(m, *shape):
+    """Sampling positions in [-1.3, 1.3]: some outside the input, as padding_mode handles."""
+    return m(*shape, low=-1.3, high=1.3)
+
+
+op(
+    "grid_sample",
+    F.grid_sample,
+    lambda m: [
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), align_corners=False),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bilinear", "border", True),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "nearest", "reflection", False),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bicubic", "reflection", True),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bicubic", "zeros", False),
+        s(m(1, 2, 4, 5, 3), _grid(m, 1, 3, 2, 4, 3), "bilinear", "reflection", False),
+        s(m(1, 2, 4, 5, 3), _grid(m, 1, 3, 2, 4, 3), "nearest", "border", True),
+    ],
+    # bfloat16: eager rounds every step of its arithmetic; the decomposition computes in
+    # float32 and rounds once, which is closer to the exact value but not bitwise eager's
+    (f32, f64),
+    tol=NN_TOL,
+)
+op(
+    "unfold",
+    F.unfold,
+    lambda m: [
+        s(m(2, 3, 7, 8), 3, padding=1),
+        s(m(2, 3, 7, 8), (2, 3), (2, 1), (1, 0), (2, 1)),
+        s(m(3, 5, 5), 2),
+    ],
+    FLOAT,
+)
+op(
+    "fold",
+    F.fold,
+    lambda m: [
+        s(m(2, 27, 56), (7, 8), 3, padding=1),
+        s(m(2, 18, 24), (7, 8), (2, 3), (2, 1), (1, 0), (2, 1)),
+        s(m(12, 16), 5, 2),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+
+
 def _rnn_params(
     m, gates: int, inp: int, hidden: int, layers: int, dirs: int, bias: bool = True, proj: int = 0
 ):

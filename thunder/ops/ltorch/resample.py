@@ -204,3 +204,243 @@ def interpolate(
         if o != s[2 + j] or (mode == "bicubic" and not align_corners and sc not in (None, 1.0)):
             x = resample_dim(x, 2 + j, o, bool(align_corners), sc, compute)
     return x if dt is compute else prims.convert_element_type(x, dt)
+
+
+# -- F.grid_sample ----------------------------------------------------------------------------
+def _unnormalize(coord, size: int, align_corners: bool):
+    """[-1, 1] -> source position: the corner pixels' centres (align_corners) or edges."""
+    if align_corners:
+        return prims.mul(prims.div(prims.add(coord, 1.0), 2.0), size - 1)
+    return prims.div(prims.sub(prims.mul(prims.add(coord, 1.0), size), 1.0), 2.0)
+
+
+def _clip(coord, size: int):
+    return prims.minimum(prims.maximum(coord, 0.0), float(size - 1))
+
+
+def _reflect(coord, twice_low: int, twice_high: int):
+    """``coord`` reflected off the bounds twice_low / 2 and twice_high / 2 until inside."""
+    if twice_low == twice_high:
+        return prims.mul(coord, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = prims.abs(prims.sub(coord, low))
+    extra = prims.fmod(c, span)
+    flips = prims.floor(prims.div(c, span))
+    even = prims.eq(prims.fmod(flips, 2.0), 0.0)
+    return prims.where(even, prims.add(extra, low), prims.add(prims.sub(span, extra), low))
+
+
+def _padded_coordinate(coord, size: int, padding_mode: str, align_corners: bool):
+    if padding_mode == "border":
+        return _clip(coord, size)
+    if padding_mode == "reflection":
+        twice = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        return _clip(_reflect(coord, *twice), size)
+    return coord
+
+
+def _gather_points(flat, positions, sizes, out_shape):
+    """Values of ``flat`` (N, C, prod(sizes)) at integer ``positions`` (one (N, *out) tensor
+    per spatial dim), zero where a position is outside; -> (N, C, *out)."""
+    n, c = shape_of(flat)[:2]
+    inside, linear = None, None
+    for p, size in zip(positions, sizes):
+        ok = prims.logical_and(prims.ge(p, 0), prims.lt(p, size))
+        inside = ok if inside is None else prims.logical_and(inside, ok)
+        p = prims.clamp(p, 0, size - 1)
+        linear = p if linear is None else prims.add(prims.mul(linear, size), p)
+    q = math.prod(out_shape)
+    idx = prims.broadcast_in_dim(prims.reshape(linear, (n, q)), (n, c, q), (0, 2))
+    vals = prims.reshape(prims.take_along_axis(flat, idx, 2), (n, c, *out_shape))
+    mask = prims.broadcast_in_dim(inside, (n, c, *out_shape), (0, *range(2, 2 + len(out_shape))))
+    return prims.where(mask, vals, 0.0)
+
+
+def _per_channel(w, c: int):
+    """A (N, *out) weight broadcast against (N, C, *out) values."""
+    s = shape_of(w)
+    return prims.broadcast_in_dim(w, (s[0], c, *s[1:]), (0, *range(2, len(s) + 1)))
+
+
+@torchsymbol(F.grid_sample, torch_impl="torch.nn.functional.grid_sample", tags=(Tag.RESAMPLE,))
+def grid_sample(
+    input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None
+):
+    """Values of ``input`` (N, C, *spatial) at the positions of ``grid`` (N, *out, n) in
+    [-1, 1] (x first, indexing the last spatial dim), blended from the neighbouring elements
+    (bilinear/trilinear, bicubic) or taken from the nearest; ``padding_mode`` decides what lies
+    outside (zeros, the border, or a reflection)."""
+    op = "F.grid_sample"
+    s, sg = shape_of(input), shape_of(grid)
+    n = len(s) - 2
+    if n not in (2, 3) or len(sg) != n + 2 or sg[-1] != n or sg[0] != s[0]:
+        raise ShapeError(
+            f"{op}: expected input (N, C, H, W) with grid (N, H_out, W_out, 2), or 5-D with 3, got {s} and {sg}"
+        )
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ShapeError(f"{op}: mode must be bilinear, nearest or bicubic, got {mode!r}")
+    if mode == "bicubic" and n != 2:
+        raise ShapeError(f"{op}: bicubic interpolation only supports 4-D input")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ShapeError(f"{op}: padding_mode must be zeros, border or reflection, got {padding_mode!r}")
+    align = bool(align_corners)
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    x = input if dt is compute else prims.convert_element_type(input, compute)
+    g = grid if dtype_of(grid) is compute else prims.convert_element_type(grid, compute)
+    sizes, out_shape, c = s[2:], sg[1:-1], s[1]
+    flat = prims.reshape(x, (s[0], c, math.prod(sizes)))
+    # the grid's coordinate k indexes spatial dim n - 1 - k
+    coords = []
+    for d in range(n):
+        k = n - 1 - d
+        lo, hi = [0] * len(sg), list(sg)
+        lo[-1], hi[-1] = k, k + 1
+        coords.append(prims.squeeze(prims.slice(g, tuple(lo), tuple(hi), (1,) * len(sg)), (len(sg) - 1,)))
+    if mode == "bicubic":
+        out = _bicubic_sample(flat, coords, sizes, out_shape, c, padding_mode, align)
+    else:
+        pos = [
+            _padded_coordinate(_unnormalize(cd, size, align), size, padding_mode, align)
+            for cd, size in zip(coords, sizes)
+        ]
+        if mode == "nearest":
+            idx = [prims.convert_element_type(prims.round(p), torch.int64) for p in pos]
+            out = _gather_points(flat, idx, sizes, out_shape)
+        else:
+            floors = [prims.floor(p) for p in pos]
+            out = None
+            for corner in range(2**n):
+                weight, idx = None, []
+                for d in range(n):
+                    high = (corner >> d) & 1
+                    f = prims.add(floors[d], 1.0) if high else floors[d]
+                    w = prims.sub(pos[d], floors[d]) if high else prims.sub(prims.add(floors[d], 1.0), pos[d])
+                    weight = w if weight is None else prims.mul(weight, w)
+                    idx.append(prims.convert_element_type(f, torch.int64))
+                term = prims.mul(_gather_points(flat, idx, sizes, out_shape), _per_channel(weight, c))
+                out = term if out is None else prims.add(out, term)
+    return out if dt is compute else prims.convert_element_type(out, dt)
+
+
+def _bicubic_sample(flat, coords, sizes, out_shape, c, padding_mode, align):
+    """4 x 4 taps around each point, each tap's coordinate padded on its own, as torch does."""
+    (iy_c, ix_c), (h, w) = coords, sizes
+    ix, iy = _unnormalize(ix_c, w, align), _unnormalize(iy_c, h, align)
+    x0, y0 = prims.floor(ix), prims.floor(iy)
+    wx, wy = _cubic_weights(prims.sub(ix, x0)), _cubic_weights(prims.sub(iy, y0))
+    out = None
+    for j in range(4):
+        row = None
+        ty = _padded_coordinate(prims.add(y0, float(j - 1)), h, padding_mode, align)
+        for i in range(4):
+            tx = _padded_coordinate(prims.add(x0, float(i - 1)), w, padding_mode, align)
+            # truncation toward zero, as the kernel casts the padded coordinate
+            idx = [prims.convert_element_type(t, torch.int64) for t in (ty, tx)]
+            term = prims.mul(_gather_points(flat, idx, sizes, out_shape), _per_channel(wx[i], c))
+            row = term if row is None else prims.add(row, term)
+        term = prims.mul(row, _per_channel(wy[j], c))
+        out = term if out is None else prims.add(out, term)
+    return out
+
+
+# -- F.unfold / F.fold ------------------------------------------------------------------------
+def _im2col_args(kernel_size, dilation, padding, stride, op: str):
+    def pair(v, name):
+        v = (v, v) if isinstance(v, int) else tuple(v)
+        if len(v) != 2:
+            raise ShapeError(f"{op}: {name} must be an int or a pair of ints, got {v}")
+        return v
+
+    return (
+        pair(kernel_size, "kernel_size"),
+        pair(dilation, "dilation"),
+        pair(padding, "padding"),
+        pair(stride, "stride"),
+    )
+
+
+def _block_positions(hp: int, wp: int, k, dil, stride, blocks, device):
+    """(kh * kw, L) flat positions in the padded (hp, wp) plane of each block's elements."""
+    (kh, kw), (oh, ow) = k, blocks
+    ki = prims.iota(kh, start=0, step=dil[0] * wp, dtype=torch.int64, device=device)
+    kj = prims.iota(kw, start=0, step=dil[1], dtype=torch.int64, device=device)
+    oi = prims.iota(oh, start=0, step=stride[0] * wp, dtype=torch.int64, device=device)
+    oj = prims.iota(ow, start=0, step=stride[1], dtype=torch.int64, device=device)
+    shape = (kh, kw, oh, ow)
+    pos = prims.broadcast_in_dim(ki, shape, (0,))
+    for v, d in ((kj, 1), (oi, 2), (oj, 3)):
+        pos = prims.add(pos, prims.broadcast_in_dim(v, shape, (d,)))
+    return prims.reshape(pos, (kh * kw, oh * ow))
+
+
+def _blocks(size: int, k: int, dil: int, pad: int, stride: int) -> int:
+    return (size + 2 * pad - dil * (k - 1) - 1) // stride + 1
+
+
+def _zero_pad(x, pad):
+    """(N, C, H, W) with ``pad`` zero rows and columns on each side."""
+    out = x
+    for d, p in ((2, pad[0]), (3, pad[1])):
+        if p:
+            s = list(shape_of(out))
+            s[d] = p
+            z = prims.full(tuple(s), 0, dtype=dtype_of(x), device=device_of(x))
+            out = prims.cat([z, out, z], d)
+    return out
+
+
+@torchsymbol(F.unfold, torch_impl="torch.nn.functional.unfold", tags=(Tag.RESAMPLE,))
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding blocks as columns (im2col): (N, C, H, W) -> (N, C * kh * kw, L), gathered from
+    the zero-padded input at each block's positions."""
+    op = "F.unfold"
+    s = shape_of(input)
+    if len(s) not in (3, 4):
+        raise ShapeError(f"{op}: expected a 3-D or 4-D input, got shape {s}")
+    batched = len(s) == 4
+    x = input if batched else prims.broadcast_in_dim(input, (1, *s), (1, 2, 3))
+    k, dil, pad, st = _im2col_args(kernel_size, dilation, padding, stride, op)
+    n, c, h, w = shape_of(x)
+    blocks = tuple(_blocks(size, *args) for size, args in zip((h, w), zip(k, dil, pad, st)))
+    if any(b <= 0 for b in blocks):
+        raise ShapeError(f"{op}: kernel {k} with dilation {dil} does not fit the padded input {(h, w)}")
+    hp, wp = h + 2 * pad[0], w + 2 * pad[1]
+    flat = prims.reshape(_zero_pad(x, pad), (n, c, hp * wp))
+    cols = prims.take(flat, _block_positions(hp, wp, k, dil, st, blocks, device_of(x)), 2)
+    out = prims.reshape(cols, (n, c * k[0] * k[1], blocks[0] * blocks[1]))
+    return out if batched else prims.squeeze(out, (0,))
+
+
+@torchsymbol(F.fold, torch_impl="torch.nn.functional.fold", tags=(Tag.RESAMPLE,))
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Columns summed back into an image (col2im), the inverse arrangement of ``unfold``:
+    each column's elements are added at their block positions of the padded output, which is
+    then cropped."""
+    op = "F.fold"
+    s = shape_of(input)
+    if len(s) not in (2, 3):
+        raise ShapeError(f"{op}: expected a 2-D or 3-D input, got shape {s}")
+    batched = len(s) == 3
+    x = input if batched else prims.broadcast_in_dim(input, (1, *s), (1, 2))
+    k, dil, pad, st = _im2col_args(kernel_size, dilation, padding, stride, op)
+    (h, w) = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    n, ck, length = shape_of(x)
+    kk = k[0] * k[1]
+    if ck % kk:
+        raise ShapeError(f"{op}: input channels {ck} are not divisible by the kernel's {kk} elements")
+    blocks = tuple(_blocks(size, *args) for size, args in zip((h, w), zip(k, dil, pad, st)))
+    if blocks[0] * blocks[1] != length:
+        raise ShapeError(
+            f"{op}: {length} blocks do not fit output_size {(h, w)} ({blocks[0]} x {blocks[1]} expected)"
+        )
+    c = ck // kk
+    hp, wp = h + 2 * pad[0], w + 2 * pad[1]
+    pos = prims.reshape(_block_positions(hp, wp, k, dil, st, blocks, device_of(x)), (kk * length,))
+    idx = prims.broadcast_in_dim(pos, (n, c, kk * length), (2,))
+    src = prims.reshape(x, (n, c, kk * length))
+    zeros = prims.full((n, c, hp * wp), 0, dtype=dtype_of(x), device=device_of(x))
+    out = prims.reshape(prims.scatter_add(zeros, 2, idx, src), (n, c, hp, wp))
+    if pad != (0, 0):
+        out = prims.slice(out, (0, 0, pad[0], pad[1]), (n, c, pad[0] + h, pad[1] + w), (1, 1, 1, 1))
+    return out if batched else prims.squeeze(out, (0,))
