@@ -35,6 +35,8 @@ class Tag(enum.Enum):
     LOSS = "loss"
     ACTIVATION = "activation"
     ATTENTION = "attention"
+    RESAMPLE = "resample"  # interpolation and sampling at computed positions
+    RECURRENT = "recurrent"  # a cell composed over time steps (LSTM, GRU)
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"

@@ -8,6 +8,7 @@ only while tracing and always restored; a failed trace leaves every input as it 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from contextlib import ExitStack, contextmanager
 
 import torch
@@ -211,6 +212,7 @@ class Acquisition:
         swapped: list = []  # (module, attribute, real int) replaced by DynamicInts
         snapshots = []
         made: dict[int, TensorProxy] = {}
+        reals: dict[int, torch.Tensor] = {}  # id(proxy) -> the parameter or buffer it stands for
         holders = {"": root}
         try:
             for path, mod in module.named_modules(remove_duplicate=False):
@@ -244,6 +246,7 @@ class Acquisition:
                                 t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name)
                             )
                             made[id(t)] = p
+                            reals[id(p)] = t
                             inputs.seen.setdefault(id(t), p)
                         saved.append((table, name, t))
                         table[name] = p
@@ -251,7 +254,7 @@ class Acquisition:
                 (holder, mod, dict(mod._parameters), dict(mod._buffers)) for holder, mod, *_ in snapshots
             ]
             yield root
-            self._diff_modules(snapshots, placed)
+            self._diff_modules(snapshots, placed, reals)
         finally:
             for table, name, t in reversed(saved):
                 table[name] = t
@@ -271,7 +274,7 @@ class Acquisition:
                 )
                 swapped.append((mod, name, v))
 
-    def _diff_modules(self, snapshots, placed) -> None:
+    def _diff_modules(self, snapshots, placed, reals) -> None:
         """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
         for (holder, mod, before, _, _), (_, _, params, buffers) in zip(snapshots, placed):
             for name, v in mod._parameters.items():
@@ -288,7 +291,7 @@ class Acquisition:
                     self.module_writes.append((holder, "del", name, None))
             for name, v in mod.__dict__.items():
                 old = before.get(name, _ABSENT)
-                if old is v:
+                if old is v or _rereads(old, v, reals):
                     continue
                 if name in ("_parameters", "_buffers", "_modules"):
                     raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
@@ -317,6 +320,19 @@ def _is_literal_value(v) -> bool:
     from thunder.frontend.inputs import _LITERAL_TYPES
 
     return isinstance(v, _LITERAL_TYPES)
+
+
+def _rereads(old, new, reals: dict) -> bool:
+    """``new`` is ``old`` with the module's tensors read again: nothing to write back. (An
+    ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds them
+    swapped for the proxies tracing puts in their place.)"""
+    if isinstance(new, TensorProxy):
+        return reals.get(id(new)) is old
+    if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
+        return _rereads(old(), new(), reals)
+    if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):
+        return all(o is n or _rereads(o, n, reals) for o, n in zip(old, new))
+    return False
 
 
 def _restore(d: dict, snapshot: dict) -> None:

@@ -160,6 +160,8 @@ def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     mod = getattr(func, "__module__", None)
+    if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
+        qual = getattr(func, "__name__", qual)
     if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
         return "torch.Tensor." + qual.split(".", 1)[1]
     name = getattr(func, "__name__", qual)
@@ -319,6 +321,11 @@ class AcquisitionMode(TorchFunctionMode):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
+            from thunder.ops.ltorch.inplace import COPYING_CALLS
+
+            copies = COPYING_CALLS.get(target)
+            if copies is not None and copies(*args, **kwargs):
+                return
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
