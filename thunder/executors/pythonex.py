@@ -12,7 +12,8 @@ import operator
 import torch
 
 from thunder.core.printing import type_comment
-from thunder.core.symbol import EAGER_IMPLS
+from thunder.core.subclass import subclass_name, subclass_of
+from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
 
@@ -69,6 +70,43 @@ def check_grad_enabled(flag):
 def check_default_dtype(dtype):
     if torch.get_default_dtype() is not dtype:
         raise PrologueCheckFailed(f"traced with default dtype {dtype}")
+
+
+def check_tensor_subclass(x, cls, names, ctx):
+    cls = subclass_of(cls)
+    if type(x) is not cls:
+        raise PrologueCheckFailed(f"expected a {cls.__qualname__}, got {type(x).__qualname__}")
+    got_names, got_ctx = x.__tensor_flatten__()
+    if tuple(got_names) != names:
+        raise PrologueCheckFailed(f"expected the inner tensors {names}, got {tuple(got_names)}")
+    if not _same_context(got_ctx, ctx):
+        raise PrologueCheckFailed(f"expected the flatten context {ctx!r}, got {got_ctx!r}")
+
+
+def _same_context(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # a context that cannot be compared: only the same object fits
+        return False
+
+
+def flatten_tensor_subclass(x):
+    names, _ = x.__tensor_flatten__()
+    return tuple(getattr(x, n) for n in names)
+
+
+def unflatten_tensor_subclass(cls, inner, ctx, size, stride):
+    return subclass_of(cls).__tensor_unflatten__(inner, ctx, size, stride)
+
+
+def _print_unflatten(bsym, p) -> str:
+    """``t0 = ScaleTensor.__tensor_unflatten__({'_x': t3, '_scale': t1}, None, (2, 2), (2, 1))``"""
+    cls, *rest = bsym.args
+    args = ", ".join(p.value(a) for a in rest)
+    line = f"{bsym.output.name} = {subclass_name(p, cls)}.__tensor_unflatten__({args})"
+    return f"{line}  # {type_comment([bsym.output])}"
 
 
 def python_setattr(obj, name, value):
@@ -198,6 +236,20 @@ for _prim, _fn in (
 ):
     _register(_prim, _fn)
 
+_register(pyops.flatten_tensor_subclass, flatten_tensor_subclass)
+_register(pyops.unflatten_tensor_subclass, unflatten_tensor_subclass, printer=_print_unflatten)
+# printed as ``pythonex.check_tensor_subclass(x, ScaleTensor, ...)``: its printer names the class
+_check_subclass = Symbol(
+    "check_tensor_subclass",
+    "pythonex",
+    impl=check_tensor_subclass,
+    executor="python",
+    printer=pyops.print_subclass_check,
+    imports=("pythonex",),
+    module_path=__name__,
+)
+executor.register(pyops.check_tensor_subclass, Impl(_check_subclass))
+EAGER_IMPLS[pyops.check_tensor_subclass] = check_tensor_subclass
 _register(pyops.unpack_captured, unpack_captured, printer=pyops.print_captured)
 _register(pyops.construct, construct, printer=pyops.print_construct)
 _register(pyops.python_del, python_del, printer=pyops.print_del)

@@ -15,6 +15,7 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
+from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
@@ -26,6 +27,7 @@ from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
+from thunder.frontend.subclasses import Subclasses
 from thunder.ops import prims
 
 
@@ -67,6 +69,7 @@ class Acquisition:
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
+        self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self._keepalive: list = []
 
     def current(self, p):
@@ -104,12 +107,15 @@ class Acquisition:
         return tree_unflatten(leaves, spec) if changed else x
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
-        """A real tensor from a closure or a global becomes an input of its own."""
+        """A real tensor from a closure or a global becomes an input of its own; a tensor
+        subclass value made while tracing is its proxy."""
+        if not is_plain_tensor(t) and (made := self.subclasses.made_here(t)) is not None:
+            return made
         p = self.inputs.captured.get(id(t))
         if p is None:
             p = self.inputs.seen.get(id(t))  # a tensor that is also an argument (or read from one)
-            if isinstance(p, TensorProxy):
-                return p
+            if isinstance(p, TensorProxy) or proxy_of(p) is not None:
+                return p if isinstance(p, TensorProxy) else proxy_of(p)
             p = None
         if p is None:
             self._keepalive.append(t)
@@ -120,7 +126,7 @@ class Acquisition:
             root = AnyProxy(holder, type(t))
             p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
             self.inputs.captured[id(t)] = p
-        return p
+        return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 
     def rebind(self, target, value, op: str):
         """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
+from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
@@ -101,6 +102,12 @@ class Inputs:
 
     # -- tensors and values ---------------------------------------------------------------
     def tensor(self, t: torch.Tensor, path: str, unpack: Unpack) -> TensorProxy:
+        """The proxy of tensor input ``t``; for a tensor subclass, the instance user code sees
+        (its proxy is ``thunder.core.subclass.proxy_of(instance)``)."""
+        if not is_plain_tensor(t):
+            from thunder.frontend.subclasses import subclass_input
+
+            return subclass_input(self, t, self._name(path, "t"), unpack)
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
@@ -111,11 +118,6 @@ class Inputs:
         wrappers for objects). A tensor or object met a second time (by another path) is the
         same proxy or wrapper, and the prologue checks that the new path still leads to it."""
         if isinstance(v, torch.Tensor):
-            if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
-                raise UnsupportedValueError(
-                    f"thunder: the input {path or 'argument'} is a {type(v).__qualname__}, a tensor subclass; "
-                    "tensor subclasses are not supported yet"
-                )
             seen = self.seen.get(id(v))
             if seen is not None:
                 return self._alias(seen, v, path, unpack)
@@ -197,7 +199,9 @@ class Inputs:
 
     def _alias(self, seen, v, path: str, unpack: Unpack):
         """``v`` was met before as ``seen``: check that this path still leads to the same object."""
-        first = seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else None
+        first = (
+            seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else proxy_of(seen)
+        )
         if first is None:  # a constant object: its own identity check is enough
             holder = AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
