@@ -25,8 +25,8 @@ from thunder.executors.claim import claim
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
-from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses
 
 # After this many cache entries a warning says why the function keeps retracing.
 RECOMPILE_WARNING = 8
