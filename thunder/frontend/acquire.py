@@ -70,10 +70,13 @@ class Acquisition:
         self.module_writes: list[tuple] = []
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
+        self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        if self.subclasses.owner:  # an inner tensor of a subclass value, used by itself
+            self.subclasses.expose(p)
         latest = self.latest
         new = latest.get(id(p))
         while new is not None and new is not p:
@@ -132,6 +135,7 @@ class Acquisition:
         """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
+        self.subclasses.refuse_write(target, op)
         original = target
         current = self.current(original)
         if isinstance(value, TensorProxy):
@@ -375,6 +379,7 @@ def acquire(
     comp.args = used
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
     return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
@@ -423,4 +428,5 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
     names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
     return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]

@@ -89,6 +89,8 @@ class Inputs:
         self.guards: list[AnyProxy] = []  # values the prologue always checks
         # ``(module, holder, path)``: set by acquisition to swap an argument module's state
         self.on_module = None
+        # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
+        self.on_subclass = None
         self._keepalive: list = []
 
     # -- names ----------------------------------------------------------------------------
@@ -107,7 +109,10 @@ class Inputs:
         if not is_plain_tensor(t):
             from thunder.frontend.subclasses import subclass_input
 
-            return subclass_input(self, t, self._name(path, "t"), unpack)
+            instance = subclass_input(self, t, self._name(path, "t"), unpack)
+            if self.on_subclass is not None:
+                self.on_subclass(proxy_of(instance))
+            return instance
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)

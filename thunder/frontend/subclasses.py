@@ -230,6 +230,7 @@ class _Call:
         self.rkwargs = rkwargs
         self.inputs = pleaves  # the proxies of the call's arguments
         self.recorded = 0  # aten ops recorded by the dispatch
+        self.produced: set[str] = set()  # the names of their outputs
         self.result = None  # what the dispatch returned (instances), for user code
         self.what = f"{describe(fn)} on a {cls.__qualname__}"
 
@@ -256,6 +257,61 @@ class Subclasses:
     def __init__(self, state):
         self.state = state
         self._keepalive: list = []
+        # inner tensors not defined at the top level of the computation (an input's, or made
+        # by a dispatch): name -> (the subclass value, its attribute)
+        self.owner: dict[str, tuple[SubclassProxy, str]] = {}
+        self._exposed: set[str] = set()
+        # real tensors a dispatch used (scalars torch wrapped, tensors the subclass holds):
+        # inputs of the computation, though only subsymbols name them
+        self.captured_inside: set[str] = set()
+
+    def own(self, p: SubclassProxy, names=None) -> None:
+        """``p``'s inner tensors (those in ``names``) are reached through ``p``."""
+        for attr, t in p.inner.items():
+            if (names is None or t.name in names) and t.name not in self.owner:
+                self.owner[t.name] = (p, attr)
+
+    def expose(self, t) -> None:
+        """User code uses an inner tensor by itself (``x._scale * 2``): read it from its
+        subclass value at the top level (``x__scale = prims.unpack_attr(x, '_scale')``),
+        a read the flattening pass drops, since there the inner tensor is a value itself."""
+        if getattr(_ACTIVE, "call", None) is not None:  # inside a dispatch: flattened there
+            return
+        name = getattr(t, "name", None)
+        entry = self.owner.get(name)
+        if entry is None or name in self._exposed:
+            return
+        self._exposed.add(name)
+        p, attr = entry
+        self.state.computation.add_bsym(
+            BoundSymbol(
+                pyops.unpack_attr,
+                (p, attr),
+                {},
+                t,
+                tags=frozenset({Tag.FLATTEN_TENSOR_SUBCLASS}),
+                source=user_location(),
+            )
+        )
+
+    def refuse_write(self, t, op: str) -> None:
+        """In-place writes into an inner tensor would have to reach the subclass value."""
+        entry = self.owner.get(getattr(t, "name", None))
+        if entry is not None:
+            raise UnsupportedOpError(
+                f"thunder: {op} writes into {entry[1]}, an inner tensor of a {entry[0].subclass.__qualname__}; "
+                "in-place writes into tensor subclasses are not supported yet" + at(user_location())
+            )
+
+    def input_owners(self, proxies) -> list[SubclassProxy]:
+        """The subclass inputs whose inner tensors are among ``proxies`` (their metadata was read)."""
+        inputs = self.state.inputs.sources
+        out = []
+        for t in proxies:
+            entry = self.owner.get(t.name)
+            if entry is not None and entry[0].name in inputs and all(entry[0] is not o for o in out):
+                out.append(entry[0])
+        return out
 
     @staticmethod
     def involved(args, kwargs) -> bool:
@@ -305,7 +361,11 @@ class Subclasses:
                     f"thunder: the {cls.__qualname__}'s inner tensor {n} is a {type(x).__qualname__}; "
                     "nested tensor subclasses are not supported yet" + at(user_location())
                 )
-            inner[n] = state.current(x) if isinstance(x, TensorProxy) else state.capture(x)
+            if isinstance(x, TensorProxy):
+                inner[n] = state.current(x)
+            else:
+                inner[n] = state.capture(x)
+                self.captured_inside.add(inner[n].name)
         trc = state.computation
         rg = t.requires_grad
         p = SubclassProxy(
@@ -446,6 +506,7 @@ class Subclasses:
                             "(a tensor made inside __torch_dispatch__); this is not supported" + at(call.loc)
                         )
                     p = self._unflatten(v)
+                    self.own(p, call.produced)
                     if rg and differentiable(p.meta_dtype) and not p.meta_requires_grad:
                         # the op is differentiable at the subclass level, as eager's autograd sees it
                         with torch._C.DisableTorchFunction():
@@ -490,11 +551,11 @@ class Subclasses:
                 leaves[i] = state.current(v)
             elif isinstance(v, torch.Tensor):
                 if not is_plain_tensor(v):
-                    raise UnsupportedOpError(
-                        f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func} on a "
-                        f"{type(v).__qualname__}; nested tensor subclasses are not supported yet" + where
-                    )
+                    # torch asked the proxy first (the leftmost argument with a dispatch of its
+                    # own); in eager a plain tensor has none: the subclass's turn
+                    return NotImplemented
                 leaves[i] = state.capture(v)  # a tensor made or held by the subclass: an input
+                self.captured_inside.add(leaves[i].name)
         args, kwargs = tree_unflatten(leaves, spec)
         try:
             out = sym(*args, **kwargs)
@@ -503,6 +564,7 @@ class Subclasses:
                 raise
             raise type(e)(f"thunder: {func}: {e}" + where) from e
         call.recorded += 1
+        call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         return out
 
 
@@ -521,20 +583,23 @@ _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _subclass_location(cls: type) -> SourceLocation | None:
-    """The line of the subclass's own code that is running (its ``__torch_dispatch__``)."""
+    """The line of the subclass's own code running now: the innermost frame, up to its
+    ``__torch_dispatch__``, that is in the subclass's file or outside torch and thunder."""
+    dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
     try:
         home = os.path.abspath(inspect.getsourcefile(cls) or "")
     except TypeError:
         home = ""
+    found = None
     f = sys._getframe(2)
     while f is not None:
         name = os.path.abspath(f.f_code.co_filename)
-        if name == home or not (
-            name.startswith(_THUNDER) or name.startswith(_TORCH) or name.startswith("<frozen")
-        ):
-            return SourceLocation(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        if found is None and (name == home or not (name.startswith((_THUNDER, _TORCH)) or "<frozen" in name)):
+            found = SourceLocation(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        if f.f_code is dispatch:
+            return found
         f = f.f_back
-    return None
+    return None  # the aten op was not called by the dispatch (torch decomposed the op itself)
 
 
 def _where(call: _Call) -> str:

@@ -28,7 +28,7 @@ from thunder.ops.langs import alias
 from thunder.ops.ltorch.factories import _check_layout
 from thunder.ops.ltorch.reductions import _softmax_core
 from thunder.ops.ltorch.shape import _reshape, _slice_dim, int_index
-from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, shape_of
+from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, is_tensor, shape_of
 
 A = torch.ops.aten
 
@@ -79,7 +79,9 @@ def __getattr__(name: str):
 
 
 def _alpha(x, alpha):
-    return x if alpha == 1 else prims.mul(x, alpha)
+    if alpha == 1:
+        return x
+    return prims.mul(x, alpha) if is_tensor(x) else x * alpha
 
 
 # -- elementwise ----------------------------------------------------------------------------
@@ -268,7 +270,10 @@ def _unsafe_view_default(a, size):
 
 @aten(A.t.default, tags=(Tag.SHAPE, Tag.VIEW))
 def t_default(a):
-    return ltorch.t.decomposition(a)
+    n = len(shape_of(a))
+    if n > 2:
+        raise ShapeError(f"aten.t: expected a tensor of at most 2 dimensions, got {n}")
+    return ltorch.transpose.decomposition(a, 0, 1) if n == 2 else a
 
 
 @aten(A.transpose.int, tags=(Tag.SHAPE, Tag.VIEW))
