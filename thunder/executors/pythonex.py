@@ -33,7 +33,7 @@ def check_keys(d, keys):
 
 
 def check_tensor(t, shape, dtype, device, requires_grad):
-    if not isinstance(t, torch.Tensor):
+    if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:  # not a tensor subclass either
         raise PrologueCheckFailed(f"expected a tensor, got {type(t).__name__}")
     if t.shape != shape:
         raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(t.shape)}")
@@ -72,10 +72,18 @@ def check_default_dtype(dtype):
         raise PrologueCheckFailed(f"traced with default dtype {dtype}")
 
 
-def check_tensor_subclass(x, cls, names, ctx):
+def check_tensor_subclass(x, cls, shape, dtype, device, requires_grad, names, ctx):
     cls = subclass_of(cls)
     if type(x) is not cls:
         raise PrologueCheckFailed(f"expected a {cls.__qualname__}, got {type(x).__qualname__}")
+    if x.shape != shape:
+        raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(x.shape)}")
+    if x.dtype is not dtype:
+        raise PrologueCheckFailed(f"expected dtype {dtype}, got {x.dtype}")
+    if x.device != device:
+        raise PrologueCheckFailed(f"expected device {device}, got {x.device}")
+    if x.requires_grad is not requires_grad:
+        raise PrologueCheckFailed(f"expected requires_grad={requires_grad}, got {x.requires_grad}")
     got_names, got_ctx = x.__tensor_flatten__()
     if tuple(got_names) != names:
         raise PrologueCheckFailed(f"expected the inner tensors {names}, got {tuple(got_names)}")

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
-from thunder.core.subclass import is_plain_tensor, proxy_of
+from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
+from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
@@ -315,6 +315,8 @@ class Inputs:
                     if isinstance(other, (AnyProxy, TensorProxy)):
                         emit(other)
                 pro.bound_symbols.append(c)
+                for made in proxies_in(c.output):  # what a check makes (a subclass's inner tensors)
+                    emit(made)
 
         for c in checks_by_holder.get(self.args_proxy.name, []) + checks_by_holder.get(
             self.kwargs_proxy.name, []
@@ -382,6 +384,23 @@ def _is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
 
 
 def _tensor_check(p: TensorProxy) -> BoundSymbol:
+    if isinstance(p, SubclassProxy):  # the exact class, outer metadata, inner names, flatten context
+        return BoundSymbol(
+            pyops.check_tensor_subclass,
+            (
+                p,
+                p.subclass,
+                p.meta_shape,
+                p.meta_dtype,
+                p.meta_device,
+                p.meta_requires_grad,
+                tuple(p.inner),
+                p.ctx,
+            ),
+            {},
+            None,
+            tags=frozenset({Tag.PROLOGUE_CHECK}),
+        )
     return BoundSymbol(
         pyops.check_tensor,
         (p, p.meta_shape, p.meta_dtype, p.meta_device, p.meta_requires_grad),

@@ -140,19 +140,9 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     attach(instance, p)
     inputs.sources[name] = (p, unpack, t)
     inputs.tensor_inputs.append(p)
-    from thunder.frontend.inputs import _tensor_check
-
-    checks = [
-        BoundSymbol(
-            pyops.check_tensor_subclass,
-            (p, cls, tuple(names), ctx),
-            {},
-            None,
-            tags=frozenset({Tag.PROLOGUE_CHECK}),
-        ),
-        BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values())),
-    ]
-    inputs.checks += checks + [_tensor_check(i) for i in inner.values()]
+    # the prologue checks the class, the outer metadata and the flatten context (the check
+    # of a subclass proxy), then flattens it and checks each inner tensor it makes
+    inputs.checks.append(BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values())))
     return instance
 
 

@@ -169,8 +169,8 @@ unflatten_tensor_subclass = _python_prim(
     printer=print_unflatten,
     imports=("prims",),
 )
-# ``prims.check_tensor_subclass(x, ScaleTensor, ('_x', '_scale'), ctx)``: the exact class and
-# what ``__tensor_flatten__`` gives (attribute names and flatten context).
+# ``prims.check_tensor_subclass(x, ScaleTensor, (2, 2), torch.float32, device, False, ('_x', '_scale'), ctx)``:
+# the exact class, the outer metadata and what ``__tensor_flatten__`` gives (names, context).
 check_tensor_subclass = _python_prim(
     "check_tensor_subclass", _no_output, Tag.PROLOGUE_CHECK, printer=print_subclass_check, imports=("prims",)
 )
