@@ -1,4 +1,4 @@
-"""Errors name what the user called (F.interpolate, not its upsample kernels; adaptive_max_pool2d,
+"""Errors name what the user called (F.rrelu, not the torch function it calls; fractional_max_pool2d,
 not the dispatch helper; Tensor.requires_grad, not a descriptor) and say "data-dependent" when a
 value the program computes is needed. Numbers kept in 0-d integer input tensors are read with a
 prologue check; counters compared with a limit are checked by outcome; Python types as dtypes."""
@@ -13,30 +13,29 @@ import thunder
 from thunder.frontend.errors import DataDependentError, UnsupportedOpError
 
 
-def test_interpolate_names_interpolate_and_the_line():
+def test_a_functional_is_named_with_what_it_calls_and_the_line():
     x = torch.randn(1, 2, 4, 4)
     with pytest.raises(UnsupportedOpError) as e:
-        thunder.jit(lambda x: F.interpolate(x, scale_factor=2))(x)  # interpolate-line
+        thunder.jit(lambda x: F.rrelu(x, training=True))(x)  # rrelu-line
     msg = str(e.value)
-    assert msg.startswith("thunder: torch.nn.functional.interpolate is not supported: it calls ")
-    assert "upsample_nearest2d" in msg and "interpolate-line" in msg and "sym_int" not in msg
-    with pytest.raises(
-        UnsupportedOpError, match=r"interpolate is not supported: it calls .*upsample_bilinear2d"
-    ):
-        thunder.jit(
-            lambda x: F.interpolate(x, scale_factor=1.5, mode="bilinear", recompute_scale_factor=True)
-        )(x)
-    # area mode is adaptive average pooling, which thunder has: it runs (sym_int is plain arithmetic)
-    f = lambda x: F.interpolate(x, scale_factor=0.5, mode="area")  # noqa: E731
-    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+    assert msg.startswith("thunder: torch.nn.functional.rrelu is not supported: it calls ")
+    assert "torch.rrelu" in msg and "rrelu-line" in msg
+    # interpolate is a composition of thunder ops in every mode (sym_int is plain arithmetic)
+    for kw in ({"scale_factor": 2}, {"scale_factor": 0.5, "mode": "area"}):
+        f = lambda x, kw=kw: F.interpolate(x, **kw)  # noqa: E731
+        torch.testing.assert_close(thunder.jit(f)(x), f(x))
 
 
-def test_adaptive_max_pool_and_requires_grad_are_named():
-    x = torch.randn(1, 2, 4, 4)
+def test_dispatchers_and_requires_grad_are_named():
+    x = torch.randn(1, 2, 8, 8)
+    # fractional_max_pool2d is a boolean dispatcher, as adaptive_max_pool2d was before it had an op
     with pytest.raises(
-        UnsupportedOpError, match=r"torch\.nn\.functional\.adaptive_max_pool2d is not supported"
+        UnsupportedOpError, match=r"torch\.nn\.functional\.fractional_max_pool2d is not supported"
     ):
-        thunder.jit(lambda x: F.adaptive_max_pool2d(x, 2))(x)
+        thunder.jit(lambda x: F.fractional_max_pool2d(x, 2, output_size=4))(x)
+    torch.testing.assert_close(
+        thunder.jit(lambda x: F.adaptive_max_pool2d(x, 2))(x), F.adaptive_max_pool2d(x, 2)
+    )
 
     def f(x):
         y = x * 2

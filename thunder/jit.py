@@ -26,6 +26,7 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses
 
 # After this many cache entries a warning says why the function keeps retracing.
 RECOMPILE_WARNING = 8
@@ -82,6 +83,7 @@ def _claim(trace: Trace, ctx: PassContext) -> Trace:
 # The passes every compilation runs, in order, over its bundle of traces.
 PIPELINE: tuple[Pass, ...] = (
     Pass("dce", on("computation", dce)),
+    Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("claim", on(KINDS, _claim, context=True)),
     Pass("del_last_used", on("computation", del_last_used)),
 )
@@ -147,7 +149,9 @@ class ThunderFunction:
             backward_traces=history.traces["backward"],
             prologue=final.prologue.python_callable(),
             computation=final.computation.python_callable(),
-            epilogue=None if _is_identity(final.epilogue) else final.epilogue.python_callable(),
+            epilogue=None
+            if _is_identity(final.epilogue, final.computation)
+            else final.epilogue.python_callable(),
             miss_reasons=reasons,
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
@@ -171,8 +175,16 @@ def _text_of(obj) -> str:
     return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
 
 
-def _is_identity(epi: Trace) -> bool:
-    return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
+def _is_identity(epi: Trace, comp: Trace) -> bool:
+    """The epilogue returns the computation's single output as it is."""
+    out = comp.output if isinstance(comp.output, (tuple, list)) else ()
+    return (
+        not epi.bound_symbols
+        and len(epi.args) == 1
+        and epi.output is epi.args[0]
+        and len(out) == 1
+        and out[0] is epi.args[0]
+    )
 
 
 def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:

@@ -17,6 +17,7 @@ class Tag(enum.Enum):
     PRIM = "prim"  # a primitive: executors must run it
     PYTHON = "python"  # a Python-level primitive of prologues and epilogues
     LTORCH = "ltorch"  # a torch-language op (a composite of prims)
+    ATEN = "aten"  # a ``torch.ops.aten`` operator (a composite of prims)
     ELEMENTWISE = "elementwise"
     UNARY = "unary"
     BINARY = "binary"

@@ -16,6 +16,7 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
+from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
@@ -28,6 +29,7 @@ from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
+from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.values import value_reads
 from thunder.ops import prims
 
@@ -70,12 +72,16 @@ class Acquisition:
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
         self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
+        self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
+        self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        if self.subclasses.owner:  # an inner tensor of a subclass value, used by itself
+            self.subclasses.expose(p)
         latest = self.latest
         new = latest.get(id(p))
         while new is not None and new is not p:
@@ -109,12 +115,15 @@ class Acquisition:
         return tree_unflatten(leaves, spec) if changed else x
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
-        """A real tensor from a closure or a global becomes an input of its own."""
+        """A real tensor from a closure or a global becomes an input of its own; a tensor
+        subclass value made while tracing is its proxy."""
+        if not is_plain_tensor(t) and (made := self.subclasses.made_here(t)) is not None:
+            return made
         p = self.inputs.captured.get(id(t))
         if p is None:
             p = self.inputs.seen.get(id(t))  # a tensor that is also an argument (or read from one)
-            if isinstance(p, TensorProxy):
-                return p
+            if isinstance(p, TensorProxy) or proxy_of(p) is not None:
+                return p if isinstance(p, TensorProxy) else proxy_of(p)
             p = None
         if p is None:
             self._keepalive.append(t)
@@ -125,12 +134,13 @@ class Acquisition:
             root = AnyProxy(holder, type(t))
             p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
             self.inputs.captured[id(t)] = p
-        return p
+        return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 
     def rebind(self, target, value, op: str):
         """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
+        self.subclasses.refuse_write(target, op)
         original = target
         current = self.current(original)
         if isinstance(value, TensorProxy):
@@ -415,6 +425,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     comp.args = used
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
     return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
@@ -463,4 +474,5 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
     names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
     return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]

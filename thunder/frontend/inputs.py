@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
+from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
+from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
@@ -88,6 +89,8 @@ class Inputs:
         self.guards: list[AnyProxy] = []  # values the prologue always checks
         # ``(module, holder, path)``: set by acquisition to swap an argument module's state
         self.on_module = None
+        # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
+        self.on_subclass = None
         self._keepalive: list = []
 
     # -- names ----------------------------------------------------------------------------
@@ -101,6 +104,15 @@ class Inputs:
 
     # -- tensors and values ---------------------------------------------------------------
     def tensor(self, t: torch.Tensor, path: str, unpack: Unpack) -> TensorProxy:
+        """The proxy of tensor input ``t``; for a tensor subclass, the instance user code sees
+        (its proxy is ``thunder.core.subclass.proxy_of(instance)``)."""
+        if not is_plain_tensor(t):
+            from thunder.frontend.subclasses import subclass_input
+
+            instance = subclass_input(self, t, self._name(path, "t"), unpack)
+            if self.on_subclass is not None:
+                self.on_subclass(proxy_of(instance))
+            return instance
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
@@ -111,11 +123,6 @@ class Inputs:
         wrappers for objects). A tensor or object met a second time (by another path) is the
         same proxy or wrapper, and the prologue checks that the new path still leads to it."""
         if isinstance(v, torch.Tensor):
-            if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
-                raise UnsupportedValueError(
-                    f"thunder: the input {path or 'argument'} is a {type(v).__qualname__}, a tensor subclass; "
-                    "tensor subclasses are not supported yet"
-                )
             seen = self.seen.get(id(v))
             if seen is not None:
                 return self._alias(seen, v, path, unpack)
@@ -220,7 +227,9 @@ class Inputs:
 
     def _alias(self, seen, v, path: str, unpack: Unpack):
         """``v`` was met before as ``seen``: check that this path still leads to the same object."""
-        first = seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else None
+        first = (
+            seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else proxy_of(seen)
+        )
         if first is None:  # a constant object: its own identity check is enough
             holder = AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
@@ -339,6 +348,8 @@ class Inputs:
                     if isinstance(other, (AnyProxy, TensorProxy)):
                         emit(other)
                 pro.bound_symbols.append(c)
+                for made in proxies_in(c.output):  # what a check makes (a subclass's inner tensors)
+                    emit(made)
 
         for c in checks_by_holder.get(self.args_proxy.name, []) + checks_by_holder.get(
             self.kwargs_proxy.name, []
@@ -406,6 +417,23 @@ def _is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
 
 
 def _tensor_check(p: TensorProxy) -> BoundSymbol:
+    if isinstance(p, SubclassProxy):  # the exact class, outer metadata, inner names, flatten context
+        return BoundSymbol(
+            pyops.check_tensor_subclass,
+            (
+                p,
+                p.subclass,
+                p.meta_shape,
+                p.meta_dtype,
+                p.meta_device,
+                p.meta_requires_grad,
+                tuple(p.inner),
+                p.ctx,
+            ),
+            {},
+            None,
+            tags=frozenset({Tag.PROLOGUE_CHECK}),
+        )
     return BoundSymbol(
         pyops.check_tensor,
         (p, p.meta_shape, p.meta_dtype, p.meta_device, p.meta_requires_grad),

@@ -156,8 +156,17 @@ def _normal(a, mean=0.0, std=1.0, *, generator=None):
     return ltorch.add(ltorch.mul(ltorch.randn_like(a), std), mean)
 
 
+def _writes_first(func) -> bool:
+    """An aten operator that writes into its first argument (``torch.ops.aten.copy_.default``)."""
+    if isinstance(func, torch._ops.OpOverload):
+        return func._schema.is_mutable
+    return isinstance(func, torch._ops.OpOverloadPacket) and func._qualified_op_name.endswith("_")
+
+
 def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return f"torch.ops.{func}"
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     mod = getattr(func, "__module__", None)
     if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
@@ -195,6 +204,8 @@ class AcquisitionMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
+            return self.state.subclasses.handle(self, func, args, kwargs)
         if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
@@ -257,7 +268,7 @@ class AcquisitionMode(TorchFunctionMode):
                 kwargs = dict(kwargs)
                 inplace = kwargs.pop("inplace") is True
             result = self._call(func, target, args, kwargs)
-            if inplace:
+            if inplace or _writes_first(func):
                 return state.rebind(args[0], result, describe(func))
             self._track_views(target, args, kwargs, result)
             return result

@@ -68,6 +68,8 @@ UNSUPPORTED = SymbolTable(
         prims.argmax: "nvFuser has no argmax",
         prims.argmin: "nvFuser has no argmin",
         prims.scatter_add: "nvFuser's scatter does not accumulate",
+        prims.scatter: "torch's last write wins where indices repeat; nvFuser's scatter does not say which",
+        prims.scatter_reduce: "nvFuser's scatter has no product, maximum or minimum reduction",
         prims.index_put: "nvFuser has no index_put (only an accumulating one in the older module)",
         prims.device_put: "moves data between devices; a fusion runs on one",
         prims.copy_: "writes into an existing tensor; fusion outputs are new tensors",
