@@ -9,8 +9,9 @@
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
 and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). thunder
-never imports this package; ``Trace._repr_mimebundle_`` calls ``explorer.html.trace_html``
-lazily. Imports here are lazy too, so showing a trace does not load ipywidgets. (The functions are
+never imports this package; importing it registers IPython displays for traces and jitted
+functions (``explorer.display``). Imports here are lazy too, so showing a trace does not
+load ipywidgets. (The functions are
 ``model_of`` and ``graph_of``: ``explorer.model`` and ``explorer.graph`` are the submodules.)
 """
 
@@ -87,10 +88,16 @@ def to_html(obj, path: str | None = None, **options) -> str:
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext explorer`` registers ``%thunder_trace`` and ``%%thunder_trace``."""
+    """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
     from explorer.magic import load_ipython_extension as load
 
+    register_displays(ipython)
     load(ipython)
+
+
+from explorer.display import register_displays  # noqa: E402
+
+register_displays()
 
 
 __all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "to_html"]

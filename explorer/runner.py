@@ -21,6 +21,7 @@ import time
 import torch
 
 from explorer.model import TraceModel
+from thunder.core.tags import Tag
 
 
 @dataclasses.dataclass
@@ -33,10 +34,11 @@ class Measurement:
     note: str = ""
 
     def attach(self, model: TraceModel) -> TraceModel:
-        """Put the times on ``model`` by node id (the final pass's nodes, in trace order)."""
+        """Put the times on ``model`` by node id (the final pass's nodes, in trace order; a
+        prologue that rejected the inputs has times up to the line that did)."""
         for kind, secs in self.times.items():
             s = model.series.get(kind)
-            if s is None or len(s.final.nodes) != len(secs):
+            if s is None or len(s.final.nodes) < len(secs):
                 continue
             model.timings[kind] = {n.id: t for n, t in zip(s.final.nodes, secs) if "del" not in n.tags}
         model.timing_device = self.device + (f" ({self.note})" if self.note else "")
@@ -44,11 +46,14 @@ class Measurement:
 
 
 class _Clock:
+    """Called after each top-level line: ``clock(i)`` ends line ``i``'s time."""
+
     def __init__(self, n: int, sync: bool):
         self.times = [float("inf")] * n
         self.sync = sync
         self.last = 0.0
         self.current = [0.0] * n
+        self.done = 0  # lines completed in the current run
 
     def __call__(self, i: int) -> None:
         if self.sync:
@@ -56,33 +61,36 @@ class _Clock:
         now = time.perf_counter()
         if i >= 0:
             self.current[i] = now - self.last
+        self.done = i + 1
         self.last = time.perf_counter()
 
-    def keep_best(self) -> None:
-        self.times = [min(a, b) for a, b in zip(self.times, self.current)]
+    def stop(self) -> None:
+        """The line after the last completed one raised: its time runs until now."""
+        if self.done < len(self.current):
+            self.current[self.done] = time.perf_counter() - self.last
+
+    def keep_best(self, upto: int | None = None) -> None:
+        n = len(self.times) if upto is None else upto
+        self.times[:n] = [min(a, b) for a, b in zip(self.times[:n], self.current[:n])]
 
 
 def instrument(trace, clock: _Clock):
-    """The trace's function with ``clock(i)`` after its i-th top-level line."""
-    fn = trace.python_callable()
-    src = fn.__thunder_source__
-    out, i, body = [], 0, False
-    for line in src.splitlines():
-        out.append(line)
-        if line.startswith("def "):
-            body = True
+    """The trace's function with ``clock(i)`` after its i-th top-level BoundSymbol.
+
+    Where each BoundSymbol's lines end, and at which indentation (inside a ``with
+    torch.no_grad():`` block they are indented once more), comes from the printer's line map.
+    """
+    program = trace.program()
+    inserts = {last: (i, indent) for i, (_, last, indent) in enumerate(program.spans)}
+    out = []
+    for lineno, line in enumerate(program.source.splitlines(), 1):
+        if lineno == program.body_start:
             out.append("  __thx_clock(-1)")
-            continue
-        if body and line.startswith("  ") and not line.startswith("   ") and not line.startswith("  #"):
-            if line.startswith("  return"):
-                continue
-            out.append(f"  __thx_clock({i})")
-            i += 1
-    if i != len(trace.bound_symbols):
-        raise RuntimeError(
-            f"explorer: cannot time {trace.name}: found {i} lines for {len(trace.bound_symbols)} bound symbols"
-        )
-    ns = dict(fn.__globals__)
+        out.append(line)
+        if lineno in inserts:
+            i, indent = inserts[lineno]
+            out.append("  " * indent + f"__thx_clock({i})")
+    ns = program.namespace()
     ns["__thx_clock"] = clock
     exec(compile("\n".join(out) + "\n", f"thunder.{trace.name}.timed", "exec"), ns)
     return ns[trace.name]
@@ -95,7 +103,7 @@ def _writes_inputs(entry) -> bool:
         stack = list(trs[-1].bound_symbols)
         while stack:
             b = stack.pop()
-            if {"inplace", "writeback"} & (set(b.tags) | set(b.sym.tags)) or b.sym.name.endswith("_"):
+            if b.has_tag(Tag.INPLACE) or b.has_tag(Tag.WRITEBACK):
                 return True
             stack.extend(b.subsymbols)
     return False
@@ -129,13 +137,12 @@ def measure(
     clocks = {k: _Clock(len(trs[-1].bound_symbols), on_cuda) for k, trs in kinds}
     fns = {k: instrument(trs[-1], clocks[k]) for k, trs in kinds}
     runs = 1 + max(repeat, 1)
+    device = "cuda" if on_cuda else "cpu"
     for r in range(runs):
         try:
             cargs, eargs = fns["prologue"](*args, **kwargs)
         except Exception as err:
-            return Measurement(
-                {}, "cuda" if on_cuda else "cpu", 0, f"not measured: the prologue rejected the inputs ({err})"
-            )
+            return _rejected(e.prologue_traces[-1], clocks["prologue"], device, err)
         out = fns["computation"](*cargs)
         if "epilogue" in fns:
             fns["epilogue"](*out, *eargs)
@@ -147,3 +154,21 @@ def measure(
     times = {k: c.times for k, c in clocks.items()}
     device = torch.cuda.get_device_name() if on_cuda else "cpu"
     return Measurement(times, device, runs - 1, note)
+
+
+def _rejected(prologue, clock: _Clock, device: str, err: Exception) -> Measurement:
+    """The prologue rejected the inputs: the lines up to the failing one are timed, and the
+    note names that line (the computation did not run)."""
+    from thunder.core.printing import Printer, bsym_line
+
+    clock.stop()
+    failed = clock.done
+    clock.keep_best(upto=failed + 1)
+    bsym = prologue.bound_symbols[failed] if failed < len(prologue.bound_symbols) else None
+    where = f" at line {failed} ({bsym_line(bsym, Printer())})" if bsym is not None else ""
+    return Measurement(
+        {"prologue": clock.times[: failed + 1]},
+        device,
+        1,
+        f"the prologue rejected the inputs{where}: {err}; the computation did not run",
+    )

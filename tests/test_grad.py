@@ -10,6 +10,7 @@ from test_ops import _split_tensors, _tol
 
 import thunder
 from thunder.core.pytree import tree_flatten
+from thunder.core.tags import Tag
 from thunder.core.verify import verify
 
 
@@ -53,6 +54,10 @@ def _check_grads(info: OpInfo, sample: S) -> bool:
         args, kwargs = rebuild(ts)
         return info.op(*args, **kwargs)
 
+    if info.numerical_grad:
+        leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in tensors]
+        assert torch.autograd.gradcheck(thunder.jit(call), tuple(leaves))
+        return True
     ref = info.ref or info.op
     for which in _grad_inputs(tensors):
         leaves = _requiring(tensors, which)
@@ -92,6 +97,15 @@ def _check_grads(info: OpInfo, sample: S) -> bool:
             continue
         torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
     return True
+
+
+def test_every_differentiable_prim_has_a_vjp_rule():
+    from thunder.core.symbol import symbols_with
+    from thunder.ops.vjp import NON_DIFFERENTIABLE, VJPS
+
+    prims_ = [s for s in symbols_with(Tag.PRIM) if Tag.PYTHON not in s.tags]
+    assert not [s.id for s in prims_ if s not in VJPS and s not in NON_DIFFERENTIABLE]
+    assert not [s.id for s in NON_DIFFERENTIABLE if s in VJPS]
 
 
 GRAD_OPS = [o for o in OPS if torch.float64 in o.dtypes and o.values and not o.cuda]
@@ -227,20 +241,20 @@ def test_what_crosses_the_cut_is_noted_for_viewers():
     # saved: in both signatures, in info, and tagged on the forward op that computes it
     assert [p.name for p in forward.output[1]] == forward.info["saved_for_backward"] == ["x", "w", "t3"]
     assert [p.name for p in backward.args] == ["x", "w", "t3", "g_t4"]
-    assert [b.sym.id for b in forward.bound_symbols if "saved_for_backward" in b.tags] == ["torch.relu"]
+    assert [b.sym.id for b in forward.bound_symbols if Tag.SAVED_FOR_BACKWARD in b.tags] == ["torch.relu"]
     # rematerialized: no longer saved, recomputed in the backward and tagged so
     assert forward.info["rematerialized"] == ["t0"]
-    (recomputed,) = [b for b in backward.bound_symbols if "recomputed" in b.tags]
+    (recomputed,) = [b for b in backward.bound_symbols if Tag.RECOMPUTED in b.tags]
     assert recomputed.sym.id == "torch.abs" and recomputed.info["recomputes"] == ("t0",)
     # each backward op names the forward op it differentiates by its outputs (kept by every pass)
-    by_op = {b.sym.id: b.info.get("differentiates") for b in backward.bound_symbols if "backward" in b.tags}
+    by_op = {b.sym.id: b.info.get("differentiates") for b in backward.bound_symbols if Tag.BACKWARD in b.tags}
     assert by_op["torch.ops.aten.threshold_backward.default"] == ("t3",)
     assert by_op["torch.sign"] == ("t0",)
     assert by_op["torchex.broadcast_in_dim"] == ("t4",)
     assert all(
         b.source is not None and b.source.function == "small"
         for b in backward.bound_symbols
-        if "backward" in b.tags
+        if Tag.BACKWARD in b.tags
     )
 
 
@@ -250,7 +264,7 @@ def test_a_transcendental_value_is_saved_not_recomputed():
     forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
     assert forward.info["saved_for_backward"] == ["x", "w", "t0"]
     assert forward.info.get("rematerialized", []) == []
-    assert not [b for b in backward.bound_symbols if "recomputed" in b.tags]
+    assert not [b for b in backward.bound_symbols if Tag.RECOMPUTED in b.tags]
 
 
 # -- the connection to torch.autograd -------------------------------------------------------
@@ -459,7 +473,7 @@ def test_dropout_uses_the_same_random_values_in_backward():
     forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
 
     def random_ops(trace):
-        return [b for b in trace.bound_symbols if b.subsymbols and "random" in b.subsymbols[0].sym.tags]
+        return [b for b in trace.bound_symbols if b.subsymbols and Tag.RANDOM in b.subsymbols[0].sym.tags]
 
     # dropout is opened in the forward so that its mask is computed once and saved
     assert len(random_ops(forward)) == 1 and not random_ops(backward)

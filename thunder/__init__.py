@@ -4,13 +4,10 @@
 epilogue (building the result), runs passes and executes the result, cached.
 """
 
-import thunder.ops.ltorch  # noqa: F401  (registers the torch language)
-from thunder.executors import torchex as _torchex
-
-_torchex.register_ltorch_claims()
-
-from thunder.core.trace import Trace  # noqa: E402
-from thunder.jit import (  # noqa: E402
+import thunder.ops.aten  # noqa: F401  (declares the aten operators)
+import thunder.ops.ltorch  # noqa: F401  (declares the torch language)
+from thunder.core.trace import Trace
+from thunder.jit import (
     ThunderFunction,
     ThunderModule,
     compile_stats,

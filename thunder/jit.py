@@ -2,14 +2,13 @@
 
 ``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries newest first:
 an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch), its
-computation runs, its epilogue builds the result. A miss traces again.
+computation runs, its epilogue builds the result. A miss traces again: acquisition makes the
+bundle of traces, and ``PIPELINE``, the declared list of passes, runs over it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import sys
 import time
 import traceback
 import warnings
@@ -17,7 +16,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.core.trace import Provenance, Trace
+from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
@@ -26,6 +27,7 @@ from thunder.executors.torch_autograd import grad_computation, no_grad_computati
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.split import split_forward_backward
@@ -78,32 +80,66 @@ class CompileStats:
         return self.entries[-1].pass_times if self.entries else []
 
 
-def _run_pass(traces: list[Trace], fn, times: list, kind: str) -> Trace:
-    t0 = time.perf_counter()
-    out = fn(traces[-1])
-    dt = time.perf_counter() - t0
-    if out.provenance is None:
-        out.provenance = Provenance(fn.__name__)
-    out.provenance.seconds = dt
-    times.append((kind, out.provenance.pass_name, dt))
-    traces.append(out)
-    return out
+def _claim(trace: Trace, ctx: PassContext) -> Trace:
+    return claim(trace, ctx.executors)
 
 
-def _run_pair_pass(comp: list[Trace], bwd: list[Trace], fn, times: list) -> None:
-    """A pass over the forward (or joint) and the backward together: ``fn(comp[-1])`` when
-    there is no backward yet (the split), else ``fn(comp[-1], bwd[-1])``."""
+def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint forward-and-backward trace, when an input requires grad under grad mode.
+
+    A program with tensor subclass values keeps torch's autograd over the ops it runs (its
+    subclass ops whole, as eager differentiates them: ``flatten_subclasses.py``), so it gets
+    no joint trace. A prim without a VJP rule leaves the computation as it is and notes the
+    error, which ``backward()`` raises."""
+    comp = bundle.computation
+    if not needs_grad(comp):
+        return bundle
+    if has_subclasses(comp):
+        ctx.extra["autograd_records"] = True
+        return bundle
     t0 = time.perf_counter()
-    fw, bw = fn(comp[-1], bwd[-1]) if bwd else fn(comp[-1])
-    dt = time.perf_counter() - t0
-    for kind, traces, out in (("computation", comp, fw), ("backward", bwd, bw)):
-        if traces and out is traces[-1]:
-            continue  # the pass changed nothing on this side
-        if out.provenance is None:
-            out.provenance = Provenance(fn.__name__)
-        out.provenance.seconds = dt
-        times.append((kind, out.provenance.pass_name, dt))
-        traces.append(out)
+    try:
+        joint = differentiate(comp)
+    except NoVJPError as e:
+        ctx.extra["grad_error"] = e
+        return bundle
+    joint.provenance.seconds = time.perf_counter() - t0
+    return bundle.replace(computation=joint)
+
+
+def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint trace cut into the forward (the computation) and the backward."""
+    if "cotangents" not in bundle.computation.info:
+        return bundle
+    return _pair(split_forward_backward, bundle, bundle.computation)
+
+
+def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    if bundle.backward is None:
+        return bundle
+    return _pair(rematerialize, bundle, bundle.computation, bundle.backward)
+
+
+def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
+    t0 = time.perf_counter()
+    fw, bw = fn(*traces)
+    for t in (fw, bw):
+        if t.provenance is not None:
+            t.provenance.seconds = time.perf_counter() - t0
+    return bundle.replace(computation=fw, backward=bw)
+
+
+# The passes every compilation runs, in order, over its bundle of traces. The grad passes
+# make the backward; tensor subclasses are flattened after the split, on each side.
+PIPELINE: tuple[Pass, ...] = (
+    Pass("dce", on("computation", dce)),
+    Pass("grad", _grad),
+    Pass("split", _split),
+    Pass("remat", _remat),
+    Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
+    Pass("claim", on(KINDS, _claim, context=True)),
+    Pass("del_last_used", on(("computation", "backward"), del_last_used)),
+)
 
 
 class ThunderFunction:
@@ -138,55 +174,49 @@ class ThunderFunction:
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
 
+    def _repr_pretty_(self, p, cycle) -> None:
+        # IPython shows the last computation trace; the explorer, once imported, adds HTML
+        p.text(_text_of(self))
+
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
         reasons = []
         for i, e in enumerate(self._entries):
-            reason = _miss_reason(e, args, kwargs)
+            reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
-            # an int the function writes back changed (a counter): trace it as a value
-            failed = re.match(r"pythonex\.check_literal\((\w+),", reason)
-            if failed and failed.group(1) in e.written_numbers:
-                self._dynamic.add(failed.group(1))
+            # an int the function writes back changed (a counter): trace it as a value, and
+            # the others it writes back with it (one counter per layer moves together)
+            subject = failed.args[0] if failed is not None and failed.args else None
+            if getattr(subject, "name", None) in e.written_numbers:
+                self._dynamic.update(e.written_numbers)
         t0 = time.perf_counter()
         acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
-        times: list = [("computation", "Acquisition", time.perf_counter() - t0)]
         acquired.computation.provenance = None
-        comp = [acquired.computation]
-        _run_pass(comp, dce, times, "computation")
-        # -- gradients: the forward continues as the computation; the backward gets its own passes
-        bwd: list[Trace] = []
-        grad_error = None
-        if needs_grad(comp[-1]):
-            try:
-                _run_pass(comp, differentiate, times, "computation")
-            except NoVJPError as e:  # the forward still runs; backward() raises this
-                grad_error = e
-            else:
-                _run_pair_pass(comp, bwd, split_forward_backward, times)
-                _run_pair_pass(comp, bwd, rematerialize, times)
-        _run_pass(comp, lambda t: claim(t, self.executors), times, "computation")
-        _run_pass(comp, del_last_used, times, "computation")
-        for grad_pass in (lambda t: claim(t, self.executors), del_last_used) if bwd else ():
-            _run_pass(bwd, grad_pass, times, "backward")
-        pro = [acquired.prologue]
-        _run_pass(pro, lambda t: claim(t, self.executors), times, "prologue")
-        epi = [acquired.epilogue]
-        _run_pass(epi, lambda t: claim(t, self.executors), times, "epilogue")
+        bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
+        history = History.start(bundle, time.perf_counter() - t0)
+        ctx = PassContext(self.executors)
+        final = run_pipeline(bundle, PIPELINE, ctx, history)
+        grad_error = ctx.extra.get("grad_error")
+        if final.backward is not None or grad_error is not None:
+            computation = grad_computation(
+                final.computation, final.backward, error=grad_error, name=self.__name__
+            )
+        elif ctx.extra.get("autograd_records"):
+            computation = final.computation.python_callable()
+        else:
+            computation = no_grad_computation(final.computation)
         entry = CacheEntry(
-            prologue_traces=pro,
-            computation_traces=comp,
-            epilogue_traces=epi,
-            backward_traces=bwd,
-            prologue=pro[-1].python_callable(),
-            computation=(
-                grad_computation(comp[-1], bwd[-1] if bwd else None, error=grad_error, name=self.__name__)
-                if bwd or grad_error
-                else no_grad_computation(comp[-1])
-            ),
-            epilogue=None if _is_identity(epi[-1]) else epi[-1].python_callable(),
+            prologue_traces=history.traces["prologue"],
+            computation_traces=history.traces["computation"],
+            epilogue_traces=history.traces["epilogue"],
+            backward_traces=history.traces["backward"],
+            prologue=final.prologue.python_callable(),
+            computation=computation,
+            epilogue=None
+            if _is_identity(final.epilogue, final.computation, final.backward is not None)
+            else final.epilogue.python_callable(),
             miss_reasons=reasons,
-            pass_times=times,
+            pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
@@ -201,43 +231,54 @@ class ThunderFunction:
         return entry
 
 
-def _mimebundle(obj) -> dict:
-    """Notebook display: the explorer's static view when it is installed, else the last trace."""
+def _text_of(obj) -> str:
     jfn = _jfn(obj)
-    text = (
-        str(jfn._entries[-1].computation_traces[-1])
-        if jfn._entries
-        else f"<thunder.jit of {jfn.__name__}, not called yet>"
+    if not jfn._entries:
+        return f"<thunder.jit of {jfn.__name__}, not called yet>"
+    return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
+
+
+def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
+    """The epilogue returns the computation's single output as it is (``forward``: ``comp``
+    returns (outputs, saved for backward))."""
+    out = comp.output[0] if forward else comp.output
+    out = out if isinstance(out, (tuple, list)) else ()
+    return (
+        not epi.bound_symbols
+        and len(epi.args) == 1
+        and epi.output is epi.args[0]
+        and len(out) == 1
+        and out[0] is epi.args[0]
     )
-    try:
-        from explorer.html import compilation_html
-    except Exception:
-        return {"text/plain": text}
-    return {"text/plain": text, "text/html": compilation_html(obj)}
 
 
-ThunderFunction._repr_mimebundle_ = lambda self, include=None, exclude=None: _mimebundle(self)
+def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
+    """The BoundSymbol of the compiled trace ``fn`` whose line raised ``exc`` (by the line map)."""
+    program = getattr(fn, "__thunder_program__", None)
+    if program is None:
+        return None
+    lineno = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code is fn.__code__:
+            lineno = line
+    return program.bsym_at(lineno) if lineno is not None else None
 
 
-def _is_identity(epi: Trace) -> bool:
-    return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
+def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
+    """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
+    and that line's BoundSymbol."""
+    from thunder.core.printing import Printer, bsym_line
 
-
-def _miss_reason(entry: CacheEntry, args, kwargs) -> str:
-    """The prologue line that rejected these inputs, with its message."""
     try:
         entry.prologue(*args, **kwargs)
     except PrologueCheckFailed as e:
-        src = getattr(entry.prologue, "__thunder_source__", "").splitlines()
-        line = ""
-        for frame in reversed(traceback.extract_tb(sys.exc_info()[2])):
-            if frame.filename == "thunder.prologue" and frame.lineno and frame.lineno <= len(src):
-                line = src[frame.lineno - 1].strip()
-                break
-        return f"{line}: {e}" if line else str(e)
+        bsym = failed_check(entry.prologue, e)
+        if bsym is None:
+            return str(e), None
+        return f"{bsym_line(bsym, Printer())}: {e}", bsym
     except Exception as e:  # a prologue that cannot even unpack these inputs
-        return f"{type(e).__name__}: {e}"
-    return "the inputs fit (this entry was bypassed)"
+        return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
+    return "the inputs fit (this entry was bypassed)", None
 
 
 class ThunderModule(torch.nn.Module):
@@ -251,8 +292,14 @@ class ThunderModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._jfn(*args, **kwargs)
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return _mimebundle(self)
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(_text_of(self))
+
+    def generate(self, *args, **kwargs):
+        """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
+        from thunder.frontend.generate import generate
+
+        return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):
         try:

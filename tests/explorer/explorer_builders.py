@@ -8,6 +8,7 @@ import torch
 
 from thunder.core.proxies import AnyProxy
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Provenance, Trace, tracectx
 
 
@@ -29,6 +30,13 @@ def small_fn(x, y):
 SMALL_FN_LINE = small_fn.__code__.co_firstlineno + 1  # where sin, mul and add come from
 
 
+def many_ops(x, n: int):
+    """``n`` small elementwise ops in a row: a long, flat trace."""
+    for i in range(n // 4):
+        x = (x.sin() * 1.5 + 0.25).tanh() if i % 2 else (x.cos() - 0.5).relu() * 0.75
+    return x
+
+
 def _sym(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
     # not registered: these symbols exist only in hand-built traces
     return Symbol(name, module, meta=meta or (lambda *a, **k: None), tags=tags, executor=executor)
@@ -44,7 +52,11 @@ def tagged_passes() -> list[Trace]:
     t1 = t.tensor((2, 3), torch.float32, "cpu")
     a0 = t.tensor((2, 3), torch.float32, "cpu", name="a")
     flat = BoundSymbol(
-        _sym("flatten_tensor_subclass", "prims"), (x,), {}, (a0,), tags=frozenset({"flatten_tensor_subclass"})
+        _sym("flatten_tensor_subclass", "prims"),
+        (x,),
+        {},
+        (a0,),
+        tags=frozenset({Tag.FLATTEN_TENSOR_SUBCLASS}),
     )
     aten = BoundSymbol(_sym("add", "aten"), (a0, 1), {}, t0)
     unflat = BoundSymbol(
@@ -52,22 +64,22 @@ def tagged_passes() -> list[Trace]:
         (t0,),
         {},
         t0,
-        tags=frozenset({"unflatten_tensor_subclass"}),
+        tags=frozenset({Tag.UNFLATTEN_TENSOR_SUBCLASS}),
     )
     sub_add = BoundSymbol(_sym("MyTensorSubclass.torch.add", "ltorch"), (x, 1), {}, t0, [flat, aten, unflat])
     mul = BoundSymbol(_sym("mul", "ltorch"), (t0, 2), {}, t1)
     obj = AnyProxy("any0", MyContainer)
     new = BoundSymbol(
-        _sym("construct", "prims", tags=("dataclass_new",)), (MyContainer,), {"res": t1, "num": 1}, obj
+        _sym("construct", "prims", tags=(Tag.DATACLASS_NEW,)), (MyContainer,), {"res": t1, "num": 1}, obj
     )
-    wb = BoundSymbol(_sym("python_setattr", "prims", tags=("writeback",)), (x, "cache", t1), {}, None)
+    wb = BoundSymbol(_sym("python_setattr", "prims", tags=(Tag.WRITEBACK,)), (x, "cache", t1), {}, None)
     t.bound_symbols = [sub_add, mul, new, wb]
     t.output = obj
 
     t2 = t.derive("fuse")
     t2.provenance = Provenance("fuse", 0.001)
     fusion = BoundSymbol(
-        _sym("nvFusion0", "nvfuser", executor="nvfuser", tags=("fusion",)),
+        _sym("nvFusion0", "nvfuser", executor="nvfuser", tags=(Tag.FUSION,)),
         (x,),
         {},
         t1,

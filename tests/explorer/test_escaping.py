@@ -23,6 +23,7 @@ from explorer.tree import tree_html
 from explorer.widget import Explorer
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 
 HOSTILE = [
@@ -52,7 +53,7 @@ def _hostile_trace(s: str) -> Trace:
     x = TensorProxy(s, (2,), torch.float32, "cpu")  # a name no trace would make: the worst case
     t.args = [x]
     out = AnyProxy("any0", cls)
-    sym = Symbol("construct", "prims", meta=lambda *a, **k: None, tags=("dataclass_new",), executor=s)
+    sym = Symbol("construct", "prims", meta=lambda *a, **k: None, tags=(Tag.DATACLASS_NEW,), executor=s)
     t.bound_symbols = [BoundSymbol(sym, (cls,), {"res": x, "tag": s}, out, info={"declined": {s: s}})]
     t.output = out
     return t

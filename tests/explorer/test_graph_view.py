@@ -15,6 +15,7 @@ from explorer.compilation import model_of
 from explorer.graph import count_nodes, graph_dot, render_graph
 from explorer.model import TraceModel
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
@@ -67,7 +68,7 @@ def test_a_flat_graph_is_drawn_left_to_right():
     xs = [t.tensor((2,), torch.float32, "cpu", name=f"v{i}") for i in range(14)]
     obj = t.tensor((1,), torch.float32, "cpu", name="obj")
     t.args = [*xs, obj]
-    sym = Symbol("python_setattr", "prims", meta=lambda *a: None, tags=("writeback",))
+    sym = Symbol("python_setattr", "prims", meta=lambda *a: None, tags=(Tag.WRITEBACK,))
     t.bound_symbols = [BoundSymbol(sym, (obj, f"a{i}", x), {}, None) for i, x in enumerate(xs)]
     s = TraceModel.from_trace(t).series["epilogue"]
     dot, *_ = graph_dot(s.final, s.proxies)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 
-from explorer_builders import hand_trace
+import torch
+from explorer_builders import _sym, hand_trace
 
 import thunder
 from explorer.compilation import model_of
-from explorer.html import compilation_html, trace_html
+from explorer.html import LISTED_PROXIES, compilation_html, details_html, trace_html
 from explorer.model import TraceModel
 from explorer.report import report_html
 from explorer.text import model_text, source_diff, tree_text
 from explorer.tree import tree_html
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import Trace
 
 
 def test_tree_folds_without_script(passes):
@@ -60,14 +63,36 @@ def test_budget_keeps_a_huge_trace_light():
     assert h2.count('<div class="more">... 1 more</div>') == 50
 
 
-def test_trace_repr_mimebundle_shows_the_tree(jfn):
+def test_an_ipython_shell_shows_traces_and_jitted_functions_as_the_tree(jfn):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from explorer.display import register_displays
+
+    shell = InteractiveShell.instance()
+    assert register_displays(shell)
     t = thunder.last_traces(jfn)[-1]
-    bundle = t._repr_mimebundle_()
-    assert bundle["text/plain"] == str(t)
+    bundle, _ = shell.display_formatter.format(t)
+    assert bundle["text/plain"] == str(t)  # the program, not the repr
     html = bundle["text/html"]
     assert html.startswith('<div class="thx"><style>') and "<details" in html
     assert "torch.sin(x)" in html and "Delete Last Used" in html
     assert trace_html(t) == html
+    bundle, _ = shell.display_formatter.format(jfn)
+    assert bundle["text/html"] == compilation_html(jfn)
+
+
+def test_thunder_never_imports_the_explorer():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, thunder\n"
+        "f = thunder.jit(lambda x: x + 1)\n"
+        "f(torch.ones(2)); str(thunder.last_traces(f)[-1])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'explorer'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_compilation_html(jfn):
@@ -121,3 +146,16 @@ def test_report_of_tagged_passes(passes):
     page = report_html(TraceModel.from_traces({"computation": passes}), graphs="final")
     assert page.count("<svg") == 1
     assert "not available &lt;here&gt;" not in page or "<here>" not in page
+
+
+def test_details_list_a_few_hundred_inputs():
+    t = Trace("computation")
+    xs = [t.tensor((2,), torch.float32, "cpu") for _ in range(LISTED_PROXIES + 5)]
+    t.args = xs
+    out = t.tensor((2,), torch.float32, "cpu")
+    t.bound_symbols = [BoundSymbol(_sym("fused", "test"), tuple(xs), {}, out)]
+    t.output = out
+    s = TraceModel.from_trace(t).series["computation"]
+    html = details_html(s.final.nodes[0], s)
+    assert len(re.findall(r"<code>t\d+</code>: cpu f32\[2\]", html)) == LISTED_PROXIES + 1  # and the output
+    assert '<span class="more">... 5 more</span>' in html

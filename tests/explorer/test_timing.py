@@ -38,9 +38,35 @@ def test_program_that_writes_its_inputs_is_timed_on_copies():
     assert "copies" in m.note
 
 
-def test_rejected_inputs_are_explained(jfn):
+def test_a_prologue_that_rejects_the_inputs_reports_each_line_it_ran(jfn):
     m = measure(jfn, (torch.ones(5), torch.ones(5)))
-    assert m.times == {} and "the prologue rejected the inputs" in m.note
+    prologue = thunder.last_prologue_traces(jfn)[-1]
+    times = m.times["prologue"]
+    # check_len, check_keys, x = args[0], then check_tensor(x, ...) rejects the shape
+    failing = prologue.bound_symbols[len(times) - 1]
+    assert failing.sym.name == "check_tensor" and failing.args[0].name == "x"
+    assert all(0 <= t < 1 for t in times) and "computation" not in m.times
+    assert "the prologue rejected the inputs at line 3 (pythonex.check_tensor(x, (2, 4)" in m.note
+    assert "expected shape (2, 4), got (5,)" in m.note
+    model = m.attach(model_of(jfn))
+    assert len(model.timings["prologue"]) == len(times)
+
+
+def test_times_every_line_of_a_program_with_a_no_grad_block():
+    def fn(x):
+        y = x * 2
+        with torch.no_grad():
+            z = y.sin()
+        return y + z
+
+    jfn = thunder.jit(fn)
+    x = torch.ones(3, requires_grad=True)
+    jfn(x)
+    final = thunder.last_traces(jfn)[-1]
+    assert "with torch.no_grad():" in str(final)
+    m = measure(jfn, (x,), repeat=1)
+    assert len(m.times["computation"]) == len(final.bound_symbols)
+    assert all(0 <= t < 1 for t in m.times["computation"]) and m.note == ""
 
 
 @pytest.mark.cuda

@@ -1,4 +1,9 @@
-"""Printing traces as deterministic, runnable Python.
+"""Printing traces as deterministic, runnable Python, with a map back to the BoundSymbols.
+
+``print_program(trace)`` gives a ``Program``: the source, which top-level BoundSymbol each
+line belongs to (``line_map``, ``spans``) and the namespace the code needs (``ctx``: the
+modules its symbols print under and the objects it names). Tools that need structure (cache
+miss reasons, per-line timing) read these, never the text.
 
 Values print as Python source: proxies by name, dtypes as ``torch.float32``, a dataclass
 instance as ``__main___MyContainer(res=t0, num=1)`` (its class named by module + qualname
@@ -16,7 +21,9 @@ import re
 
 import torch
 
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.tags import Tag
 
 
 def class_name(cls: type) -> str:
@@ -47,7 +54,7 @@ class Printer:
         return name
 
     def value(self, x) -> str:
-        if isinstance(x, (TensorProxy, Proxy)):
+        if isinstance(x, Proxy):
             return x.name
         t = type(x)
         if x is None or t is bool or t is int or t is str:
@@ -62,8 +69,8 @@ class Printer:
             return _DTYPES.get(x, str(x))
         if isinstance(x, torch.device):
             return f"torch.device({str(x)!r})"
-        if isinstance(x, torch.Size):
-            return self.value(tuple(x))
+        if isinstance(x, torch.Size):  # not a tuple: a prologue compares the type too
+            return f"torch.Size({self.value(list(x))})"
         if t is tuple:
             inner = ", ".join(self.value(v) for v in x)
             return f"({inner},)" if len(x) == 1 else f"({inner})"
@@ -88,6 +95,9 @@ class Printer:
             return f"{self.name_object(t, class_name(t))}.{x.name}"
         if isinstance(x, torch.memory_format) or isinstance(x, torch.layout):
             return str(x)
+        name = getattr(x, "__name__", None)
+        if name is not None and getattr(torch, name, None) is x:
+            return f"torch.{name}"  # a torch function passed as a value (``torch.sub``)
         # Anything else (a callable, an opaque constant) is referred to by name.
         return self.name_object(x, "_" + re.sub(r"\W", "_", getattr(x, "__name__", type(x).__name__)))
 
@@ -101,9 +111,7 @@ def type_comment(values) -> str:
     """``t0: "cpu f32[3]"`` for each tensor among ``values``."""
     parts = []
     for v in values:
-        if isinstance(v, TensorProxy):
-            parts.append(f'{v.name}: "{v.type_string()}"')
-        elif isinstance(v, Proxy):
+        if isinstance(v, Proxy):
             parts.append(f'{v.name}: "{v.type_string()}"')
     return ", ".join(parts)
 
@@ -111,13 +119,9 @@ def type_comment(values) -> str:
 def output_str(printer: Printer, output) -> str:
     if output is None:
         return ""
-    if isinstance(output, (TensorProxy, Proxy)):
+    if isinstance(output, Proxy):
         return output.name
-    if (
-        isinstance(output, (tuple, list))
-        and output
-        and all(isinstance(o, (TensorProxy, Proxy)) for o in output)
-    ):
+    if isinstance(output, (tuple, list)) and output and all(isinstance(o, Proxy) for o in output):
         return "(" + ", ".join(o.name for o in output) + ("," if len(output) == 1 else "") + ")"
     # Outputs that are not plain proxies (a tuple with a constant) bind to a throwaway name.
     return "_"
@@ -131,8 +135,6 @@ def bsym_line(bsym, printer: Printer) -> str:
     call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
     out = output_str(printer, bsym.output)
     line = f"{out} = {call}" if out else call
-    from thunder.core.pytree import tree_leaves
-
     comment = type_comment(tree_leaves(bsym.output))
     return f"{line}  # {comment}" if comment else line
 
@@ -149,3 +151,81 @@ def bsym_lines(bsym, indent: int, printer: Printer | None = None, *, comment: bo
     for sub in bsym.subsymbols:
         lines += bsym_lines(sub, indent + 1, printer, comment=True)
     return lines
+
+
+@dataclasses.dataclass
+class Program:
+    """A printed trace. ``spans[i]`` is ``(first line, last line, indent)`` of the i-th
+    top-level BoundSymbol (1-based lines, its subsymbol comments included; ``indent`` in
+    levels); ``line_map`` maps each of those lines to its BoundSymbol; ``ctx`` holds the
+    objects the source names; ``namespace()`` is everything it needs to run."""
+
+    source: str
+    spans: list[tuple[int, int, int]]
+    line_map: dict[int, object]
+    ctx: dict[str, object]
+    body_start: int  # the line after ``def ...:``
+    modules: dict[str, str]  # name in the source -> the module imported under it
+
+    def bsym_at(self, lineno: int):
+        """The top-level BoundSymbol printed on ``lineno`` (None for other lines)."""
+        return self.line_map.get(lineno)
+
+    def namespace(self) -> dict[str, object]:
+        """What the source needs to run: its modules (imported now) and named objects."""
+        import importlib
+
+        ns: dict[str, object] = {m: importlib.import_module(path) for m, path in self.modules.items()}
+        ns.update(self.ctx)
+        return ns
+
+
+# How BoundSymbols recorded under another grad mode than the trace's print.
+GRAD_BLOCKS = {Tag.NO_GRAD: "with torch.no_grad():", Tag.ENABLE_GRAD: "with torch.enable_grad():"}
+
+
+def print_program(trace, printer: Printer | None = None) -> Program:
+    """``trace`` as a runnable Python function and the map from its lines to BoundSymbols."""
+    from thunder.core.symbol import MODULE_PATHS
+
+    printer = printer or Printer()
+    for k, v in trace.ctx_objects.items():
+        printer.ctx[k] = v
+    body: list[str] = []
+    spans: list[tuple[int, int, int]] = []
+    bsym_of_line: list[object] = []  # per body line
+    for p in trace.args:
+        if isinstance(p, (TensorProxy, NumberProxy)):
+            body.append(f"  # {type_comment([p])}")
+            bsym_of_line.append(None)
+    block = None  # the grad-mode block being printed (``with torch.no_grad():``)
+    modules: set[str] = set()
+    for bsym in trace.bound_symbols:
+        mode = next((GRAD_BLOCKS[t] for t in bsym.tags if t in GRAD_BLOCKS), None)
+        if mode is not None and mode != block:
+            body.append(f"  {mode}")
+            bsym_of_line.append(None)
+        block = mode
+        indent = 2 if mode else 1
+        lines = bsym_lines(bsym, indent, printer)
+        modules.update(bsym.sym.imports)
+        spans.append((len(body), len(body) + len(lines) - 1, indent))  # body-relative, fixed below
+        body += lines
+        bsym_of_line += [bsym] * len(lines)
+    body.append(f"  return {printer.value(trace.output)}")
+    bsym_of_line.append(None)
+    head = []
+    if trace.provenance is not None:
+        head.append(f"# Constructed by {trace.provenance.pass_name}")
+    head.append("import torch")
+    modules.discard("torch")
+    for m in sorted(modules):
+        path = MODULE_PATHS.get(m)
+        head.append(f"import {path} as {m}" if path is not None else f"import {m}")
+    sig = trace.signature or ", ".join(printer.value(a) for a in trace.args)
+    head += ["", f"def {trace.name}({sig}):"]
+    first = len(head) + 1  # the 1-based number of the first body line
+    spans = [(a + first, b + first, ind) for a, b, ind in spans]
+    line_map = {i + first: b for i, b in enumerate(bsym_of_line) if b is not None}
+    paths = {"torch": "torch", **{m: MODULE_PATHS.get(m, m) for m in modules}}
+    return Program("\n".join(head + body) + "\n", spans, line_map, dict(printer.ctx), first, paths)

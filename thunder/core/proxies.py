@@ -10,7 +10,12 @@ object an epilogue returns).
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import torch
+
+from thunder.core.pytree import tree_leaves
 
 _DTYPE_SHORT = {
     torch.float64: "f64",
@@ -38,7 +43,7 @@ def device_str(device: torch.device) -> str:
 
 
 class Proxy:
-    """A named non-tensor value in a trace."""
+    """A named value in a trace: ``TensorProxy``, ``NumberProxy`` and ``AnyProxy`` are proxies."""
 
     prefix = "p"
 
@@ -80,7 +85,27 @@ class AnyProxy(Proxy):
         return "Any" if t is None else f"{t.__module__}.{t.__qualname__}"
 
 
-class TensorProxy(torch.Tensor):
+# Set while a trace is acquired: ``(func, args, kwargs) -> value | NotImplemented`` for the
+# proxies that reach torch's dispatcher (thunder.frontend.values).
+dispatch_handler = None
+
+# ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
+# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses.py).
+_DISPATCH = threading.local()
+
+
+@contextmanager
+def dispatch_hook(hook):
+    """Aten ops reaching a TensorProxy go to ``hook(func, args, kwargs)`` in this block."""
+    prev = getattr(_DISPATCH, "hook", None)
+    _DISPATCH.hook = hook
+    try:
+        yield
+    finally:
+        _DISPATCH.hook = prev
+
+
+class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
     prefix = "t"
@@ -96,6 +121,9 @@ class TensorProxy(torch.Tensor):
         t._thunder_name = name
         return t
 
+    def __init__(self, *args, **kwargs):  # made by __new__; Proxy.__init__ does not apply
+        pass
+
     # torch.Tensor has a read-only ``name`` of its own; ours shadows it.
     @property
     def name(self) -> str:
@@ -105,6 +133,13 @@ class TensorProxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        hook = getattr(_DISPATCH, "hook", None)
+        if hook is not None:  # a tensor subclass's __torch_dispatch__ is running over proxies
+            return hook(func, args, kwargs or {})
+        if dispatch_handler is not None:  # while tracing: reads of a value (``int(x)`` in C code)
+            out = dispatch_handler(func, args, kwargs or {})
+            if out is not NotImplemented:
+                return out
         from thunder.core.source import user_location  # only on this error path
 
         loc = user_location()
@@ -150,3 +185,35 @@ class TensorProxy(torch.Tensor):
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
+
+
+def proxies_in(x) -> list:
+    """The proxies among the leaves of ``x`` (nested tuples, lists, dicts, dataclasses), in
+    order. Plain tuples, lists, dicts and slices are walked directly (passes call this on
+    every BoundSymbol of a model); anything else goes through ``tree_leaves``."""
+    out: list = []
+    _collect(x, out)
+    return out
+
+
+def _collect(x, out: list) -> None:
+    t = type(x)
+    if t is tuple or t is list:
+        for v in x:
+            _collect(v, out)
+    elif t is dict:
+        for v in x.values():
+            _collect(v, out)
+    elif t is slice:
+        _collect((x.start, x.stop, x.step), out)
+    elif isinstance(x, Proxy):
+        out.append(x)
+    elif x is None or t in (int, float, bool, str, torch.dtype, torch.device):
+        return
+    else:
+        out.extend(p for p in tree_leaves(x) if isinstance(p, Proxy))
+
+
+def proxy_names(x) -> set[str]:
+    """The names of the proxies among the leaves of ``x``."""
+    return {p.name for p in proxies_in(x)}

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import threading
@@ -14,10 +15,11 @@ from contextlib import contextmanager
 
 import torch
 
-from thunder.core.printing import Printer, bsym_lines, type_comment
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.printing import Printer, Program, print_program
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
+from thunder.core.tags import Tag
 
 _local = threading.local()
 
@@ -59,6 +61,7 @@ class Trace:
     """A program of BoundSymbols. ``name`` is the printed function's name."""
 
     def __init__(self, name: str = "computation", *, tags: tuple[str, ...] = ()):
+        # ``tags``: the trace's kind and role ("computation", "forward", "backward", ...)
         self.name = name
         self.bound_symbols: list[BoundSymbol] = []
         self.args: list = []
@@ -68,9 +71,12 @@ class Trace:
         self.names: set[str] = set()
         self._counters: dict[str, int] = {}
         self._scopes: list[list[BoundSymbol]] = [self.bound_symbols]
+        self._modes: list[bool] = []  # the grad mode each open decomposition began under
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
+        # set by acquisition: the module call being traced (every BoundSymbol records it)
+        self.scope = None
         # grad mode when recording began; ops recorded under another mode are tagged
         self.grad_enabled = torch.is_grad_enabled()
         # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
@@ -115,19 +121,36 @@ class Trace:
         else:
             subsymbols = []
             self._scopes.append(subsymbols)
+            self._modes.append(torch.is_grad_enabled())
             try:
-                out = sym.fn(*args, **kwargs)
+                out = sym.decomposition(*args, **kwargs)
             finally:
                 self._scopes.pop()
+                self._modes.pop()
             if not subsymbols and _returns_an_input(out, args, kwargs):
                 return out  # a no-op (``x.contiguous()``, ``x.to(x.dtype)``) records nothing
         tags = frozenset()
-        if top and torch.is_grad_enabled() is not self.grad_enabled:
-            # ``with torch.no_grad():`` inside the traced code: the line runs the same way
+        if torch.is_grad_enabled() is not (self.grad_enabled if top else self._modes[-1]):
+            # ``with torch.no_grad():`` inside the traced code (or inside an op's
+            # decomposition, as ``detach``'s): the line runs the same way
             tags = GRAD_TAGS[torch.is_grad_enabled()]
-        bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source, tags=tags)
+        bsym = BoundSymbol(
+            sym, args, kwargs, out, subsymbols, source=self._source, tags=tags, scope=self.scope
+        )
         self._scopes[-1].append(bsym)
         return out
+
+    @contextlib.contextmanager
+    def below_autograd(self):
+        """Run the rest of the open decomposition under ``torch.no_grad()`` as its own mode (a
+        subclass's dispatch runs below autograd): what it records is not tagged to run under
+        no_grad, as a ``with torch.no_grad():`` block inside a decomposition would be."""
+        self._modes.append(False)
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self._modes.pop()
 
     def add_bsym(self, bsym: BoundSymbol) -> None:
         self._scopes[-1].append(bsym)
@@ -148,34 +171,12 @@ class Trace:
         return t
 
     # -- printing -------------------------------------------------------------------------
+    def program(self, printer: Printer | None = None) -> Program:
+        """The printed source with its line map and namespace (see ``print_program``)."""
+        return print_program(self, printer)
+
     def python(self, printer: Printer | None = None) -> str:
-        printer = printer or Printer()
-        for k, v in self.ctx_objects.items():
-            printer.ctx[k] = v
-        body: list[str] = []
-        for p in self.args:
-            if isinstance(p, (TensorProxy, NumberProxy)):
-                c = type_comment([p])
-                if c:
-                    body.append(f"  # {c}")
-        block = None  # the grad-mode block being printed (``with torch.no_grad():``)
-        for bsym in self.bound_symbols:
-            mode = next((GRAD_BLOCKS[t] for t in bsym.tags if t in GRAD_BLOCKS), None)
-            if mode is not None and mode != block:
-                body.append(f"  {mode}")
-            block = mode
-            body += bsym_lines(bsym, 2 if mode else 1, printer)
-        body.append(f"  return {printer.value(self.output)}")
-        modules = sorted(
-            {_root_module(b.sym.module) for b in self.bound_symbols if b.sym.printer is None} - {"torch", ""}
-        )
-        head = []
-        if self.provenance is not None:
-            head.append(f"# Constructed by {self.provenance.pass_name}")
-        head.append("import torch")
-        head += [f"import {_IMPORTS[m]} as {m}" if m in _IMPORTS else f"import {m}" for m in modules]
-        sig = self.signature or ", ".join(printer.value(a) for a in self.args)
-        return "\n".join(head + ["", f"def {self.name}({sig}):"] + body) + "\n"
+        return print_program(self, printer).source
 
     def __str__(self) -> str:
         return self.python()
@@ -183,54 +184,41 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace {self.name} ({len(self.bound_symbols)} bound symbols)>"
 
+    def _repr_pretty_(self, p, cycle) -> None:
+        # IPython shows the program as text (the explorer, once imported, adds an HTML view);
+        # a very long one is cut, so displaying a large model's trace stays cheap
+        p.text(self.head(DISPLAY_LIMIT))
+
+    def head(self, n: int) -> str:
+        """The printed program with its first ``n`` top-level BoundSymbols (all if fewer)."""
+        if len(self.bound_symbols) <= n:
+            return str(self)
+        cut = self.derive(self.provenance.pass_name if self.provenance else "")
+        cut.provenance = self.provenance
+        cut.bound_symbols = self.bound_symbols[:n]
+        lines = str(cut).splitlines()
+        more = f"  # ... {len(self.bound_symbols) - n} more bound symbols (str(trace) prints them all)"
+        return "\n".join(lines[:-1] + [more, lines[-1]]) + "\n"
+
     def python_callable(self):
-        printer = Printer()
-        src = self.python(printer)
-        ns = {"torch": torch, **_module_namespace(), **printer.ctx}
-        code = compile(src, f"thunder.{self.name}", "exec")
+        """The trace compiled to a Python function; ``fn.__thunder_program__`` is its Program."""
+        program = self.program()
+        code = compile(program.source, f"thunder.{self.name}", "exec")
+        ns = program.namespace()
         exec(code, ns)
         fn = ns[self.name]
-        fn.__thunder_source__ = src
+        fn.__thunder_program__ = program
         return fn
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        try:
-            from explorer.html import trace_html  # the explorer is optional
-        except Exception:
-            return {"text/plain": str(self)}
-        return {"text/plain": str(self), "text/html": trace_html(self)}
 
+# How many top-level BoundSymbols a notebook's text display of a trace prints.
+DISPLAY_LIMIT = 1000
 
-# Tags for ops recorded under a grad mode other than the trace's, and how they print.
-GRAD_TAGS = {False: frozenset({"no_grad"}), True: frozenset({"enable_grad"})}
-GRAD_BLOCKS = {"no_grad": "with torch.no_grad():", "enable_grad": "with torch.enable_grad():"}
-
-_IMPORTS = {
-    "ltorch": "thunder.ops.ltorch",
-    "prims": "thunder.ops.prims",
-    "aten": "thunder.ops.aten",
-    "torchex": "thunder.executors.torchex",
-    "pythonex": "thunder.executors.pythonex",
-}
-
-
-def _root_module(module: str) -> str:
-    return module.split(".")[0]
-
-
-def _module_namespace() -> dict:
-    import importlib
-
-    ns = {}
-    for short, full in _IMPORTS.items():
-        try:
-            ns[short] = importlib.import_module(full)
-        except ImportError:
-            pass
-    return ns
+# Tags for ops recorded under a grad mode other than the trace's.
+GRAD_TAGS = {False: frozenset({Tag.NO_GRAD}), True: frozenset({Tag.ENABLE_GRAD})}
 
 
 def _returns_an_input(out, args, kwargs) -> bool:
-    if not isinstance(out, (TensorProxy, Proxy)):
+    if not isinstance(out, Proxy):
         return False
     return any(a is out for a in tree_leaves((args, kwargs)))

@@ -2,7 +2,8 @@
 
 Claiming returns a new BoundSymbol whose symbol is the executor's (``torch.add``), whose
 single subsymbol is the BoundSymbol it replaces (so the printed trace keeps ``ltorch.add``
-and ``prims.add`` as comments below the executed line).
+and ``prims.add`` as comments below the executed line). An executor's implementations are a
+``SymbolTable`` keyed by the op's Symbol.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import BoundSymbol, Symbol, SymbolTable
+from thunder.core.tags import Tag
 
 
 @dataclass
@@ -23,17 +25,21 @@ class Impl:
 
 
 class Executor:
-    """Claims BoundSymbols through a table ``symbol id -> [Impl, ...]``."""
+    """Claims BoundSymbols through its table ``{op Symbol: [Impl, ...]}``."""
 
     def __init__(self, name: str):
         self.name = name
-        self.impls: dict[str, list[Impl]] = {}
+        self.impls = SymbolTable(f"the {name} executor's implementations")
 
-    def register(self, sym_id: str, impl: Impl) -> None:
-        self.impls.setdefault(sym_id, []).append(impl)
+    def register(self, sym: Symbol, impl: Impl) -> None:
+        self.impls.setdefault(sym, []).append(impl)
+
+    def implementations(self, sym: Symbol) -> list[Impl]:
+        """The ways this executor may run ``sym`` (an executor may find more than its table)."""
+        return self.impls.get(sym, ())
 
     def claim(self, bsym: BoundSymbol) -> BoundSymbol | None:
-        for impl in self.impls.get(bsym.sym.id, ()):
+        for impl in self.implementations(bsym.sym):
             if impl.check is not None and not impl.check(*bsym.args, **bsym.kwargs):
                 continue
             args, kwargs = impl.translate(bsym) if impl.translate else (bsym.args, bsym.kwargs)
@@ -44,13 +50,14 @@ class Executor:
                 bsym.output,
                 [bsym],
                 source=bsym.source,
-                tags=bsym.tags | bsym.sym.tags & _KEPT_TAGS,
+                tags=bsym.tags | bsym.sym.tags & KEPT_TAGS,
+                scope=bsym.scope,
                 info={**bsym.info, "claimed_by": self.name},  # keeps what the grad pass noted
             )
         return None
 
     def why_not(self, bsym: BoundSymbol) -> str:
-        if bsym.sym.id not in self.impls:
+        if not self.implementations(bsym.sym):
             return f"{self.name} has no implementation of {bsym.sym.id}"
         return f"{self.name} cannot run {bsym.sym.id} with these arguments"
 
@@ -59,12 +66,23 @@ class Executor:
 
 
 # Tags of the replaced symbol that tools still want to see on the executed line.
-_KEPT_TAGS = frozenset({"inplace", "writeback", "dataclass_new", "prologue_check", "unpack", "del"})
+KEPT_TAGS = frozenset(
+    {Tag.INPLACE, Tag.WRITEBACK, Tag.DATACLASS_NEW, Tag.PROLOGUE_CHECK, Tag.UNPACK, Tag.DEL}
+)
 
 
-def executor_symbol(path: str, impl: Callable, executor: str, *, printer=None) -> Symbol:
-    """A symbol printed as ``path`` (``torch.nn.functional.linear``) that calls ``impl``."""
+def executor_symbol(
+    path: str,
+    impl: Callable | None,
+    executor: str,
+    *,
+    printer=None,
+    module_path: str | None = None,
+) -> Symbol:
+    """A symbol printed as ``path`` (``torch.nn.functional.linear``) that calls ``impl``.
+
+    ``module_path``: the module the printed code imports as the first part of ``path``
+    (``torchex`` -> ``thunder.executors.torchex``); ``None`` when it imports as written.
+    """
     module, _, name = path.rpartition(".")
-    sym = Symbol(name, module, impl=impl, executor=executor)
-    sym.printer = printer
-    return sym
+    return Symbol(name, module, impl=impl, executor=executor, printer=printer, module_path=module_path)

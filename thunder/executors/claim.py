@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
 
@@ -30,7 +31,7 @@ class UnclaimedError(RuntimeError):
 
 # Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under, and
 # whether it belongs to a backward).
-_INHERITED_TAGS = frozenset({"no_grad", "enable_grad", "backward", "recomputed"})
+_INHERITED_TAGS = GRAD_MODE_TAGS | {Tag.BACKWARD, Tag.RECOMPUTED}
 # What the grad pass noted on a BoundSymbol that holds for its decomposition too.
 _INHERITED_INFO = frozenset({"differentiates", "vjp", "recomputes"})
 
@@ -55,14 +56,18 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
         where = f" (from {bsym.source})" if bsym.source else ""
         raise UnclaimedError(
             f"thunder: no executor can run {bsym.sym.id}{where}; asked: {', '.join(e.name for e in executors)}"
+            f" ({'; '.join(declined.values())})"
         )
     result = []
-    inherited = bsym.tags & _INHERITED_TAGS
     noted = {k: v for k, v in bsym.info.items() if k in _INHERITED_INFO}
     for sub in bsym.subsymbols:
-        if sub.source is None or not inherited <= sub.tags or noted:
+        tags = inherit(sub.tags, bsym.tags, _INHERITED_TAGS)
+        if sub.source is None or sub.scope is None or tags != sub.tags or noted:
             sub = sub.from_bsym(
-                source=sub.source or bsym.source, tags=sub.tags | inherited, info={**noted, **sub.info}
+                source=sub.source or bsym.source,
+                tags=tags,
+                scope=sub.scope or bsym.scope,
+                info={**noted, **sub.info},
             )
         result.extend(_claim_one(sub, executors))
     return result

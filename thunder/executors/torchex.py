@@ -1,9 +1,10 @@
 """The torch executor: runs every prim, and whole torch-language ops where torch has them.
 
 A torch-language op declared with ``torch_impl="torch.nn.functional.linear"`` is claimed
-as one call of that function (the decomposition stays below it as comments); a prim is
-claimed by the entry for it in ``PRIM_IMPLS``. The helper functions below are what prims
-need when torch has no single call with the same signature; they print as ``torchex.*``.
+as one call of that function (the decomposition stays below it as comments), whenever the op
+was defined; a prim is claimed by its entry in ``PRIM_IMPLS``. The helper functions below are
+what prims need when torch has no single call with the same signature; they print as
+``torchex.*``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from thunder.core.symbol import EAGER_IMPLS, SYMBOLS
+from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, SymbolTable, symbols_with
+from thunder.core.tags import Tag
 from thunder.executors.base import Executor, Impl, executor_symbol
+from thunder.ops import ltorch, prims
 from thunder.ops.langs import resolve_path
 
 
@@ -38,6 +41,10 @@ def take(a, index, dim):
 
 def index_copy(a, index, dim, src):
     return torch.index_copy(a, dim, index, src)
+
+
+def scatter_reduce(a, dim, index, src, reduce, include_self):
+    return torch.scatter_reduce(a, dim, index, src, reduce, include_self=include_self)
 
 
 def prod(a, dims, *, dtype=None):
@@ -211,71 +218,75 @@ def device_put(a, device):
     return a.to(device)
 
 
-def erfinv(a):
-    return torch.erfinv(a)
-
-
+# Python's operators take a number first (``1 - x``); torch's functions may not.
 _OPERATORS = {
-    "add": operator.add,
-    "sub": operator.sub,
-    "mul": operator.mul,
-    "div": operator.truediv,
-    "floor_divide": operator.floordiv,
-    "remainder": operator.mod,
-    "pow": operator.pow,
-    "eq": operator.eq,
-    "ne": operator.ne,
-    "lt": operator.lt,
-    "le": operator.le,
-    "gt": operator.gt,
-    "ge": operator.ge,
-    "bitwise_and": operator.and_,
-    "bitwise_or": operator.or_,
-    "bitwise_xor": operator.xor,
+    torch.add: operator.add,
+    torch.sub: operator.sub,
+    torch.mul: operator.mul,
+    torch.div: operator.truediv,
+    torch.floor_divide: operator.floordiv,
+    torch.remainder: operator.mod,
+    torch.pow: operator.pow,
+    torch.eq: operator.eq,
+    torch.ne: operator.ne,
+    torch.lt: operator.lt,
+    torch.le: operator.le,
+    torch.gt: operator.gt,
+    torch.ge: operator.ge,
+    torch.bitwise_and: operator.and_,
+    torch.bitwise_or: operator.or_,
+    torch.bitwise_xor: operator.xor,
 }
 
 
-def _numbers_as_tensors(name: str):
-    """``prims.maximum(x, 0)``: torch.maximum takes tensors only; make the number one."""
-    torch_fn = getattr(torch, name)
-
-    def fn(a, b):
-        if not isinstance(b, torch.Tensor):
-            b = torch.scalar_tensor(b, dtype=torch.result_type(a, b), device=a.device)
-        if not isinstance(a, torch.Tensor):
-            a = torch.scalar_tensor(a, dtype=torch.result_type(b, a), device=b.device)
-        return torch_fn(a, b)
-
-    fn.__name__ = f"{name}_numbers"
-    return fn
+def scalar_first(fn, a, b):
+    """``prims.sub(1, x)``: ``fn`` (``torch.sub``) with a number first, as Python's operator
+    does it, or with the number made a tensor where there is no operator."""
+    op = _OPERATORS.get(fn)
+    if op is not None:
+        return op(a, b)
+    return fn(torch.tensor(a, device=b.device), b)
 
 
-_TENSORS_ONLY = frozenset("maximum minimum atan2 hypot logical_and logical_or logical_xor".split())
-
-
-def _scalar_first(name: str):
-    """``prims.sub(1, x)``: torch.sub needs a tensor first, Python's operator does not."""
-    op = _OPERATORS.get(name)
-    torch_fn = getattr(torch, name)
-
-    def fn(a, b):
-        if op is not None:
-            return op(a, b)
-        return torch_fn(torch.tensor(a, device=b.device), b)
-
-    fn.__name__ = f"{name}_scalar_first"
-    return fn
+def numbers_as_tensors(fn, a, b):
+    """``prims.maximum(x, 0)``: ``fn`` (``torch.maximum``) takes tensors only; make the number one."""
+    if not isinstance(b, torch.Tensor):
+        b = torch.scalar_tensor(b, dtype=torch.result_type(a, b), device=a.device)
+    if not isinstance(a, torch.Tensor):
+        a = torch.scalar_tensor(a, dtype=torch.result_type(b, a), device=b.device)
+    return fn(a, b)
 
 
 # -- the executor ---------------------------------------------------------------------------
-executor = Executor("torch")
-_SYMS: dict[str, object] = {}
+class TorchExecutor(Executor):
+    """Runs every prim (``PRIM_IMPLS``) and each torch-language op that declares the torch
+    callable computing it whole (``torch_impl``), whenever that op was defined."""
+
+    def implementations(self, sym: Symbol) -> list[Impl]:
+        impls = self.impls.get(sym)
+        if impls is None and sym.torch_impl is not None:
+            impls = [Impl(_sym(sym.torch_impl), check=sym.impl_check)]
+            self.impls[sym] = impls
+        return impls or ()
 
 
-def _sym(path: str, impl=None):
-    if path not in _SYMS:
-        _SYMS[path] = executor_symbol(path, impl if impl is not None else resolve_path(path), "torch")
-    return _SYMS[path]
+executor = TorchExecutor("torch")
+_SYMS: dict[str, Symbol] = {}
+
+
+def _sym(path: str, impl=None) -> Symbol:
+    """The executor symbol printed as ``path`` (made once per path)."""
+    sym = _SYMS.get(path)
+    if sym is None:
+        module_path = __name__ if path.startswith("torchex.") else None
+        impl = impl if impl is not None else resolve_path(path)
+        sym = _SYMS[path] = executor_symbol(path, impl, "torch", module_path=module_path)
+    return sym
+
+
+def _helper(fn) -> Symbol:
+    """A helper of this module, printed as ``torchex.<its name>``."""
+    return _sym(f"torchex.{fn.__name__}", fn)
 
 
 def _first_tensor(*args, **kwargs) -> bool:
@@ -286,126 +297,130 @@ def _all_tensors(*args, **kwargs) -> bool:
     return all(isinstance(a, torch.Tensor) for a in args)
 
 
-def _helper(name: str):
-    return _sym(f"torchex.{name}", globals()[name])
+def _with_fn(fn):
+    """``translate`` for the helpers above: the torch function becomes their first argument."""
+
+    def translate(bsym):
+        return (fn, *bsym.args), bsym.kwargs
+
+    return translate
 
 
-_UNARY = (
-    "abs neg sign floor ceil round trunc bitwise_not clone exp exp2 expm1 log log1p log2 log10 sin cos tan "
-    "asin acos atan sinh cosh tanh asinh acosh atanh sqrt rsqrt reciprocal sigmoid erf erfc lgamma "
-    "digamma isnan isinf isfinite signbit logical_not real imag"
-)
-_BINARY = (
-    "add sub mul floor_divide remainder fmod pow maximum minimum bitwise_and bitwise_or bitwise_xor "
-    "bitwise_left_shift bitwise_right_shift copysign div atan2 hypot eq ne lt le gt ge logical_and "
-    "logical_or logical_xor"
-)
-
-PRIM_IMPLS: dict[str, list[Impl]] = {}
-for _n in _UNARY.split():
-    PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"))]
-PRIM_IMPLS["prims.erfinv"] = [Impl(_sym("torch.erfinv"))]
-for _n in _BINARY.split():
-    if _n in _TENSORS_ONLY:
-        globals()[f"{_n}_numbers"] = _numbers_as_tensors(_n)
-        _numbers = _sym(f"torchex.{_n}_numbers", globals()[f"{_n}_numbers"])
-        PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"), check=_all_tensors), Impl(_numbers)]
-        continue
-    globals()[f"{_n}_scalar_first"] = _scalar_first(_n)
-    _scalar = _sym(f"torchex.{_n}_scalar_first", globals()[f"{_n}_scalar_first"])
-    PRIM_IMPLS[f"prims.{_n}"] = [Impl(_sym(f"torch.{_n}"), check=_first_tensor), Impl(_scalar)]
+PRIM_IMPLS = SymbolTable("the torch executor's prim implementations")
+for _prim in (
+    prims.abs, prims.neg, prims.sign, prims.floor, prims.ceil, prims.round, prims.trunc,
+    prims.bitwise_not, prims.clone, prims.exp, prims.exp2, prims.expm1, prims.log, prims.log1p,
+    prims.log2, prims.log10, prims.sin, prims.cos, prims.tan, prims.asin, prims.acos, prims.atan,
+    prims.sinh, prims.cosh, prims.tanh, prims.asinh, prims.acosh, prims.atanh, prims.sqrt,
+    prims.rsqrt, prims.reciprocal, prims.sigmoid, prims.erf, prims.erfc, prims.erfinv,
+    prims.lgamma, prims.digamma, prims.isnan, prims.isinf, prims.isfinite, prims.signbit,
+    prims.logical_not, prims.real, prims.imag,
+):  # fmt: skip
+    PRIM_IMPLS[_prim] = [Impl(_sym(f"torch.{_prim.name}"))]
+# binary prims: torch's function when the first argument is a tensor, else a helper
+for _prim in (
+    prims.add, prims.sub, prims.mul, prims.floor_divide, prims.remainder, prims.fmod, prims.pow,
+    prims.bitwise_and, prims.bitwise_or, prims.bitwise_xor, prims.bitwise_left_shift,
+    prims.bitwise_right_shift, prims.copysign, prims.div, prims.eq, prims.ne, prims.lt, prims.le,
+    prims.gt, prims.ge,
+):  # fmt: skip
+    _fn = getattr(torch, _prim.name)
+    PRIM_IMPLS[_prim] = [
+        Impl(_sym(f"torch.{_prim.name}"), check=_first_tensor),
+        Impl(_helper(scalar_first), translate=_with_fn(_fn)),
+    ]
+# ... and those whose torch function takes tensors only
+for _prim in (
+    prims.maximum, prims.minimum, prims.atan2, prims.hypot, prims.logical_and, prims.logical_or,
+    prims.logical_xor,
+):  # fmt: skip
+    _fn = getattr(torch, _prim.name)
+    PRIM_IMPLS[_prim] = [
+        Impl(_sym(f"torch.{_prim.name}"), check=_all_tensors),
+        Impl(_helper(numbers_as_tensors), translate=_with_fn(_fn)),
+    ]
 
 for _prim, _path in {
-    "where": "torch.where",
-    "clamp": "torch.clamp",
-    "reshape": "torch.reshape",
-    "transpose": "torch.permute",
-    "squeeze": "torch.squeeze",
-    "cat": "torch.cat",
-    "flip": "torch.flip",
-    "cumsum": "torch.cumsum",
-    "matmul": "torch.matmul",
-    "linear": "torch.nn.functional.linear",
-    "take_along_axis": "torch.take_along_dim",
-    "scatter_add": "torch.scatter_add",
-    "index_put": "torch.index_put",
-    "topk": "torch.topk",
-    "polygamma": "torch.polygamma",
+    prims.where: "torch.where",
+    prims.clamp: "torch.clamp",
+    prims.reshape: "torch.reshape",
+    prims.transpose: "torch.permute",
+    prims.squeeze: "torch.squeeze",
+    prims.cat: "torch.cat",
+    prims.flip: "torch.flip",
+    prims.cumsum: "torch.cumsum",
+    prims.matmul: "torch.matmul",
+    prims.linear: "torch.nn.functional.linear",
+    prims.take_along_axis: "torch.take_along_dim",
+    prims.scatter_add: "torch.scatter_add",
+    prims.scatter: "torch.scatter",
+    prims.index_put: "torch.index_put",
+    prims.topk: "torch.topk",
+    prims.polygamma: "torch.polygamma",
 }.items():
-    PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_sym(_path))]
-for _prim, _helper_name in {
-    "broadcast_in_dim": "broadcast_in_dim",
-    "slice": "slice_prim",
-    "take": "take",
-    "index_copy": "index_copy",
-    "sum": "sum",
-    "prod": "prod",
-    "amax": "amax",
-    "amin": "amin",
-    "argmax": "argmax",
-    "argmin": "argmin",
-    "var": "var",
-    "iota": "iota",
-    "full": "full",
-    "uniform": "uniform",
-    "copy_": "copy_",
-    "convert_element_type": "convert_element_type",
-    "convolution": "convolution",
-    "sort": "sort",
-    "max_pool": "max_pool",
-    "avg_pool": "avg_pool",
-    "adaptive_avg_pool": "adaptive_avg_pool",
-    "device_put": "device_put",
-    "convolution_backward": "convolution_backward",
-    "max_pool_backward": "max_pool_backward",
-    "avg_pool_backward": "avg_pool_backward",
-    "adaptive_avg_pool_backward": "adaptive_avg_pool_backward",
+    PRIM_IMPLS[_prim] = [Impl(_sym(_path))]
+for _prim, _fn in {
+    prims.broadcast_in_dim: broadcast_in_dim,
+    prims.slice_prim: slice_prim,
+    prims.take: take,
+    prims.index_copy: index_copy,
+    prims.scatter_reduce: scatter_reduce,
+    prims.sum: sum,
+    prims.prod: prod,
+    prims.amax: amax,
+    prims.amin: amin,
+    prims.argmax: argmax,
+    prims.argmin: argmin,
+    prims.var: var,
+    prims.iota: iota,
+    prims.full: full,
+    prims.uniform: uniform,
+    prims.copy_: copy_,
+    prims.convert_element_type: convert_element_type,
+    prims.convolution: convolution,
+    prims.sort: sort,
+    prims.max_pool: max_pool,
+    prims.avg_pool: avg_pool,
+    prims.adaptive_avg_pool: adaptive_avg_pool,
+    prims.device_put: device_put,
+    prims.convolution_backward: convolution_backward,
+    prims.max_pool_backward: max_pool_backward,
+    prims.avg_pool_backward: avg_pool_backward,
+    prims.adaptive_avg_pool_backward: adaptive_avg_pool_backward,
 }.items():
-    PRIM_IMPLS[f"prims.{_prim}"] = [Impl(_helper(_helper_name))]
+    PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
 # a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)
-PRIM_IMPLS["prims.sum"].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
+PRIM_IMPLS[prims.sum].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
 
 
 def _eager(impls: list[Impl]):
     """Run a prim outside a trace: the first implementation whose check passes."""
-    if len(impls) == 1:
-        return impls[0].symbol.impl
 
     def run(*args, **kwargs):
         for impl in impls:
             if impl.check is None or impl.check(*args, **kwargs):
+                if impl.translate is not None:
+                    bsym = BoundSymbol(impl.symbol, args, kwargs, None)
+                    args, kwargs = impl.translate(bsym)
                 return impl.symbol.impl(*args, **kwargs)
         raise AssertionError("the last implementation of a prim takes any arguments")
 
+    if len(impls) == 1 and impls[0].translate is None:
+        return impls[0].symbol.impl
     return run
 
 
-for _id, _impls in PRIM_IMPLS.items():
+for _prim, _impls in PRIM_IMPLS.items():
     for _impl in _impls:
-        executor.register(_id, _impl)
-    EAGER_IMPLS[_id] = _eager(_impls)
-
+        executor.register(_prim, _impl)
+    EAGER_IMPLS[_prim] = _eager(_impls)
 
 # Torch-language ops with no single public torch call, run whole by a helper above.
-LTORCH_HELPERS = {"ltorch.setitem": "setitem"}
-
-
-def register_ltorch_claims() -> None:
-    """Claim every torch-language op that names a ``torch_impl`` (called once ops are imported)."""
-    for sym in list(SYMBOLS.values()):
-        path = getattr(sym, "torch_impl", None)
-        if sym.module != "ltorch" or path is None or sym.id in executor.impls:
-            continue
-        executor.register(sym.id, Impl(_sym(path), check=sym.impl_check))
-    for sym_id, helper in LTORCH_HELPERS.items():
-        if sym_id in SYMBOLS and sym_id not in executor.impls:
-            executor.register(sym_id, Impl(_helper(helper)))
+executor.register(ltorch.setitem, Impl(_helper(setitem)))
 
 
 def unclaimed_prims() -> list[str]:
     """Prims the torch executor cannot run (tests keep this empty)."""
     return [
-        s
-        for s, sym in SYMBOLS.items()
-        if sym.module == "prims" and "python" not in sym.tags and s not in executor.impls
+        s.id for s in symbols_with(Tag.PRIM) if Tag.PYTHON not in s.tags and not executor.implementations(s)
     ]

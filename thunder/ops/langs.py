@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from thunder.core.symbol import Symbol, register
+from thunder.core.tags import Tag
 
 # torch callable (function, method descriptor) -> thunder callable
 TORCH_TO_THUNDER: dict = {}
@@ -33,16 +34,25 @@ def torchsymbol(
     *torch_fns,
     torch_impl: str | None = None,
     impl_check: Callable | None = None,
-    tags: tuple[str, ...] = (),
+    tags: tuple[Tag, ...] = (),
     name: str | None = None,
 ):
+    """Declare the decorated function as the decomposition of the op ``ltorch.<name>``."""
+
     def deco(fn: Callable) -> Symbol:
-        sym = register(Symbol(name or fn.__name__, "ltorch", fn=fn, tags=("ltorch", *tags)))
-        sym.torch_impl = torch_impl
-        sym.impl_check = impl_check
-        sym.torch_fns = torch_fns
         if torch_impl is not None:
             resolve_path(torch_impl)  # fail at import if the path is wrong
+        sym = register(
+            Symbol(
+                name or fn.__name__,
+                "ltorch",
+                decomposition=fn,
+                tags=(Tag.LTORCH, *tags),
+                module_path="thunder.ops.ltorch",
+                torch_impl=torch_impl,
+                impl_check=impl_check,
+            )
+        )
         _map(torch_fns, sym)
         return sym
 
@@ -75,6 +85,7 @@ def first_is_tensor(*args, **kwargs) -> bool:
 
 
 def all_symbols() -> list[Symbol]:
-    from thunder.core.symbol import SYMBOLS
+    """Every torch-language op."""
+    from thunder.core.symbol import symbols_with
 
-    return [s for s in SYMBOLS.values() if s.module == "ltorch"]
+    return list(symbols_with(Tag.LTORCH))

@@ -8,6 +8,7 @@ broadcast and promote like torch, so a decomposition needs no explicit casts.
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 from numbers import Number
 
@@ -15,6 +16,7 @@ import torch
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol, register
+from thunder.core.tags import Tag
 from thunder.ops.meta import (
     ShapeError,
     broadcast_shapes,
@@ -29,21 +31,30 @@ from thunder.ops.meta import (
 )
 
 
-def _prim(name: str, meta, *tags: str) -> Symbol:
-    return register(Symbol(name, "prims", meta=meta, tags=("prim", *tags)))
+def _prim(name: str, meta, *tags: Tag) -> Symbol:
+    return register(Symbol(name, "prims", meta=meta, tags=(Tag.PRIM, *tags), module_path=__name__))
+
+
+class Rule(enum.Enum):
+    """The result dtype of an elementwise prim."""
+
+    SAME = "same"  # the (promoted) input dtype
+    FLOAT = "float"  # integers and bools compute in the default float dtype
+    BOOL = "bool"  # a predicate
+    REAL = "real"  # the real part's dtype of a complex input
 
 
 # -- elementwise unary --------------------------------------------------------------------
-def _unary_meta(name: str, rule: str):
+def _unary_meta(name: str, rule: Rule):
     def meta(a):
         if not is_tensor(a):
             raise ShapeError(f"prims.{name}: expected a tensor, got {type(a).__name__}")
         dt = dtype_of(a)
-        if rule == "bool":
+        if rule is Rule.BOOL:
             dt = torch.bool
-        elif rule == "float" and not (dt.is_floating_point or dt.is_complex):
+        elif rule is Rule.FLOAT and not (dt.is_floating_point or dt.is_complex):
             dt = torch.get_default_dtype()
-        elif rule == "real" and dt.is_complex:
+        elif rule is Rule.REAL and dt.is_complex:
             dt = torch.float32 if dt is torch.complex64 else torch.float64
         return new_tensor(shape_of(a), dt, a.meta_device if isinstance(a, TensorProxy) else a.device, a)
 
@@ -51,25 +62,61 @@ def _unary_meta(name: str, rule: str):
     return meta
 
 
-_UNARY = {
-    "same": "abs neg sign floor ceil round trunc bitwise_not clone",
-    "float": (
-        "exp exp2 expm1 log log1p log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh "
-        "atanh sqrt rsqrt reciprocal sigmoid erf erfc erfinv lgamma digamma"
-    ),
-    "bool": "isnan isinf isfinite signbit logical_not",
-    "real": "real imag",
-}
-# The "float" functions (exp, erf, roots, ...) cost far more per element than arithmetic:
-# tagged "transcendental", they are not recomputed in a backward to save memory (remat.py).
-for _rule, _names in _UNARY.items():
-    for _n in _names.split():
-        _costly = ("transcendental",) if _rule == "float" else ()
-        globals()[_n] = _prim(_n, _unary_meta(_n, _rule), "elementwise", "unary", *_costly)
+def elementwise_unary(name: str, rule: Rule) -> Symbol:
+    # The FLOAT functions (exp, erf, roots, ...) cost far more per element than arithmetic:
+    # tagged TRANSCENDENTAL, they are not recomputed in a backward to save memory (remat.py).
+    costly = (Tag.TRANSCENDENTAL,) if rule is Rule.FLOAT else ()
+    return _prim(name, _unary_meta(name, rule), Tag.ELEMENTWISE, Tag.UNARY, *costly)
+
+
+abs = elementwise_unary("abs", Rule.SAME)
+neg = elementwise_unary("neg", Rule.SAME)
+sign = elementwise_unary("sign", Rule.SAME)
+floor = elementwise_unary("floor", Rule.SAME)
+ceil = elementwise_unary("ceil", Rule.SAME)
+round = elementwise_unary("round", Rule.SAME)
+trunc = elementwise_unary("trunc", Rule.SAME)
+bitwise_not = elementwise_unary("bitwise_not", Rule.SAME)
+clone = elementwise_unary("clone", Rule.SAME)
+exp = elementwise_unary("exp", Rule.FLOAT)
+exp2 = elementwise_unary("exp2", Rule.FLOAT)
+expm1 = elementwise_unary("expm1", Rule.FLOAT)
+log = elementwise_unary("log", Rule.FLOAT)
+log1p = elementwise_unary("log1p", Rule.FLOAT)
+log2 = elementwise_unary("log2", Rule.FLOAT)
+log10 = elementwise_unary("log10", Rule.FLOAT)
+sin = elementwise_unary("sin", Rule.FLOAT)
+cos = elementwise_unary("cos", Rule.FLOAT)
+tan = elementwise_unary("tan", Rule.FLOAT)
+asin = elementwise_unary("asin", Rule.FLOAT)
+acos = elementwise_unary("acos", Rule.FLOAT)
+atan = elementwise_unary("atan", Rule.FLOAT)
+sinh = elementwise_unary("sinh", Rule.FLOAT)
+cosh = elementwise_unary("cosh", Rule.FLOAT)
+tanh = elementwise_unary("tanh", Rule.FLOAT)
+asinh = elementwise_unary("asinh", Rule.FLOAT)
+acosh = elementwise_unary("acosh", Rule.FLOAT)
+atanh = elementwise_unary("atanh", Rule.FLOAT)
+sqrt = elementwise_unary("sqrt", Rule.FLOAT)
+rsqrt = elementwise_unary("rsqrt", Rule.FLOAT)
+reciprocal = elementwise_unary("reciprocal", Rule.FLOAT)
+sigmoid = elementwise_unary("sigmoid", Rule.FLOAT)
+erf = elementwise_unary("erf", Rule.FLOAT)
+erfc = elementwise_unary("erfc", Rule.FLOAT)
+erfinv = elementwise_unary("erfinv", Rule.FLOAT)
+lgamma = elementwise_unary("lgamma", Rule.FLOAT)
+digamma = elementwise_unary("digamma", Rule.FLOAT)
+isnan = elementwise_unary("isnan", Rule.BOOL)
+isinf = elementwise_unary("isinf", Rule.BOOL)
+isfinite = elementwise_unary("isfinite", Rule.BOOL)
+signbit = elementwise_unary("signbit", Rule.BOOL)
+logical_not = elementwise_unary("logical_not", Rule.BOOL)
+real = elementwise_unary("real", Rule.REAL)
+imag = elementwise_unary("imag", Rule.REAL)
 
 
 # -- elementwise binary -------------------------------------------------------------------
-def _binary_meta(name: str, rule: str):
+def _binary_meta(name: str, rule: Rule):
     def meta(a, b):
         if not (is_tensor(a) or is_tensor(b)):
             raise ShapeError(f"prims.{name}: expected at least one tensor")
@@ -78,9 +125,9 @@ def _binary_meta(name: str, rule: str):
                 raise ShapeError(f"prims.{name}: expected a tensor or a number, got {type(x).__name__}")
         shape = broadcast_shapes(*(shape_of(x) for x in (a, b) if is_tensor(x)), op=f"prims.{name}")
         dt = result_dtype(a, b)
-        if rule == "bool":
+        if rule is Rule.BOOL:
             dt = torch.bool
-        elif rule == "float" and not (dt.is_floating_point or dt.is_complex):
+        elif rule is Rule.FLOAT and not (dt.is_floating_point or dt.is_complex):
             dt = torch.get_default_dtype()
         return new_tensor(shape, dt, common_device(f"prims.{name}", a, b), a, b)
 
@@ -88,17 +135,37 @@ def _binary_meta(name: str, rule: str):
     return meta
 
 
-_BINARY = {
-    "same": (
-        "add sub mul floor_divide remainder fmod pow maximum minimum bitwise_and bitwise_or "
-        "bitwise_xor bitwise_left_shift bitwise_right_shift copysign"
-    ),
-    "float": "div atan2 hypot",
-    "bool": "eq ne lt le gt ge logical_and logical_or logical_xor",
-}
-for _rule, _names in _BINARY.items():
-    for _n in _names.split():
-        globals()[_n] = _prim(_n, _binary_meta(_n, _rule), "elementwise", "binary")
+def elementwise_binary(name: str, rule: Rule) -> Symbol:
+    return _prim(name, _binary_meta(name, rule), Tag.ELEMENTWISE, Tag.BINARY)
+
+
+add = elementwise_binary("add", Rule.SAME)
+sub = elementwise_binary("sub", Rule.SAME)
+mul = elementwise_binary("mul", Rule.SAME)
+floor_divide = elementwise_binary("floor_divide", Rule.SAME)
+remainder = elementwise_binary("remainder", Rule.SAME)
+fmod = elementwise_binary("fmod", Rule.SAME)
+pow = elementwise_binary("pow", Rule.SAME)
+maximum = elementwise_binary("maximum", Rule.SAME)
+minimum = elementwise_binary("minimum", Rule.SAME)
+bitwise_and = elementwise_binary("bitwise_and", Rule.SAME)
+bitwise_or = elementwise_binary("bitwise_or", Rule.SAME)
+bitwise_xor = elementwise_binary("bitwise_xor", Rule.SAME)
+bitwise_left_shift = elementwise_binary("bitwise_left_shift", Rule.SAME)
+bitwise_right_shift = elementwise_binary("bitwise_right_shift", Rule.SAME)
+copysign = elementwise_binary("copysign", Rule.SAME)
+div = elementwise_binary("div", Rule.FLOAT)
+atan2 = elementwise_binary("atan2", Rule.FLOAT)
+hypot = elementwise_binary("hypot", Rule.FLOAT)
+eq = elementwise_binary("eq", Rule.BOOL)
+ne = elementwise_binary("ne", Rule.BOOL)
+lt = elementwise_binary("lt", Rule.BOOL)
+le = elementwise_binary("le", Rule.BOOL)
+gt = elementwise_binary("gt", Rule.BOOL)
+ge = elementwise_binary("ge", Rule.BOOL)
+logical_and = elementwise_binary("logical_and", Rule.BOOL)
+logical_or = elementwise_binary("logical_or", Rule.BOOL)
+logical_xor = elementwise_binary("logical_xor", Rule.BOOL)
 
 
 def _where_meta(cond, a, b):
@@ -107,14 +174,14 @@ def _where_meta(cond, a, b):
     return new_tensor(shape, result_dtype(a, b), common_device("prims.where", cond, a, b), a, b)
 
 
-where = _prim("where", _where_meta, "elementwise")
+where = _prim("where", _where_meta, Tag.ELEMENTWISE)
 
 
 def _clamp_meta(a, lo, hi):
     return new_tensor(shape_of(a), dtype_of(a), a.meta_device, a, lo, hi)
 
 
-clamp = _prim("clamp", _clamp_meta, "elementwise")
+clamp = _prim("clamp", _clamp_meta, Tag.ELEMENTWISE)
 
 
 # -- dtype and device ---------------------------------------------------------------------
@@ -122,7 +189,7 @@ def _convert_meta(a, dtype):
     return new_tensor(shape_of(a), dtype, a.meta_device, a)
 
 
-convert_element_type = _prim("convert_element_type", _convert_meta, "elementwise")
+convert_element_type = _prim("convert_element_type", _convert_meta, Tag.ELEMENTWISE)
 
 
 def _device_put_meta(a, device):
@@ -143,7 +210,7 @@ def _broadcast_in_dim_meta(a, shape, broadcast_dims):
     return new_tensor(tuple(shape), dtype_of(a), a.meta_device, a)
 
 
-broadcast_in_dim = _prim("broadcast_in_dim", _broadcast_in_dim_meta, "shape")
+broadcast_in_dim = _prim("broadcast_in_dim", _broadcast_in_dim_meta, Tag.SHAPE)
 
 
 def _reshape_meta(a, shape):
@@ -153,7 +220,7 @@ def _reshape_meta(a, shape):
     return new_tensor(tuple(shape), dtype_of(a), a.meta_device, a)
 
 
-reshape = _prim("reshape", _reshape_meta, "shape")
+reshape = _prim("reshape", _reshape_meta, Tag.SHAPE)
 
 
 def _transpose_meta(a, permutation):
@@ -163,7 +230,7 @@ def _transpose_meta(a, permutation):
     return new_tensor(tuple(s[p] for p in permutation), dtype_of(a), a.meta_device, a)
 
 
-transpose = _prim("transpose", _transpose_meta, "shape")
+transpose = _prim("transpose", _transpose_meta, Tag.SHAPE)
 
 
 def _slice_meta(a, start_indices, end_indices, strides=None):
@@ -177,7 +244,8 @@ def _slice_meta(a, start_indices, end_indices, strides=None):
     return new_tensor(tuple(out), dtype_of(a), a.meta_device, a)
 
 
-slice_prim = register(Symbol("slice", "prims", meta=_slice_meta, tags=("prim", "shape")))
+# bound as ``slice`` at the end of this file (``prims.slice`` in printed traces)
+slice_prim = _prim("slice", _slice_meta, Tag.SHAPE)
 
 
 def _squeeze_meta(a, dims):
@@ -188,7 +256,7 @@ def _squeeze_meta(a, dims):
     return new_tensor(tuple(x for i, x in enumerate(s) if i not in dims), dtype_of(a), a.meta_device, a)
 
 
-squeeze = _prim("squeeze", _squeeze_meta, "shape")
+squeeze = _prim("squeeze", _squeeze_meta, Tag.SHAPE)
 
 
 def _cat_meta(tensors, dim):
@@ -205,14 +273,14 @@ def _cat_meta(tensors, dim):
     return new_tensor(tuple(out), result_dtype(*tensors), common_device("prims.cat", *tensors), *tensors)
 
 
-cat = _prim("cat", _cat_meta, "shape")
+cat = _prim("cat", _cat_meta, Tag.SHAPE)
 
 
 def _flip_meta(a, dims):
     return new_tensor(shape_of(a), dtype_of(a), a.meta_device, a)
 
 
-flip = _prim("flip", _flip_meta, "shape")
+flip = _prim("flip", _flip_meta, Tag.SHAPE)
 
 
 # -- reductions ---------------------------------------------------------------------------
@@ -232,12 +300,12 @@ def _reduction_meta(name: str, rule: str):
     return meta
 
 
-sum = _prim("sum", _reduction_meta("sum", "sum"), "reduction")
-prod = _prim("prod", _reduction_meta("prod", "sum"), "reduction")
-amax = _prim("amax", _reduction_meta("amax", "same"), "reduction")
-amin = _prim("amin", _reduction_meta("amin", "same"), "reduction")
-argmax = _prim("argmax", _reduction_meta("argmax", "index"), "reduction")
-argmin = _prim("argmin", _reduction_meta("argmin", "index"), "reduction")
+sum = _prim("sum", _reduction_meta("sum", "sum"), Tag.REDUCTION)
+prod = _prim("prod", _reduction_meta("prod", "sum"), Tag.REDUCTION)
+amax = _prim("amax", _reduction_meta("amax", "same"), Tag.REDUCTION)
+amin = _prim("amin", _reduction_meta("amin", "same"), Tag.REDUCTION)
+argmax = _prim("argmax", _reduction_meta("argmax", "index"), Tag.REDUCTION)
+argmin = _prim("argmin", _reduction_meta("argmin", "index"), Tag.REDUCTION)
 
 
 def _var_meta(a, dims, *, correction):
@@ -249,7 +317,7 @@ def _var_meta(a, dims, *, correction):
     return new_tensor(tuple(x for i, x in enumerate(s) if i not in dims), dt, a.meta_device, a)
 
 
-var = _prim("var", _var_meta, "reduction")
+var = _prim("var", _var_meta, Tag.REDUCTION)
 
 
 def _cumsum_meta(a, dim, *, dtype=None):
@@ -259,7 +327,7 @@ def _cumsum_meta(a, dim, *, dtype=None):
     return new_tensor(shape_of(a), dt, a.meta_device, a)
 
 
-cumsum = _prim("cumsum", _cumsum_meta, "reduction")
+cumsum = _prim("cumsum", _cumsum_meta, Tag.REDUCTION)
 
 
 # -- linear algebra -----------------------------------------------------------------------
@@ -324,11 +392,49 @@ def _index_copy_meta(a, index, dim, src):
 index_copy = _prim("index_copy", _index_copy_meta)
 
 
+def _check_scatter(op: str, a, dim, index, src) -> None:
+    sa, si, ss = shape_of(a), shape_of(index), shape_of(src)
+    if dtype_of(index) is not torch.int64:
+        raise ShapeError(f"{op}: index must be an int64 tensor, got {dtype_of(index)}")
+    if not len(sa) == len(si) == len(ss):
+        raise ShapeError(f"{op}: input {sa}, index {si} and src {ss} must have the same number of dimensions")
+    for d, (n, i, m) in enumerate(zip(sa, si, ss)):
+        if i > m or (d != dim and i > n):
+            raise ShapeError(
+                f"{op}: index {si} is larger than src {ss} or input {sa} outside dimension {dim}"
+            )
+
+
 def _scatter_add_meta(a, dim, index, src):
+    _check_scatter("prims.scatter_add", a, dim, index, src)
     return new_tensor(shape_of(a), dtype_of(a), a.meta_device, a, src)
 
 
 scatter_add = _prim("scatter_add", _scatter_add_meta)
+
+
+def _scatter_meta(a, dim, index, src):
+    _check_scatter("prims.scatter", a, dim, index, src)
+    return new_tensor(shape_of(a), dtype_of(a), a.meta_device, a, src)
+
+
+# writes src[i] at a[index[i]] along ``dim`` (last write wins where indices repeat, as torch's
+# kernel does): a sum of one-hot terms cannot say which write wins, so this is a prim
+scatter = _prim("scatter", _scatter_meta)
+
+SCATTER_REDUCTIONS = ("prod", "amax", "amin")
+
+
+def _scatter_reduce_meta(a, dim, index, src, reduce, include_self):
+    if reduce not in SCATTER_REDUCTIONS:
+        raise ShapeError(f"prims.scatter_reduce: reduce must be one of {SCATTER_REDUCTIONS}, got {reduce!r}")
+    _check_scatter("prims.scatter_reduce", a, dim, index, src)
+    return new_tensor(shape_of(a), dtype_of(a), a.meta_device, a, src)
+
+
+# product, maximum or minimum of the values scattered to each position (and the input's own,
+# with ``include_self``); sums and means are compositions of ``scatter_add``
+scatter_reduce = _prim("scatter_reduce", _scatter_reduce_meta)
 
 
 def _index_put_meta(a, indices, values, accumulate):
@@ -355,21 +461,21 @@ def _full_meta(shape, fill_value, *, dtype, device):
     return new_tensor(tuple(shape), dtype, torch.device(device))
 
 
-full = _prim("full", _full_meta, "factory")
+full = _prim("full", _full_meta, Tag.FACTORY)
 
 
 def _iota_meta(length, *, start, step, dtype, device):
     return new_tensor((length,), dtype, torch.device(device))
 
 
-iota = _prim("iota", _iota_meta, "factory")
+iota = _prim("iota", _iota_meta, Tag.FACTORY)
 
 
 def _uniform_meta(shape, minval, maxval, *, dtype, device):
     return new_tensor(tuple(shape), dtype, torch.device(device))
 
 
-uniform = _prim("uniform", _uniform_meta, "factory", "random")
+uniform = _prim("uniform", _uniform_meta, Tag.FACTORY, Tag.RANDOM)
 
 
 # -- writes -------------------------------------------------------------------------------
@@ -379,7 +485,7 @@ def _copy_meta(src, dst):
     return None
 
 
-copy_ = _prim("copy_", _copy_meta, "inplace")
+copy_ = _prim("copy_", _copy_meta, Tag.INPLACE)
 
 
 # -- convolution and pooling ----------------------------------------------------------------
@@ -485,13 +591,16 @@ adaptive_avg_pool_backward = _prim("adaptive_avg_pool_backward", _pool_backward_
 
 
 def _polygamma_meta(n, a):
-    return _unary_meta("polygamma", "float")(a)
+    return _unary_meta("polygamma", Rule.FLOAT)(a)
 
 
 # the n-th derivative of digamma: the gradient of digamma (and of itself)
-polygamma = _prim("polygamma", _polygamma_meta, "elementwise", "transcendental")
+polygamma = _prim("polygamma", _polygamma_meta, Tag.ELEMENTWISE, Tag.TRANSCENDENTAL)
 
 
 # ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the
 # builtin ``slice`` shadowed.
-globals()["slice"] = slice_prim
+slice = slice_prim
+
+# The Python-level prims of prologues and epilogues print as ``prims.*`` too.
+from thunder.ops.python import *  # noqa: E402, F403

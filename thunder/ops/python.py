@@ -7,13 +7,26 @@ They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisit
 
 from __future__ import annotations
 
-from thunder.core.proxies import AnyProxy
+from thunder.core.printing import type_comment
+from thunder.core.proxies import AnyProxy, NumberProxy
 from thunder.core.symbol import Symbol, register
+from thunder.core.tags import Tag
 from thunder.core.trace import current_trace
 
 
-def _python_prim(name: str, meta, *tags: str) -> Symbol:
-    return register(Symbol(name, "prims", meta=meta, tags=("prim", "python", *tags)))
+def _python_prim(name: str, meta, *tags: Tag, printer=None, imports: tuple[str, ...] | None = None) -> Symbol:
+    # printed as ``prims.<name>`` (``thunder.ops.prims`` re-exports these)
+    return register(
+        Symbol(
+            name,
+            "prims",
+            meta=meta,
+            tags=(Tag.PRIM, Tag.PYTHON, *tags),
+            printer=printer,
+            imports=imports,
+            module_path="thunder.ops.prims",
+        )
+    )
 
 
 # Unpacking: acquisition makes these BoundSymbols itself, because it names the output proxy
@@ -22,27 +35,45 @@ def _unpack_meta(container, key):
     raise RuntimeError("thunder: unpack BoundSymbols are made by acquisition, not by calling the symbol")
 
 
-unpack_item = _python_prim("unpack_item", _unpack_meta, "unpack")
-unpack_attr = _python_prim("unpack_attr", _unpack_meta, "unpack")
-unpack_param = _python_prim("unpack_param", _unpack_meta, "unpack")
-unpack_buffer = _python_prim("unpack_buffer", _unpack_meta, "unpack")
-unpack_submodule = _python_prim("unpack_submodule", _unpack_meta, "unpack")
+def _print_unpack(bsym, printer) -> str:
+    container, key = bsym.args
+    line = f"{bsym.output.name} = {bsym.sym.id}({printer.value(container)}, {printer.value(key)})"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
+unpack_item = _python_prim("unpack_item", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",))
+unpack_attr = _python_prim("unpack_attr", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",))
+unpack_param = _python_prim(
+    "unpack_param", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",)
+)
+unpack_buffer = _python_prim(
+    "unpack_buffer", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",)
+)
+unpack_submodule = _python_prim(
+    "unpack_submodule", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",)
+)
 
 
 def _no_output(*args, **kwargs):
     return None
 
 
-check_len = _python_prim("check_len", _no_output, "prologue_check")
-check_keys = _python_prim("check_keys", _no_output, "prologue_check")
-check_tensor = _python_prim("check_tensor", _no_output, "prologue_check")
-check_literal = _python_prim("check_literal", _no_output, "prologue_check")
-check_type = _python_prim("check_type", _no_output, "prologue_check")
-check_is = _python_prim("check_is", _no_output, "prologue_check")
-check_grad_enabled = _python_prim("check_grad_enabled", _no_output, "prologue_check")
-check_default_dtype = _python_prim("check_default_dtype", _no_output, "prologue_check")
+check_len = _python_prim("check_len", _no_output, Tag.PROLOGUE_CHECK)
+check_keys = _python_prim("check_keys", _no_output, Tag.PROLOGUE_CHECK)
+check_tensor = _python_prim("check_tensor", _no_output, Tag.PROLOGUE_CHECK)
+check_literal = _python_prim("check_literal", _no_output, Tag.PROLOGUE_CHECK)
+check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
+check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
+check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
+check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
+COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
+check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
-check_hasattr = _python_prim("check_hasattr", _no_output, "prologue_check")
+check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 
 
 def _setattr_meta(obj, name, value):
@@ -50,10 +81,10 @@ def _setattr_meta(obj, name, value):
 
 
 # Epilogue write-backs onto the user's objects.
-python_setattr = _python_prim("python_setattr", _setattr_meta, "writeback")
-python_setitem = _python_prim("python_setitem", _setattr_meta, "writeback")
-python_delattr = _python_prim("python_delattr", _no_output, "writeback")
-python_delitem = _python_prim("python_delitem", _no_output, "writeback")
+python_setattr = _python_prim("python_setattr", _setattr_meta, Tag.WRITEBACK)
+python_setitem = _python_prim("python_setitem", _setattr_meta, Tag.WRITEBACK)
+python_delattr = _python_prim("python_delattr", _no_output, Tag.WRITEBACK)
+python_delitem = _python_prim("python_delitem", _no_output, Tag.WRITEBACK)
 
 
 def _new_any(cls):
@@ -65,69 +96,102 @@ def _construct_meta(cls, *args, **kwargs):
     return _new_any(cls)
 
 
-# ``any0 = __main___MyContainer(res=t0, num=1)``: printed as a call of the class itself.
-construct = _python_prim("construct", _construct_meta, "dataclass_new")
-
-
-def _print_construct(bsym, printer) -> str:
+def print_construct(bsym, printer) -> str:
     cls, *args = bsym.args
     call = printer.call(printer.value(cls), args, bsym.kwargs)
     return f"{bsym.output.name} = {call}"
 
 
-construct.printer = _print_construct
+# ``any0 = __main___MyContainer(res=t0, num=1)``: printed as a call of the class itself.
+construct = _python_prim("construct", _construct_meta, Tag.DATACLASS_NEW, printer=print_construct)
 
 # A dataclass that calling the class would not rebuild exactly (frozen with __post_init__,
 # ``init=False`` fields, extra attributes): ``object.__new__`` and one setattr per attribute.
-dataclass_new = _python_prim("dataclass_new", _construct_meta, "dataclass_new")
+dataclass_new = _python_prim("dataclass_new", _construct_meta, Tag.DATACLASS_NEW)
 # A mapping dataclass (transformers' ModelOutput) whose keys differ from what its
 # constructor makes: ``r = cls()`` then ``r[k] = v`` in the recorded order, then attributes.
-mapping_new = _python_prim("mapping_new", _construct_meta, "dataclass_new")
+mapping_new = _python_prim("mapping_new", _construct_meta, Tag.DATACLASS_NEW)
 
 
-def _print_unpack(bsym, printer) -> str:
-    container, key = bsym.args
-    from thunder.core.printing import type_comment
-
-    line = f"{bsym.output.name} = {bsym.sym.id}({printer.value(container)}, {printer.value(key)})"
-    c = type_comment([bsym.output])
-    return f"{line}  # {c}" if c else line
-
-
-for _s in (unpack_item, unpack_attr, unpack_param, unpack_buffer, unpack_submodule):
-    _s.printer = _print_unpack
+# An object of a Python class made inside the function (a transformers DynamicCache):
+# ``object.__new__(cls)`` (no ``__init__``) with its attributes set in order, as keywords
+# (``any1 = pythonex.object_new(C, keys=t0, is_initialized=True)``).
+object_new = _python_prim("object_new", _construct_meta, Tag.DATACLASS_NEW)
+# One attribute of an object that takes part in a reference cycle, set once both exist.
+object_setattr = _python_prim("object_setattr", _setattr_meta, Tag.DATACLASS_NEW)
 
 
-def _print_del(bsym, printer) -> str:
+def print_del(bsym, printer) -> str:
     return "del " + ", ".join(p.name for p in bsym.args)
 
 
-python_del = _python_prim("python_del", _no_output, "del")
-python_del.printer = _print_del
+python_del = _python_prim("python_del", _no_output, Tag.DEL, printer=print_del)
 
 
-def _print_unpack_captured(bsym, printer) -> str:
-    from thunder.core.printing import type_comment
-
+def print_captured(bsym, printer) -> str:
     line = f"{bsym.output.name} = {printer.value(bsym.args[0])}"
     c = type_comment([bsym.output])
     return f"{line}  # {c}" if c else line
 
 
 # A tensor captured from a closure or a global: the prologue refers to it by name.
-unpack_captured = _python_prim("unpack_captured", _unpack_meta, "unpack")
-unpack_captured.printer = _print_unpack_captured
+unpack_captured = _python_prim("unpack_captured", _unpack_meta, Tag.UNPACK, printer=print_captured)
+
+
+# Tensor subclasses (thunder/core/subclass.py): the prologue checks a subclass input and
+# flattens it into its inner tensors; a subclass value is rebuilt from them with the class's
+# own ``__tensor_unflatten__``. The class prints under its own name (``ScaleTensor``).
+def _flatten_meta(x):
+    return tuple(x.inner.values())
+
+
+# ``(x__x, x__scale) = prims.flatten_tensor_subclass(x)``: the inner tensors, in the order
+# ``__tensor_flatten__`` lists them.
+flatten_tensor_subclass = _python_prim("flatten_tensor_subclass", _flatten_meta, Tag.FLATTEN_TENSOR_SUBCLASS)
+
+
+def _subclass_args(bsym, printer) -> str:
+    from thunder.core.subclass import subclass_name
+
+    return ", ".join(
+        subclass_name(printer, a) if isinstance(a, type) else printer.value(a) for a in bsym.args
+    )
+
+
+def print_unflatten(bsym, printer) -> str:
+    line = f"{bsym.output.name} = {bsym.sym.id}({_subclass_args(bsym, printer)})"
+    return f"{line}  # {type_comment([bsym.output])}"
+
+
+def print_subclass_check(bsym, printer) -> str:
+    return f"{bsym.sym.id}({_subclass_args(bsym, printer)})"
+
+
+def _unflatten_meta(cls, inner, ctx, size, stride):
+    raise RuntimeError(
+        "thunder: unflatten_tensor_subclass BoundSymbols are made by acquisition and the flattening pass"
+    )
+
+
+# ``t0 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t3, '_scale': t1}, ctx, size, stride)``:
+# made by acquisition and the flattening pass, which name the subclass value they rebuild.
+unflatten_tensor_subclass = _python_prim(
+    "unflatten_tensor_subclass",
+    _unflatten_meta,
+    Tag.UNFLATTEN_TENSOR_SUBCLASS,
+    printer=print_unflatten,
+    imports=("prims",),
+)
+# ``prims.check_tensor_subclass(x, ScaleTensor, (2, 2), torch.float32, device, False, ('_x', '_scale'), ctx)``:
+# the exact class, the outer metadata and what ``__tensor_flatten__`` gives (names, context).
+check_tensor_subclass = _python_prim(
+    "check_tensor_subclass", _no_output, Tag.PROLOGUE_CHECK, printer=print_subclass_check, imports=("prims",)
+)
 
 
 # Integer arithmetic on numbers that change from call to call (a step counter read from an
-# input and written back): ``i1 = i0 + 1``.
-NUMBER_OPS = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "floordiv": "//",
-    "mod": "%",
-}
+# input and written back): ``i1 = i0 + 1``. The Python operator each one prints as:
+NUMBER_OPERATORS: dict[str, str] = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
 
 
 def _number_meta(op: str):
@@ -136,8 +200,6 @@ def _number_meta(op: str):
     fn = getattr(operator, op)
 
     def meta(a, b):
-        from thunder.core.proxies import NumberProxy
-
         value = fn(getattr(a, "value", a), getattr(b, "value", b))
         return NumberProxy(current_trace().make_name("i"), value)
 
@@ -145,15 +207,29 @@ def _number_meta(op: str):
     return meta
 
 
-def number_printer(symbol: str):
-    def printer(bsym, p) -> str:
-        a, b = bsym.args
-        return f'{bsym.output.name} = {p.value(a)} {symbol} {p.value(b)}  # {bsym.output.name}: "int"'
-
-    return printer
+def print_number_op(bsym, p) -> str:
+    a, b = bsym.args
+    symbol = NUMBER_OPERATORS[bsym.sym.name.removeprefix("number_")]
+    return f'{bsym.output.name} = {p.value(a)} {symbol} {p.value(b)}  # {bsym.output.name}: "int"'
 
 
-for _op, _symbol in NUMBER_OPS.items():
-    _s = _python_prim(f"number_{_op}", _number_meta(_op), "number")
-    _s.printer = number_printer(_symbol)
-    globals()[f"number_{_op}"] = _s
+def _number_op(op: str) -> Symbol:
+    return _python_prim(f"number_{op}", _number_meta(op), Tag.NUMBER, printer=print_number_op)
+
+
+number_add = _number_op("add")
+number_sub = _number_op("sub")
+number_mul = _number_op("mul")
+number_floordiv = _number_op("floordiv")
+number_mod = _number_op("mod")
+# by the name of the ``operator`` function (``DynamicInt`` records ``d + 1`` as ``number_add``)
+NUMBER_OPS: dict[str, Symbol] = {
+    "add": number_add,
+    "sub": number_sub,
+    "mul": number_mul,
+    "floordiv": number_floordiv,
+    "mod": number_mod,
+}
+
+# what ``thunder.ops.prims`` re-exports: the symbols above
+__all__ = [name for name, value in dict(globals()).items() if isinstance(value, Symbol)]

@@ -26,12 +26,15 @@ from collections.abc import Callable
 
 import torch
 
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import Symbol, SymbolTable
 from thunder.ops import ltorch, prims
 from thunder.ops.ltorch import nn as lnn
 from thunder.ops.meta import device_of, dtype_of, is_tensor, shape_of
 
-VJPS: dict[Symbol, Callable] = {}
+VJPS = SymbolTable(
+    "the VJP rules",
+    hint="add a rule to thunder/ops/vjp.py, or declare the prim in NON_DIFFERENTIABLE there",
+)
 
 _LOW_PRECISION = (torch.bfloat16, torch.float16)
 
@@ -490,6 +493,89 @@ def _scatter_add(g, out, a, dim, index, src):
     return g, None, None, prims.take_along_axis(g, index, dim)
 
 
+@_rule(prims.real)
+def _real(g, out, a):
+    return (prims.convert_element_type(g, dtype_of(a)),)
+
+
+@_rule(prims.imag)
+def _imag(g, out, a):
+    """As torch: the gradient of the imaginary part is ``g * 1j``."""
+    return (prims.mul(prims.convert_element_type(g, dtype_of(a)), 1j),)
+
+
+@_rule(prims.scatter)
+def _scatter(g, out, a, dim, index, src):
+    """As torch: the written positions get no gradient in ``a``; every ``src`` element gets
+    the gradient of the position it was written to (also where a repeated index lost)."""
+    ga = prims.scatter(g, dim, index, _zeros(shape_of(src), g))
+    return ga, None, None, prims.take_along_axis(g, index, dim)
+
+
+@_rule(prims.scatter_reduce)
+def _scatter_reduce(g, out, a, dim, index, src, reduce, include_self):
+    """amax/amin: the gradient shared evenly among the values equal to the result (the
+    input's own only with ``include_self``; a position nothing was scattered to keeps its
+    value and its gradient). prod: the product of the other values at that position, exact
+    where values are zero (a count of zeros, not a division by them)."""
+    scattered = prims.scatter_add(
+        _zeros(shape_of(a), g),
+        dim,
+        index,
+        prims.full(shape_of(src), 1, dtype=dtype_of(g), device=device_of(g)),
+    )
+    hit = prims.gt(scattered, 0)
+    if reduce in ("amax", "amin"):
+        at_src = prims.take_along_axis(out, index, dim)
+        src_wins = prims.convert_element_type(prims.eq(src, at_src), dtype_of(g))
+        self_wins = prims.convert_element_type(prims.eq(a, out), dtype_of(g))
+        if not include_self:
+            self_wins = prims.where(hit, 0, self_wins)
+        count = prims.scatter_add(self_wins, dim, index, src_wins)
+        share = prims.div(g, prims.where(prims.eq(count, 0), 1, count))
+        ga = prims.mul(share, self_wins)
+        return ga, None, None, prims.mul(prims.take_along_axis(share, index, dim), src_wins), None, None
+    # prod
+    one = prims.full(shape_of(src), 1, dtype=dtype_of(src), device=device_of(src))
+    src_zero, a_zero = prims.eq(src, 0), prims.eq(a, 0)
+    src_nz = prims.where(src_zero, one, src)
+    a_nz = prims.where(a_zero, 1, a)
+    if not include_self:
+        a_nz = prims.where(hit, 1, a_nz)
+        a_zero = prims.where(hit, False, a_zero)
+    nonzero_prod = prims.scatter_reduce(a_nz, dim, index, src_nz, "prod", True)
+    zeros = prims.scatter_add(
+        prims.convert_element_type(a_zero, dtype_of(g)),
+        dim,
+        index,
+        prims.convert_element_type(src_zero, dtype_of(g)),
+    )
+
+    def others(value, value_nz, is_zero, n_zeros, prod_nz):
+        # the product of the other values: prod/value without zeros, the nonzero product for
+        # the one zero, 0 when another zero remains
+        return prims.where(
+            prims.eq(n_zeros, 0),
+            prims.div(prod_nz, value_nz),
+            prims.where(prims.logical_and(is_zero, prims.eq(n_zeros, 1)), prod_nz, 0),
+        )
+
+    ga = prims.mul(g, others(a, a_nz, a_zero, zeros, nonzero_prod))
+    if not include_self:
+        ga = prims.where(hit, 0, g)
+    gsrc = prims.mul(
+        prims.take_along_axis(g, index, dim),
+        others(
+            src,
+            src_nz,
+            src_zero,
+            prims.take_along_axis(zeros, index, dim),
+            prims.take_along_axis(nonzero_prod, index, dim),
+        ),
+    )
+    return ga, None, None, gsrc, None, None
+
+
 @_rule(prims.index_put)
 def _index_put(g, out, a, indices, values, accumulate):
     ga = g if accumulate else prims.index_put(g, indices, _zeros(shape_of(values), g), False)
@@ -706,6 +792,24 @@ def _sdpa(
     return gq, gk, gv, gmask, None, None, None, None
 
 
+def _logaddexp_rule(exp: Callable):
+    """As torch: ``g / (1 + exp(b - a))`` for ``a`` (nan where both are the same infinity,
+    where the decomposition's safe form would give 1/2)."""
+
+    def rule(g, out, a, b):
+        if not (is_tensor(a) and is_tensor(b)):
+            return NotImplemented
+        ga = prims.div(g, prims.add(exp(prims.sub(b, a)), 1))
+        gb = prims.div(g, prims.add(exp(prims.sub(a, b)), 1))
+        return ga, gb
+
+    return rule
+
+
+VJPS[ltorch.logaddexp] = _logaddexp_rule(prims.exp)
+VJPS[ltorch.logaddexp2] = _logaddexp_rule(prims.exp2)
+
+
 @_rule(ltorch.xlogy)
 def _xlogy(g, out, a, b):
     """As torch: d/da is log(b), 0 where a is 0 (nan where b is nan), without the 0 * -inf
@@ -714,3 +818,21 @@ def _xlogy(g, out, a, b):
         return NotImplemented
     d = prims.where(prims.isnan(b), b, prims.where(prims.eq(a, 0), 0, prims.log(b)))
     return prims.mul(g, d), prims.div(prims.mul(g, a), b)
+
+
+# Prims whose outputs never carry a gradient: comparisons, bit operations, indices, values
+# made from nothing or at random, the write of a value into an input (the grad pass moves
+# write-backs out of the forward; the caller copies with autograd on), and the windowed ops'
+# backward kernels (a backward of a backward: double backward is refused). The tests check
+# that every other prim has a rule.
+NON_DIFFERENTIABLE = frozenset(
+    {
+        prims.bitwise_not, prims.isnan, prims.isinf, prims.isfinite, prims.signbit,
+        prims.logical_not, prims.bitwise_and, prims.bitwise_or, prims.bitwise_xor,
+        prims.bitwise_left_shift, prims.bitwise_right_shift, prims.eq, prims.ne, prims.lt,
+        prims.le, prims.gt, prims.ge, prims.logical_and, prims.logical_or, prims.logical_xor,
+        prims.argmax, prims.argmin, prims.full, prims.iota, prims.uniform, prims.copy_,
+        prims.convolution_backward, prims.max_pool_backward, prims.avg_pool_backward,
+        prims.adaptive_avg_pool_backward,
+    }
+)  # fmt: skip

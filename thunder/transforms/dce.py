@@ -16,26 +16,19 @@ After::
 
 from __future__ import annotations
 
-from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import proxy_names
+from thunder.core.tags import EFFECT_TAGS
 from thunder.core.trace import Trace
-
-# Symbol tags that mark an effect: such BoundSymbols are never removed.
-EFFECT_TAGS = frozenset({"inplace", "writeback", "prologue_check", "random_seed"})
-
-
-def _names(x) -> set[str]:
-    return {p.name for p in tree_leaves(x) if isinstance(p, (TensorProxy, Proxy))}
 
 
 def dce(trace: Trace) -> Trace:
     out = trace.derive("Dead Code Elimination")
-    needed = _names(trace.output)
+    needed = proxy_names(trace.output)
     kept = []
     for bsym in reversed(trace.bound_symbols):
-        outs = _names(bsym.output)
+        outs = proxy_names(bsym.output)
         if (bsym.sym.tags | bsym.tags) & EFFECT_TAGS or outs & needed:
             kept.append(bsym)
-            needed |= _names((bsym.args, bsym.kwargs))
+            needed |= proxy_names((bsym.args, bsym.kwargs))
     out.bound_symbols = kept[::-1]
     return out

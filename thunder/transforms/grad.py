@@ -36,18 +36,16 @@ import inspect
 
 import torch
 
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import ThunderError, at
 from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
 from thunder.ops.vjp import VJPS
 from thunder.transforms.dce import dce
-
-# Tags of a BoundSymbol that hold for its decomposition too when it is opened.
-_INHERITED_TAGS = frozenset({"no_grad", "enable_grad"})
 
 
 class NoVJPError(ThunderError, NotImplementedError):
@@ -58,35 +56,13 @@ def _requires_grad(p) -> bool:
     return isinstance(p, TensorProxy) and p.meta_requires_grad
 
 
-def proxies(x) -> list:
-    """The proxies in ``x`` (nested tuples, lists, dicts, slices), in order: the part of a
-    pytree flatten these passes need, several times cheaper (they call it on every
-    BoundSymbol of a model)."""
-    out: list = []
-    _collect(x, out)
-    return out
-
-
-def _collect(x, out: list) -> None:
-    if isinstance(x, (TensorProxy, Proxy)):
-        out.append(x)
-    elif isinstance(x, (tuple, list)):
-        for v in x:
-            _collect(v, out)
-    elif isinstance(x, dict):
-        for v in x.values():
-            _collect(v, out)
-    elif isinstance(x, slice):
-        _collect((x.start, x.stop, x.step), out)
-
-
 def _names(x) -> set[str]:
-    return {p.name for p in proxies(x)}
+    return {p.name for p in proxies_in(x)}
 
 
 def _writebacks(trace: Trace) -> list[BoundSymbol]:
     """Top-level write-backs into inputs (``prims.copy_(src, dst)`` made by the frontend)."""
-    return [b for b in trace.bound_symbols if "writeback" in b.tags]
+    return [b for b in trace.bound_symbols if Tag.WRITEBACK in b.tags]
 
 
 def differentiable_outputs(outputs, args) -> list[TensorProxy]:
@@ -111,7 +87,7 @@ def needs_grad(trace: Trace) -> bool:
 @functools.cache
 def _signature(sym: Symbol) -> inspect.Signature | None:
     try:
-        sig = inspect.signature(sym.fn)
+        sig = inspect.signature(sym.decomposition)
     except (TypeError, ValueError):
         return None
     if any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
@@ -122,7 +98,7 @@ def _signature(sym: Symbol) -> inspect.Signature | None:
 def _bound_args(bsym: BoundSymbol) -> tuple[tuple, dict]:
     """A torch-language op's arguments bound to its signature (every parameter before ``*``
     positional, defaults filled in), as its rule receives them."""
-    sig = _signature(bsym.sym) if bsym.sym.fn is not None and bsym.sym.meta is None else None
+    sig = _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else None
     if sig is None:
         return bsym.args, bsym.kwargs
     bound = sig.bind(*bsym.args, **bsym.kwargs)
@@ -163,7 +139,7 @@ class _Backprop:
 
     def run(self, bsyms: list[BoundSymbol], top: BoundSymbol | None) -> None:
         for b in reversed(bsyms):
-            outs = [o for o in proxies(b.output) if isinstance(o, TensorProxy)]
+            outs = [o for o in proxies_in(b.output) if isinstance(o, TensorProxy)]
             if not any(o.name in self.cot for o in outs):
                 continue
             t = top or b
@@ -207,19 +183,20 @@ class _Backprop:
         return True
 
     def _annotate(self, start: int, b: BoundSymbol, top: BoundSymbol) -> None:
-        """Mark what ``b``'s rule recorded: part of the backward, from the user's line of the
-        forward op it differentiates (named by that op's outputs, stable across passes)."""
+        """Mark what ``b``'s rule recorded: part of the backward, from the user's line (and
+        module call) of the forward op it differentiates (named by that op's outputs, stable across passes)."""
         key = output_names(top)
         for r in self.joint.bound_symbols[start:]:
-            r.tags = r.tags | {"backward"}
+            r.tags = r.tags | {Tag.BACKWARD}
             r.source = top.source
+            r.scope = top.scope
             r.info["differentiates"] = key
             r.info["vjp"] = b.sym.id
 
 
 def output_names(bsym: BoundSymbol) -> tuple[str, ...]:
     """How a forward BoundSymbol is named in ``info``: its outputs' names, which every pass keeps."""
-    return tuple(p.name for p in proxies(bsym.output))
+    return tuple(p.name for p in proxies_in(bsym.output))
 
 
 def _leaves(bsym: BoundSymbol) -> list[BoundSymbol]:
@@ -230,8 +207,10 @@ def _leaves(bsym: BoundSymbol) -> list[BoundSymbol]:
 
 
 def _open(bsym: BoundSymbol) -> list[BoundSymbol]:
-    inherited = bsym.tags & _INHERITED_TAGS
-    return [s.from_bsym(source=s.source or bsym.source, tags=s.tags | inherited) for s in bsym.subsymbols]
+    return [
+        s.from_bsym(source=s.source or bsym.source, tags=inherit(s.tags, bsym.tags, GRAD_MODE_TAGS))
+        for s in bsym.subsymbols
+    ]
 
 
 def _slice(wanted: set[str], leaves: list[BoundSymbol], available: set[str]) -> list[BoundSymbol]:
@@ -279,7 +258,7 @@ def _resolve_intermediates(
         recompute, opened = {}, []
         for i, wanted in groups.items():
             chosen = _slice(wanted, _leaves(forward[i]), available)
-            if any("random" in c.sym.tags for c in chosen):
+            if any(Tag.RANDOM in c.sym.tags for c in chosen):
                 opened.append(i)
             else:
                 recompute[i] = chosen
@@ -297,7 +276,7 @@ def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forwar
         key = output_names(top)
         copies = [
             c.from_bsym(
-                tags=c.tags | {"backward", "recomputed"},
+                tags=c.tags | {Tag.BACKWARD, Tag.RECOMPUTED},
                 source=c.source or top.source,
                 info={**c.info, "recomputes": key},
             )
@@ -318,7 +297,7 @@ def differentiate(trace: Trace) -> Trace:
     joint = trace.derive("Grad (joint forward and backward)")
     joint.name = "joint"
     writebacks = _writebacks(trace)
-    forward = [b for b in trace.bound_symbols if "writeback" not in b.tags]
+    forward = [b for b in trace.bound_symbols if Tag.WRITEBACK not in b.tags]
     outputs = tuple(trace.output) + tuple(b.args[0] for b in writebacks)
     arg_names = [getattr(p, "name", None) for p in trace.args]
     joint.info["writebacks"] = [

@@ -25,10 +25,10 @@ After (``t1`` recomputed from ``t0``)::
 
 from __future__ import annotations
 
+from thunder.core.proxies import proxies_in
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import EFFECT_TAGS, Tag
 from thunder.core.trace import Trace
-from thunder.transforms.dce import EFFECT_TAGS
-from thunder.transforms.grad import proxies
 
 
 def _leaves(b: BoundSymbol) -> list[BoundSymbol]:
@@ -40,25 +40,25 @@ def _recomputable(b: BoundSymbol) -> bool:
     transcendental prim in it (an erf per element costs more than the memory it saves, when
     the recomputation is not fused into the backward's kernels)."""
     tags = b.sym.tags | b.tags
-    if "elementwise" not in tags or tags & (EFFECT_TAGS | {"random"}) or len(proxies(b.output)) != 1:
+    if Tag.ELEMENTWISE not in tags or tags & (EFFECT_TAGS | {Tag.RANDOM}) or len(proxies_in(b.output)) != 1:
         return False
-    return not any(leaf.sym.tags & {"transcendental", "random"} for leaf in _leaves(b))
+    return not any(leaf.sym.tags & {Tag.TRANSCENDENTAL, Tag.RANDOM} for leaf in _leaves(b))
 
 
 def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     outputs, saved = fw.output
-    returned = {p.name for p in proxies(outputs)}
-    inputs = {p.name: p for p in proxies(fw.args)}
+    returned = {p.name for p in proxies_in(outputs)}
+    inputs = {p.name: p for p in proxies_in(fw.args)}
     saved_names = {p.name for p in saved}
     recompute: dict[str, BoundSymbol] = {}
     extra_inputs: list = []
     for b in fw.bound_symbols:
         if not _recomputable(b):
             continue
-        (v,) = proxies(b.output)
+        (v,) = proxies_in(b.output)
         if v.name not in saved_names or v.name in returned:
             continue
-        args = proxies((b.args, b.kwargs))
+        args = proxies_in((b.args, b.kwargs))
         if all(a.name in inputs or a.name in saved_names for a in args):
             recompute[v.name] = b
             extra_inputs += [a for a in args if a.name in inputs and a.name not in saved_names]
@@ -68,7 +68,9 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     saved_names -= set(recompute)
     order = {
         p.name: i
-        for i, p in enumerate(proxies(fw.args) + [p for b in fw.bound_symbols for p in proxies(b.output)])
+        for i, p in enumerate(
+            proxies_in(fw.args) + [p for b in fw.bound_symbols for p in proxies_in(b.output)]
+        )
     }
     new_saved = sorted(
         {p.name: p for p in list(saved) + extra_inputs if p.name in saved_names}.values(),
@@ -79,8 +81,10 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     new_fw.output = (outputs, tuple(new_saved))
     new_fw.bound_symbols = []
     for b in fw.bound_symbols:
-        names = {p.name for p in proxies(b.output)}
-        tags = (b.tags - {"saved_for_backward"}) | ({"saved_for_backward"} if names & saved_names else set())
+        names = {p.name for p in proxies_in(b.output)}
+        tags = (b.tags - {Tag.SAVED_FOR_BACKWARD}) | (
+            {Tag.SAVED_FOR_BACKWARD} if names & saved_names else set()
+        )
         new_fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
     new_fw.info["saved_for_backward"] = [p.name for p in new_saved]
     new_fw.info["rematerialized"] = sorted(recompute, key=lambda n: order[n])
@@ -97,20 +101,20 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
             return
         emitted.add(name)
         b = recompute[name]
-        for a in proxies((b.args, b.kwargs)):
+        for a in proxies_in((b.args, b.kwargs)):
             emit(a.name)
         body.append(
             b.from_bsym(
-                tags=(b.tags - {"saved_for_backward"}) | {"backward", "recomputed"},
+                tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
                 info={**b.info, "recomputes": (name,)},
             )
         )
 
     for b in bw.bound_symbols:
-        for a in proxies((b.args, b.kwargs)):
+        for a in proxies_in((b.args, b.kwargs)):
             emit(a.name)
         body.append(b)
-    for p in proxies(bw.output):
+    for p in proxies_in(bw.output):
         emit(p.name)
     new_bw.bound_symbols = body
     return new_fw, new_bw

@@ -23,22 +23,25 @@ After::
 
 from __future__ import annotations
 
+from thunder.core.proxies import proxies_in
+from thunder.core.tags import Tag
 from thunder.core.trace import Trace
-from thunder.transforms.grad import proxies
 
 
 def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
-    fw_bsyms = [b for b in joint.bound_symbols if "backward" not in b.tags]
-    bw_bsyms = [b for b in joint.bound_symbols if "backward" in b.tags]
+    fw_bsyms = [b for b in joint.bound_symbols if Tag.BACKWARD not in b.tags]
+    bw_bsyms = [b for b in joint.bound_symbols if Tag.BACKWARD in b.tags]
     outputs, grads = joint.output
     n_ct = len(joint.info["cotangents"])
     fw_args, cotangents = joint.args[: len(joint.args) - n_ct], joint.args[len(joint.args) - n_ct :]
 
-    defined = {p.name for p in cotangents} | {p.name for b in bw_bsyms for p in proxies(b.output)}
-    used = {p.name for p in proxies(grads)} | {p.name for b in bw_bsyms for p in proxies((b.args, b.kwargs))}
+    defined = {p.name for p in cotangents} | {p.name for b in bw_bsyms for p in proxies_in(b.output)}
+    used = {p.name for p in proxies_in(grads)} | {
+        p.name for b in bw_bsyms for p in proxies_in((b.args, b.kwargs))
+    }
     wanted = used - defined
     saved, seen = [], set()
-    for p in proxies(fw_args) + [p for b in fw_bsyms for p in proxies(b.output)]:
+    for p in proxies_in(fw_args) + [p for b in fw_bsyms for p in proxies_in(b.output)]:
         if p.name in wanted and p.name not in seen:
             seen.add(p.name)
             saved.append(p)
@@ -52,9 +55,9 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     fw.bound_symbols = []
     for b in fw_bsyms:
         # the forward runs without autograd recording: an enable_grad block would record
-        tags = b.tags - {"enable_grad"}
-        if {p.name for p in proxies(b.output)} & names:
-            tags |= {"saved_for_backward"}
+        tags = b.tags - {Tag.ENABLE_GRAD}
+        if {p.name for p in proxies_in(b.output)} & names:
+            tags |= {Tag.SAVED_FOR_BACKWARD}
         fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
     fw.info["saved_for_backward"] = [p.name for p in saved]
 

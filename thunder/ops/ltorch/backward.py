@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.reductions import keep_dims
@@ -35,13 +36,13 @@ def _sum_keep(a, dims):
     return keep_dims(prims.sum(a, dims), shape_of(a), dims)
 
 
-@torchsymbol(torch_impl="torch.ops.aten.threshold_backward.default", tags=("elementwise", "backward_op"))
+@torchsymbol(torch_impl="torch.ops.aten.threshold_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
 def threshold_backward(grad_output, self, threshold):
     """``grad_output`` where ``self > threshold``, else 0 (relu's gradient, from its output)."""
     return prims.where(prims.gt(self, threshold), grad_output, 0)
 
 
-@torchsymbol(torch_impl="torch.ops.aten.gelu_backward.default", tags=("elementwise", "backward_op"))
+@torchsymbol(torch_impl="torch.ops.aten.gelu_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
 def gelu_backward(grad_output, self, *, approximate: str = "none"):
     g, x = _up(grad_output), _up(self)
     if approximate == "none":
@@ -61,7 +62,7 @@ def gelu_backward(grad_output, self, *, approximate: str = "none"):
     return _as(prims.mul(g, d), dtype_of(grad_output))
 
 
-@torchsymbol(torch_impl="torch.ops.aten.silu_backward.default", tags=("elementwise", "backward_op"))
+@torchsymbol(torch_impl="torch.ops.aten.silu_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
 def silu_backward(grad_output, self):
     g, x = _up(grad_output), _up(self)
     s = prims.sigmoid(x)
@@ -69,7 +70,7 @@ def silu_backward(grad_output, self):
     return _as(prims.mul(g, d), dtype_of(grad_output))
 
 
-@torchsymbol(torch_impl="torch.ops.aten._softmax_backward_data.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten._softmax_backward_data.default", tags=(Tag.BACKWARD_OP,))
 def softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
     """output * (grad - sum(grad * output)) along ``dim``, in ``input_dtype``."""
     g, y = _up(grad_output), _up(output)
@@ -77,7 +78,7 @@ def softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
     return _as(prims.mul(y, prims.sub(g, _sum_keep(prims.mul(g, y), (d,)))), input_dtype)
 
 
-@torchsymbol(torch_impl="torch.ops.aten._log_softmax_backward_data.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten._log_softmax_backward_data.default", tags=(Tag.BACKWARD_OP,))
 def log_softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
     """grad - exp(output) * sum(grad) along ``dim``, in ``input_dtype``."""
     g, y = _up(grad_output), _up(output)
@@ -85,7 +86,7 @@ def log_softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype
     return _as(prims.sub(g, prims.mul(prims.exp(y), _sum_keep(g, (d,)))), input_dtype)
 
 
-@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm_backward.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm_backward.default", tags=(Tag.BACKWARD_OP,))
 def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     """(grad input, grad weight, grad bias) of ``F.layer_norm``; ``mean``/``rstd`` have the
     input's shape with the normalized dims kept as 1. Weight and bias must be given (the
@@ -110,7 +111,7 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, b
     return _as(gi, dt), _as(gw, dtype_of(weight)), _as(gb, dtype_of(bias))
 
 
-@torchsymbol(torch_impl="torch.ops.aten.embedding_dense_backward.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten.embedding_dense_backward.default", tags=(Tag.BACKWARD_OP,))
 def embedding_backward(grad_output, indices, num_weights: int, padding_idx: int, scale_grad_by_freq: bool):
     """The weight's gradient of ``F.embedding``: rows summed by index; the ``padding_idx`` row
     (``-1``: none) gets none; with ``scale_grad_by_freq`` each row is divided by its count."""
@@ -129,7 +130,7 @@ def embedding_backward(grad_output, indices, num_weights: int, padding_idx: int,
     return prims.scatter_add(zeros, 0, prims.broadcast_in_dim(idx, (n, d), (0,)), g)
 
 
-@torchsymbol(torch_impl="torch.ops.aten.slice_backward.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten.slice_backward.default", tags=(Tag.BACKWARD_OP,))
 def slice_backward(grad_output, input_sizes, dim: int, start: int, end: int, step: int):
     """Zeros of ``input_sizes`` with ``grad_output`` in ``[start:end:step]`` along ``dim``."""
     s = shape_of(grad_output)
@@ -138,7 +139,7 @@ def slice_backward(grad_output, input_sizes, dim: int, start: int, end: int, ste
     return prims.scatter_add(zeros, dim, prims.broadcast_in_dim(idx, s, (dim,)), grad_output)
 
 
-@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm.default", tags=("backward_op",))
+@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm.default", tags=(Tag.BACKWARD_OP,))
 def native_layer_norm(input, normalized_shape, weight, bias, eps: float):
     """(``F.layer_norm``'s result, mean, 1/std), the statistics with the normalized dims kept
     as 1: what ``layer_norm_backward`` takes (one kernel, where var_mean is several times slower)."""

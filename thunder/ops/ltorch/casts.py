@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.meta import dtype_of
@@ -21,7 +22,9 @@ def _cast(dtype: torch.dtype, name: str):
         return prims.convert_element_type(a, dtype)
 
     op.__name__ = name
-    return torchsymbol(getattr(T, name), torch_impl=f"torch.Tensor.{name}", tags=("elementwise", "cast"))(op)
+    return torchsymbol(getattr(T, name), torch_impl=f"torch.Tensor.{name}", tags=(Tag.ELEMENTWISE, Tag.CAST))(
+        op
+    )
 
 
 float = _cast(torch.float32, "float")
@@ -33,7 +36,7 @@ long = _cast(torch.int64, "long")
 bool = _cast(torch.bool, "bool")
 
 
-@torchsymbol(T.type_as, torch_impl="torch.Tensor.type_as", tags=("elementwise", "cast"))
+@torchsymbol(T.type_as, torch_impl="torch.Tensor.type_as", tags=(Tag.ELEMENTWISE, Tag.CAST))
 def type_as(a, other):
     dt = dtype_of(other)
     return a if dtype_of(a) is dt else prims.convert_element_type(a, dt)
@@ -51,7 +54,7 @@ def _parse_to(a, args, kwargs):
     return dtype, (torch.device(device) if device is not None else None)
 
 
-@torchsymbol(T.to, torch_impl="torch.Tensor.to", tags=("cast",))
+@torchsymbol(T.to, torch_impl="torch.Tensor.to", tags=(Tag.CAST,))
 def to(a, *args, **kwargs):
     dtype, device = _parse_to(a, args, kwargs)
     if device is not None and device.type == "cuda" and device.index is None:
@@ -65,13 +68,13 @@ def to(a, *args, **kwargs):
     return a
 
 
-@torchsymbol(T.cuda, torch_impl="torch.Tensor.cuda", tags=("cast",))
+@torchsymbol(T.cuda, torch_impl="torch.Tensor.cuda", tags=(Tag.CAST,))
 def cuda(a, device=None, non_blocking=False):
     dev = torch.device("cuda", 0) if device is None else torch.device(device)
     return a if a.device == dev else prims.device_put(a, dev)
 
 
-@torchsymbol(T.cpu, torch_impl="torch.Tensor.cpu", tags=("cast",))
+@torchsymbol(T.cpu, torch_impl="torch.Tensor.cpu", tags=(Tag.CAST,))
 def cpu(a):
     return a if a.device.type == "cpu" else prims.device_put(a, torch.device("cpu"))
 

@@ -8,22 +8,19 @@ from numbers import Number
 import torch
 import torch.nn.functional as F
 
+from thunder.core.symbol import Symbol
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, first_is_tensor, torchsymbol
-from thunder.ops.meta import ShapeError, dtype_of, is_tensor
+from thunder.ops.meta import ShapeError, dtype_of, is_tensor, result_dtype
 
 T = torch.Tensor
 
+
 # -- unary: the op is the prim -------------------------------------------------------------
-_UNARY = (
-    "abs neg exp exp2 expm1 log log1p log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh "
-    "atanh sqrt rsqrt reciprocal sigmoid erf erfc erfinv lgamma digamma floor ceil trunc sign signbit "
-    "isnan isinf isfinite bitwise_not logical_not"
-)
-
-
-def _unary(name: str):
-    prim = getattr(prims, name)
+def _unary(prim: Symbol, *more_torch_fns) -> Symbol:
+    """``ltorch.<name>``: the prim of the same name, for ``torch.<name>`` and ``Tensor.<name>``."""
+    name = prim.name
 
     def op(a):
         return prim(a)
@@ -33,20 +30,52 @@ def _unary(name: str):
     fns = [getattr(torch, name)]
     if hasattr(T, name):
         fns.append(getattr(T, name))
-    return torchsymbol(*fns, torch_impl=f"torch.{name}", tags=("elementwise",))(op)
+    return torchsymbol(*fns, *more_torch_fns, torch_impl=f"torch.{name}", tags=(Tag.ELEMENTWISE,))(op)
 
 
-for _n in _UNARY.split():
-    globals()[_n] = _unary(_n)
+abs = _unary(prims.abs, T.__abs__)
+neg = _unary(prims.neg, T.__neg__, torch.negative, T.negative)
+exp = _unary(prims.exp)
+exp2 = _unary(prims.exp2)
+expm1 = _unary(prims.expm1)
+log = _unary(prims.log)
+log1p = _unary(prims.log1p)
+log2 = _unary(prims.log2)
+log10 = _unary(prims.log10)
+sin = _unary(prims.sin)
+cos = _unary(prims.cos)
+tan = _unary(prims.tan)
+asin = _unary(prims.asin)
+acos = _unary(prims.acos)
+atan = _unary(prims.atan)
+sinh = _unary(prims.sinh)
+cosh = _unary(prims.cosh)
+tanh = _unary(prims.tanh, F.tanh)
+asinh = _unary(prims.asinh)
+acosh = _unary(prims.acosh)
+atanh = _unary(prims.atanh)
+sqrt = _unary(prims.sqrt)
+rsqrt = _unary(prims.rsqrt)
+reciprocal = _unary(prims.reciprocal)
+sigmoid = _unary(prims.sigmoid, torch.special.expit, F.sigmoid)
+erf = _unary(prims.erf)
+erfc = _unary(prims.erfc)
+erfinv = _unary(prims.erfinv)
+lgamma = _unary(prims.lgamma)
+digamma = _unary(prims.digamma)
+floor = _unary(prims.floor)
+ceil = _unary(prims.ceil)
+trunc = _unary(prims.trunc)
+sign = _unary(prims.sign)
+signbit = _unary(prims.signbit)
+isnan = _unary(prims.isnan)
+isinf = _unary(prims.isinf)
+isfinite = _unary(prims.isfinite)
+bitwise_not = _unary(prims.bitwise_not, T.__invert__)
+logical_not = _unary(prims.logical_not)
 
-alias(globals()["sigmoid"], torch.special.expit, F.sigmoid)
-alias(globals()["tanh"], F.tanh)
-alias(globals()["abs"], T.__abs__)
-alias(globals()["neg"], T.__neg__, torch.negative, T.negative)
-alias(globals()["bitwise_not"], T.__invert__)
 
-
-@torchsymbol(torch.round, T.round, torch_impl="torch.round", tags=("elementwise",))
+@torchsymbol(torch.round, T.round, torch_impl="torch.round", tags=(Tag.ELEMENTWISE,))
 def round(a, *, decimals: int = 0):
     if decimals == 0:
         return prims.round(a)
@@ -55,41 +84,42 @@ def round(a, *, decimals: int = 0):
 
 
 # -- binary ---------------------------------------------------------------------------------
-def _binary(name: str, prim_name: str | None = None, *extra):
-    prim = getattr(prims, prim_name or name)
+def _binary(prim: Symbol, *more_torch_fns) -> Symbol:
+    """``ltorch.<name>``: the prim of the same name, for ``torch.<name>`` and ``Tensor.<name>``."""
+    name = prim.name
 
     def op(a, b):
         return prim(a, b)
 
     op.__name__ = name
     op.__doc__ = f"torch.{name}"
-    fns = [getattr(torch, name)] + ([getattr(T, name)] if hasattr(T, name) else []) + list(extra)
-    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=("elementwise",))(
+    fns = [getattr(torch, name)] + ([getattr(T, name)] if hasattr(T, name) else []) + list(more_torch_fns)
+    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=(Tag.ELEMENTWISE,))(
         op
     )
 
 
-mul = _binary("mul", "mul", torch.multiply, T.multiply, T.__mul__)
-eq = _binary("eq", "eq", T.__eq__)
-ne = _binary("ne", "ne", T.__ne__, torch.not_equal)
-lt = _binary("lt", "lt", T.__lt__, torch.less)
-le = _binary("le", "le", T.__le__, torch.less_equal)
-gt = _binary("gt", "gt", T.__gt__, torch.greater)
-ge = _binary("ge", "ge", T.__ge__, torch.greater_equal)
-maximum = _binary("maximum")
-minimum = _binary("minimum")
-atan2 = _binary("atan2", "atan2", torch.arctan2)
-hypot = _binary("hypot")
-fmod = _binary("fmod")
-remainder = _binary("remainder", "remainder", T.__mod__)
-copysign = _binary("copysign")
-bitwise_and = _binary("bitwise_and", "bitwise_and", T.__and__)
-bitwise_or = _binary("bitwise_or", "bitwise_or", T.__or__)
-bitwise_xor = _binary("bitwise_xor", "bitwise_xor", T.__xor__)
-logical_and = _binary("logical_and")
-logical_or = _binary("logical_or")
-logical_xor = _binary("logical_xor")
-floor_divide = _binary("floor_divide", "floor_divide", T.__floordiv__)
+mul = _binary(prims.mul, torch.multiply, T.multiply, T.__mul__)
+eq = _binary(prims.eq, T.__eq__)
+ne = _binary(prims.ne, T.__ne__, torch.not_equal)
+lt = _binary(prims.lt, T.__lt__, torch.less)
+le = _binary(prims.le, T.__le__, torch.less_equal)
+gt = _binary(prims.gt, T.__gt__, torch.greater)
+ge = _binary(prims.ge, T.__ge__, torch.greater_equal)
+maximum = _binary(prims.maximum)
+minimum = _binary(prims.minimum)
+atan2 = _binary(prims.atan2, torch.arctan2)
+hypot = _binary(prims.hypot)
+fmod = _binary(prims.fmod)
+remainder = _binary(prims.remainder, T.__mod__)
+copysign = _binary(prims.copysign)
+bitwise_and = _binary(prims.bitwise_and, T.__and__)
+bitwise_or = _binary(prims.bitwise_or, T.__or__)
+bitwise_xor = _binary(prims.bitwise_xor, T.__xor__)
+logical_and = _binary(prims.logical_and)
+logical_or = _binary(prims.logical_or)
+logical_xor = _binary(prims.logical_xor)
+floor_divide = _binary(prims.floor_divide, T.__floordiv__)
 
 
 @torchsymbol(
@@ -99,7 +129,7 @@ floor_divide = _binary("floor_divide", "floor_divide", T.__floordiv__)
     T.__radd__,
     torch_impl="torch.add",
     impl_check=first_is_tensor,
-    tags=("elementwise",),
+    tags=(Tag.ELEMENTWISE,),
 )
 def add(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -114,7 +144,7 @@ def add(a, b, *, alpha: Number | None = None):
     torch.subtract,
     torch_impl="torch.sub",
     impl_check=first_is_tensor,
-    tags=("elementwise",),
+    tags=(Tag.ELEMENTWISE,),
 )
 def sub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -122,7 +152,7 @@ def sub(a, b, *, alpha: Number | None = None):
     return prims.sub(a, b)
 
 
-@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=("elementwise",))
+@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=(Tag.ELEMENTWISE,))
 def rsub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
         a = prims.mul(a, alpha)
@@ -141,7 +171,7 @@ alias(lambda a, b: rsub(a, b), T.__rsub__)
     torch.divide,
     torch_impl="torch.div",
     impl_check=first_is_tensor,
-    tags=("elementwise",),
+    tags=(Tag.ELEMENTWISE,),
 )
 def div(a, b, *, rounding_mode: str | None = None):
     if rounding_mode is None:
@@ -172,7 +202,7 @@ alias(lambda a, b: bitwise_xor(b, a), T.__rxor__)
 
 
 @torchsymbol(
-    torch.pow, T.pow, T.__pow__, torch_impl="torch.pow", impl_check=first_is_tensor, tags=("elementwise",)
+    torch.pow, T.pow, T.__pow__, torch_impl="torch.pow", impl_check=first_is_tensor, tags=(Tag.ELEMENTWISE,)
 )
 def pow(a, b):
     return prims.pow(a, b)
@@ -181,12 +211,12 @@ def pow(a, b):
 alias(lambda a, b: pow(b, a), T.__rpow__)
 
 
-@torchsymbol(torch.square, T.square, torch_impl="torch.square", tags=("elementwise",))
+@torchsymbol(torch.square, T.square, torch_impl="torch.square", tags=(Tag.ELEMENTWISE,))
 def square(a):
     return prims.mul(a, a)
 
 
-@torchsymbol(torch.clamp, T.clamp, torch.clip, T.clip, torch_impl="torch.clamp", tags=("elementwise",))
+@torchsymbol(torch.clamp, T.clamp, torch.clip, T.clip, torch_impl="torch.clamp", tags=(Tag.ELEMENTWISE,))
 def clamp(a, min=None, max=None):
     if min is None and max is None:
         raise ShapeError("torch.clamp: at least one of min and max must be given")
@@ -197,17 +227,17 @@ def clamp(a, min=None, max=None):
     return a
 
 
-@torchsymbol(torch.clamp_min, T.clamp_min, torch_impl="torch.clamp_min", tags=("elementwise",))
+@torchsymbol(torch.clamp_min, T.clamp_min, torch_impl="torch.clamp_min", tags=(Tag.ELEMENTWISE,))
 def clamp_min(a, min):
     return clamp(a, min, None)
 
 
-@torchsymbol(torch.clamp_max, T.clamp_max, torch_impl="torch.clamp_max", tags=("elementwise",))
+@torchsymbol(torch.clamp_max, T.clamp_max, torch_impl="torch.clamp_max", tags=(Tag.ELEMENTWISE,))
 def clamp_max(a, max):
     return clamp(a, None, max)
 
 
-@torchsymbol(torch.where, torch_impl="torch.where", tags=("elementwise",))
+@torchsymbol(torch.where, torch_impl="torch.where", tags=(Tag.ELEMENTWISE,))
 def where(condition, input=None, other=None):
     if input is None or other is None:
         raise ShapeError("torch.where(condition) returns data-dependent indices and cannot be traced")
@@ -218,22 +248,22 @@ def where(condition, input=None, other=None):
 alias(lambda a, condition, other: where(condition, a, other), T.where)
 
 
-@torchsymbol(torch.lerp, T.lerp, torch_impl="torch.lerp", tags=("elementwise",))
+@torchsymbol(torch.lerp, T.lerp, torch_impl="torch.lerp", tags=(Tag.ELEMENTWISE,))
 def lerp(start, end, weight):
     return prims.add(start, prims.mul(weight, prims.sub(end, start)))
 
 
-@torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=("elementwise",))
+@torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=(Tag.ELEMENTWISE,))
 def addcmul(a, t1, t2, *, value=1):
     return prims.add(a, prims.mul(prims.mul(t1, t2), value) if value != 1 else prims.mul(t1, t2))
 
 
-@torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=("elementwise",))
+@torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=(Tag.ELEMENTWISE,))
 def addcdiv(a, t1, t2, *, value=1):
     return prims.add(a, prims.mul(prims.div(t1, t2), value) if value != 1 else prims.div(t1, t2))
 
 
-@torchsymbol(torch.isclose, T.isclose, torch_impl="torch.isclose", tags=("elementwise",))
+@torchsymbol(torch.isclose, T.isclose, torch_impl="torch.isclose", tags=(Tag.ELEMENTWISE,))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     close = prims.le(prims.abs(prims.sub(a, b)), prims.add(prims.mul(prims.abs(b), rtol), atol))
     close = prims.logical_or(close, prims.eq(a, b))
@@ -243,22 +273,24 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 # -- activations ----------------------------------------------------------------------------
-@torchsymbol(torch.relu, T.relu, F.relu, torch_impl="torch.relu", tags=("elementwise", "activation"))
+@torchsymbol(torch.relu, T.relu, F.relu, torch_impl="torch.relu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def relu(a, inplace: bool = False):
     return prims.where(prims.gt(a, 0), a, 0)
 
 
-@torchsymbol(F.relu6, torch_impl="torch.nn.functional.relu6", tags=("elementwise", "activation"))
+@torchsymbol(F.relu6, torch_impl="torch.nn.functional.relu6", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def relu6(a, inplace: bool = False):
     return prims.minimum(prims.maximum(a, 0), 6)
 
 
-@torchsymbol(F.leaky_relu, torch_impl="torch.nn.functional.leaky_relu", tags=("elementwise", "activation"))
+@torchsymbol(
+    F.leaky_relu, torch_impl="torch.nn.functional.leaky_relu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
+)
 def leaky_relu(a, negative_slope: float = 0.01, inplace: bool = False):
     return prims.where(prims.gt(a, 0), a, prims.mul(a, negative_slope))
 
 
-@torchsymbol(F.gelu, torch_impl="torch.nn.functional.gelu", tags=("elementwise", "activation"))
+@torchsymbol(F.gelu, torch_impl="torch.nn.functional.gelu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def gelu(a, approximate: str = "none"):
     if approximate == "none":
         return prims.mul(prims.mul(a, 0.5), prims.add(prims.erf(prims.mul(a, 1 / math.sqrt(2))), 1))
@@ -270,17 +302,17 @@ def gelu(a, approximate: str = "none"):
     raise ValueError(f"F.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-@torchsymbol(F.silu, torch_impl="torch.nn.functional.silu", tags=("elementwise", "activation"))
+@torchsymbol(F.silu, torch_impl="torch.nn.functional.silu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def silu(a, inplace: bool = False):
     return prims.mul(a, prims.sigmoid(a))
 
 
-@torchsymbol(F.mish, torch_impl="torch.nn.functional.mish", tags=("elementwise", "activation"))
+@torchsymbol(F.mish, torch_impl="torch.nn.functional.mish", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def mish(a, inplace: bool = False):
     return prims.mul(a, prims.tanh(softplus(a)))
 
 
-@torchsymbol(F.softplus, torch_impl="torch.nn.functional.softplus", tags=("elementwise", "activation"))
+@torchsymbol(F.softplus, torch_impl="torch.nn.functional.softplus", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def softplus(a, beta: float = 1.0, threshold: float = 20.0):
     scaled = prims.mul(a, beta) if beta != 1 else a
     soft = prims.log1p(prims.exp(scaled))
@@ -289,28 +321,32 @@ def softplus(a, beta: float = 1.0, threshold: float = 20.0):
     return prims.where(prims.gt(scaled, threshold), a, soft)
 
 
-@torchsymbol(F.elu, torch_impl="torch.nn.functional.elu", tags=("elementwise", "activation"))
+@torchsymbol(F.elu, torch_impl="torch.nn.functional.elu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def elu(a, alpha: float = 1.0, inplace: bool = False):
     return prims.where(prims.gt(a, 0), a, prims.mul(prims.expm1(a), alpha))
 
 
-@torchsymbol(F.hardtanh, torch_impl="torch.nn.functional.hardtanh", tags=("elementwise", "activation"))
+@torchsymbol(F.hardtanh, torch_impl="torch.nn.functional.hardtanh", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def hardtanh(a, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     return prims.minimum(prims.maximum(a, min_val), max_val)
 
 
-@torchsymbol(F.logsigmoid, torch_impl="torch.nn.functional.logsigmoid", tags=("elementwise", "activation"))
+@torchsymbol(
+    F.logsigmoid, torch_impl="torch.nn.functional.logsigmoid", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
+)
 def logsigmoid(a):
     return prims.neg(softplus(prims.neg(a)))
 
 
 # -- more activations and elementwise helpers ----------------------------------------------
-@torchsymbol(F.hardsigmoid, torch_impl="torch.nn.functional.hardsigmoid", tags=("elementwise", "activation"))
+@torchsymbol(
+    F.hardsigmoid, torch_impl="torch.nn.functional.hardsigmoid", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
+)
 def hardsigmoid(a, inplace: bool = False):
     return prims.div(prims.minimum(prims.maximum(prims.add(a, 3), 0), 6), 6)
 
 
-@torchsymbol(F.hardswish, torch_impl="torch.nn.functional.hardswish", tags=("elementwise", "activation"))
+@torchsymbol(F.hardswish, torch_impl="torch.nn.functional.hardswish", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def hardswish(a, inplace: bool = False):
     return prims.mul(a, prims.div(prims.minimum(prims.maximum(prims.add(a, 3), 0), 6), 6))
 
@@ -319,52 +355,56 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@torchsymbol(F.selu, torch.selu, torch_impl="torch.selu", tags=("elementwise", "activation"))
+@torchsymbol(F.selu, torch.selu, torch_impl="torch.selu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def selu(a, inplace: bool = False):
     neg = prims.mul(prims.expm1(a), _SELU_ALPHA)
     return prims.mul(prims.where(prims.gt(a, 0), a, neg), _SELU_SCALE)
 
 
-@torchsymbol(F.celu, torch.celu, torch_impl="torch.celu", tags=("elementwise", "activation"))
+@torchsymbol(F.celu, torch.celu, torch_impl="torch.celu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def celu(a, alpha: float = 1.0, inplace: bool = False):
     neg = prims.mul(prims.expm1(prims.div(a, alpha)), alpha)
     return prims.where(prims.gt(a, 0), a, neg)
 
 
-@torchsymbol(F.softsign, torch_impl="torch.nn.functional.softsign", tags=("elementwise", "activation"))
+@torchsymbol(F.softsign, torch_impl="torch.nn.functional.softsign", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def softsign(a):
     return prims.div(a, prims.add(prims.abs(a), 1))
 
 
-@torchsymbol(F.tanhshrink, torch_impl="torch.nn.functional.tanhshrink", tags=("elementwise", "activation"))
+@torchsymbol(
+    F.tanhshrink, torch_impl="torch.nn.functional.tanhshrink", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
+)
 def tanhshrink(a):
     return prims.sub(a, prims.tanh(a))
 
 
 @torchsymbol(
-    F.hardshrink, torch.hardshrink, T.hardshrink, torch_impl="torch.hardshrink", tags=("elementwise",)
+    F.hardshrink, torch.hardshrink, T.hardshrink, torch_impl="torch.hardshrink", tags=(Tag.ELEMENTWISE,)
 )
 def hardshrink(a, lambd: float = 0.5):
     return prims.where(prims.gt(prims.abs(a), lambd), a, 0)
 
 
-@torchsymbol(F.softshrink, torch_impl="torch.nn.functional.softshrink", tags=("elementwise",))
+@torchsymbol(F.softshrink, torch_impl="torch.nn.functional.softshrink", tags=(Tag.ELEMENTWISE,))
 def softshrink(a, lambd: float = 0.5):
     shrunk = prims.sub(a, prims.mul(prims.sign(a), lambd))
     return prims.where(prims.gt(prims.abs(a), lambd), shrunk, 0)
 
 
-@torchsymbol(F.threshold, torch.threshold, torch_impl="torch.threshold", tags=("elementwise", "activation"))
+@torchsymbol(
+    F.threshold, torch.threshold, torch_impl="torch.threshold", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
+)
 def threshold(a, threshold: float, value: float, inplace: bool = False):
     return prims.where(prims.gt(a, threshold), a, value)
 
 
-@torchsymbol(torch.frac, T.frac, torch_impl="torch.frac", tags=("elementwise",))
+@torchsymbol(torch.frac, T.frac, torch_impl="torch.frac", tags=(Tag.ELEMENTWISE,))
 def frac(a):
     return prims.sub(a, prims.trunc(a))
 
 
-@torchsymbol(torch.nan_to_num, T.nan_to_num, torch_impl="torch.nan_to_num", tags=("elementwise",))
+@torchsymbol(torch.nan_to_num, T.nan_to_num, torch_impl="torch.nan_to_num", tags=(Tag.ELEMENTWISE,))
 def nan_to_num(a, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
     dt = dtype_of(a)
     if not dt.is_floating_point:
@@ -375,7 +415,7 @@ def nan_to_num(a, nan: float = 0.0, posinf: float | None = None, neginf: float |
     return prims.where(prims.eq(a, -math.inf), info.min if neginf is None else neginf, a)
 
 
-@torchsymbol(torch.logit, T.logit, torch.special.logit, torch_impl="torch.logit", tags=("elementwise",))
+@torchsymbol(torch.logit, T.logit, torch.special.logit, torch_impl="torch.logit", tags=(Tag.ELEMENTWISE,))
 def logit(a, eps: float | None = None):
     if eps is not None:
         a = prims.minimum(prims.maximum(a, eps), 1 - eps)
@@ -388,7 +428,7 @@ def logit(a, eps: float | None = None):
     torch.special.xlogy,
     torch_impl="torch.xlogy",
     impl_check=first_is_tensor,
-    tags=("elementwise",),
+    tags=(Tag.ELEMENTWISE,),
 )
 def xlogy(a, b):
     """a * log(b), 0 where a is 0 (unless b is nan)."""
@@ -399,3 +439,44 @@ def xlogy(a, b):
         return prims.where(prims.eq(a, 0), 0, prims.mul(a, log_b))
     out = prims.where(prims.eq(a, 0), 0, prims.mul(a, prims.log(b)))
     return prims.where(prims.isnan(b), b, out)
+
+
+def logaddexp_core(a, b):
+    """log(exp(a) + exp(b)) as max + log1p(exp(-|a - b|)); equal arguments (infinities
+    included) give a + log(2) without forming inf - inf, so no nan reaches a gradient."""
+    same = prims.eq(a, b)
+    d = prims.where(same, 0.0, prims.sub(a, b))
+    return prims.add(prims.maximum(a, b), prims.log1p(prims.exp(prims.neg(prims.abs(d)))))
+
+
+def _log2addexp2_core(a, b):
+    same = prims.eq(a, b)
+    d = prims.where(same, 0.0, prims.sub(a, b))
+    return prims.add(
+        prims.maximum(a, b), prims.div(prims.log1p(prims.exp2(prims.neg(prims.abs(d)))), math.log(2))
+    )
+
+
+def _upcast_binary(core, a, b):
+    """``core`` computed in float32 for bfloat16/float16 operands, rounded once."""
+    low = (torch.bfloat16, torch.float16)
+    dt = result_dtype(a, b)
+    if dt in low:
+        a, b = (prims.convert_element_type(x, torch.float32) if is_tensor(x) else x for x in (a, b))
+        return prims.convert_element_type(core(a, b), dt)
+    if not (dt.is_floating_point or dt.is_complex):
+        a, b = (
+            prims.convert_element_type(x, torch.get_default_dtype()) if is_tensor(x) else float(x)
+            for x in (a, b)
+        )
+    return core(a, b)
+
+
+@torchsymbol(torch.logaddexp, T.logaddexp, torch_impl="torch.logaddexp", tags=(Tag.ELEMENTWISE,))
+def logaddexp(a, b):
+    return _upcast_binary(logaddexp_core, a, b)
+
+
+@torchsymbol(torch.logaddexp2, T.logaddexp2, torch_impl="torch.logaddexp2", tags=(Tag.ELEMENTWISE,))
+def logaddexp2(a, b):
+    return _upcast_binary(_log2addexp2_core, a, b)

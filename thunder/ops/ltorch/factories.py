@@ -13,6 +13,7 @@ from numbers import Number
 
 import torch
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.shape import _shape_arg
@@ -70,7 +71,7 @@ def _cast_number(value, dtype: torch.dtype):
 
 
 # -- ranges ---------------------------------------------------------------------------------
-@torchsymbol(torch.arange, torch_impl="torch.arange", tags=("factory",))
+@torchsymbol(torch.arange, torch_impl="torch.arange", tags=(Tag.FACTORY,))
 def arange(
     start,
     end=None,
@@ -103,21 +104,67 @@ def arange(
     return prims.iota(length, start=start, step=step, dtype=dtype, device=_device(device))
 
 
-@torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=("factory",))
+@torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=(Tag.FACTORY,))
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """As torch computes it: the first half counts up from ``start``, the second down from ``end``."""
-    _check_layout("torch.linspace", layout)
+    """As torch computes it: the first half counts up from ``start``, the second down from
+    ``end``. Integer dtypes truncate ``start`` and ``end`` first, step in float64 and truncate
+    each value. ``start``/``end`` may be 0-dim tensors (their values are read in the program;
+    no gradient flows to them, as in eager)."""
+    op = "torch.linspace"
+    _check_layout(op, layout)
     dtype = dtype or torch.get_default_dtype()
-    if not dtype.is_floating_point:
-        raise ShapeError(f"torch.linspace: only floating dtypes are supported, got {dtype}")
+    if dtype is torch.bool or dtype.is_complex:
+        raise ShapeError(f"{op}: dtype {dtype} is not supported")
+    if steps < 0:
+        raise ShapeError(f"{op}: number of steps must be non-negative, got {steps}")
+    for name, v in (("start", start), ("end", end)):
+        if is_tensor(v) and shape_of(v):
+            raise ShapeError(f"{op}: {name} must be a number or a 0-dim tensor, got shape {shape_of(v)}")
     dev = _device(device)
+    if is_tensor(start) or is_tensor(end):
+        return _linspace_of_tensors(start, end, steps, dtype, dev)
     if steps <= 1:
-        return _fill((steps,), start, dtype, dev)
+        return _fill((steps,), _cast_number(start, dtype), dtype, dev)
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+        step = (end - start) / (steps - 1)
+        i = prims.iota(steps, start=0, step=1, dtype=torch.float64, device=dev)
+        up = prims.add(prims.mul(i, step), start)
+        down = prims.sub(end, prims.mul(prims.sub(steps - 1, i), step))
+        return prims.convert_element_type(prims.where(prims.lt(i, steps // 2), up, down), dtype)
     step = (end - start) / (steps - 1)
     i = prims.iota(steps, start=0, step=1, dtype=dtype, device=dev)
     up = prims.add(prims.mul(i, step), start)
     down = prims.sub(end, prims.mul(prims.sub(steps - 1, i), step))
     return prims.where(prims.lt(i, steps // 2), up, down)
+
+
+def _linspace_of_tensors(start, end, steps: int, dtype, dev):
+    """``linspace`` whose ends are values of the program: the step is computed in it too."""
+    compute = dtype if dtype.is_floating_point else torch.float64
+
+    def end_value(v):
+        if not is_tensor(v):
+            return prims.full((), _cast_number(v, dtype), dtype=dtype, device=dev)
+        with torch.no_grad():  # eager reads the value: no gradient reaches it
+            v = prims.clone(v) if v.requires_grad else v
+        if device_of(v) != dev:
+            v = prims.device_put(v, dev)
+        return prims.convert_element_type(v, dtype) if dtype_of(v) is not dtype else v
+
+    lo, hi = end_value(start), end_value(end)
+    if steps == 0:
+        return _fill((0,), 0, dtype, dev)
+    if steps == 1:
+        return prims.broadcast_in_dim(lo, (1,), ())
+    lo_c = lo if compute is dtype else prims.convert_element_type(lo, compute)
+    hi_c = hi if compute is dtype else prims.convert_element_type(hi, compute)
+    step = prims.div(prims.sub(hi_c, lo_c), steps - 1)
+    i = prims.iota(steps, start=0, step=1, dtype=compute, device=dev)
+    up = prims.add(prims.mul(i, step), lo_c)
+    down = prims.sub(hi_c, prims.mul(prims.sub(steps - 1, i), step))
+    out = prims.where(prims.lt(i, steps // 2), up, down)
+    return out if compute is dtype else prims.convert_element_type(out, dtype)
 
 
 # -- constant fills -------------------------------------------------------------------------
@@ -140,17 +187,17 @@ def _constant(value, op: str):
     return fn
 
 
-zeros = torchsymbol(torch.zeros, torch_impl="torch.zeros", tags=("factory",), name="zeros")(
+zeros = torchsymbol(torch.zeros, torch_impl="torch.zeros", tags=(Tag.FACTORY,), name="zeros")(
     _constant(0, "torch.zeros")
 )
-ones = torchsymbol(torch.ones, torch_impl="torch.ones", tags=("factory",), name="ones")(
+ones = torchsymbol(torch.ones, torch_impl="torch.ones", tags=(Tag.FACTORY,), name="ones")(
     _constant(1, "torch.ones")
 )
 # Uninitialised memory has no defined value, so zeros is a faithful ``empty``.
-empty = torchsymbol(torch.empty, tags=("factory",), name="empty")(_constant(0, "torch.empty"))
+empty = torchsymbol(torch.empty, tags=(Tag.FACTORY,), name="empty")(_constant(0, "torch.empty"))
 
 
-@torchsymbol(torch.full, torch_impl="torch.full", tags=("factory",))
+@torchsymbol(torch.full, torch_impl="torch.full", tags=(Tag.FACTORY,))
 def full(
     size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
 ):
@@ -178,15 +225,17 @@ def _like(value, op: str):
 
 
 zeros_like = torchsymbol(
-    torch.zeros_like, torch_impl="torch.zeros_like", tags=("factory",), name="zeros_like"
+    torch.zeros_like, torch_impl="torch.zeros_like", tags=(Tag.FACTORY,), name="zeros_like"
 )(_like(0, "torch.zeros_like"))
-ones_like = torchsymbol(torch.ones_like, torch_impl="torch.ones_like", tags=("factory",), name="ones_like")(
+ones_like = torchsymbol(torch.ones_like, torch_impl="torch.ones_like", tags=(Tag.FACTORY,), name="ones_like")(
     _like(1, "torch.ones_like")
 )
-empty_like = torchsymbol(torch.empty_like, tags=("factory",), name="empty_like")(_like(0, "torch.empty_like"))
+empty_like = torchsymbol(torch.empty_like, tags=(Tag.FACTORY,), name="empty_like")(
+    _like(0, "torch.empty_like")
+)
 
 
-@torchsymbol(torch.full_like, torch_impl="torch.full_like", tags=("factory",))
+@torchsymbol(torch.full_like, torch_impl="torch.full_like", tags=(Tag.FACTORY,))
 def full_like(
     input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None
 ):
@@ -205,15 +254,15 @@ def _new(value, op: str):
 
 
 new_zeros = torchsymbol(
-    T.new_zeros, torch_impl="torch.Tensor.new_zeros", tags=("factory",), name="new_zeros"
+    T.new_zeros, torch_impl="torch.Tensor.new_zeros", tags=(Tag.FACTORY,), name="new_zeros"
 )(_new(0, "Tensor.new_zeros"))
-new_ones = torchsymbol(T.new_ones, torch_impl="torch.Tensor.new_ones", tags=("factory",), name="new_ones")(
+new_ones = torchsymbol(T.new_ones, torch_impl="torch.Tensor.new_ones", tags=(Tag.FACTORY,), name="new_ones")(
     _new(1, "Tensor.new_ones")
 )
-new_empty = torchsymbol(T.new_empty, tags=("factory",), name="new_empty")(_new(0, "Tensor.new_empty"))
+new_empty = torchsymbol(T.new_empty, tags=(Tag.FACTORY,), name="new_empty")(_new(0, "Tensor.new_empty"))
 
 
-@torchsymbol(T.new_full, torch_impl="torch.Tensor.new_full", tags=("factory",))
+@torchsymbol(T.new_full, torch_impl="torch.Tensor.new_full", tags=(Tag.FACTORY,))
 def new_full(
     self, size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
 ):
@@ -221,7 +270,7 @@ def new_full(
     return _fill(_shape_arg((size,)), fill_value, dtype or dtype_of(self), device or device_of(self))
 
 
-@torchsymbol(torch.fill, torch_impl="torch.fill", tags=("factory",))
+@torchsymbol(torch.fill, torch_impl="torch.fill", tags=(Tag.FACTORY,))
 def fill(input, value):
     """The out-of-place ``x.fill_(value)``: ``value`` a number or a 0-dim tensor; the result is
     in ``input``'s autograd graph, as torch's."""
@@ -247,7 +296,7 @@ def in_graph_of(value, source):
     return prims.where(everywhere, value, source)
 
 
-@torchsymbol(torch.eye, torch_impl="torch.eye", tags=("factory",))
+@torchsymbol(torch.eye, torch_impl="torch.eye", tags=(Tag.FACTORY,))
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     _check_layout("torch.eye", layout)
     m = n if m is None else m
@@ -279,7 +328,7 @@ def _normal(shape, dtype, device):
     return z if compute is dtype else prims.convert_element_type(z, dtype)
 
 
-@torchsymbol(torch.rand, torch_impl="torch.rand", tags=("factory", "random"))
+@torchsymbol(torch.rand, torch_impl="torch.rand", tags=(Tag.FACTORY, Tag.RANDOM))
 def rand(
     *args,
     size=None,
@@ -295,7 +344,7 @@ def rand(
     return _uniform(_size(args, size), _random_dtype(dtype, "torch.rand"), device)
 
 
-@torchsymbol(torch.randn, torch_impl="torch.randn", tags=("factory", "random"))
+@torchsymbol(torch.randn, torch_impl="torch.randn", tags=(Tag.FACTORY, Tag.RANDOM))
 def randn(
     *args,
     size=None,
@@ -311,21 +360,21 @@ def randn(
     return _normal(_size(args, size), _random_dtype(dtype, "torch.randn"), device)
 
 
-@torchsymbol(torch.rand_like, torch_impl="torch.rand_like", tags=("factory", "random"))
+@torchsymbol(torch.rand_like, torch_impl="torch.rand_like", tags=(Tag.FACTORY, Tag.RANDOM))
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     _check_layout("torch.rand_like", layout)
     dtype = _random_dtype(dtype or dtype_of(input), "torch.rand_like")
     return _uniform(shape_of(input), dtype, device or device_of(input))
 
 
-@torchsymbol(torch.randn_like, torch_impl="torch.randn_like", tags=("factory", "random"))
+@torchsymbol(torch.randn_like, torch_impl="torch.randn_like", tags=(Tag.FACTORY, Tag.RANDOM))
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     _check_layout("torch.randn_like", layout)
     dtype = _random_dtype(dtype or dtype_of(input), "torch.randn_like")
     return _normal(shape_of(input), dtype, device or device_of(input))
 
 
-@torchsymbol(torch.randint, torch_impl="torch.randint", tags=("factory", "random"))
+@torchsymbol(torch.randint, torch_impl="torch.randint", tags=(Tag.FACTORY, Tag.RANDOM))
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``torch.randint(high, size)`` or ``torch.randint(low, high, size)``."""
     _check_layout("torch.randint", layout, generator)
@@ -385,13 +434,13 @@ def _from_data(data, dtype, device, op: str):
     return prims.reshape(prims.cat(pieces, 0), shape)
 
 
-@torchsymbol(torch.tensor, torch_impl="torch.tensor", tags=("factory",))
+@torchsymbol(torch.tensor, torch_impl="torch.tensor", tags=(Tag.FACTORY,))
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
     """``torch.tensor`` of Python numbers (nested lists): a constant built in the trace."""
     return _from_data(data, dtype, device, "torch.tensor")
 
 
-@torchsymbol(torch.as_tensor, torch_impl="torch.as_tensor", tags=("factory",))
+@torchsymbol(torch.as_tensor, torch_impl="torch.as_tensor", tags=(Tag.FACTORY,))
 def as_tensor(data, dtype=None, device=None):
     if is_tensor(data):
         out = data
@@ -422,17 +471,17 @@ def _triangle(a, diagonal: int, lower: bool, op: str):
     return prims.where(keep, a, _zero_of(dtype_of(a)))
 
 
-@torchsymbol(torch.tril, T.tril, torch_impl="torch.tril", tags=("factory",))
+@torchsymbol(torch.tril, T.tril, torch_impl="torch.tril", tags=(Tag.FACTORY,))
 def tril(input, diagonal: int = 0):
     return _triangle(input, diagonal, True, "torch.tril")
 
 
-@torchsymbol(torch.triu, T.triu, torch_impl="torch.triu", tags=("factory",))
+@torchsymbol(torch.triu, T.triu, torch_impl="torch.triu", tags=(Tag.FACTORY,))
 def triu(input, diagonal: int = 0):
     return _triangle(input, diagonal, False, "torch.triu")
 
 
-@torchsymbol(torch.masked_fill, T.masked_fill, torch_impl="torch.masked_fill", tags=("elementwise",))
+@torchsymbol(torch.masked_fill, T.masked_fill, torch_impl="torch.masked_fill", tags=(Tag.ELEMENTWISE,))
 def masked_fill(input, mask, value):
     """``value`` (a number or a 0-dim tensor, cast to the input's dtype) where ``mask`` holds."""
     if dtype_of(mask) is not torch.bool:

@@ -11,6 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch import reductions as red
@@ -53,7 +54,7 @@ def _pointwise_loss(input, target, weight, reduction, op, fn):
     return _reduce_loss(loss, reduction, op, weight)
 
 
-@torchsymbol(F.mse_loss, torch_impl="torch.nn.functional.mse_loss", tags=("loss",))
+@torchsymbol(F.mse_loss, torch_impl="torch.nn.functional.mse_loss", tags=(Tag.LOSS,))
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     def fn(a, b):
         d = prims.sub(a, b)
@@ -64,7 +65,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     )
 
 
-@torchsymbol(F.l1_loss, torch_impl="torch.nn.functional.l1_loss", tags=("loss",))
+@torchsymbol(F.l1_loss, torch_impl="torch.nn.functional.l1_loss", tags=(Tag.LOSS,))
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     fn = lambda a, b: prims.abs(prims.sub(a, b))  # noqa: E731
     return _pointwise_loss(
@@ -81,7 +82,7 @@ def _huber(a, b, delta, scale_down: bool):
     return prims.where(prims.lt(d, delta), quad, lin)
 
 
-@torchsymbol(F.smooth_l1_loss, torch_impl="torch.nn.functional.smooth_l1_loss", tags=("loss",))
+@torchsymbol(F.smooth_l1_loss, torch_impl="torch.nn.functional.smooth_l1_loss", tags=(Tag.LOSS,))
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     if beta == 0:
         return l1_loss(input, target, size_average, reduce, reduction)
@@ -91,13 +92,13 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     )
 
 
-@torchsymbol(F.huber_loss, torch_impl="torch.nn.functional.huber_loss", tags=("loss",))
+@torchsymbol(F.huber_loss, torch_impl="torch.nn.functional.huber_loss", tags=(Tag.LOSS,))
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     fn = lambda a, b: _huber(a, b, delta, False)  # noqa: E731
     return _pointwise_loss(input, target, weight, reduction, "F.huber_loss", fn)
 
 
-@torchsymbol(F.binary_cross_entropy, torch_impl="torch.nn.functional.binary_cross_entropy", tags=("loss",))
+@torchsymbol(F.binary_cross_entropy, torch_impl="torch.nn.functional.binary_cross_entropy", tags=(Tag.LOSS,))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     reduction = _reduction(size_average, reduce, reduction)
     # torch clamps the logs at -100 so that 0 * log(0) stays finite
@@ -112,7 +113,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 @torchsymbol(
     F.binary_cross_entropy_with_logits,
     torch_impl="torch.nn.functional.binary_cross_entropy_with_logits",
-    tags=("loss",),
+    tags=(Tag.LOSS,),
 )
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
@@ -132,7 +133,7 @@ def binary_cross_entropy_with_logits(
     return _reduce_loss(loss, reduction, "F.binary_cross_entropy_with_logits")
 
 
-@torchsymbol(F.kl_div, torch_impl="torch.nn.functional.kl_div", tags=("loss",))
+@torchsymbol(F.kl_div, torch_impl="torch.nn.functional.kl_div", tags=(Tag.LOSS,))
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
     reduction = _reduction(size_average, reduce, reduction)
     if log_target:
@@ -169,7 +170,7 @@ def _nll(logp, target, weight, ignore_index: int, reduction: str, op: str):
     return _reduce_loss(loss, reduction, op)
 
 
-@torchsymbol(F.nll_loss, torch_impl="torch.nn.functional.nll_loss", tags=("loss",))
+@torchsymbol(F.nll_loss, torch_impl="torch.nn.functional.nll_loss", tags=(Tag.LOSS,))
 def nll_loss(
     input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction="mean"
 ):
@@ -178,7 +179,7 @@ def nll_loss(
     )
 
 
-@torchsymbol(F.cross_entropy, torch_impl="torch.nn.functional.cross_entropy", tags=("loss",))
+@torchsymbol(F.cross_entropy, torch_impl="torch.nn.functional.cross_entropy", tags=(Tag.LOSS,))
 def cross_entropy(
     input,
     target,

@@ -1,4 +1,5 @@
-"""Neural-network ops: matmul family, linear, norms, embedding, attention, dropout, pad (losses: losses.py).
+"""Neural-network ops: matmul family, linear, norms, embedding, attention, pad (losses: losses.py,
+dropout: dropout.py).
 
 Each is a composition of prims and other torch-language ops; most name the torch function
 that computes the whole op at once (``torch_impl``) so the torch executor can run it in
@@ -12,10 +13,12 @@ import math
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch import shape as sh
+from thunder.ops.ltorch.dropout import dropout
 from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, device_of, dtype_of, shape_of
 
 T = torch.Tensor
@@ -53,7 +56,7 @@ def _channel_view(p, ndim: int, dim: int = 1):
 
 
 # -- matrix products ------------------------------------------------------------------------
-@torchsymbol(torch.matmul, T.matmul, T.__matmul__, torch_impl="torch.matmul", tags=("matmul",))
+@torchsymbol(torch.matmul, T.matmul, T.__matmul__, torch_impl="torch.matmul", tags=(Tag.MATMUL,))
 def matmul(a, b):
     return prims.matmul(a, b)
 
@@ -61,14 +64,14 @@ def matmul(a, b):
 alias(lambda a, b: matmul(b, a), T.__rmatmul__)
 
 
-@torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=("matmul",))
+@torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=(Tag.MATMUL,))
 def mm(a, b):
     if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:
         raise ShapeError(f"torch.mm: expected 2-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.bmm, T.bmm, torch_impl="torch.bmm", tags=("matmul",))
+@torchsymbol(torch.bmm, T.bmm, torch_impl="torch.bmm", tags=(Tag.MATMUL,))
 def bmm(a, b):
     sa, sb = shape_of(a), shape_of(b)
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0]:
@@ -76,14 +79,14 @@ def bmm(a, b):
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.dot, T.dot, torch_impl="torch.dot", tags=("matmul",))
+@torchsymbol(torch.dot, T.dot, torch_impl="torch.dot", tags=(Tag.MATMUL,))
 def dot(a, b):
     if len(shape_of(a)) != 1 or len(shape_of(b)) != 1:
         raise ShapeError(f"torch.dot: expected 1-D tensors, got shapes {shape_of(a)} and {shape_of(b)}")
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.inner, T.inner, torch_impl="torch.inner", tags=("matmul",))
+@torchsymbol(torch.inner, T.inner, torch_impl="torch.inner", tags=(Tag.MATMUL,))
 def inner(a, b):
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
@@ -95,7 +98,7 @@ def inner(a, b):
     return prims.reshape(prims.matmul(a2, _swap_last(b2)), sa[:-1] + sb[:-1])
 
 
-@torchsymbol(torch.outer, T.outer, torch.ger, T.ger, torch_impl="torch.outer", tags=("matmul",))
+@torchsymbol(torch.outer, T.outer, torch.ger, T.ger, torch_impl="torch.outer", tags=(Tag.MATMUL,))
 def outer(a, b):
     (n,), (m,) = shape_of(a), shape_of(b)
     return prims.mul(prims.broadcast_in_dim(a, (n, m), (0,)), prims.broadcast_in_dim(b, (n, m), (1,)))
@@ -109,17 +112,17 @@ def _scaled_sum(inp, prod, beta, alpha):
     return prims.add(prims.mul(inp, beta) if beta != 1 else inp, prod)
 
 
-@torchsymbol(torch.addmm, T.addmm, torch_impl="torch.addmm", tags=("matmul",))
+@torchsymbol(torch.addmm, T.addmm, torch_impl="torch.addmm", tags=(Tag.MATMUL,))
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
-@torchsymbol(torch.baddbmm, T.baddbmm, torch_impl="torch.baddbmm", tags=("matmul",))
+@torchsymbol(torch.baddbmm, T.baddbmm, torch_impl="torch.baddbmm", tags=(Tag.MATMUL,))
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
-@torchsymbol(F.linear, torch_impl="torch.nn.functional.linear", tags=("matmul",))
+@torchsymbol(F.linear, torch_impl="torch.nn.functional.linear", tags=(Tag.MATMUL,))
 def linear(input, weight, bias=None):
     return prims.linear(input, weight, bias)
 
@@ -155,7 +158,7 @@ def _normalize(x, dims, eps, moments=None):
     return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
 
 
-@torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=("norm",))
+@torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=(Tag.NORM,))
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     dims = _normalized_dims(input, normalized_shape, "F.layer_norm")
     dt = dtype_of(input)
@@ -164,7 +167,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return _cast(out, dt)
 
 
-@torchsymbol(F.rms_norm, torch_impl="torch.nn.functional.rms_norm", tags=("norm",))
+@torchsymbol(F.rms_norm, torch_impl="torch.nn.functional.rms_norm", tags=(Tag.NORM,))
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     dims = _normalized_dims(input, normalized_shape, "F.rms_norm")
     dt = dtype_of(input)
@@ -177,7 +180,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     return _cast(_affine(out, weight, None, compute), dt)
 
 
-@torchsymbol(F.group_norm, torch_impl="torch.nn.functional.group_norm", tags=("norm",))
+@torchsymbol(F.group_norm, torch_impl="torch.nn.functional.group_norm", tags=(Tag.NORM,))
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     s = shape_of(input)
     if len(s) < 2 or s[1] % num_groups:
@@ -191,7 +194,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     return _cast(_affine(out, w, b, compute), dt)
 
 
-@torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=("norm",))
+@torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=(Tag.NORM,))
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training: bool = False, momentum=0.1, eps=1e-5
 ):
@@ -222,7 +225,74 @@ def batch_norm(
     return _cast(_affine(out, w, b, compute), dt)
 
 
-@torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=("norm",))
+@torchsymbol(F.instance_norm, torch_impl="torch.nn.functional.instance_norm", tags=(Tag.NORM,))
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Each (sample, channel) normalised over its own spatial dims. With running statistics,
+    they move towards the batch mean of the per-instance statistics (unbiased variance), as
+    torch's instance norm (a batch norm over samples * channels) updates them; without
+    ``use_input_stats`` the running statistics normalise instead."""
+    op = "F.instance_norm"
+    s = shape_of(input)
+    if len(s) < 3:
+        raise ShapeError(f"{op}: expected an input of at least 3 dimensions (N, C, ...), got shape {s}")
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    x = _cast(input, compute)
+    spatial = tuple(range(2, len(s)))
+    if use_input_stats:
+        n = math.prod(s[2:])
+        if n <= 1:
+            raise ShapeError(f"{op}: expected more than 1 spatial element when training, got input shape {s}")
+        mean, var = _moments(x, spatial)  # (N, C)
+        out = _normalize(x, spatial, eps, (mean, var))
+        if running_mean is not None:
+            batch = s[0]
+            unbiased = prims.mul(var, n / (n - 1))
+            for run, stat in ((running_mean, mean), (running_var, unbiased)):
+                avg = prims.div(prims.sum(stat, (0,)), batch)
+                new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(avg, dtype_of(run)), momentum))
+                prims.copy_(new, run)
+    else:
+        if running_mean is None or running_var is None:
+            raise ShapeError(f"{op}: use_input_stats=False needs running_mean and running_var")
+        mean = _channel_view(_cast(running_mean, compute), len(s))
+        var = _channel_view(_cast(running_var, compute), len(s))
+        out = prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
+    w = None if weight is None else _channel_view(weight, len(s))
+    b = None if bias is None else _channel_view(bias, len(s))
+    return _cast(_affine(out, w, b, compute), dt)
+
+
+@torchsymbol(torch._weight_norm, torch_impl="torch._weight_norm", tags=(Tag.NORM,))
+def weight_norm(v, g, dim: int = 0):
+    """``v * (g / ||v||)``, the norm taken over every dim but ``dim`` (over all of them for
+    ``dim=-1``, as torch's weight norm reads it)."""
+    op = "torch._weight_norm"
+    s = shape_of(v)
+    dims = (
+        tuple(range(len(s)))
+        if dim == -1
+        else tuple(i for i in range(len(s)) if i != canonical_dim(dim, len(s), op))
+    )
+    dt = dtype_of(v)
+    compute = _compute_dtype(dt)
+    x = _cast(v, compute)
+    norm = prims.sqrt(prims.sum(prims.mul(x, x), dims)) if dims else prims.abs(x)
+    norm = red.keep_dims(norm, s, dims)
+    scale = prims.div(_cast(g, compute), norm)
+    return _cast(prims.mul(x, scale), dt)
+
+
+@torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=(Tag.NORM,))
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     if out is not None:
         raise ShapeError("F.normalize: out= is not supported")
@@ -231,7 +301,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 
 @torchsymbol(
-    F.cosine_similarity, torch.cosine_similarity, torch_impl="torch.cosine_similarity", tags=("norm",)
+    F.cosine_similarity, torch.cosine_similarity, torch_impl="torch.cosine_similarity", tags=(Tag.NORM,)
 )
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     shape = broadcast_shapes(shape_of(x1), shape_of(x2), op="F.cosine_similarity")
@@ -243,7 +313,7 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 
 # -- embedding, one_hot ---------------------------------------------------------------------
-@torchsymbol(F.embedding, torch_impl="torch.nn.functional.embedding", tags=("indexing",))
+@torchsymbol(F.embedding, torch_impl="torch.nn.functional.embedding", tags=(Tag.INDEXING,))
 def embedding(
     input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
 ):
@@ -253,7 +323,87 @@ def embedding(
     return prims.take(weight, input, 0)
 
 
-@torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=("indexing",))
+@torchsymbol(F.embedding_bag, torch_impl="torch.nn.functional.embedding_bag", tags=(Tag.INDEXING,))
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights=None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+):
+    """Sums, means or maxima of bags of embeddings: a 2-D input is one bag per row; a 1-D
+    input is cut into bags at ``offsets``, whose values move the cuts but not the number of
+    bags. Each index's bag (the number of offsets at or before it, less one) is where its
+    embedding is scattered to; empty bags give zeros and ``padding_idx`` entries count in no
+    bag, as in torch."""
+    op = "F.embedding_bag"
+    if max_norm is not None:
+        raise ShapeError(f"{op}: max_norm renormalises the weight in place and is not supported")
+    if mode not in ("sum", "mean", "max"):
+        raise ShapeError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise ShapeError(f"{op}: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
+    sw, si = shape_of(weight), shape_of(input)
+    if len(sw) != 2:
+        raise ShapeError(f"{op}: weight has to be a 2-D tensor, got shape {sw}")
+    if per_sample_weights is not None and shape_of(per_sample_weights) != si:
+        raise ShapeError(
+            f"{op}: per_sample_weights {shape_of(per_sample_weights)} must have the input's shape {si}"
+        )
+    dev = device_of(weight)
+    n = math.prod(si)
+    if len(si) == 2:
+        if offsets is not None:
+            raise ShapeError(f"{op}: if input is 2-D, offsets has to be None")
+        bags = si[0]
+        pos = prims.iota(n, start=0, step=1, dtype=torch.int64, device=dev)
+        bag = prims.floor_divide(pos, max(si[1], 1))
+    elif len(si) == 1:
+        if offsets is None or len(shape_of(offsets)) != 1:
+            raise ShapeError(f"{op}: a 1-D input needs 1-D offsets")
+        k = shape_of(offsets)[0]
+        bags = k - 1 if include_last_offset else k
+        pos = prims.iota(n, start=0, step=1, dtype=dtype_of(offsets), device=dev)
+        started = prims.le(
+            prims.broadcast_in_dim(offsets, (n, k), (1,)), prims.broadcast_in_dim(pos, (n, k), (0,))
+        )
+        bag = prims.sub(prims.sum(started, (1,)), 1)
+    else:
+        raise ShapeError(f"{op}: input has to be a 1-D or 2-D tensor, got shape {si}")
+    idx = prims.reshape(input, (n,)) if len(si) != 1 else input
+    valid = prims.logical_and(prims.ge(bag, 0), prims.lt(bag, bags))
+    if padding_idx is not None:
+        pad = padding_idx + sw[0] if padding_idx < 0 else padding_idx
+        valid = prims.logical_and(valid, prims.ne(idx, pad))
+    slot = prims.where(valid, bag, bags)  # entries in no bag go to a spare row, dropped below
+    rows = prims.take(weight, idx, 0)
+    if per_sample_weights is not None:
+        psw = prims.reshape(per_sample_weights, (n,)) if len(si) != 1 else per_sample_weights
+        rows = prims.mul(rows, prims.broadcast_in_dim(psw, (n, sw[1]), (0,)))
+    slots = prims.broadcast_in_dim(slot, (n, sw[1]), (0,))
+    zeros = prims.full((bags + 1, sw[1]), 0, dtype=dtype_of(weight), device=dev)
+    if mode == "max":
+        out = prims.scatter_reduce(zeros, 0, slots, rows, "amax", False)
+    else:
+        out = prims.scatter_add(zeros, 0, slots, rows)
+    out = prims.slice(out, (0, 0), (bags, sw[1]), (1, 1))
+    if mode == "mean":
+        ones = prims.full((n,), 1, dtype=dtype_of(weight), device=dev)
+        count = prims.scatter_add(
+            prims.full((bags + 1,), 0, dtype=dtype_of(weight), device=dev), 0, slot, ones
+        )
+        count = prims.maximum(prims.slice(count, (0,), (bags,), (1,)), 1)
+        out = prims.div(out, prims.broadcast_in_dim(count, (bags, sw[1]), (0,)))
+    return out
+
+
+@torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=(Tag.INDEXING,))
 def one_hot(tensor, num_classes: int = -1):
     if num_classes < 0:
         raise ShapeError("F.one_hot: num_classes=-1 depends on the data; pass num_classes")
@@ -265,6 +415,23 @@ def one_hot(tensor, num_classes: int = -1):
         prims.broadcast_in_dim(classes, out_shape, (len(s),)),
     )
     return prims.convert_element_type(hit, torch.int64)
+
+
+@torchsymbol(F.prelu, torch_impl="torch.nn.functional.prelu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
+def prelu(input, weight):
+    """``x`` where positive, ``weight * x`` elsewhere; a per-channel weight runs along dim 1
+    (an input of fewer dims has one channel)."""
+    s, w = shape_of(input), shape_of(weight)
+    k = math.prod(w)
+    if k != 1:
+        channels = s[1] if len(s) > 1 else 1
+        if k != channels:
+            raise ShapeError(f"F.prelu: {k} weights for {channels} channels of input shape {s}")
+        weight = prims.reshape(weight, (k,)) if w != (k,) else weight
+        weight = _channel_view(weight, len(s), 1)
+    elif len(w) > len(s) or w:
+        weight = prims.reshape(weight, ())
+    return prims.where(prims.gt(input, 0), input, prims.mul(weight, input))
 
 
 # -- attention ------------------------------------------------------------------------------
@@ -292,7 +459,7 @@ def _tril_mask(rows: int, cols: int, device, diagonal: int = 0):
 @torchsymbol(
     F.scaled_dot_product_attention,
     torch_impl="torch.nn.functional.scaled_dot_product_attention",
-    tags=("attention",),
+    tags=(Tag.ATTENTION,),
 )
 def scaled_dot_product_attention(
     query,
@@ -339,30 +506,6 @@ def scaled_dot_product_attention(
     return _cast(prims.matmul(probs, v), dt)
 
 
-# -- dropout --------------------------------------------------------------------------------
-@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=("random",))
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
-    if not 0 <= p <= 1:
-        raise ShapeError(f"F.dropout: p must be between 0 and 1, got {p}")
-    if not training or p == 0:
-        return input
-    if p == 1:  # as torch: input * 0 (nan stays nan, and the result is in the graph)
-        return prims.mul(input, 0)
-    dt = dtype_of(input)
-    u = prims.uniform(
-        shape_of(input),
-        0.0,
-        1.0,
-        dtype=torch.float32 if dt in _LOW_PRECISION else dt,
-        device=device_of(input),
-    )
-    return prims.where(prims.ge(u, p), prims.mul(input, 1.0 / (1.0 - p)), 0)
-
-
-alias(lambda input, p, train: dropout(input, p, train), torch.dropout)
-
-
 # -- padding, glu ---------------------------------------------------------------------------
 def _pad_index(n: int, lo: int, hi: int, mode: str, device):
     """Source positions along a dimension of length n padded by (lo, hi) in ``mode``."""
@@ -376,7 +519,7 @@ def _pad_index(n: int, lo: int, hi: int, mode: str, device):
     raise ShapeError(f"F.pad: mode {mode!r} is not supported")
 
 
-@torchsymbol(F.pad, torch_impl="torch.nn.functional.pad", tags=("shape",))
+@torchsymbol(F.pad, torch_impl="torch.nn.functional.pad", tags=(Tag.SHAPE,))
 def pad(input, pad, mode: str = "constant", value=None):
     s = shape_of(input)
     if len(pad) % 2 or len(pad) // 2 > len(s):
@@ -414,7 +557,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     return out
 
 
-@torchsymbol(F.glu, torch_impl="torch.nn.functional.glu", tags=("activation",))
+@torchsymbol(F.glu, torch_impl="torch.nn.functional.glu", tags=(Tag.ACTIVATION,))
 def glu(input, dim: int = -1):
     s = shape_of(input)
     d = canonical_dim(dim, len(s), "F.glu")
@@ -488,7 +631,7 @@ def _einsum_pair(a, ta: str, b, tb: str, keep: set):
     return prims.reshape(out, tuple(sizes[c] for c in term)), term
 
 
-@torchsymbol(torch.einsum, torch_impl="torch.einsum", tags=("matmul",))
+@torchsymbol(torch.einsum, torch_impl="torch.einsum", tags=(Tag.MATMUL,))
 def einsum(equation: str, *operands):
     """Pairwise, left to right: letters no later operand or the output needs are summed away
     (within one operand first), shared ones are contracted by a matmul."""

@@ -14,10 +14,11 @@ from collections import namedtuple
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import in_graph_of
-from thunder.ops.meta import ShapeError, canonical_dims, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import ShapeError, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 T = torch.Tensor
 
@@ -91,26 +92,26 @@ def _sum_like(a, dims, dtype, keepdim, prim, op):
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.sum, T.sum, torch_impl="torch.sum", tags=("reduction",))
+@torchsymbol(torch.sum, T.sum, torch_impl="torch.sum", tags=(Tag.REDUCTION,))
 def sum(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     return _sum_like(a, reduction_dims(a, dim, "torch.sum"), dtype, keepdim, prims.sum, "torch.sum")
 
 
-@torchsymbol(torch.nansum, T.nansum, torch_impl="torch.nansum", tags=("reduction",))
+@torchsymbol(torch.nansum, T.nansum, torch_impl="torch.nansum", tags=(Tag.REDUCTION,))
 def nansum(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     if dtype_of(a).is_floating_point:
         a = prims.where(prims.isnan(a), 0, a)
     return _sum_like(a, reduction_dims(a, dim, "torch.nansum"), dtype, keepdim, prims.sum, "torch.nansum")
 
 
-@torchsymbol(torch.prod, T.prod, torch_impl="torch.prod", tags=("reduction",))
+@torchsymbol(torch.prod, T.prod, torch_impl="torch.prod", tags=(Tag.REDUCTION,))
 def prod(a, dim: int | None = None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     if dim is not None and not isinstance(dim, int):
         raise ShapeError(f"torch.prod: dim must be an int, got {dim!r}")
     return _sum_like(a, reduction_dims(a, dim, "torch.prod"), dtype, keepdim, prims.prod, "torch.prod")
 
 
-@torchsymbol(torch.mean, T.mean, torch_impl="torch.mean", tags=("reduction",))
+@torchsymbol(torch.mean, T.mean, torch_impl="torch.mean", tags=(Tag.REDUCTION,))
 def mean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     a = _cast(a, dtype)
     _require_float(a, "torch.mean")
@@ -122,14 +123,14 @@ def mean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.count_nonzero, T.count_nonzero, torch_impl="torch.count_nonzero", tags=("reduction",))
+@torchsymbol(torch.count_nonzero, T.count_nonzero, torch_impl="torch.count_nonzero", tags=(Tag.REDUCTION,))
 def count_nonzero(a, dim=None):
     dims = reduction_dims(a, dim, "torch.count_nonzero")
     nz = prims.convert_element_type(prims.ne(a, 0), torch.int64)
     return _reduce(prims.sum, nz, dims)
 
 
-@torchsymbol(torch.cumsum, T.cumsum, torch_impl="torch.cumsum", tags=("reduction",))
+@torchsymbol(torch.cumsum, T.cumsum, torch_impl="torch.cumsum", tags=(Tag.REDUCTION,))
 def cumsum(a, dim: int, *, dtype: torch.dtype | None = None):
     (d,) = canonical_dims(dim, len(shape_of(a)), "torch.cumsum") or (0,)
     if not shape_of(a):
@@ -145,12 +146,12 @@ def _extremum(prim, a, dim, keepdim, op):
     return _maybe_keep(_reduce(prim, a, dims), a, dims, keepdim)
 
 
-@torchsymbol(torch.amax, T.amax, torch_impl="torch.amax", tags=("reduction",))
+@torchsymbol(torch.amax, T.amax, torch_impl="torch.amax", tags=(Tag.REDUCTION,))
 def amax(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amax, a, dim, keepdim, "torch.amax")
 
 
-@torchsymbol(torch.amin, T.amin, torch_impl="torch.amin", tags=("reduction",))
+@torchsymbol(torch.amin, T.amin, torch_impl="torch.amin", tags=(Tag.REDUCTION,))
 def amin(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amin, a, dim, keepdim, "torch.amin")
 
@@ -170,12 +171,12 @@ def _arg_extremum(prim, a, dim, keepdim, op):
     return _maybe_keep(prim(a, (d,)), a, (d,), keepdim)
 
 
-@torchsymbol(torch.argmax, T.argmax, torch_impl="torch.argmax", tags=("reduction",))
+@torchsymbol(torch.argmax, T.argmax, torch_impl="torch.argmax", tags=(Tag.REDUCTION,))
 def argmax(a, dim: int | None = None, keepdim: bool = False):
     return _arg_extremum(prims.argmax, a, dim, keepdim, "torch.argmax")
 
 
-@torchsymbol(torch.argmin, T.argmin, torch_impl="torch.argmin", tags=("reduction",))
+@torchsymbol(torch.argmin, T.argmin, torch_impl="torch.argmin", tags=(Tag.REDUCTION,))
 def argmin(a, dim: int | None = None, keepdim: bool = False):
     return _arg_extremum(prims.argmin, a, dim, keepdim, "torch.argmin")
 
@@ -191,13 +192,13 @@ def _max_min(a, dim, keepdim, which: str):
     return (max_result if which == "max" else min_result)(values, indices)
 
 
-@torchsymbol(torch.max, T.max, torch_impl="torch.max", tags=("reduction",))
+@torchsymbol(torch.max, T.max, torch_impl="torch.max", tags=(Tag.REDUCTION,))
 def max(a, dim=None, keepdim: bool = False):
     """``torch.max(a)``, ``torch.max(a, dim)`` -> (values, indices), ``torch.max(a, other)``."""
     return _max_min(a, dim, keepdim, "max")
 
 
-@torchsymbol(torch.min, T.min, torch_impl="torch.min", tags=("reduction",))
+@torchsymbol(torch.min, T.min, torch_impl="torch.min", tags=(Tag.REDUCTION,))
 def min(a, dim=None, keepdim: bool = False):
     """``torch.min(a)``, ``torch.min(a, dim)`` -> (values, indices), ``torch.min(a, other)``."""
     return _max_min(a, dim, keepdim, "min")
@@ -212,12 +213,12 @@ def _logical_reduction(a, dim, keepdim, prim, op):
     return _cast(out, torch.uint8) if dtype_of(a) is torch.uint8 else out  # torch keeps uint8
 
 
-@torchsymbol(torch.all, T.all, torch_impl="torch.all", tags=("reduction",))
+@torchsymbol(torch.all, T.all, torch_impl="torch.all", tags=(Tag.REDUCTION,))
 def all(a, dim=None, keepdim: bool = False):
     return _logical_reduction(a, dim, keepdim, prims.amin, "torch.all")
 
 
-@torchsymbol(torch.any, T.any, torch_impl="torch.any", tags=("reduction",))
+@torchsymbol(torch.any, T.any, torch_impl="torch.any", tags=(Tag.REDUCTION,))
 def any(a, dim=None, keepdim: bool = False):
     return _logical_reduction(a, dim, keepdim, prims.amax, "torch.any")
 
@@ -245,30 +246,30 @@ def _var(a, dim, unbiased, keepdim, correction, op):
     return _maybe_keep(_cast(out, back), a, dims, keepdim), dims
 
 
-@torchsymbol(torch.var, T.var, torch_impl="torch.var", tags=("reduction",))
+@torchsymbol(torch.var, T.var, torch_impl="torch.var", tags=(Tag.REDUCTION,))
 def var(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     return _var(a, dim, unbiased, keepdim, correction, "torch.var")[0]
 
 
-@torchsymbol(torch.std, T.std, torch_impl="torch.std", tags=("reduction",))
+@torchsymbol(torch.std, T.std, torch_impl="torch.std", tags=(Tag.REDUCTION,))
 def std(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     return prims.sqrt(_var(a, dim, unbiased, keepdim, correction, "torch.std")[0])
 
 
-@torchsymbol(torch.var_mean, torch_impl="torch.var_mean", tags=("reduction",))
+@torchsymbol(torch.var_mean, torch_impl="torch.var_mean", tags=(Tag.REDUCTION,))
 def var_mean(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     v, dims = _var(a, dim, unbiased, keepdim, correction, "torch.var_mean")
     return v, mean(a, dims, keepdim)
 
 
-@torchsymbol(torch.std_mean, torch_impl="torch.std_mean", tags=("reduction",))
+@torchsymbol(torch.std_mean, torch_impl="torch.std_mean", tags=(Tag.REDUCTION,))
 def std_mean(a, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
     v, dims = _var(a, dim, unbiased, keepdim, correction, "torch.std_mean")
     return prims.sqrt(v), mean(a, dims, keepdim)
 
 
 # -- norms ----------------------------------------------------------------------------------
-@torchsymbol(torch.linalg.vector_norm, torch_impl="torch.linalg.vector_norm", tags=("reduction",))
+@torchsymbol(torch.linalg.vector_norm, torch_impl="torch.linalg.vector_norm", tags=(Tag.REDUCTION,))
 def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     op = "torch.linalg.vector_norm"
     a = _cast(a, dtype)
@@ -292,7 +293,7 @@ def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-@torchsymbol(torch.norm, T.norm, torch_impl="torch.norm", tags=("reduction",))
+@torchsymbol(torch.norm, T.norm, torch_impl="torch.norm", tags=(Tag.REDUCTION,))
 def norm(a, p="fro", dim=None, keepdim: bool = False, dtype: torch.dtype | None = None):
     """``torch.norm`` for vector norms (``p`` a number, or ``"fro"`` over any dims)."""
     if p == "fro" or p is None:
@@ -343,7 +344,7 @@ def _softmax_core(a, dim, dtype, op, log: builtins.bool):
     torch.special.softmax,
     torch_impl="torch.softmax",
     impl_check=_no_stacklevel,
-    tags=("reduction",),
+    tags=(Tag.REDUCTION,),
 )
 def softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(a, dim, _softmax_args(_stacklevel, dtype), "torch.softmax", False)
@@ -356,19 +357,19 @@ def softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None 
     torch.special.log_softmax,
     torch_impl="torch.log_softmax",
     impl_check=_no_stacklevel,
-    tags=("reduction",),
+    tags=(Tag.REDUCTION,),
 )
 def log_softmax(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(a, dim, _softmax_args(_stacklevel, dtype), "torch.log_softmax", True)
 
 
-@torchsymbol(F.softmin, torch_impl="torch.nn.functional.softmin", tags=("reduction",))
+@torchsymbol(F.softmin, torch_impl="torch.nn.functional.softmin", tags=(Tag.REDUCTION,))
 def softmin(a, dim: int | None = None, _stacklevel=3, dtype: torch.dtype | None = None):
     return _softmax_core(prims.neg(_cast(a, dtype)), dim, None, "F.softmin", False)
 
 
 @torchsymbol(
-    torch.logsumexp, T.logsumexp, torch.special.logsumexp, torch_impl="torch.logsumexp", tags=("reduction",)
+    torch.logsumexp, T.logsumexp, torch.special.logsumexp, torch_impl="torch.logsumexp", tags=(Tag.REDUCTION,)
 )
 def logsumexp(a, dim, keepdim: bool = False):
     op = "torch.logsumexp"
@@ -388,7 +389,7 @@ def logsumexp(a, dim, keepdim: bool = False):
 topk_result = namedtuple("topk", ["values", "indices"])
 
 
-@torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=("reduction",))
+@torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=(Tag.REDUCTION,))
 def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.topk") or (0,)
@@ -401,7 +402,7 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
 sort_result = namedtuple("sort", ["values", "indices"])
 
 
-@torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=("reduction",))
+@torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=(Tag.REDUCTION,))
 def sort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.sort") or (0,)
@@ -409,8 +410,47 @@ def sort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     return sort_result(values, indices)
 
 
-@torchsymbol(torch.argsort, T.argsort, torch_impl="torch.argsort", tags=("reduction",))
+@torchsymbol(torch.argsort, T.argsort, torch_impl="torch.argsort", tags=(Tag.REDUCTION,))
 def argsort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.argsort") or (0,)
     return prims.sort(a, d, descending, stable)[1]
+
+
+@torchsymbol(torch.histc, T.histc, torch_impl="torch.histc", tags=(Tag.REDUCTION,))
+def histc(a, bins: int = 100, min=0, max=0):
+    """Counts of ``a``'s elements in ``bins`` equal bins over [min, max] (the data's own range
+    when min == max, widened by 1 each way if that is a single value); elements outside are
+    ignored and ``max`` itself counts in the last bin. An element's bin is
+    ``int((x - min) * bins / (max - min))``, in the input's dtype, as torch's CPU kernel."""
+    op = "torch.histc"
+    dt = dtype_of(a)
+    if not dt.is_floating_point:
+        raise ShapeError(f"{op}: expected a floating point input, got {dt}")
+    if bins <= 0:
+        raise ShapeError(f"{op}: bins must be > 0, got {bins}")
+    if min > max:
+        raise ShapeError(f"{op}: max must be larger than min, got min={min}, max={max}")
+    n = math.prod(shape_of(a))
+    x = prims.reshape(a, (n,)) if shape_of(a) != (n,) else a
+    dev = device_of(a)
+    if min == max and n:
+        lo, hi = prims.amin(x, (0,)), prims.amax(x, (0,))
+        same = prims.eq(lo, hi)
+        lo, hi = prims.where(same, prims.sub(lo, 1), lo), prims.where(same, prims.add(hi, 1), hi)
+    else:
+        lo, hi = (float(min) - 1, float(max) + 1) if min == max else (float(min), float(max))
+        # the edges are held, and their difference taken, in the input's dtype
+        lo_t, hi_t = torch.tensor(lo, dtype=dt), torch.tensor(hi, dtype=dt)
+        lo, hi, width = lo_t.item(), hi_t.item(), (hi_t - lo_t).item()
+    counts = prims.full((bins + 1,), 0, dtype=dt, device=dev)
+    if not n:
+        return prims.slice(counts, (0,), (bins,), (1,))
+    if is_tensor(lo):
+        width = prims.sub(hi, lo)
+    pos = prims.convert_element_type(prims.div(prims.mul(prims.sub(x, lo), bins), width), torch.int64)
+    pos = prims.where(prims.eq(pos, bins), bins - 1, pos)
+    inside = prims.logical_and(prims.ge(x, lo), prims.le(x, hi))
+    slot = prims.where(inside, pos, bins)  # the rest go to a spare bin, dropped below
+    counts = prims.scatter_add(counts, 0, slot, prims.full((n,), 1, dtype=dt, device=dev))
+    return prims.slice(counts, (0,), (bins,), (1,))

@@ -7,9 +7,18 @@ import math
 import torch
 import torch.nn.functional as F
 
+from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
-from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, is_tensor, shape_of
+from thunder.ops.meta import (
+    ShapeError,
+    broadcast_shapes,
+    canonical_dim,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 T = torch.Tensor
 
@@ -42,7 +51,7 @@ def _reshape(a, shape, op):
     return prims.reshape(a, s)
 
 
-@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=("shape", "view"))
+@torchsymbol(torch.reshape, T.reshape, torch_impl="torch.Tensor.reshape", tags=(Tag.SHAPE, Tag.VIEW))
 def reshape(a, *args, shape=None):
     return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
@@ -50,7 +59,7 @@ def reshape(a, *args, shape=None):
 # runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
 # eager would have made contiguous first must still work
 @torchsymbol(
-    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=("shape", "view")
+    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=(Tag.SHAPE, Tag.VIEW)
 )
 def view(a, *args, size=None):
     if len(args) == 1 and isinstance(args[0], torch.dtype):
@@ -58,12 +67,12 @@ def view(a, *args, size=None):
     return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
-@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=("shape", "view"))
+@torchsymbol(T.view_as, T.reshape_as, torch_impl="torch.Tensor.reshape_as", tags=(Tag.SHAPE, Tag.VIEW))
 def reshape_as(a, other):
     return _reshape(a, shape_of(other), "Tensor.reshape_as")
 
 
-@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=("shape", "view"))
+@torchsymbol(torch.flatten, T.flatten, torch_impl="torch.flatten", tags=(Tag.SHAPE, Tag.VIEW))
 def flatten(a, start_dim: int = 0, end_dim: int = -1):
     s = shape_of(a)
     if not s:
@@ -75,7 +84,7 @@ def flatten(a, start_dim: int = 0, end_dim: int = -1):
     return _reshape(a, s[:lo] + (math.prod(s[lo : hi + 1]),) + s[hi + 1 :], "torch.flatten")
 
 
-@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=("shape", "view"))
+@torchsymbol(torch.unflatten, T.unflatten, torch_impl="torch.unflatten", tags=(Tag.SHAPE, Tag.VIEW))
 def unflatten(a, dim: int, sizes):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unflatten")
@@ -83,7 +92,7 @@ def unflatten(a, dim: int, sizes):
     return _reshape(a, s[:d] + sizes + s[d + 1 :], "torch.unflatten")
 
 
-@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=("shape", "view"))
+@torchsymbol(torch.permute, T.permute, torch_impl="torch.Tensor.permute", tags=(Tag.SHAPE, Tag.VIEW))
 def permute(a, *args, dims=None):
     dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
@@ -101,7 +110,7 @@ def permute(a, *args, dims=None):
     torch.swapdims,
     T.swapdims,
     torch_impl="torch.transpose",
-    tags=("shape", "view"),
+    tags=(Tag.SHAPE, Tag.VIEW),
 )
 def transpose(a, dim0: int, dim1: int):
     n = len(shape_of(a))
@@ -115,7 +124,7 @@ def transpose(a, dim0: int, dim1: int):
     return prims.transpose(a, tuple(perm))
 
 
-@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=("shape", "view"))
+@torchsymbol(torch.t, T.t, torch_impl="torch.t", tags=(Tag.SHAPE, Tag.VIEW))
 def t(a):
     n = len(shape_of(a))
     if n > 2:
@@ -128,7 +137,12 @@ tensor_property("mT")(lambda a: transpose(a, -2, -1))
 
 
 @torchsymbol(
-    torch.movedim, T.movedim, torch.moveaxis, T.moveaxis, torch_impl="torch.movedim", tags=("shape", "view")
+    torch.movedim,
+    T.movedim,
+    torch.moveaxis,
+    T.moveaxis,
+    torch_impl="torch.movedim",
+    tags=(Tag.SHAPE, Tag.VIEW),
 )
 def movedim(a, source, destination):
     n = len(shape_of(a))
@@ -144,7 +158,7 @@ def movedim(a, source, destination):
     return permute(a, perm)
 
 
-@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=("shape", "view"))
+@torchsymbol(torch.unsqueeze, T.unsqueeze, torch_impl="torch.unsqueeze", tags=(Tag.SHAPE, Tag.VIEW))
 def unsqueeze(a, dim: int):
     s = shape_of(a)
     d = canonical_dim(dim, len(s) + 1, "torch.unsqueeze")
@@ -152,7 +166,7 @@ def unsqueeze(a, dim: int):
     return prims.broadcast_in_dim(a, out, tuple(i for i in range(len(out)) if i != d))
 
 
-@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=("shape", "view"))
+@torchsymbol(torch.squeeze, T.squeeze, torch_impl="torch.squeeze", tags=(Tag.SHAPE, Tag.VIEW))
 def squeeze(a, dim=None):
     s = shape_of(a)
     if dim is None:
@@ -165,7 +179,7 @@ def squeeze(a, dim=None):
     return prims.squeeze(a, dims)
 
 
-@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=("shape", "view"))
+@torchsymbol(T.expand, torch_impl="torch.Tensor.expand", tags=(Tag.SHAPE, Tag.VIEW))
 def expand(a, *args, size=None):
     sizes = _shape_arg(args) if size is None else tuple(size)
     s = shape_of(a)
@@ -181,27 +195,27 @@ def expand(a, *args, size=None):
     return prims.broadcast_in_dim(a, out, tuple(range(lead, len(out))))
 
 
-@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=("shape", "view"))
+@torchsymbol(T.expand_as, torch_impl="torch.Tensor.expand_as", tags=(Tag.SHAPE, Tag.VIEW))
 def expand_as(a, other):
     return expand(a, shape_of(other))
 
 
-@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=("shape", "view"))
+@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=(Tag.SHAPE, Tag.VIEW))
 def broadcast_to(a, shape):
     return expand(a, tuple(shape))
 
 
-@torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=("shape",))
+@torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=(Tag.SHAPE,))
 def contiguous(a, memory_format=torch.contiguous_format):
     return a
 
 
-@torchsymbol(torch.clone, T.clone, torch_impl="torch.clone", tags=("shape",))
+@torchsymbol(torch.clone, T.clone, torch_impl="torch.clone", tags=(Tag.SHAPE,))
 def clone(a, *, memory_format=None):
     return prims.clone(a)
 
 
-@torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=("shape",))
+@torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=(Tag.SHAPE,))
 def cat(tensors, dim: int = 0):
     tensors = [t for t in tensors if not (len(shape_of(t)) == 1 and shape_of(t)[0] == 0)] or list(tensors)[:1]
     if len(tensors) == 1:
@@ -209,7 +223,7 @@ def cat(tensors, dim: int = 0):
     return prims.cat(list(tensors), dim)
 
 
-@torchsymbol(torch.stack, torch_impl="torch.stack", tags=("shape",))
+@torchsymbol(torch.stack, torch_impl="torch.stack", tags=(Tag.SHAPE,))
 def stack(tensors, dim: int = 0):
     if not tensors:
         raise ShapeError("torch.stack: expected a non-empty list of tensors")
@@ -228,7 +242,7 @@ def _slice_dim(a, dim: int, start: int, stop: int, step: int = 1):
     return prims.slice_prim(a, tuple(lo), tuple(hi), tuple(st))
 
 
-@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=("shape", "view"))
+@torchsymbol(torch.split, T.split, torch_impl="torch.split", tags=(Tag.SHAPE, Tag.VIEW))
 def split(a, split_size_or_sections, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.split")
@@ -246,7 +260,7 @@ def split(a, split_size_or_sections, dim: int = 0):
     return tuple(out)
 
 
-@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=("shape", "view"))
+@torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=(Tag.SHAPE, Tag.VIEW))
 def chunk(a, chunks: int, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.chunk")
@@ -254,22 +268,56 @@ def chunk(a, chunks: int, dim: int = 0):
     return split(a, size, d)
 
 
-@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=("shape", "view"))
+@torchsymbol(torch.unbind, T.unbind, torch_impl="torch.unbind", tags=(Tag.SHAPE, Tag.VIEW))
 def unbind(a, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.unbind")
     return tuple(prims.squeeze(_slice_dim(a, d, i, i + 1), (d,)) for i in range(s[d]))
 
 
-@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=("shape", "view"))
-def narrow(a, dim: int, start: int, length: int):
+@torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=(Tag.SHAPE, Tag.VIEW))
+def narrow(a, dim: int, start, length: int):
+    """``length`` elements from ``start`` along ``dim``. A tensor ``start`` (a 0-dim integer
+    tensor) moves the window with the data but not its size: the elements are gathered at
+    ``start + arange(length)`` (out-of-range positions fail when the program runs)."""
+    op = "torch.narrow"
     s = shape_of(a)
-    d = canonical_dim(dim, len(s), "torch.narrow")
-    start = start % s[d] if start < 0 else start
+    d = canonical_dim(dim, len(s), op)
+    if is_tensor(start):
+        if shape_of(start) or dtype_of(start).is_floating_point or dtype_of(start) is torch.bool:
+            raise ShapeError(
+                f"{op}: a tensor start must be a 0-dim integer tensor, got {dtype_of(start)} {shape_of(start)}"
+            )
+        first = wrap_index(start, s[d])
+        offsets = prims.iota(length, start=0, step=1, dtype=dtype_of(start), device=device_of(a))
+        return prims.take(a, prims.add(offsets, first), d)
+    if not -s[d] <= start <= s[d]:
+        raise ShapeError(f"{op}: start {start} is out of range for dimension {d} of size {s[d]}")
+    start = start + s[d] if start < 0 else start
+    if length < 0 or start + length > s[d]:
+        raise ShapeError(f"{op}: start ({start}) + length ({length}) exceeds dimension size ({s[d]})")
     return _slice_dim(a, d, start, start + length)
 
 
-@torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=("shape",))
+@torchsymbol(torch.select, T.select, torch_impl="torch.select", tags=(Tag.SHAPE, Tag.VIEW))
+def select(a, dim: int, index: int):
+    op = "torch.select"
+    if is_tensor(index):
+        raise ShapeError(
+            f"{op}: a tensor index is data-dependent; use index_select or a[..., i] with a tensor"
+        )
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), op)
+    i = int_index(index, s[d], d, op)
+    return prims.squeeze(_slice_dim(a, d, i, i + 1), (d,))
+
+
+@torchsymbol(torch.ravel, T.ravel, torch_impl="torch.ravel", tags=(Tag.SHAPE, Tag.VIEW))
+def ravel(a):
+    return _reshape(a, (math.prod(shape_of(a)),), "torch.ravel")
+
+
+@torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=(Tag.SHAPE,))
 def flip(a, *args, dims=None):
     n = len(shape_of(a))
     dims = _shape_arg(args) if dims is None else tuple(dims)  # x.flip(0, 1), torch.flip(x, (0, 1))
@@ -295,6 +343,79 @@ def _normalize_index(key, shape, op: str):
     if Ellipsis not in key:
         expanded += [slice(None)] * (len(shape) - n_real)
     return expanded
+
+
+def _index_tensor(values: list[int], shape: tuple[int, ...], device):
+    """A constant int64 tensor: an iota when ``values`` step evenly, else concatenated fills."""
+    n = len(values)
+    step = values[1] - values[0] if n > 1 else 1
+    if all(values[i] == values[0] + i * step for i in range(n)):
+        flat = prims.iota(n, start=values[0] if n else 0, step=step, dtype=torch.int64, device=device)
+    else:
+        pieces = [prims.full((1,), v, dtype=torch.int64, device=device) for v in values]
+        flat = prims.cat(pieces, 0)
+    return flat if shape == (n,) else prims.reshape(flat, shape)
+
+
+def _nested_shape(v) -> tuple[int, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    inner = {_nested_shape(x) for x in v}
+    if len(inner) > 1:
+        raise ShapeError(f"Tensor.__getitem__: the nested index list {v!r} is not rectangular")
+    return (len(v),) + (inner.pop() if inner else ())
+
+
+def _leaves(v):
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+def _list_index(v: list, device) -> list:
+    """The index items a Python list stands for: one int64 tensor for a list of ints; for a
+    (nested) list of bools, one per dimension it masks, holding the True positions (static,
+    unlike a bool tensor's)."""
+    shape = _nested_shape(v)
+    flat = list(_leaves(v))
+    if flat and all(isinstance(x, bool) for x in flat):
+        hits = [i for i, x in enumerate(flat) if x]
+        per_dim = []
+        for d in range(len(shape)):
+            inner = math.prod(shape[d + 1 :])
+            per_dim.append([(h // inner) % shape[d] for h in hits])
+        return [_index_tensor(p, (len(hits),), device) for p in per_dim]
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+        raise ShapeError(f"Tensor.__getitem__: a list index must hold ints or bools, got {v!r}")
+    return [_index_tensor(flat, shape, device)]
+
+
+def static_index(key, device):
+    """``key`` with its Python lists made index tensors (``qkv[..., [-2], :]``, ``x[[0, 2]]``,
+    ``x[[True, False, True]]``); a list holding lists, slices, None, Ellipsis or tensors is a
+    tuple, as in torch's legacy reading."""
+    if isinstance(key, list):
+        # torch still reads a short list holding any of these as a tuple of indices
+        if len(key) < 32 and any(
+            k is None or k is Ellipsis or isinstance(k, (slice, list, tuple)) or is_tensor(k) for k in key
+        ):
+            key = tuple(key)
+        else:
+            return tuple(_list_index(key, device))
+    if isinstance(key, tuple) and any(isinstance(k, list) for k in key):
+        out = []
+        for k in key:
+            out.extend(_list_index(k, device) if isinstance(k, list) else [k])
+        return tuple(out)
+    return key
+
+
+def has_advanced_index(key) -> bool:
+    """Whether indexing with ``key`` gathers (tensors, lists): the result is a copy, not a view."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(is_tensor(k) or isinstance(k, list) for k in keys)
 
 
 def advanced_layout(items) -> tuple[tuple[int, ...], int, bool]:
@@ -326,16 +447,17 @@ def wrap_index(idx, size: int):
     return prims.where(prims.lt(idx, 0), prims.add(idx, size), idx)
 
 
-@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=("shape", "indexing", "view"))
+@torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=(Tag.SHAPE, Tag.INDEXING, Tag.VIEW))
 def getitem(a, key):
-    """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
-    indexing); bool masks select a data-dependent number of elements and are errors."""
+    """Basic indexing (ints, slices, None, Ellipsis), integer index tensors and lists (advanced
+    indexing); bool tensor masks select a data-dependent number of elements and are errors."""
     op = "Tensor.__getitem__"
     s = shape_of(a)
-    items = _normalize_index(key, s, op)
+    items = _normalize_index(static_index(key, device_of(a)), s, op)
     if any(is_tensor(k) and k.meta_dtype is torch.bool for k in items):
         raise ShapeError(
-            f"{op}: a boolean mask index selects a data-dependent number of elements; use torch.where"
+            f"{op}: a boolean mask tensor selects a data-dependent number of elements (the count of True "
+            "values is not known while tracing); use torch.where, or a Python list of bools"
         )
     lo, hi, st, squeeze_dims = [], [], [], []
     dim = 0
@@ -416,29 +538,32 @@ def _unsqueeze_many(a, positions):
     return a
 
 
-@torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=("indexing",))
+@torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=(Tag.INDEXING,))
 def index_select(a, dim: int, index):
     return prims.take(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_select"))
 
 
-@torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=("indexing",))
+@torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=(Tag.INDEXING,))
 def gather(a, dim: int, index):
     return prims.take_along_axis(a, index, canonical_dim(dim, len(shape_of(a)), "torch.gather"))
 
 
-@torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=("indexing",))
-def take_along_dim(a, indices, dim: int):
-    return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
-
-
-@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=("indexing",))
-def index_copy(a, dim: int, index, source):
-    return prims.index_copy(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_copy"), source)
-
-
-@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=("indexing",))
-def scatter_add(a, dim: int, index, src):
-    return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
+@torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=(Tag.INDEXING,))
+def take_along_dim(a, indices, dim: int | None = None):
+    """``gather`` along ``dim`` after broadcasting ``a`` and ``indices`` in every other
+    dimension; without ``dim``, along the flattened tensor."""
+    op = "torch.take_along_dim"
+    if dim is None:
+        flat = _reshape(a, (math.prod(shape_of(a)),), op)
+        return prims.take_along_axis(flat, _reshape(indices, (math.prod(shape_of(indices)),), op), 0)
+    sa, si = shape_of(a), shape_of(indices)
+    if len(sa) != len(si):
+        raise ShapeError(f"{op}: input {sa} and indices {si} must have the same number of dimensions")
+    d = canonical_dim(dim, len(sa), op)
+    rest = broadcast_shapes(sa[:d] + sa[d + 1 :], si[:d] + si[d + 1 :], op=op)
+    a = _expand_index(a, rest[:d] + (sa[d],) + rest[d:])
+    indices = _expand_index(indices, rest[:d] + (si[d],) + rest[d:])
+    return prims.take_along_axis(a, indices, d)
 
 
 # -- repetition and rotation ----------------------------------------------------------------
@@ -456,12 +581,12 @@ def _interleave(a, reps, op: str):
     return prims.reshape(a, tuple(r * d for r, d in zip(reps, s)))
 
 
-@torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=("shape",))
+@torchsymbol(T.repeat, torch_impl="torch.Tensor.repeat", tags=(Tag.SHAPE,))
 def repeat(a, *args, repeats=None):
     return _interleave(a, _shape_arg(args) if repeats is None else tuple(repeats), "Tensor.repeat")
 
 
-@torchsymbol(torch.tile, T.tile, torch_impl="torch.Tensor.tile", tags=("shape",))
+@torchsymbol(torch.tile, T.tile, torch_impl="torch.Tensor.tile", tags=(Tag.SHAPE,))
 def tile(a, *args, dims=None):
     dims = _shape_arg(args) if dims is None else tuple(dims)
     n = len(shape_of(a))
@@ -469,7 +594,7 @@ def tile(a, *args, dims=None):
 
 
 @torchsymbol(
-    torch.repeat_interleave, T.repeat_interleave, torch_impl="torch.repeat_interleave", tags=("shape",)
+    torch.repeat_interleave, T.repeat_interleave, torch_impl="torch.repeat_interleave", tags=(Tag.SHAPE,)
 )
 def repeat_interleave(a, repeats, dim: int | None = None, *, output_size: int | None = None):
     """Integer ``repeats`` only: a tensor of repeats makes a data-dependent shape."""
@@ -486,7 +611,7 @@ def repeat_interleave(a, repeats, dim: int | None = None, *, output_size: int | 
     return prims.reshape(prims.broadcast_in_dim(a, wide, dims), s[:d] + (s[d] * repeats,) + s[d + 1 :])
 
 
-@torchsymbol(torch.roll, T.roll, torch_impl="torch.roll", tags=("shape",))
+@torchsymbol(torch.roll, T.roll, torch_impl="torch.roll", tags=(Tag.SHAPE,))
 def roll(a, shifts, dims=None):
     if dims is None:
         s = shape_of(a)
@@ -504,17 +629,7 @@ def roll(a, shifts, dims=None):
     return a
 
 
-@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=("indexing",))
-def index_add(a, dim: int, index, source, *, alpha=1):
-    d = canonical_dim(dim, len(shape_of(a)), "torch.index_add")
-    src = shape_of(source)
-    full_index = prims.broadcast_in_dim(index, src, (d,)) if src else index
-    if alpha != 1:
-        source = prims.mul(source, alpha)
-    return prims.scatter_add(a, d, full_index, source)
-
-
-@torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=("shape",))
+@torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=(Tag.SHAPE,))
 def pixel_shuffle(a, upscale_factor: int):
     *lead, c, h, w = shape_of(a)
     r = upscale_factor
@@ -526,7 +641,7 @@ def pixel_shuffle(a, upscale_factor: int):
     return prims.reshape(x, (*lead, c // (r * r), h * r, w * r))
 
 
-@torchsymbol(torch.pixel_unshuffle, F.pixel_unshuffle, torch_impl="torch.pixel_unshuffle", tags=("shape",))
+@torchsymbol(torch.pixel_unshuffle, F.pixel_unshuffle, torch_impl="torch.pixel_unshuffle", tags=(Tag.SHAPE,))
 def pixel_unshuffle(a, downscale_factor: int):
     *lead, c, h, w = shape_of(a)
     r = downscale_factor
@@ -538,7 +653,7 @@ def pixel_unshuffle(a, downscale_factor: int):
     return prims.reshape(x, (*lead, c * r * r, h // r, w // r))
 
 
-@torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=("shape",))
+@torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=(Tag.SHAPE,))
 def diff(a, n: int = 1, dim: int = -1, prepend=None, append=None):
     d = canonical_dim(dim, len(shape_of(a)), "torch.diff")
     parts = [p for p in (prepend, a, append) if p is not None]

@@ -1,0 +1,42 @@
+"""Notebook displays: thunder's objects shown by the explorer once it is imported.
+
+thunder never imports the explorer. Importing ``explorer`` (or ``%load_ext explorer``)
+registers IPython's HTML formatters for ``Trace``, jitted functions and jitted modules, by
+name, so nothing heavy is imported until something is shown. Without the explorer a trace
+shows as its printed program (plain text).
+"""
+
+from __future__ import annotations
+
+# (module, class name) -> the function of explorer.html that renders it
+_DISPLAYS = (
+    ("thunder.core.trace", "Trace", "trace_html"),
+    ("thunder.jit", "ThunderFunction", "compilation_html"),
+    ("thunder.jit", "ThunderModule", "compilation_html"),
+)
+
+
+def _render(name: str):
+    def render(obj) -> str:
+        from explorer import html
+
+        return getattr(html, name)(obj)
+
+    render.__name__ = name
+    return render
+
+
+def register_displays(ipython=None) -> bool:
+    """Register the HTML displays with ``ipython`` (default: the running shell, if any)."""
+    if ipython is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        ipython = get_ipython()
+    if ipython is None:
+        return False
+    formatter = ipython.display_formatter.formatters["text/html"]
+    for module, cls, fn in _DISPLAYS:
+        formatter.for_type_by_name(module, cls, _render(fn))
+    return True
