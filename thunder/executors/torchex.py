@@ -210,6 +210,27 @@ def adaptive_avg_pool_backward(grad, a, output_size):
     return backward.default(grad, a)
 
 
+def custom_op_backward(path: str, grads, args, kwargs, wanted):
+    """The operator run again with autograd on the arguments at ``wanted``, and torch's
+    gradients of it (the operator's registered formula); zeros where one is unused."""
+    args = list(args)
+    with torch.enable_grad():
+        for i in wanted:
+            args[i] = args[i].detach().requires_grad_()
+        out = resolve_path(path)(*args, **kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    pairs = [
+        (o, g)
+        for o, g in zip(outs, grads)
+        if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
+    ]
+    leaves = [args[i] for i in wanted]
+    if not pairs:
+        return tuple(torch.zeros_like(a) for a in leaves)
+    got = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+    return tuple(torch.zeros_like(a) if g is None else g for g, a in zip(got, leaves))
+
+
 def convert_element_type(a, dtype):
     return a.to(dtype)
 
@@ -387,6 +408,7 @@ for _prim, _fn in {
     prims.max_pool_backward: max_pool_backward,
     prims.avg_pool_backward: avg_pool_backward,
     prims.adaptive_avg_pool_backward: adaptive_avg_pool_backward,
+    prims.custom_op_backward: custom_op_backward,
 }.items():
     PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
 # a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)

@@ -590,6 +590,16 @@ avg_pool_backward = _prim("avg_pool_backward", _pool_backward_meta)
 adaptive_avg_pool_backward = _prim("adaptive_avg_pool_backward", _pool_backward_meta)
 
 
+def _custom_op_backward_meta(path: str, grads, args, kwargs, wanted):
+    """One gradient per argument position in ``wanted``, shaped like that argument."""
+    return tuple(new_tensor(shape_of(args[i]), dtype_of(args[i]), args[i].meta_device) for i in wanted)
+
+
+# the gradient of a custom operator (``thunder/ops/custom.py``) with respect to its arguments
+# at positions ``wanted``: torch's autograd of the operator itself (its registered formula)
+custom_op_backward = _prim("custom_op_backward", _custom_op_backward_meta)
+
+
 def _polygamma_meta(n, a):
     return _unary_meta("polygamma", Rule.FLOAT)(a)
 

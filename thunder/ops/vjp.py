@@ -833,6 +833,21 @@ NON_DIFFERENTIABLE = frozenset(
         prims.le, prims.gt, prims.ge, prims.logical_and, prims.logical_or, prims.logical_xor,
         prims.argmax, prims.argmin, prims.full, prims.iota, prims.uniform, prims.copy_,
         prims.convolution_backward, prims.max_pool_backward, prims.avg_pool_backward,
-        prims.adaptive_avg_pool_backward,
+        prims.adaptive_avg_pool_backward, prims.custom_op_backward,
     }
 )  # fmt: skip
+
+
+def custom_op_rule(path: str) -> Callable:
+    """The rule of the custom operator ``path`` (``thunder/ops/custom.py``): its floating-point
+    tensor arguments get the gradients of the operator's own autograd formula, which the
+    backward runs on the saved arguments (``prims.custom_op_backward``)."""
+
+    def rule(g, out, *args, **kwargs):
+        grads = g if isinstance(g, tuple) else (g,)
+        wanted = tuple(i for i, a in enumerate(args) if is_tensor(a) and dtype_of(a).is_floating_point)
+        got = prims.custom_op_backward(path, grads, args, kwargs, wanted)
+        by_position = dict(zip(wanted, got))
+        return tuple(by_position.get(i) for i in range(len(args)))
+
+    return rule

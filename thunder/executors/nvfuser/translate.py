@@ -82,6 +82,7 @@ UNSUPPORTED = SymbolTable(
         prims.max_pool_backward: "nvFuser has no pooling",
         prims.avg_pool_backward: "nvFuser has no pooling",
         prims.adaptive_avg_pool_backward: "nvFuser has no pooling",
+        prims.custom_op_backward: "runs a custom operator's own autograd formula",
     },
 )
 
