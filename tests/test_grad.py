@@ -442,6 +442,22 @@ def test_inplace_on_an_input_that_requires_grad():
     torch.testing.assert_close(leaf.grad, leaf_e.grad)
 
 
+@pytest.mark.parametrize("method", ["zero_", "fill_", "uniform_", "normal_"])
+def test_overwriting_in_place_keeps_a_tensor_in_its_graph_as_in_eager(method):
+    def fn(x):
+        w = x * 2
+        getattr(w, method)(*([1.5] if method == "fill_" else []))
+        return w
+
+    x = _leaf(3)
+    out, ref = thunder.jit(fn)(x), fn(x)
+    assert out.requires_grad and ref.requires_grad
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, torch.zeros(3, dtype=torch.float64))
+    with torch.no_grad():
+        assert not thunder.jit(fn)(x).requires_grad
+
+
 def test_a_saved_input_written_in_place_afterwards_raises_as_in_eager():
     def fn(x, buf):
         y = x * buf
@@ -496,3 +512,87 @@ def test_backward_through_an_op_without_a_rule_names_the_op_and_the_line(monkeyp
     with pytest.raises(NotImplementedError, match=r"prims\.sin \(inside ltorch\.sin\).*no VJP rule") as e:
         out.sum().backward()
     assert "test_grad.py" in str(e.value) and "the line the error names" in str(e.value)
+
+
+# -- custom torch.autograd.Function ----------------------------------------------------------
+class _Square(torch.autograd.Function):
+    """x * x with a backward that is deliberately not the derivative (3 * g * x): gradients
+    equal to eager's show the Function's own backward ran."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x
+
+
+class _ScaledPair(torch.autograd.Function):
+    """setup_context style, a non-tensor argument, two outputs (one non-differentiable), a
+    saved value from inside the forward, and needs_input_grad."""
+
+    @staticmethod
+    def forward(x, w, k: float):
+        e = (x * w).exp()
+        return e * k, (x > 0).to(x.dtype)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w, k = inputs
+        e = output[0] / k
+        ctx.save_for_backward(x, w, e)
+        ctx.k = k
+        ctx.mark_non_differentiable(output[1])
+
+    @staticmethod
+    def backward(ctx, g, g_mask):
+        x, w, e = ctx.saved_tensors
+        ge = g * e * ctx.k
+        gx = ge * w if ctx.needs_input_grad[0] else None
+        gw = (ge * x).sum(0) if ctx.needs_input_grad[1] else None
+        return gx, gw, None
+
+
+def test_a_custom_autograd_function_uses_its_own_backward():
+    jfn, got, expected = _both(lambda x: _Square.apply(x.sin()), _leaf(4))
+    torch.testing.assert_close(got, expected)
+    forward, backward = thunder.last_traces(jfn)[0], thunder.last_backward_traces(jfn)[-1]
+    (apply,) = [b for b in forward.bound_symbols if Tag.AUTOGRAD_FUNCTION in b.sym.tags]
+    assert apply.sym.name == "_Square.apply"
+    # the backward's ops come from _Square.backward, at the user's line
+    assert any(
+        b.sym.id == "torch.mul" and 3 in [a for a in b.args if type(a) is int] for b in backward.bound_symbols
+    )
+    # a cached call gives the same gradients
+    x = _leaf(4)
+    jfn(x).sum().backward()
+    xe = x.detach().clone().requires_grad_()
+    _Square.apply(xe.sin()).sum().backward()
+    torch.testing.assert_close(x.grad, xe.grad)
+    assert thunder.compile_stats(jfn).cache_hits == 1
+
+
+@pytest.mark.parametrize("which", [(True, True), (True, False), (False, True)])
+def test_a_custom_autograd_function_with_setup_context(which):
+    def fn(x, w):
+        y, mask = _ScaledPair.apply(x, w, 1.5)
+        return y * mask + y
+
+    x, w = _leaf(3, 4), _leaf(4)
+    x.requires_grad_(which[0])
+    w.requires_grad_(which[1])
+    _, got, expected = _both(fn, x, w)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+
+
+def test_a_custom_autograd_function_without_grad_is_traced_through():
+    x = _leaf(2)
+    with torch.no_grad():
+        jfn = thunder.jit(lambda x: _Square.apply(x))
+        torch.testing.assert_close(jfn(x), x * x)
+    assert not thunder.last_backward_traces(jfn)
+    assert not [b for b in thunder.last_traces(jfn)[0].bound_symbols if Tag.AUTOGRAD_FUNCTION in b.sym.tags]

@@ -41,6 +41,7 @@ class Tag(enum.Enum):
     TRANSCENDENTAL = "transcendental"  # costly per element (exp, erf, roots): saved, not recomputed
     BACKWARD_OP = "backward_op"  # mirrors an aten backward kernel (thunder/ops/ltorch/backward.py)
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
+    AUTOGRAD_FUNCTION = "autograd_function"  # a custom torch.autograd.Function's apply
     CUSTOM = "custom"  # a library's torch.ops operator, opaque: run whole by the torch executor
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"

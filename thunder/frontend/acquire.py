@@ -20,6 +20,7 @@ from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
+from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
 from thunder.frontend.made import CreationSites
@@ -411,7 +412,12 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             )
             if module is not None:
                 modules.enter_context(state.module_proxies(module))
-            with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
+            with (
+                module_scopes(comp, state.module_paths),
+                traced_functions(comp),
+                AcquisitionMode(state),
+                value_reads(state),
+            ):
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)

@@ -36,8 +36,8 @@ import inspect
 
 import torch
 
-from thunder.core.proxies import TensorProxy, proxies_in
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import Proxy, TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace, tracectx
@@ -144,7 +144,10 @@ class _Backprop:
                 continue
             t = top or b
             start = len(self.joint.bound_symbols)
-            if self._apply_rule(b):
+            if "recorded_backward" in b.info:  # a custom autograd.Function: its own backward
+                self._replay(b)
+                self._annotate(start, b, t)
+            elif self._apply_rule(b):
                 self._annotate(start, b, t)
             elif b.subsymbols:
                 self.run(b.subsymbols, t)
@@ -155,6 +158,30 @@ class _Backprop:
                     "(thunder/ops/vjp.py); compute it under torch.no_grad() or detach its input"
                     + at(t.source)
                 )
+
+    def _replay(self, b: BoundSymbol) -> None:
+        """The backward recorded with ``b`` (``thunder/frontend/autograd_functions.py``), its
+        cotangent proxies replaced by the real cotangents (zeros where an output has none)."""
+        rec = b.info["recorded_backward"]
+        swap: dict[str, TensorProxy] = {}
+        for name, c in zip(rec["outputs"], rec["cotangents"]):
+            g = self.cot.get(name)
+            if g is None:
+                g = prims.full(shape_of(c), 0, dtype=dtype_of(c), device=device_of(c))
+            swap[c.name] = g
+
+        def sub(x):
+            return tree_map(lambda v: swap.get(v.name, v) if isinstance(v, Proxy) else v, x)
+
+        def swapped(r: BoundSymbol) -> BoundSymbol:
+            return r.from_bsym(
+                args=sub(r.args), kwargs=sub(r.kwargs), subsymbols=[swapped(s) for s in r.subsymbols]
+            )
+
+        for r in rec["bsyms"]:
+            self.joint.add_bsym(swapped(r))
+        for a, g in zip(b.args, rec["grads"]):
+            self.accumulate(a, sub(g))
 
     def _apply_rule(self, b: BoundSymbol) -> bool:
         rule = VJPS.get(b.sym)
