@@ -458,6 +458,43 @@ def test_overwriting_in_place_keeps_a_tensor_in_its_graph_as_in_eager(method):
         assert not thunder.jit(fn)(x).requires_grad
 
 
+def _write_row(y):
+    y[0].mul_(3)
+    return y.sum()
+
+
+def _write_slice_then_read(y):
+    y[:, 1:].add_(y[:, :1])
+    return (y * y).sum()
+
+
+def _write_twice(y):
+    y.mul_(2)
+    y.add_(1)
+    return y.sin().sum()
+
+
+def _read_then_write(y):
+    z = y * 2  # saved for the backward as in eager, not recomputed from y, which changes below
+    out = (z * z).sum()
+    y.add_(1)
+    return out
+
+
+@pytest.mark.parametrize("fn", [_write_row, _write_slice_then_read, _write_twice, _read_then_write])
+def test_inplace_writes_into_a_non_leaf_input_reach_its_gradient(fn):
+    """The input's history includes the writes (through views too): gradients through both
+    the result and the written input equal eager's."""
+    leaf = _leaf(2, 3)
+    leaf_e = leaf.detach().clone().requires_grad_()
+    a, ae = leaf * 1, leaf_e * 1
+    out, ref = thunder.jit(fn)(a), fn(ae)
+    torch.testing.assert_close(a, ae)
+    (out + (a * a).sum()).backward()
+    (ref + (ae * ae).sum()).backward()
+    torch.testing.assert_close(leaf.grad, leaf_e.grad)
+
+
 def test_a_saved_input_written_in_place_afterwards_raises_as_in_eager():
     def fn(x, buf):
         y = x * buf

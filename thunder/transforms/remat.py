@@ -48,7 +48,10 @@ def _recomputable(b: BoundSymbol) -> bool:
 def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     outputs, saved = fw.output
     returned = {p.name for p in proxies_in(outputs)}
-    inputs = {p.name: p for p in proxies_in(fw.args)}
+    # an input written in place is not available to the backward: its value changes after the
+    # forward (saving it would also trip torch's version check where eager saved another value)
+    written = {fw.args[i].name for _, i in fw.info.get("writebacks", [])}
+    inputs = {p.name: p for p in proxies_in(fw.args) if p.name not in written}
     saved_names = {p.name for p in saved}
     recompute: dict[str, BoundSymbol] = {}
     extra_inputs: list = []
