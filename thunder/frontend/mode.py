@@ -63,7 +63,8 @@ _PASSTHROUGH = {
 
 
 def _reject_autograd_function(func) -> None:
-    """Inside a custom ``torch.autograd.Function``'s forward (grad is off there): tracing
+    """Inside the forward of a custom ``torch.autograd.Function`` applied without going through
+    ``torch.autograd.Function.apply`` (which ``autograd_functions.py`` records): tracing
     through it would drop its backward, so say so instead."""
     f = sys._getframe(2)
     for _ in range(64):
@@ -73,7 +74,7 @@ def _reject_autograd_function(func) -> None:
             fn = type(f.f_locals["ctx"]).__name__.removesuffix("Backward")
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} is called inside the forward of the custom torch.autograd.Function "
-                f"{fn}; custom autograd Functions are not supported yet (their backward would be lost)"
+                f"{fn}, applied without torch.autograd.Function.apply; this is not supported (its backward would be lost)"
                 + at(user_location())
             )
         f = f.f_back
