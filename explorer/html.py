@@ -223,9 +223,7 @@ def module_details_html(
     if t is not None:
         rows.append(("measured", fmt_seconds(t)))
     if subs:
-        rows.append(
-            ("submodules", "<br>".join(escape(f"{c.name} ({c.cls}), {c.op_count()} ops") for c in subs))
-        )
+        rows.append(("submodules", "<br>".join(escape(c.summary(times)) for c in subs)))
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     out = [
         f'<div class="hd">module {escape(g.name)} ({escape(g.cls)})</div>',
@@ -245,7 +243,9 @@ def module_details_html(
     for name, where in params[:LISTED_PROXIES]:
         info = series.proxies.get(name) if series is not None else None
         lines = [pro.final.find(i) for i in links.get(name, ())] if pro is not None else []
-        body = "<br>".join(escape(n.line) for n in lines if n is not None)
+        # the line that unpacks it and its checks (not the unpacks of the modules that hold it)
+        lines = [n for n in lines if n is not None and (name in n.outputs or not n.outputs)]
+        body = "<br>".join(escape(n.line) for n in lines)
         rows.append(
             f"<tr><td><code>{escape(name)}</code></td><td>{escape(info.label() if info else '?')}</td>"
             f'<td>{escape(where or "<root>")}</td><td class="ln">{body or "-"}</td></tr>'
