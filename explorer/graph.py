@@ -387,7 +387,10 @@ class _DotWriter:
         pen, border = (
             (3.5, "#1976d2") if any(g.id in self.highlight for g in groups) else (1.4, MODULE_BORDER)
         )
-        tip = "modules " + ", ".join(g.name for g in groups) if len(groups) > 1 else f"module {first.name}"
+        if len(groups) > 1:
+            tip = f"{len(groups)} modules, {first.name} to {last.name}"
+        else:
+            tip = f"module {first.name}"
         self.lines.append(
             f'{"  " * indent}{nid} [label={_q(label)} shape=folder style=filled fillcolor="{MODULE_FILL}" '
             f'color="{border}" penwidth={pen} fontname="Helvetica" tooltip={_q(tip + " (collapsed)")}];'

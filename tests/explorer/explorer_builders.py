@@ -135,3 +135,22 @@ def tiny_llama(layers: int = 2):
             cache_position=torch.arange(8),
         )
     return jllama
+
+
+class Layer(torch.nn.Module):
+    """Four elementwise ops, no parameters: a layer of ``Stack``."""
+
+    def forward(self, x):
+        return (x.sin() * 1.5 + 0.25).tanh()
+
+
+class Stack(torch.nn.Module):
+    """``n // 4`` Layers in an ``nn.Sequential``: ``n`` BoundSymbols, each in a module of
+    its own (``layers.0`` ... ``layers.<n // 4 - 1>``)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*(Layer() for _ in range(n // 4)))
+
+    def forward(self, x):
+        return self.layers(x)
