@@ -351,3 +351,12 @@ def test_magic_option():
     opts, call = parse_line("--modules --view graph f(x)")
     assert opts.modules and opts.view == "graph" and call == "f(x)"
     assert not parse_line("f(x)")[0].modules
+
+
+def test_report_by_module(gpt):
+    from explorer.report import report_html
+
+    page = report_html(gpt, modules=True, graphs="final")
+    assert "<summary>Bound symbols by module</summary>" in page
+    assert 'data-id="module:blocks.1.attn"' in page and "blocks.0 (Block)" in page
+    assert "by module" not in report_html(gpt, graphs="none")
