@@ -58,7 +58,7 @@ def model_html(
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
     most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
-    module (its lines closed), and the flat tree follows, folded."""
+    module (its lines closed)."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
@@ -78,13 +78,8 @@ def model_html(
         parts.append(passes_strip_html(s, p.index))
         tree = p.modules() if modules else None
         if tree is not None and tree.has_modules:
-            parts.append(
-                '<div class="note">grouped by module (path, class, ops, time); '
-                "every bound symbol in trace order follows</div>"
-            )
+            parts.append('<div class="note">grouped by module: path, class, bound symbols, time</div>')
             parts.append(tree_html(p.nodes, open_depth=0, budget=budget, times=times, modules=tree))
-            parts.append("<details><summary>In trace order</summary>")
-            parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times) + "</details>")
         else:
             parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times))
         if len(s.passes) > 1:

@@ -335,7 +335,7 @@ def test_widget_by_module(gpt):
     assert "blocks.1" in ex.expanded and "blocks.1 (Block)" in ex.main.value
     assert ">blocks.1.attn</text>" in ex.main.value  # collapsed by hand above
     static = ex._repr_mimebundle_()["text/html"]
-    assert 'data-id="module:blocks.0"' in static and "<summary>In trace order</summary>" in static
+    assert 'data-id="module:blocks.0"' in static and "grouped by module" in static
     ex.by_module.value = False
     assert 'cluster_1 { label="&lt;root&gt;' not in ex.main.value
 
@@ -343,7 +343,7 @@ def test_widget_by_module(gpt):
 def test_static_html_by_module(gpt):
     html = model_html(gpt, modules=True)
     comp = html.split('data-kind="computation"')[1].split('<details class="kind"')[0]
-    assert 'data-id="module:blocks.1.mlp"' in comp and "In trace order" in comp
+    assert 'data-id="module:blocks.1.mlp"' in comp and comp.count('data-id="t0"') == 1  # one tree, by module
     assert 'data-id="module:' not in model_html(gpt)
 
 
