@@ -14,7 +14,7 @@ from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
 from explorer.style import stylesheet
 from explorer.text import fmt_seconds, source_diff, source_text
-from explorer.tree import DEFAULT_BUDGET, badges_html, tree_html
+from explorer.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
 
 # Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
 # an explorer's static copy): smaller than the live views' DEFAULT_BUDGET.
@@ -240,7 +240,7 @@ def module_details_html(
         lines = [pro.final.find(i) for i in links.get(name, ())] if pro is not None else []
         # the line that unpacks it and its checks (not the unpacks of the modules that hold it)
         lines = [n for n in lines if n is not None and (name in n.outputs or not n.outputs)]
-        body = "<br>".join(escape(n.line) for n in lines)
+        body = "<br>".join(escape(split_comment(n)[0]) for n in lines)
         rows.append(
             f"<tr><td><code>{escape(name)}</code></td><td>{escape(info.label() if info else '?')}</td>"
             f'<td>{escape(where or "<root>")}</td><td class="ln">{body or "-"}</td></tr>'
