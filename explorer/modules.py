@@ -8,7 +8,9 @@ recorded in (``BoundSymbol.scope``), modules nested in the modules that called t
 A module is one group however many times it is called; a group's items are its own
 BoundSymbols and its submodules' groups, in the order they first appear. A ``del`` line (no
 scope of its own) goes with the line before it, so freeing a module's intermediates stays in
-that module. Lines recorded outside any module stay at the top level. Building the tree reads
+that module. A line with no scope of its own whose subsymbols have scopes (a fusion region
+made by a pass) goes with the innermost module that holds all of them. Lines recorded outside
+any module stay at the top level. Building the tree reads
 each top-level node's scope once (an attribute, nothing printed), so it stays linear: the
 views then read only the part they show.
 """
@@ -19,6 +21,7 @@ import re
 
 from explorer.model import Node, PassModel, collector_paused, path_to
 from explorer.text import fmt_seconds
+from thunder.core.tags import Tag
 
 MODULE_ID_PREFIX = "module:"
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
@@ -115,7 +118,9 @@ class ModuleGroup:
 
 
 def _is_del(n: Node) -> bool:
-    return "del" in n.tags
+    """Read off the BoundSymbol: a node's ``tags`` cost more (they look at the subsymbols)."""
+    b = n._facts.bsym
+    return Tag.DEL in b.tags or Tag.DEL in b.sym.tags
 
 
 class ModuleTree:
@@ -129,14 +134,21 @@ class ModuleTree:
         self._by_scope: dict[int, ModuleGroup] = {}  # id(ModuleScope) -> group
         self._scopes: list = []  # keeps the scopes keyed above alive
         last: ModuleGroup | None = None
+        del_syms: dict[int, bool] = {}  # id(Symbol) -> whether it is tagged del
         for n in p.nodes:
-            scope = n.scope
+            b = n._facts.bsym
+            scope = b.scope
             if scope is not None:
                 g = self._group(scope)
-            elif _is_del(n):
-                g = last
             else:
-                g = None
+                is_del = del_syms.get(id(b.sym))
+                if is_del is None:
+                    is_del = del_syms[id(b.sym)] = Tag.DEL in b.sym.tags
+                if is_del or Tag.DEL in b.tags:
+                    g = last
+                else:
+                    scope = common_scope(b.subsymbols) if b.subsymbols else None
+                    g = self._group(scope) if scope is not None else None
             (g.items if g is not None else self.items).append(n)
             self.group_of[n.id] = g
             last = g
@@ -190,6 +202,25 @@ class ModuleTree:
             return []
         found = [g for g in self.groups.values() if q in g.path.lower() or q == g.cls.lower()]
         return found[:limit] if limit is not None else found
+
+
+def common_scope(bsyms):
+    """The innermost module call that holds the scopes of all ``bsyms`` (by path), or None."""
+    common: list | None = None
+    for b in bsyms:
+        if b.scope is None:
+            return None
+        chain = b.scope.chain()
+        if common is None:
+            common = chain
+            continue
+        k = 0
+        while k < min(len(common), len(chain)) and common[k].path == chain[k].path:
+            k += 1
+        common = common[:k]
+        if not common:
+            return None
+    return common[-1] if common else None
 
 
 def layer_runs(items: list) -> list[list[ModuleGroup]]:

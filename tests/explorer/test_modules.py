@@ -360,3 +360,31 @@ def test_report_by_module(gpt):
     assert "<summary>Bound symbols by module</summary>" in page
     assert 'data-id="module:blocks.1.attn"' in page and "blocks.0 (Block)" in page
     assert "by module" not in report_html(gpt, graphs="none")
+
+
+def test_a_region_without_a_scope_goes_with_the_module_holding_its_members():
+    """A pass that fuses BoundSymbols into one region (its own scope unset) keeps it in the
+    innermost module holding all its members."""
+    import dataclasses
+
+    from explorer.model import TraceModel
+
+    jm = thunder.jit(GPT(layers=1))
+    jm(torch.randint(0, 50, (2, 8)))
+    trace = thunder.last_traces(jm)[-1]
+    bsyms = [b for b in trace.bound_symbols if "del" not in {t.value for t in b.tags}]
+    mlp = [b for b in bsyms if b.scope is not None and b.scope.path.startswith("blocks.0.mlp")]
+    block = [b for b in bsyms if b.scope is not None and b.scope.path.startswith("blocks.0")]
+    region = dataclasses.replace(mlp[0], output=mlp[-1].output, subsymbols=mlp, scope=None)
+    wide = dataclasses.replace(block[0], output=block[-1].output, subsymbols=[block[0], mlp[0]], scope=None)
+    other = dataclasses.replace(
+        bsyms[0], subsymbols=[bsyms[0], bsyms[-1]], scope=None
+    )  # tok and head: the GPT
+    fused = trace.derive("fuse")
+    fused.bound_symbols = [region, wide, other]
+    tree = TraceModel.from_trace(fused).series[fused.name].final.modules()
+    ids = [n.id for n in tree.groups["blocks.0.mlp"].items]
+    assert len(ids) == 1 and tree.group_of[ids[0]].path == "blocks.0.mlp"
+    assert [i.path for i in tree.groups["blocks.0"].items if isinstance(i, ModuleGroup)] == ["blocks.0.mlp"]
+    assert len([i for i in tree.groups["blocks.0"].items if not isinstance(i, ModuleGroup)]) == 1
+    assert len([i for i in tree.groups[""].items if not isinstance(i, ModuleGroup)]) == 1
