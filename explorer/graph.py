@@ -372,7 +372,7 @@ class _DotWriter:
 
     def module_node(self, groups: list[ModuleGroup], indent: int) -> None:
         """Modules drawn as one node: it reads what their lines read from outside them and
-        makes what their lines make."""
+        makes what their lines make; highlighted when a module or a line in it is."""
         if self.count >= self.max_nodes:
             self.cut += 1
             return
@@ -384,9 +384,9 @@ class _DotWriter:
             label = f"{_short(first.name)}\n({first.cls}) {ops} op{'' if ops == 1 else 's'}"
         else:
             label = f"{_short(first.name, 30)} \u2026 {_short(last.name, 30)}\n{len(groups)} \u00d7 {first.cls}, {ops} ops"
-        pen, border = (
-            (3.5, "#1976d2") if any(g.id in self.highlight for g in groups) else (1.4, MODULE_BORDER)
-        )
+        tops = {h.split("/", 1)[0] for h in self.highlight}  # a hit below a line: that line's id first
+        lit = any(g.id in self.highlight or any(n.id in tops for n in g.nodes()) for g in groups)
+        pen, border = (3.5, "#1976d2") if lit else (1.4, MODULE_BORDER)
         if len(groups) > 1:
             tip = f"{len(groups)} modules, {first.name} to {last.name}"
         else:

@@ -246,6 +246,12 @@ def test_graph_draws_module_clusters_and_folds_repeated_layers(gpt):
     dot, *_ = graph_dot(p, s.proxies, modules=True, highlight={"module:blocks.1", "module:blocks.0.attn"})
     assert re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
     assert re.search(r'label="blocks\.0\.attn \(Attention\)"[^;]*penwidth=2\.5', dot)
+    # a line found inside a folded layer lights up that layer's node
+    softmax = next(n for n in p.nodes if n.sym == "softmax" and "blocks.1" in p.modules().group_of[n.id].path)
+    dot, *_ = graph_dot(p, s.proxies, modules=True, highlight={softmax.id + "/" + softmax.children[0].id})
+    assert re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
+    dot, *_ = graph_dot(p, s.proxies, modules=True)
+    assert not re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
 
 
 def test_a_deep_stack_folds_its_layers_into_one_node():
