@@ -4,6 +4,8 @@
     explorer.explore(jfn)                     # the interactive explorer of a jitted function
     explorer.explore(jfn, args=(x,))          # ... run on x first and show measured times
     explorer.graph_of(jfn, depth=1)           # the final computation trace as a graph
+    explorer.explore(jfn, modules=True)       # ... grouped by nn.Module (tree and graph)
+    explorer.graph_of(jfn, modules=True)      # module clusters, repeated layers folded
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
