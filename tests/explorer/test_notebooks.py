@@ -27,6 +27,7 @@ NOTEBOOKS = [
         "02_dataclass_outputs.ipynb",
         "03_setattr_and_kv_cache.ipynb",
         "04_tensor_subclasses.ipynb",
+        "05_autograd.ipynb",
         "07_real_models.ipynb",
     )
 ]
