@@ -139,24 +139,22 @@ GOLDEN_GPT_1_LAYER = """\
 [<root> (GPT), 33 ops]
   [tok (Embedding), 1 op]
     t0 = torch.nn.functional.embedding(idx, t_tok_weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)  # t0: "cpu f32[2, 8, 32]"    [torch]
-  t1 = torch.arange(8, device=torch.device('cpu'))  # t1: "cpu i64[8]"    [torch]
+  t1 = torch.arange(8, device=torch.device('cpu'))  # t1: "cpu i64[8]"    [torch] {saved_for_backward}
   [pos (Embedding), 1 op]
     t2 = torch.nn.functional.embedding(t1, t_pos_weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)  # t2: "cpu f32[8, 32]"    [torch]
-    del t1    {del}
-  t3 = torch.add(t0, t2)  # t3: "cpu f32[2, 8, 32]"    [torch]
+  t3 = torch.add(t0, t2)  # t3: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
   del t0, t2    {del}
   [blocks.0 (Block), 27 ops]
     [blocks.0.ln1 (LayerNorm), 1 op]
-      t14 = torch.nn.functional.layer_norm(t3, (32,), weight=t_blocks_0_ln1_weight, bias=t_blocks_0_ln1_bias, eps=1e-05)  # t14: "cpu f32[2, 8, 32]"    [torch]
+      t14 = torch.nn.functional.layer_norm(t3, (32,), weight=t_blocks_0_ln1_weight, bias=t_blocks_0_ln1_bias, eps=1e-05)  # t14: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     [blocks.0.attn (Attention), 20 ops]
       [blocks.0.attn.qkv (Linear), 1 op]
         t15 = torch.nn.functional.linear(t14, t_blocks_0_attn_qkv_weight, t_blocks_0_attn_qkv_bias)  # t15: "cpu f32[2, 8, 96]"    [torch]
-        del t14    {del}
       (t16, t17, t18) = torch.split(t15, 32, dim=2)  # t16: "cpu f32[2, 8, 32]", t17: "cpu f32[2, 8, 32]", t18: "cpu f32[2, 8, 32]"    [torch]
       del t15    {del}
       t19 = torch.Tensor.reshape(t16, 2, 8, 4, 8)  # t19: "cpu f32[2, 8, 4, 8]"    [torch]
       del t16    {del}
-      t20 = torch.transpose(t19, 1, 2)  # t20: "cpu f32[2, 4, 8, 8]"    [torch]
+      t20 = torch.transpose(t19, 1, 2)  # t20: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
       del t19    {del}
       t21 = torch.Tensor.reshape(t17, 2, 8, 4, 8)  # t21: "cpu f32[2, 8, 4, 8]"    [torch]
       del t17    {del}
@@ -164,54 +162,46 @@ GOLDEN_GPT_1_LAYER = """\
       del t21    {del}
       t23 = torch.Tensor.reshape(t18, 2, 8, 4, 8)  # t23: "cpu f32[2, 8, 4, 8]"    [torch]
       del t18    {del}
-      t24 = torch.transpose(t23, 1, 2)  # t24: "cpu f32[2, 4, 8, 8]"    [torch]
+      t24 = torch.transpose(t23, 1, 2)  # t24: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
       del t23    {del}
-      t25 = torch.transpose(t22, -2, -1)  # t25: "cpu f32[2, 4, 8, 8]"    [torch]
+      t25 = torch.transpose(t22, -2, -1)  # t25: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
       del t22    {del}
       t26 = torch.matmul(t20, t25)  # t26: "cpu f32[2, 4, 8, 8]"    [torch]
-      del t20, t25    {del}
       t27 = torch.div(t26, 2.8284271247461903)  # t27: "cpu f32[2, 4, 8, 8]"    [torch]
       del t26    {del}
       t28 = torch.ones(8, 8, dtype=torch.bool, device=torch.device('cpu'))  # t28: "cpu b8[8, 8]"    [torch]
       t34 = torch.tril(t28)  # t34: "cpu b8[8, 8]"    [torch]
       del t28    {del}
-      t35 = torch.bitwise_not(t34)  # t35: "cpu b8[8, 8]"    [torch]
+      t35 = torch.bitwise_not(t34)  # t35: "cpu b8[8, 8]"    [torch] {saved_for_backward}
       del t34    {del}
       t36 = torch.masked_fill(t27, t35, float('-inf'))  # t36: "cpu f32[2, 4, 8, 8]"    [torch]
-      del t27, t35    {del}
-      t43 = torch.softmax(t36, dim=-1)  # t43: "cpu f32[2, 4, 8, 8]"    [torch]
+      del t27    {del}
+      t43 = torch.softmax(t36, dim=-1)  # t43: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
       del t36    {del}
       t44 = torch.matmul(t43, t24)  # t44: "cpu f32[2, 4, 8, 8]"    [torch]
-      del t43, t24    {del}
       t45 = torch.transpose(t44, 1, 2)  # t45: "cpu f32[2, 8, 4, 8]"    [torch]
       del t44    {del}
-      t46 = torch.Tensor.reshape(t45, 2, 8, 32)  # t46: "cpu f32[2, 8, 32]"    [torch]
+      t46 = torch.Tensor.reshape(t45, 2, 8, 32)  # t46: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
       del t45    {del}
       [blocks.0.attn.proj (Linear), 1 op]
         t47 = torch.nn.functional.linear(t46, t_blocks_0_attn_proj_weight, t_blocks_0_attn_proj_bias)  # t47: "cpu f32[2, 8, 32]"    [torch]
-        del t46    {del}
-    t48 = torch.add(t3, t47)  # t48: "cpu f32[2, 8, 32]"    [torch]
-    del t3, t47    {del}
+    t48 = torch.add(t3, t47)  # t48: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    del t47    {del}
     [blocks.0.ln2 (LayerNorm), 1 op]
-      t59 = torch.nn.functional.layer_norm(t48, (32,), weight=t_blocks_0_ln2_weight, bias=t_blocks_0_ln2_bias, eps=1e-05)  # t59: "cpu f32[2, 8, 32]"    [torch]
+      t59 = torch.nn.functional.layer_norm(t48, (32,), weight=t_blocks_0_ln2_weight, bias=t_blocks_0_ln2_bias, eps=1e-05)  # t59: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     [blocks.0.mlp (Sequential), 3 ops]
       [blocks.0.mlp.0 (Linear), 1 op]
-        t60 = torch.nn.functional.linear(t59, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t60: "cpu f32[2, 8, 128]"    [torch]
-        del t59    {del}
+        t60 = torch.nn.functional.linear(t59, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t60: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
       [blocks.0.mlp.1 (GELU), 1 op]
-        t65 = torch.nn.functional.gelu(t60, approximate='none')  # t65: "cpu f32[2, 8, 128]"    [torch]
-        del t60    {del}
+        t65 = torch.nn.functional.gelu(t60, approximate='none')  # t65: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
       [blocks.0.mlp.2 (Linear), 1 op]
         t66 = torch.nn.functional.linear(t65, t_blocks_0_mlp_2_weight, t_blocks_0_mlp_2_bias)  # t66: "cpu f32[2, 8, 32]"    [torch]
-        del t65    {del}
-    t67 = torch.add(t48, t66)  # t67: "cpu f32[2, 8, 32]"    [torch]
-    del t48, t66    {del}
+    t67 = torch.add(t48, t66)  # t67: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    del t66    {del}
   [ln (LayerNorm), 1 op]
-    t78 = torch.nn.functional.layer_norm(t67, (32,), weight=t_ln_weight, bias=t_ln_bias, eps=1e-05)  # t78: "cpu f32[2, 8, 32]"    [torch]
-    del t67    {del}
+    t78 = torch.nn.functional.layer_norm(t67, (32,), weight=t_ln_weight, bias=t_ln_bias, eps=1e-05)  # t78: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
   [head (Linear), 1 op]
     t79 = torch.nn.functional.linear(t78, t_head_weight, None)  # t79: "cpu f32[2, 8, 50]"    [torch]
-    del t78    {del}
 """
 
 
