@@ -122,7 +122,7 @@ class TensorProxy(torch.Tensor, Proxy):
         t._thunder_name = name
         # shape, dtype and device never change (a proxy never reaches the dispatcher): kept
         # as plain attributes, read by every meta function and printed on every line
-        t.meta_shape = shape if all(type(d) is int for d in shape) else tuple(map(int, shape))
+        t.meta_shape = tuple(map(int, shape))  # the sizes torch accepted, as Python ints
         t.meta_dtype = dtype
         t.meta_device = device
         t._type_string = None
@@ -190,11 +190,20 @@ def proxies_in(x) -> list:
     return out
 
 
+# Leaf types that are never proxies (skipped without a call).
+_PLAIN = frozenset({type(None), int, float, bool, str, torch.dtype, torch.device})
+
+
 def _collect(x, out: list) -> None:
     t = type(x)
     if t is tuple or t is list:
         for v in x:
-            _collect(v, out)
+            if type(v) in _PLAIN:
+                continue
+            if isinstance(v, Proxy):
+                out.append(v)
+            else:
+                _collect(v, out)
     elif t is dict:
         for v in x.values():
             _collect(v, out)
@@ -202,7 +211,7 @@ def _collect(x, out: list) -> None:
         _collect((x.start, x.stop, x.step), out)
     elif isinstance(x, Proxy):
         out.append(x)
-    elif x is None or t in (int, float, bool, str, torch.dtype, torch.device):
+    elif t in _PLAIN:
         return
     else:
         out.extend(p for p in tree_leaves(x) if isinstance(p, Proxy))
