@@ -6,7 +6,6 @@ not used for ops defined here.
 
 from __future__ import annotations
 
-import functools
 from numbers import Number
 
 import torch
@@ -107,14 +106,23 @@ def _number_dtype(x) -> torch.dtype:
 
 
 def _promote_all(dtypes) -> torch.dtype | None:
-    return functools.reduce(torch.promote_types, dtypes) if dtypes else None
+    if not dtypes:
+        return None
+    res = dtypes[0]
+    for d in dtypes[1:]:
+        if d is not res:  # promoting a dtype with itself gives it back: no call
+            res = torch.promote_types(res, d)
+    return res
 
 
 def result_dtype(*args) -> torch.dtype:
     """torch's type promotion: dimensioned tensors, then zero-dim tensors, then numbers."""
-    dims = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) > 0]
-    zeros = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) == 0]
-    nums = [_number_dtype(a) for a in args if isinstance(a, Number)]
+    dims, zeros, nums = [], [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            (dims if len(shape_of(a)) > 0 else zeros).append(dtype_of(a))
+        elif isinstance(a, Number):
+            nums.append(_number_dtype(a))
     res = _promote_all(dims)
     for group, is_number in ((_promote_all(zeros), False), (_promote_all(nums), True)):
         if group is None:
