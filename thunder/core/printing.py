@@ -37,9 +37,12 @@ _DTYPES = {d: f"torch.{str(d).split('.')[-1]}" for d in vars(torch).values() if 
 class Printer:
     """Turns values into source text; remembers objects the source refers to by name."""
 
-    def __init__(self):
+    def __init__(self, *, blank_comments: bool = False):
         self.ctx: dict[str, object] = {}
         self._names: dict[int, str] = {}
+        # subsymbols (and headers) print as empty lines: the code to compile, whose line
+        # numbers are the full program's (see ``Trace.python_callable``)
+        self.blank_comments = blank_comments
 
     def name_object(self, obj, preferred: str) -> str:
         key = id(obj)
@@ -151,6 +154,9 @@ def bsym_lines(bsym, indent: int, printer: Printer | None = None, *, comment: bo
 
 
 def _add_lines(bsym, indent: int, printer: Printer, comment: bool, lines: list[str]) -> None:
+    if comment and printer.blank_comments:  # one empty line per comment line
+        lines += [""] * _comment_lines(bsym)
+        return
     pad = "  " * indent
     if bsym.header:
         lines += [f"{pad}# {h}" for h in bsym.header.splitlines()]
@@ -158,6 +164,14 @@ def _add_lines(bsym, indent: int, printer: Printer, comment: bool, lines: list[s
     lines.append(f"{pad}# {text}" if comment else f"{pad}{text}")
     for sub in bsym.subsymbols:
         _add_lines(sub, indent + 1, printer, True, lines)
+
+
+def _comment_lines(bsym) -> int:
+    """How many lines ``bsym`` prints as a comment: its header, its line, its subsymbols'."""
+    n = 1 + (len(bsym.header.splitlines()) if bsym.header else 0)
+    for sub in bsym.subsymbols:
+        n += _comment_lines(sub)
+    return n
 
 
 @dataclasses.dataclass
