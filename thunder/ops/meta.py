@@ -44,11 +44,12 @@ def differentiable(dtype: torch.dtype) -> bool:
 
 def new_tensor(shape, dtype: torch.dtype, device, *inputs) -> TensorProxy:
     """An output proxy; it requires grad if grad is on and a floating input requires it."""
-    rg = (
-        differentiable(dtype)
-        and torch.is_grad_enabled()
-        and any(is_tensor(i) and requires_grad_of(i) for i in inputs)
-    )
+    rg = False
+    if (dtype.is_floating_point or dtype.is_complex) and torch.is_grad_enabled():
+        for i in inputs:
+            if isinstance(i, torch.Tensor) and requires_grad_of(i):
+                rg = True
+                break
     trc = current_trace()
     return TensorProxy(trc.make_name("t"), shape, dtype, device, rg)
 
@@ -150,7 +151,7 @@ def common_device(op: str, *args) -> torch.device:
         d = device_of(a)
         if dev is None:
             dev = d
-        elif d != dev:
+        elif d is not dev and d != dev:
             if d.type == "cpu" and len(shape_of(a)) == 0:
                 continue
             if dev.type == "cpu" and all(
