@@ -255,8 +255,9 @@ def _forward_values_used(backward: list[BoundSymbol], grads, defined: set[str]) 
     used = _names(grads)
     for b in backward:
         used |= _names((b.args, b.kwargs))
+    defined = set(defined)
     for b in backward:
-        defined = defined | _names(b.output)
+        defined.update(p.name for p in proxies_in(b.output))
     return used - defined
 
 
