@@ -8,7 +8,9 @@ bundle of traces, and ``PIPELINE``, the declared list of passes, runs over it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import time
 import traceback
 import warnings
@@ -169,7 +171,8 @@ class ThunderFunction:
                 return out[0]
             return entry.epilogue(*out, *eargs)
         self.stats.cache_misses += 1
-        entry = self.compile(args, kwargs)
+        with _collection_paused():
+            entry = self.compile(args, kwargs)
         cargs, eargs = entry.prologue(*args, **kwargs)
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
@@ -229,6 +232,20 @@ class ThunderFunction:
                 stacklevel=3,
             )
         return entry
+
+
+@contextlib.contextmanager
+def _collection_paused():
+    """No cyclic garbage collection while a compilation makes its many long-lived objects
+    (proxies, BoundSymbols, traces): the young generations would be walked over and over,
+    about a tenth of a first call's time. The collector runs as usual afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _text_of(obj) -> str:
