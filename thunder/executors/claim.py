@@ -36,11 +36,12 @@ _INHERITED_TAGS = GRAD_MODE_TAGS
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
     out = trace.derive("Transform for execution")
     for bsym in trace.bound_symbols:
-        out.bound_symbols.extend(_claim_one(bsym, executors))
+        out.bound_symbols.extend(claim_bsym(bsym, executors))
     return out
 
 
-def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSymbol]:
+def claim_bsym(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSymbol]:
+    """``bsym`` claimed whole by the first executor that can, else its subsymbols, each so."""
     declined = {}
     for ex in executors:
         claimed = ex.claim(bsym)
@@ -60,5 +61,5 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
     for sub in bsym.subsymbols:
         if sub.source is None or not inherited <= sub.tags:
             sub = sub.from_bsym(source=sub.source or bsym.source, tags=sub.tags | inherited)
-        result.extend(_claim_one(sub, executors))
+        result.extend(claim_bsym(sub, executors))
     return result
