@@ -49,12 +49,13 @@ class Region:
     def prims(self) -> list[BoundSymbol]:
         return [p for m in self.members for p in prims_of(m)]
 
-    def trace(self) -> Trace:
-        """The region's prims as a trace of their own (``def TorchCompile0(x, w): ...``)."""
+    def trace(self, *, prims: bool = True) -> Trace:
+        """The region as a trace of its own (``def TorchCompile0(x, w): ...``): its prims, or
+        (``prims=False``) its members as they are."""
         t = Trace(self.name, tags=("fusion",))
         t.args = list(self.inputs)
         t.output = tuple(self.outputs)
-        t.bound_symbols = self.prims
+        t.bound_symbols = self.prims if prims else list(self.members)
         return t
 
 

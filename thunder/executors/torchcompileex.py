@@ -120,7 +120,10 @@ class InductorRegion:
         self.compiled: dict[tuple, object] = {}
 
     def __call__(self, *args):
-        key = (torch.is_grad_enabled(), *map(_signature, args))
+        # Shapes, dtypes, devices and requires_grad of a region's inputs are fixed by its trace
+        # (the prologue checks the inputs; the ops' meta functions give the rest); strides and
+        # the grad mode are not.
+        key = (torch.is_grad_enabled(), *[a.stride() for a in args])
         fn = self.compiled.get(key)
         if fn is None:
             fn = self.compiled[key] = self._compile(args)
@@ -128,13 +131,22 @@ class InductorRegion:
         return out[0] if self.single else tuple(out)
 
     def _compile(self, args):
+        from torch._guards import TracingContext, tracing
         from torch._inductor.compile_fx import compile_fx
+        from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.proxy_tensor import make_fx
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         try:
-            with torch.no_grad():  # the graph is the forward; Inductor derives a backward
-                gm = make_fx(self.program)(*args)
-            return compile_fx(gm, list(args))
+            # Traced on fake tensors of the inputs' metadata (nothing is computed), static
+            # shapes. Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache)
+            # take a graph only with the shape environment of a tracing context's fake mode.
+            fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+            fakes = [fake_mode.from_tensor(a, static_shapes=True) for a in args]
+            with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
+                gm = make_fx(self.program)(*fakes)
+            with tracing(TracingContext(fake_mode)):
+                return compile_fx(gm, fakes)
         except Exception as e:
             raise RuntimeError(
                 f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of "
@@ -144,12 +156,6 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
-
-
-def _signature(a):
-    if isinstance(a, torch.Tensor):
-        return (a.shape, a.stride(), a.dtype, a.device, a.requires_grad)
-    return (type(a), a)
 
 
 executor = TorchCompileExecutor("torchcompile")
