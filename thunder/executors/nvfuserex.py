@@ -2,9 +2,9 @@
 
 The translation from prims to nvFuser (which prims it takes and why not, the
 FusionDefinition of a region, its standalone repro) is the package
-``thunder.executors.nvfuser``; this module is the executor around it and reaches it only
-through ``translation()``. The executor is available when a CUDA device is there and nvFuser
-imports; otherwise ``unavailable_reason()`` says why, and ``thunder.jit(fn,
+``thunder.executors.nvfuser`` (which imports nvFuser only when a fusion is defined); this
+module is the executor around it. The executor is available when a CUDA device is there and
+nvFuser imports; otherwise ``unavailable_reason()`` says why, and ``thunder.jit(fn,
 executors=["nvfuser"])`` raises with that reason.
 
 A region is defined once per input signature (which dimensions have extent 1; the other
@@ -28,23 +28,13 @@ After::
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.executors import nvfuser
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region
-
-TRANSLATION_MODULE = "thunder.executors.nvfuser"
-
-
-def translation():
-    """The prim -> nvFuser translation package (imported on first use). It provides
-    ``unavailable_reason()``, ``unsupported_reason(bsym)``, ``contiguous_descriptor(shape)``,
-    ``define_fusion(bsyms, inputs, outputs, descriptors=...)`` and ``fusion_repro(...)``."""
-    return importlib.import_module(TRANSLATION_MODULE)
 
 
 class NvFuserExecutor(FusionExecutor):
@@ -55,33 +45,22 @@ class NvFuserExecutor(FusionExecutor):
 
     def unavailable_reason(self) -> str | None:
         if self._unavailable is None:
-            self._unavailable = (_unavailable_reason(),)
+            self._unavailable = (nvfuser.unavailable_reason(),)
         return self._unavailable[0]
 
     def prim_reason(self, prim: BoundSymbol) -> str | None:
-        return translation().unsupported_reason(prim)
+        return nvfuser.unsupported_reason(prim)
 
     def compile_region(self, region: Region) -> NvFuserRegion:
-        return NvFuserRegion(region, translation())
-
-
-def _unavailable_reason() -> str | None:
-    if not torch.cuda.is_available():
-        return "no CUDA device"
-    try:
-        tr = translation()
-    except ImportError as e:
-        return f"the nvFuser translation ({TRANSLATION_MODULE}) is not installed: {e}"
-    return tr.unavailable_reason()
+        return NvFuserRegion(region)
 
 
 class NvFuserRegion:
     """A region's callable: a FusionDefinition per input signature, executed by nvFuser."""
 
-    def __init__(self, region: Region, tr):
+    def __init__(self, region: Region):
         from thunder.executors import torchex
 
-        self.tr = tr
         self.name = region.name
         self.prims = region.prims
         self.inputs = list(region.inputs)
@@ -106,11 +85,11 @@ class NvFuserRegion:
 
     def _define(self, args):
         descriptors = [
-            self.tr.contiguous_descriptor(a.shape) if isinstance(p, TensorProxy) else None
+            nvfuser.contiguous_descriptor(a.shape) if isinstance(p, TensorProxy) else None
             for p, a in zip(self.inputs, args)
         ]
         try:
-            return self.tr.define_fusion(self.prims, self.inputs, self.outputs, descriptors=descriptors)
+            return nvfuser.define_fusion(self.prims, self.inputs, self.outputs, descriptors=descriptors)
         except Exception as e:
             raise RuntimeError(
                 f"thunder: nvFuser could not define {self.name}, a region of {len(self.prims)} prims"
@@ -119,7 +98,7 @@ class NvFuserRegion:
 
     def repro(self) -> str:
         """The region as a standalone nvFuser script (what nvFuser bug reports contain)."""
-        return self.tr.fusion_repro(self.prims, self.inputs, self.outputs)
+        return nvfuser.fusion_repro(self.prims, self.inputs, self.outputs)
 
     def __repr__(self) -> str:
         return f"<{self.name}: nvFuser region of {len(self.prims)} prims, {len(self.definitions)} defined>"

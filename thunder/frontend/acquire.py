@@ -8,6 +8,7 @@ only while tracing and always restored; a failed trace leaves every input as it 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from contextlib import ExitStack, contextmanager
 
 import torch
@@ -15,16 +16,21 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
+from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name, tracectx
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
+from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
+from thunder.frontend.scopes import module_scopes
+from thunder.frontend.subclasses import Subclasses
+from thunder.frontend.values import value_reads
 from thunder.ops import prims
 
 
@@ -65,10 +71,17 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
+        self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
+        self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
+        self.fn = None  # the traced function (its globals hold objects it did not make)
+        self.handling = None  # the torch function the mode handles now (named by errors)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        if self.subclasses.owner:  # an inner tensor of a subclass value, used by itself
+            self.subclasses.expose(p)
         latest = self.latest
         new = latest.get(id(p))
         while new is not None and new is not p:
@@ -102,12 +115,15 @@ class Acquisition:
         return tree_unflatten(leaves, spec) if changed else x
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
-        """A real tensor from a closure or a global becomes an input of its own."""
+        """A real tensor from a closure or a global becomes an input of its own; a tensor
+        subclass value made while tracing is its proxy."""
+        if not is_plain_tensor(t) and (made := self.subclasses.made_here(t)) is not None:
+            return made
         p = self.inputs.captured.get(id(t))
         if p is None:
             p = self.inputs.seen.get(id(t))  # a tensor that is also an argument (or read from one)
-            if isinstance(p, TensorProxy):
-                return p
+            if isinstance(p, TensorProxy) or proxy_of(p) is not None:
+                return p if isinstance(p, TensorProxy) else proxy_of(p)
             p = None
         if p is None:
             self._keepalive.append(t)
@@ -118,12 +134,13 @@ class Acquisition:
             root = AnyProxy(holder, type(t))
             p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
             self.inputs.captured[id(t)] = p
-        return p
+        return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 
     def rebind(self, target, value, op: str):
         """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
+        self.subclasses.refuse_write(target, op)
         original = target
         current = self.current(original)
         if isinstance(value, TensorProxy):
@@ -183,11 +200,12 @@ class Acquisition:
 
     # -- modules --------------------------------------------------------------------------
     @contextmanager
-    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = ""):
+    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = "", scope_path: str = ""):
         """Swap ``module``'s parameters and buffers for proxies; always restore them.
 
         ``root``: the module's proxy when it is an argument (``None``: the jitted module, a
-        name in the prologue's namespace); ``prefix`` starts its tensors' names.
+        name in the prologue's namespace); ``prefix`` starts its tensors' names and
+        ``scope_path`` its submodules' paths in module scopes.
         Attribute writes in ``forward`` (``self.calls += 1``, ``self.running = ...``) change the
         real submodules while tracing: each submodule's ``__dict__`` and tables are snapshot
         before, diffed after (the writes go to ``module_writes`` for the epilogue) and always
@@ -204,9 +222,11 @@ class Acquisition:
         swapped: list = []  # (module, attribute, real int) replaced by DynamicInts
         snapshots = []
         made: dict[int, TensorProxy] = {}
+        reals: dict[int, torch.Tensor] = {}  # id(proxy) -> the parameter or buffer it stands for
         holders = {"": root}
         try:
             for path, mod in module.named_modules(remove_duplicate=False):
+                self.module_paths.setdefault(id(mod), ".".join(p for p in (scope_path, path) if p))
                 holder = holders.get(path)
                 if holder is None:
                     parent_path, _, name = path.rpartition(".")
@@ -236,6 +256,7 @@ class Acquisition:
                                 t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name)
                             )
                             made[id(t)] = p
+                            reals[id(p)] = t
                             inputs.seen.setdefault(id(t), p)
                         saved.append((table, name, t))
                         table[name] = p
@@ -243,7 +264,7 @@ class Acquisition:
                 (holder, mod, dict(mod._parameters), dict(mod._buffers)) for holder, mod, *_ in snapshots
             ]
             yield root
-            self._diff_modules(snapshots, placed)
+            self._diff_modules(snapshots, placed, reals)
         finally:
             for table, name, t in reversed(saved):
                 table[name] = t
@@ -263,7 +284,7 @@ class Acquisition:
                 )
                 swapped.append((mod, name, v))
 
-    def _diff_modules(self, snapshots, placed) -> None:
+    def _diff_modules(self, snapshots, placed, reals) -> None:
         """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
         for (holder, mod, before, _, _), (_, _, params, buffers) in zip(snapshots, placed):
             for name, v in mod._parameters.items():
@@ -280,7 +301,7 @@ class Acquisition:
                     self.module_writes.append((holder, "del", name, None))
             for name, v in mod.__dict__.items():
                 old = before.get(name, _ABSENT)
-                if old is v:
+                if old is v or _rereads(old, v, reals):
                     continue
                 if name in ("_parameters", "_buffers", "_modules"):
                     raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
@@ -311,6 +332,19 @@ def _is_literal_value(v) -> bool:
     return isinstance(v, _LITERAL_TYPES)
 
 
+def _rereads(old, new, reals: dict) -> bool:
+    """``new`` is ``old`` with the module's tensors read again: nothing to write back. (An
+    ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds them
+    swapped for the proxies tracing puts in their place.)"""
+    if isinstance(new, TensorProxy):
+        return reals.get(id(new)) is old
+    if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
+        return _rereads(old(), new(), reals)
+    if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):
+        return all(o is n or _rereads(o, n, reals) for o, n in zip(old, new))
+    return False
+
+
 def _restore(d: dict, snapshot: dict) -> None:
     if d.keys() != snapshot.keys() or any(d[k] is not v for k, v in snapshot.items()):
         d.clear()
@@ -337,21 +371,47 @@ def acquire(
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
     ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    try:
+        return _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as e:
+        raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+
+
+def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dynamic) -> UnrebuildableError:
+    """The error again, with the line that made the object (found by tracing once more with
+    a profile hook that records where objects are made; too slow to keep on while tracing)."""
+    sites = CreationSites()
+    try:
+        with sites:
+            _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as again:
+        chain = again.chain
+    else:  # the second trace went differently: no line to add
+        return error
+    holder = next((x for x in reversed(chain) if sites.of(x) is not None), None)
+    if holder is None:
+        return error
+    what = "made" if holder is chain[-1] else f"held by a {type(holder).__qualname__} made"
+    return UnrebuildableError(f"{error}\n  {what} " + at(sites.of(holder)).removeprefix("\n  "), chain)
+
+
+def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
+    state.fn = module if module is not None else fn
     comp = state.computation
     with tracectx(comp), _compiling_flag():
         # modules met as arguments (or read from one) swap in proxies until the end; the
         # stack restores them (and records their writes) before the epilogue is built
         with ExitStack() as modules:
             state.inputs.on_module = lambda m, holder, path: modules.enter_context(
-                state.module_proxies(m, holder, path + "_")
+                state.module_proxies(m, holder, path + "_", scope_path=path)
             )
             pargs, pkwargs = state.inputs.bind_arguments(
                 module.forward if module is not None else fn, args, kwargs
             )
             if module is not None:
                 modules.enter_context(state.module_proxies(module))
-            with AcquisitionMode(state):
+            with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
                 result = fn(*pargs, **pkwargs)
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)
@@ -365,6 +425,7 @@ def acquire(
     comp.args = used
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
     return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
@@ -413,4 +474,5 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
     names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
     return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]
