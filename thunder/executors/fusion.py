@@ -10,7 +10,9 @@ executor to compile each (``compile_region``). The torch.compile executor
 (``torchcompileex.py``) and the nvFuser executor (``nvfuserex.py``) implement it.
 
 A region is one BoundSymbol tagged ``Tag.FUSION`` whose symbol prints as a call of the
-compiled region (``(t3, t7) = TorchCompile0(x, w)``) and whose subsymbols are its members.
+compiled region (``(t3, t7) = TorchCompile0(x, w)``) and whose subsymbols are its members,
+unchanged: each keeps its source line and its module scope. The region's own scope is the
+innermost module call that holds all of them (``common_scope``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,28 @@ from collections.abc import Callable, Sequence
 from thunder.core.printing import Printer, output_str, type_comment
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import BoundSymbol, ModuleScope, Symbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
+
+
+def common_scope(bsyms: Sequence[BoundSymbol]) -> ModuleScope | None:
+    """The innermost module call enclosing every one of ``bsyms`` (None when one of them was
+    recorded outside any module, or they come from different jitted modules)."""
+    common: list[ModuleScope] | None = None
+    for b in bsyms:
+        if b.scope is None:
+            return None
+        chain = b.scope.chain()
+        if common is None:
+            common = chain
+            continue
+        n = 0
+        while n < min(len(common), len(chain)) and common[n] is chain[n]:
+            n += 1
+        common = common[:n]
+    return common[-1] if common else None
 
 
 def prims_of(bsym: BoundSymbol) -> list[BoundSymbol]:
@@ -125,6 +145,7 @@ class FusionExecutor(Executor):
             out,
             list(region.members),
             source=region.members[0].source,
+            scope=common_scope(region.members),
             tags=frozenset({Tag.FUSION}) | tags,
             info={"claimed_by": self.name},
         )
