@@ -92,7 +92,7 @@ def test_an_op_left_to_torch_splits_regions_along_the_dependencies():
         a = x.sin()
         c = a.cumsum(0)
         d = x.cos()
-        return c * d, d
+        return (c * d).exp(), d
 
     assert prims.cumsum in NOT_FUSED
     jfn = thunder.jit(fn, executors=["torchcompile"])
@@ -104,9 +104,9 @@ def test_an_op_left_to_torch_splits_regions_along_the_dependencies():
     assert [p.name for p in r0.output] == ["t0", "t2"]
     assert (r1.sym.name, _members(r1), [p.name for p in r1.args], r1.output.name) == (
         "TorchCompile1",
-        ["mul"],
+        ["mul", "exp"],
         ["t1", "t2"],
-        "t3",
+        "t4",
     )
     ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
     assert ids == ["torchcompile.TorchCompile0", "torch.cumsum", "torchcompile.TorchCompile1"]
@@ -185,12 +185,32 @@ def test_a_region_keeps_its_members_scopes():
 
 def test_a_region_inside_one_module_has_that_scope():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
-    jm = thunder.jit(lambda x: model(x).cumsum(-1) * 2, executors=["torchcompile"])
+    jm = thunder.jit(lambda x: model(x).cumsum(-1) * 2 + 1, executors=["torchcompile"])
     x = torch.randn(2, 4)
-    torch.testing.assert_close(jm(x), model(x).cumsum(-1) * 2)
+    torch.testing.assert_close(jm(x), model(x).cumsum(-1) * 2 + 1)
     r0, r1 = _regions(jm)
     assert [m.scope.cls for m in r0.subsymbols] == ["Linear", "GELU"]
-    assert r0.scope.cls == "Sequential" and r1.scope is None  # the mul is outside any module
+    assert r0.scope.cls == "Sequential" and r1.scope is None  # mul and add are outside any module
+
+
+def test_one_op_that_torch_runs_whole_is_left_to_torch():
+    def fn(x):
+        return torch.nn.functional.layer_norm(x, (4,))
+
+    jfn = thunder.jit(fn, executors=["torchcompile"])
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(jfn(x), fn(x))
+    assert _regions(jfn) == []
+    (ln,) = [b for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
+    assert ln.info["claimed_by"] == "torch"
+    assert ln.info["declined"]["torchcompile"] == (
+        "torchcompile did not fuse it: a region of one op that torch runs whole has nothing to fuse"
+    )
+    # with a second op there is something to fuse
+    jfn = thunder.jit(lambda x: fn(x) * 2, executors=["torchcompile"])
+    torch.testing.assert_close(jfn(x), fn(x) * 2)
+    (region,) = _regions(jfn)
+    assert _members(region) == ["layer_norm", "mul"]
 
 
 def test_transformers_gpt2_matches_eager():

@@ -12,7 +12,7 @@ Compiling happens on a region's first call, when real inputs give the signature;
 ``import torch._inductor`` (about 2 s) happens then too, never at ``import thunder``.
 
 Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
-stays with the torch executor.
+stays with the torch executor. A region of one op that torch runs whole goes back to torch.
 
 Before::
 
@@ -96,6 +96,16 @@ class TorchCompileExecutor(FusionExecutor):
             if isinstance(x, TensorProxy) and x.meta_dtype.is_complex:
                 return f"{x.name} is complex: Inductor does not generate code for complex tensors"
         return None
+
+    def region_reason(self, region: Region) -> str | None:
+        """Also declined: a region of one op that torch runs whole (``layer_norm``,
+        ``softmax``): torch's own kernel does the same work without a compiled function's
+        per-call cost."""
+        from thunder.executors import torchex
+
+        if len(region.members) == 1 and torchex.executor.claim(region.members[0]) is not None:
+            return "a region of one op that torch runs whole has nothing to fuse"
+        return super().region_reason(region)
 
     def compile_region(self, region: Region) -> InductorRegion:
         return InductorRegion(region)
