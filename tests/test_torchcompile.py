@@ -19,7 +19,8 @@ from test_models import GPT, MLP, Block
 import thunder
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
-from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion
+from thunder.executors.fusion import FusionExecutor
+from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion, TorchCompileExecutor
 from thunder.ops import prims
 
 
@@ -244,7 +245,8 @@ def _fusible(info) -> bool:
     "info", [i for i in OPS if not i.cuda and torch.float32 in i.dtypes], ids=lambda i: i.id
 )
 def test_op_database_through_torchcompile(info):
-    """Each op (float32, first sample) with the torch.compile executor equals eager."""
+    """Each op (float32, first sample) with the torch.compile executor equals eager; even
+    alone (its regions of one op are compiled here, not left to torch)."""
     from test_ops import _compare, _split_tensors
 
     sample = info.samples(Maker(torch.float32))[0]
@@ -257,6 +259,13 @@ def test_op_database_through_torchcompile(info):
     torch.manual_seed(0)
     expected = (info.ref or info.op)(*sample.args, **sample.kwargs)
     torch.manual_seed(0)
-    jfn = thunder.jit(fn, executors=["torchcompile"])
+    jfn = thunder.jit(fn, executors=[EveryRegion("torchcompile")])
     _compare(info, torch.float32, sample, jfn(*tensors), expected, f"{info.id} through torchcompile")
     _verify(jfn)
+
+
+class EveryRegion(TorchCompileExecutor):
+    """The torch.compile executor compiling regions of one op too."""
+
+    def region_reason(self, region):
+        return FusionExecutor.region_reason(self, region)
