@@ -269,3 +269,24 @@ class EveryRegion(TorchCompileExecutor):
 
     def region_reason(self, region):
         return FusionExecutor.region_reason(self, region)
+
+
+def test_a_library_operator_stays_outside_and_independent_work_joins_across_it():
+    from test_custom_ops import scaled_rows
+
+    def fn(x, s):
+        a = x.sin() * 2
+        b = scaled_rows(a, s, 2)
+        return b.cos() + x.exp()[:2]
+
+    jfn = thunder.jit(fn, executors=["torchcompile"])
+    x, s = torch.randn(4, 3), torch.tensor(1.5)
+    torch.testing.assert_close(jfn(x, s), fn(x, s))
+    _verify(jfn)
+    r0, r1 = _regions(jfn)
+    # exp(x)[:2] does not need the operator: it joins the first region, which returns it
+    assert _members(r0) == ["sin", "mul", "exp", "getitem"]
+    assert [p.name for p in r0.args] == ["x"] and [p.name for p in r0.output] == ["t1", "t5"]
+    assert _members(r1) == ["cos", "add"] and [p.name for p in r1.args] == ["t2", "t5"]
+    ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
+    assert ids[1] == "torch.ops.thunder_test.scaled_rows.default"
