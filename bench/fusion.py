@@ -11,7 +11,8 @@ Per row: the cached call's time and its ratio to eager: the minimum over ``--rep
 ``--number`` calls, the runners taking turns so that a busy machine slows them alike. On CPU
 the time is the process's CPU time (one thread, so other programs running on the machine
 count less); on CUDA it is wall-clock time with the device synchronised. With ``--first``,
-also each runner's first call (compilation included) in a fresh process with an empty
+also each runner's first call (making the runner, ``torch.compile(model)`` or
+``thunder.jit(model)``, and the compilation included) in a fresh process with an empty
 Inductor cache ("cold"), then again with the cache that process filled ("warm").
 
 Targets (issue 11): thunder with its best executor at or below eager and torch.compile on
@@ -160,10 +161,10 @@ def first_call(program: str, mode: str, name: str, device: str) -> None:
     torch.set_num_threads(1)
     model, x = make(program, device)
     model.train(mode != "no-grad")
-    fn = runner(name, model)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     sync()
     t0 = time.perf_counter()
+    fn = runner(name, model)  # torch.compile imports Dynamo and Inductor here, thunder on its first call
     call(fn, model, x, mode)
     sync()
     print(f"{time.perf_counter() - t0:.3f}")
