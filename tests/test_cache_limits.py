@@ -5,6 +5,7 @@ one jitted module never see each other's tracing."""
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 
 import pytest
@@ -73,3 +74,38 @@ def test_deepcopy_of_a_jitted_module_is_independent():
     torch.testing.assert_close(jm(x), m(x))
     assert not torch.equal(jc(x), jm(x))
     assert jc.training is jm.training and not jc._model[0].training
+
+
+def test_a_thread_never_sees_another_threads_trace():
+    torch.manual_seed(0)
+    tracing, proceed = threading.Event(), threading.Event()
+
+    class Slow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if x.shape[0] == 3:  # the second trace stops here until the other thread has looked
+                tracing.set()
+                proceed.wait(10)
+            return self.fc(x)
+
+    m = Slow()
+    jm = thunder.jit(m)
+    x2, x3 = torch.randn(2, 4), torch.randn(3, 4)
+    jm(x2)
+    results = {}
+    t = threading.Thread(target=lambda: results.setdefault("traced", jm(x3)))
+    t.start()
+    try:
+        assert tracing.wait(10)
+        # meanwhile: the module as the user has it, eager and through the cached program
+        assert type(m.fc.weight) is nn.Parameter and type(m.fc._parameters["bias"]) is nn.Parameter
+        torch.testing.assert_close(m(x2), m.fc(x2))
+        torch.testing.assert_close(jm(x2), m.fc(x2))
+    finally:
+        proceed.set()
+        t.join(10)
+    torch.testing.assert_close(results["traced"], m.fc(x3))
+    assert thunder.compile_stats(jm).cache_misses == 2

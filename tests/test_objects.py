@@ -95,9 +95,9 @@ def prologue(*args, **kwargs):
   cache_pos = prims.unpack_attr(cache, 'pos')  # cache_pos: "int"
   prims.check_literal(cache_pos, 0)
   x = prims.unpack_item(args, 0)  # x: "cpu f32[2]"
-  prims.check_tensor(x, (2,), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(x, (2,), torch.float32, 'cpu', False)
   t_cache_k = prims.unpack_attr(cache, 'k')  # t_cache_k: "cpu f32[2, 4]"
-  prims.check_tensor(t_cache_k, (2, 4), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
   prims.check_grad_enabled(True)
   return ((x, t_cache_k), (cache,))
 """

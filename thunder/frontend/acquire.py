@@ -1,14 +1,15 @@
 """Acquisition: run the user's function natively with proxies under ``AcquisitionMode`` and
 produce the prologue, computation and epilogue traces.
 
-Nothing of the user's is changed: module parameters and buffers are swapped for proxies
-only while tracing and always restored; a failed trace leaves every input as it was.
+Nothing of the user's is changed: modules run as shadows (``thunder/frontend/modules.py``),
+object inputs as wrappers (``thunder/frontend/objects.py``); a failed trace leaves every
+input as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 import torch
 
@@ -17,10 +18,11 @@ from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, sanitize_name, tracectx
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError, at
+from thunder.core.trace import Trace, tracectx
+from thunder.frontend.errors import UnsupportedOpError, at
 from thunder.frontend.inputs import Inputs, Unpack
 from thunder.frontend.mode import AcquisitionMode
+from thunder.frontend.modules import ModuleShadows
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
@@ -65,6 +67,8 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
+        self.shadows = ModuleShadows(self)
         self._keepalive: list = []
 
     def current(self, p):
@@ -80,6 +84,9 @@ class Acquisition:
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
         if is_wrapper(v):
             return holder_of(v)
+        holder = self.shadows.holder_of(v)
+        if holder is not None:
+            return holder
         return self.inputs.container_holders.get(id(v))
 
     # -- values met in ops ----------------------------------------------------------------
@@ -181,141 +188,6 @@ class Acquisition:
             value = ltorch.expand(value, current.meta_shape)
         return value
 
-    # -- modules --------------------------------------------------------------------------
-    @contextmanager
-    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = ""):
-        """Swap ``module``'s parameters and buffers for proxies; always restore them.
-
-        ``root``: the module's proxy when it is an argument (``None``: the jitted module, a
-        name in the prologue's namespace); ``prefix`` starts its tensors' names.
-        Attribute writes in ``forward`` (``self.calls += 1``, ``self.running = ...``) change the
-        real submodules while tracing: each submodule's ``__dict__`` and tables are snapshot
-        before, diffed after (the writes go to ``module_writes`` for the epilogue) and always
-        restored, so no proxy stays in a module.
-        """
-        from thunder.core.proxies import AnyProxy
-
-        inputs = self.inputs
-        if root is None:
-            root = AnyProxy(inputs.prologue.add_name("module"), type(module))
-            inputs.module_proxy = root
-            inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
-        saved = []
-        swapped: list = []  # (module, attribute, real int) replaced by DynamicInts
-        snapshots = []
-        made: dict[int, TensorProxy] = {}
-        holders = {"": root}
-        try:
-            for path, mod in module.named_modules(remove_duplicate=False):
-                holder = holders.get(path)
-                if holder is None:
-                    parent_path, _, name = path.rpartition(".")
-                    holder = AnyProxy(
-                        inputs.computation.add_name(f"m_{prefix}" + path.replace(".", "_")), type(mod)
-                    )
-                    inputs.prologue.names.add(holder.name)
-                    inputs.sources[holder.name] = (
-                        holder,
-                        Unpack(holders[parent_path], "submodule", name),
-                        mod,
-                    )
-                    holders[path] = holder
-                if all(m is not mod for _, m, *_ in snapshots):  # a shared submodule: once
-                    self._dynamic_attrs(mod, holder, swapped)
-                    snapshots.append(
-                        (holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers))
-                    )
-                for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
-                    for name, t in list(table.items()):
-                        if t is None:
-                            continue
-                        p = made.get(id(t))
-                        if p is None:
-                            full = f"{path}.{name}" if path else name
-                            p = inputs.tensor(
-                                t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name)
-                            )
-                            made[id(t)] = p
-                            inputs.seen.setdefault(id(t), p)
-                        saved.append((table, name, t))
-                        table[name] = p
-            placed = [
-                (holder, mod, dict(mod._parameters), dict(mod._buffers)) for holder, mod, *_ in snapshots
-            ]
-            yield root
-            self._diff_modules(snapshots, placed)
-        finally:
-            for table, name, t in reversed(saved):
-                table[name] = t
-            for _, mod, d, params, buffers in snapshots:
-                _restore(mod._parameters, params)
-                _restore(mod._buffers, buffers)
-                _restore(mod.__dict__, d)
-            for mod, name, v in swapped:
-                mod.__dict__[name] = v
-
-    def _dynamic_attrs(self, mod, holder, swapped: list) -> None:
-        """Int attributes that changed between calls (counters) become DynamicInts."""
-        for name, v in list(mod.__dict__.items()):
-            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in self.inputs.dynamic:
-                mod.__dict__[name] = self.inputs.dynamic_int(
-                    v, f"{holder.name}_{name}", Unpack(holder, "attr", name)
-                )
-                swapped.append((mod, name, v))
-
-    def _diff_modules(self, snapshots, placed) -> None:
-        """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
-        for (holder, mod, before, _, _), (_, _, params, buffers) in zip(snapshots, placed):
-            for name, v in mod._parameters.items():
-                if params.get(name, _ABSENT) is not v:
-                    raise UnsupportedValueError(
-                        f"thunder: forward assigns the parameter {type(mod).__qualname__}.{name}; assigning "
-                        "parameters while tracing is not supported"
-                    )
-            for name, v in mod._buffers.items():
-                if buffers.get(name, _ABSENT) is not v:
-                    self.module_writes.append((holder, "set", name, v))
-            for name in buffers:
-                if name not in mod._buffers:
-                    self.module_writes.append((holder, "del", name, None))
-            for name, v in mod.__dict__.items():
-                old = before.get(name, _ABSENT)
-                if old is v:
-                    continue
-                if name in ("_parameters", "_buffers", "_modules"):
-                    raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
-                self.module_writes.append((holder, "set", name, v))
-                self._guard_module_attr(holder, name, old)
-            for name, old in before.items():
-                if name not in mod.__dict__:
-                    self.module_writes.append((holder, "del", name, None))
-                    self._guard_module_attr(holder, name, old)
-
-    def _guard_module_attr(self, holder, name: str, old) -> None:
-        # the module ran natively, so its reads were not recorded: the value a write replaced
-        # was most likely read (``self.calls += 1``), and the prologue checks it
-        if old is _ABSENT:
-            self.inputs.guard_absent(holder, name)
-        elif _is_literal_value(old):
-            guard = self.inputs.guard_attr(holder, name, old)
-            if type(old) is int:
-                self.written_numbers.add(guard)
-
-
-_ABSENT = object()
-
-
-def _is_literal_value(v) -> bool:
-    from thunder.frontend.inputs import _LITERAL_TYPES
-
-    return isinstance(v, _LITERAL_TYPES)
-
-
-def _restore(d: dict, snapshot: dict) -> None:
-    if d.keys() != snapshot.keys() or any(d[k] is not v for k, v in snapshot.items()):
-        d.clear()
-        d.update(snapshot)
-
 
 @contextmanager
 def _compiling_flag():
@@ -340,19 +212,16 @@ def acquire(
     state = Acquisition(dynamic)
     comp = state.computation
     with tracectx(comp), _compiling_flag():
-        # modules met as arguments (or read from one) swap in proxies until the end; the
-        # stack restores them (and records their writes) before the epilogue is built
-        with ExitStack() as modules:
-            state.inputs.on_module = lambda m, holder, path: modules.enter_context(
-                state.module_proxies(m, holder, path + "_")
-            )
-            pargs, pkwargs = state.inputs.bind_arguments(
-                module.forward if module is not None else fn, args, kwargs
-            )
-            if module is not None:
-                modules.enter_context(state.module_proxies(module))
-            with AcquisitionMode(state):
-                result = fn(*pargs, **pkwargs)
+        # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
+        state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_")
+        pargs, pkwargs = state.inputs.bind_arguments(
+            module.forward if module is not None else fn, args, kwargs
+        )
+        if module is not None:
+            fn = state.shadows.shadow(module)
+        with AcquisitionMode(state):
+            result = fn(*pargs, **pkwargs)
+        state.shadows.finish()
         _write_back_inputs(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
@@ -381,6 +250,9 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
         out += _container_writes(copy, holder, before)
     out += state.module_writes
     return out
+
+
+_ABSENT = object()
 
 
 def _container_writes(copy, holder, before: list) -> list[tuple]:
