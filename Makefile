@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PKGS := graphviz chromium chromium-driver
 
-.PHONY: lab demo test lint system venv clean
+.PHONY: lab demo test lint system venv clean check-nvfuser check-nvfuser-legacy
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -42,5 +42,27 @@ demo: system $(STAMP)
 	$(VPY) bench/demo.py report.html
 	@echo "wrote report.html"
 
+# nvFuser translation checks: define (never execute) the fusions of the op database and the
+# models with real nvFuser, no GPU needed. nvFuser wheels exist for Python 3.10/3.12 and one
+# torch each, so each check has its own Python 3.12 venv (~7 GB, ~2 min to build); not part
+# of `make test`. The legacy check uses nvFuser 0.2.35's older `nvfuser` module.
+PY312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12; do \
+  $$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
+NVF_PKGS := "torch==2.10.*" "nvfuser-cu128-torch210==0.2.36.*" numpy
+NVF_LEGACY_PKGS := "torch==2.9.*" "nvfuser-cu128-torch29==0.2.35.*" numpy
+
+.venv-nvfuser/.installed .venv-nvfuser-legacy/.installed:
+	@test -n "$(PY312)" || { echo "check-nvfuser needs python3.12 (nvFuser wheels: Python 3.10/3.12)"; exit 1; }
+	test -x $(@D)/bin/python || $(PY312) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q --upgrade pip
+	$(@D)/bin/python -m pip install -q $(if $(findstring legacy,$(@D)),$(NVF_LEGACY_PKGS),$(NVF_PKGS))
+	touch $@
+
+check-nvfuser: .venv-nvfuser/.installed
+	PYTHONPATH=$(CURDIR) .venv-nvfuser/bin/python tests/nvfuser_check.py --api nvfuser_direct
+
+check-nvfuser-legacy: .venv-nvfuser-legacy/.installed
+	PYTHONPATH=$(CURDIR) .venv-nvfuser-legacy/bin/python tests/nvfuser_check.py --api nvfuser
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-nvfuser .venv-nvfuser-legacy

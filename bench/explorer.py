@@ -1,13 +1,20 @@
-"""How fast the explorer is on a large compilation, measured in one run.
+"""How fast the explorer is on large compilations, measured in one run.
 
-Jits a 12-layer GPT-style model's forward (d=64, 4 heads, [2, 16] tokens) and prints:
-the time to build the TraceModel of every pass of the prologue, computation and epilogue;
-the time and size of the HTML of the largest trace (the tree, budgeted); the ``dot`` layout
-time of that trace's collapsed graph (cache cleared first); and, for reference, the whole
-self-contained report. Targets: model + HTML < 0.5 s, that HTML < 2 MB, collapsed graph
-laid out in < 3 s. Prints figures only (no asserts).
+Two programs. A 12-layer GPT-style model's forward (d=64, 4 heads, [2, 16] tokens): the time
+to build the TraceModel of every pass of the prologue, computation and epilogue; the time and
+size of the HTML of the largest trace (the tree, budgeted); the ``dot`` layout time of that
+trace's collapsed graph (cache cleared first); the whole self-contained report. Targets:
+model + HTML < 0.5 s, that HTML < 2 MB, collapsed graph laid out in < 3 s.
 
-    python bench/explorer.py [--layers 12]
+And a program of 40,000 small elementwise ops (every pass of a real compilation, 40,000
+BoundSymbols in the first computation trace): the TraceModel, the pass diffs (structured,
+then rendered with the text diff), the widget's first view and the whole report. Targets:
+model < 2 s, report < 5 s and < 10 MB.
+
+CPU time (time.process_time) is printed beside wall time: the machine may be shared. Prints
+figures only (no asserts).
+
+    python bench/explorer.py [--layers 12] [--ops 40000] [--skip-large]
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ import explorer  # noqa: E402
 import thunder  # noqa: E402
 from explorer import graph as graph_view  # noqa: E402
 from explorer.compilation import model_of  # noqa: E402
-from explorer.html import pass_header_html, wrap  # noqa: E402
+from explorer.html import diff_html, pass_header_html, wrap  # noqa: E402
+from explorer.model import diff_passes  # noqa: E402
 from explorer.tree import tree_html  # noqa: E402
 
 
@@ -67,13 +75,31 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=12)
-    opts = ap.parse_args()
+def many_ops(x, n: int):
+    """``n`` small elementwise ops in a row: a long, flat trace."""
+    for i in range(n // 4):
+        x = (x.sin() * 1.5 + 0.25).tanh() if i % 2 else (x.cos() - 0.5).relu() * 0.75
+    return x
 
+
+class _Clock:
+    """Wall and CPU seconds of a block: ``with _Clock() as c: ...; c.wall, c.cpu``."""
+
+    def __enter__(self):
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.t0, time.process_time() - self.c0
+
+
+def _row(what: str, c: _Clock, extra: str = "") -> str:
+    return f"{what:<32}{c.wall * 1e3:9.1f} ms wall {c.cpu * 1e3:9.1f} ms cpu   {extra}"
+
+
+def gpt_case(layers: int) -> None:
     torch.manual_seed(0)
-    model = GPT(opts.layers).eval()
+    model = GPT(layers).eval()
     jm = thunder.jit(model)
     idx = torch.randint(0, 128, (2, 16))
     t0 = time.perf_counter()
@@ -102,7 +128,7 @@ def main() -> None:
     report_s = time.perf_counter() - t0
 
     nodes = sum(p.size() for _, p in passes)
-    print(f"GPT-style model, {opts.layers} layers: compiled in {compile_s:.2f} s")
+    print(f"GPT-style model, {layers} layers: compiled in {compile_s:.2f} s")
     print(f"  traces: {len(passes)} passes over {len(m.series)} kinds, {nodes} bound symbols in all")
     print(f"  largest trace: {kind} pass {largest.index} ({largest.name}), {largest.size()} bound symbols")
     print(f"TraceModel, all passes      {model_s * 1e3:8.1f} ms")
@@ -113,6 +139,41 @@ def main() -> None:
         f"{'' if g.svg else ' (NOT laid out: ' + '; '.join(g.messages) + ')'} (target < 3 s)"
     )
     print(f"whole report (to_html)      {report_s * 1e3:8.1f} ms   {len(page) / 1e6:.2f} MB")
+
+
+def large_case(ops: int) -> None:
+    jfn = thunder.jit(lambda x: many_ops(x, ops))
+    with _Clock() as c:
+        jfn(torch.ones(4))
+    traces = thunder.last_traces(jfn)
+    print(f"\n{ops} elementwise ops: compiled in {c.wall:.2f} s")
+    print(f"  computation passes: {', '.join(f'{len(t.bound_symbols)}' for t in traces)} bound symbols")
+
+    with _Clock() as c:
+        m = model_of(jfn)
+    print(_row("TraceModel, all passes", c, "(target < 2 s)"))
+    s = m.series["computation"]
+    with _Clock() as c:
+        for before, after in zip(s.passes, s.passes[1:]):
+            diff_passes(before, after)
+    print(_row("pass diffs (structured)", c, f"{len(s.passes) - 1} diffs"))
+    with _Clock() as c:
+        size = sum(len(diff_html(after, before)) for before, after in zip(s.passes, s.passes[1:]))
+    print(_row("pass diffs (HTML + text diff)", c, f"{size / 1e6:.2f} MB"))
+    with _Clock() as c:
+        page = explorer.to_html(jfn)
+    print(_row("whole report (to_html)", c, f"{len(page) / 1e6:.2f} MB (targets < 5 s, < 10 MB)"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--ops", type=int, default=40_000)
+    ap.add_argument("--skip-large", action="store_true", help="only the GPT-style model")
+    opts = ap.parse_args()
+    gpt_case(opts.layers)
+    if not opts.skip_large:
+        large_case(opts.ops)
 
 
 if __name__ == "__main__":

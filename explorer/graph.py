@@ -21,7 +21,7 @@ import subprocess
 import time
 from html import escape
 
-from explorer.model import Node, PassModel, ProxyInfo
+from explorer.model import Node, PassModel, ProxyInfo, collector_paused
 from explorer.style import EXECUTORS, TAG_STYLE, executor_style
 
 DOT = "dot"  # the program; tests point this elsewhere to see the "not installed" message
@@ -84,20 +84,29 @@ def unwrap(n: Node) -> Node:
     return n
 
 
-def count_nodes(nodes: list[Node], depth: int) -> int:
-    """How many graph nodes ``nodes`` make when opened down to ``depth``."""
+def count_nodes(nodes: list[Node], depth: int, limit: int | None = None) -> int:
+    """How many graph nodes ``nodes`` make when opened down to ``depth``; with ``limit``,
+    counting stops once past it (the answer is then some number above ``limit``), so asking
+    whether a 40,000-line trace fits reads a few hundred of its nodes."""
     total = 0
     for n in nodes:
         if "del" in n.tags:
             continue
-        if n.children and depth > 0:
+        if depth > 0 and n.children:
             inner = unwrap(n)
-            total += count_nodes(inner.children, depth - 1) if inner.children else 1
+            if inner.children:
+                room = None if limit is None else limit - total
+                total += count_nodes(inner.children, depth - 1, room)
+            else:
+                total += 1
         else:
             total += 1
+        if limit is not None and total > limit:
+            break
     return total
 
 
+@collector_paused()
 def graph_dot(
     p: PassModel,
     proxies: dict[str, ProxyInfo],
@@ -111,14 +120,15 @@ def graph_dot(
     """DOT text for one pass: (dot, nodes laid out, depth used, messages)."""
     messages = []
     want = depth
-    while depth > 0 and count_nodes(p.nodes, depth) > max_nodes:
+    while depth > 0 and count_nodes(p.nodes, depth, max_nodes) > max_nodes:
         depth -= 1
     if depth < want:
         messages.append(f"Collapsed to depth {depth} to keep the graph under {max_nodes} nodes.")
     w = _DotWriter(proxies, max_nodes, highlight)
-    w.header(title or f"{p.index}: {p.name}", count_nodes(p.nodes, depth), splines)
+    w.header(title or f"{p.index}: {p.name}", count_nodes(p.nodes, depth, SPLINE_NODES), splines)
+    used = w.used_names(p.nodes)
     for a in p.args:
-        if a in w.used_names(p.nodes):
+        if a in used:
             w.input_node(a)
     w.nodes(p.nodes, depth, 1)
     if w.cut:
@@ -158,8 +168,18 @@ class _DotWriter:
         return self.count > 4 * (max(rank.values(), default=0) + 1)
 
     def used_names(self, nodes: list[Node]) -> set[str]:
+        """What the nodes that will be drawn read (a graph cut at ``max_nodes`` draws the
+        first top-level nodes; one that is opened fits whole)."""
         if self._used is None:
-            self._used = {i for n in nodes for i in n.inputs}
+            self._used = set()
+            drawn = 0
+            for n in nodes:
+                if "del" in n.tags:
+                    continue
+                if drawn == self.max_nodes:
+                    break
+                self._used.update(n.inputs)
+                drawn += 1
         return self._used
 
     def header(self, title: str, n: int, splines: bool | None) -> None:
@@ -196,7 +216,7 @@ class _DotWriter:
             if "del" in n.tags:  # not dataflow
                 continue
             ex = n.executor or executor
-            if n.children and depth > 0:
+            if depth > 0 and n.children:
                 inner = unwrap(n)
                 if len(inner.children) > 1 or (inner.children and "fusion" in inner.tags):
                     self.cluster(n, inner, depth, indent, ex)

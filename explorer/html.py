@@ -12,8 +12,13 @@ from html import escape
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.style import stylesheet
-from explorer.text import fmt_seconds, source_diff
+from explorer.text import fmt_seconds, source_diff, source_text
 from explorer.tree import DEFAULT_BUDGET, badges_html, tree_html
+
+# Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
+# an explorer's static copy): smaller than the live views' DEFAULT_BUDGET.
+STATIC_BUDGET = 600
+LISTED_PROXIES = 200  # inputs / outputs listed in a BoundSymbol's details (a fusion region may have more)
 
 
 def wrap(body: str, *, style: bool = True) -> str:
@@ -22,7 +27,7 @@ def wrap(body: str, *, style: bool = True) -> str:
     return f'<div class="thx">{css}{body}</div>'
 
 
-def trace_html(trace, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+def trace_html(trace, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """One trace as a collapsible tree (``Trace._repr_mimebundle_`` shows this)."""
     model = TraceModel.from_trace(trace)
     series = next(iter(model.series.values()))
@@ -30,7 +35,7 @@ def trace_html(trace, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> s
     return wrap(pass_header_html(series, p) + tree_html(p.nodes, open_depth=open_depth, budget=budget))
 
 
-def compilation_html(obj, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+def compilation_html(obj, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """A jitted function (or a TraceModel) as static HTML: each trace kind with its passes."""
     from explorer.compilation import model_of
 
@@ -41,18 +46,25 @@ def compilation_html(obj, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) 
     return model_html(model, open_depth=open_depth, budget=budget)
 
 
-def model_html(model: TraceModel, *, open_depth: int = 1, budget: int = DEFAULT_BUDGET) -> str:
+def model_html(
+    model: TraceModel, *, open_depth: int = 1, budget: int = STATIC_BUDGET, kind: str | None = None
+) -> str:
+    """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
+    shown open (default: the computation). Each tree and each pass's list of changes shows at
+    most ``budget`` elements."""
+    if kind is None or kind not in model.series:
+        kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
     if model.stats:
         parts.append(f'<div class="note">{escape(_stats_line(model.stats))}</div>')
     if not model.series:
         parts.append('<div class="note">No traces yet: call the jitted function first.</div>')
-    for kind, s in model.series.items():
+    for k, s in model.series.items():
         p = s.final
-        times = model.timings.get(kind)
-        opened = " open" if kind == "computation" else ""
+        times = model.timings.get(k)
+        opened = " open" if k == kind else ""
         parts.append(
-            f"<details{opened}><summary><b>{escape(kind)}</b> "
+            f'<details class="kind" data-kind="{escape(k)}"{opened}><summary><b>{escape(k)}</b> '
             f'<span class="note">{len(s.passes)} passes, {len(p.nodes)} bound symbols in the final trace'
             f"</span></summary>"
         )
@@ -60,11 +72,11 @@ def model_html(model: TraceModel, *, open_depth: int = 1, budget: int = DEFAULT_
         parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times))
         if len(s.passes) > 1:
             parts.append("<details><summary>What each pass changed</summary>")
-            for q in s.passes[1:]:
+            for before, q in zip(s.passes, s.passes[1:]):
                 parts.append(
                     f'<details><summary>{q.index} {escape(q.name)} <span class="note">'
                     f"{escape(q.diff.summary())}, {fmt_seconds(q.seconds)}</span></summary>"
-                    f"{diff_html(q, text=False)}</details>"
+                    f"{diff_html(q, before, text=False, budget=budget)}</details>"
                 )
             parts.append("</details>")
         parts.append("</details>")
@@ -97,27 +109,33 @@ def passes_strip_html(series: TraceSeries, current: int) -> str:
     return f'<div class="passes">{"".join(items)}</div>'
 
 
-def diff_html(p: PassModel, before: PassModel | None = None, *, text: bool = True) -> str:
-    """What pass ``p`` changed: added / removed / rewritten BoundSymbols and a text diff."""
+def diff_html(
+    p: PassModel, before: PassModel | None = None, *, text: bool = True, budget: int | None = DEFAULT_BUDGET
+) -> str:
+    """What pass ``p`` changed: added / removed / rewritten BoundSymbols (at most ``budget``
+    rows, shared between the three) and, with ``text``, a text diff of about ``budget`` lines."""
     d = p.diff
     if d is None:
         return '<div class="note">The first trace: nothing to compare with.</div>'
     if not d.changed:
         return f'<div class="note">{escape(p.name)} changed nothing.</div>'
+    shown = d.shown(budget)
     rows = []
-    for k in d.removed:
-        rows.append(
-            f'<div class="drem ln">- {escape(before.find(k).line if before and before.find(k) else k)}</div>'
-        )
-    for k in d.added:
+    for k in shown.removed:
+        n = before.find(k) if before is not None else None
+        rows.append(f'<div class="drem ln">- {escape(n.line if n else k)}</div>')
+    for k in shown.added:
         n = p.find(k)
         rows.append(f'<div class="dadd ln">+ {escape(n.line if n else k)}</div>')
-    for _k, (old, new) in d.rewritten.items():
+    for k in shown.rewritten:
+        old, new = d.rewritten[k]
         rows.append(f'<div class="ln"><span class="drem">- {escape(old)}</span><br>')
         rows.append(f'<span class="dadd">+ {escape(new)}</span></div>')
+    if shown.left:
+        rows.append(f'<div class="more">... {shown.left} more changes</div>')
     out = [f'<div class="note">{escape(d.summary())}</div>', "".join(rows)]
     if text and before is not None:
-        out.append(f'<div class="hd">Text diff</div>{text_diff_html(source_diff(before, p))}')
+        out.append(f'<div class="hd">Text diff</div>{text_diff_html(source_diff(before, p, limit=budget))}')
     return "".join(out)
 
 
@@ -131,12 +149,15 @@ def text_diff_html(diff: str) -> str:
             cls = "drem"
         elif line.startswith("@@"):
             cls = "dhunk"
+        elif line.startswith("... "):
+            cls = "more"
         lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
     return f"<pre>{chr(10).join(lines) or '(the printed traces are the same)'}</pre>"
 
 
-def source_html(p: PassModel) -> str:
-    return f"<pre>{escape(p.source)}</pre>"
+def source_html(p: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:
+    """The printed trace, about ``budget`` lines of it (None: all)."""
+    return f"<pre>{escape(source_text(p, budget))}</pre>"
 
 
 def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> str:
@@ -173,9 +194,11 @@ def _proxy_table(names, series: TraceSeries) -> str:
     if not names:
         return '<span class="note">none</span>'
     out = []
-    for name in names:
+    for name in names[:LISTED_PROXIES]:
         info = series.proxies.get(name)
         out.append(f"<code>{escape(name)}</code>: {escape(info.type if info else '?')}")
+    if len(names) > LISTED_PROXIES:
+        out.append(f'<span class="more">... {len(names) - LISTED_PROXIES} more</span>')
     return "<br>".join(out)
 
 

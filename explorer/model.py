@@ -12,15 +12,20 @@ directly, so they stay simple and the model can be saved as JSON::
 A node's ``id`` is stable across passes: a top-level BoundSymbol is keyed by the names of
 its outputs (names are kept for the same value from pass to pass), one without outputs by its
 symbol and inputs; a subsymbol by its parent's id and its own key. Passes are diffed by these
-ids. Nodes of BoundSymbols that a pass kept as they were are shared, not rebuilt, which
-keeps building all passes of a large model cheap.
+ids. Nodes of BoundSymbols that a pass kept as they were are shared, not rebuilt, and a
+node reads its BoundSymbol (line, inputs, subsymbols) only when a view asks: the model of a
+40,000-BoundSymbol program with all its passes is built in well under a second, and views
+that show a budgeted part of it read only that part.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import linecache
+from collections.abc import Mapping
 
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
@@ -48,7 +53,7 @@ NOTABLE_TAGS = frozenset(
         Tag.DEL,
     }
 )
-_SUBCLASS_CHILD_TAGS = frozenset({Tag.FLATTEN_TENSOR_SUBCLASS.value, Tag.UNFLATTEN_TENSOR_SUBCLASS.value})
+_SUBCLASS_STEP_TAGS = frozenset({Tag.FLATTEN_TENSOR_SUBCLASS, Tag.UNFLATTEN_TENSOR_SUBCLASS})
 
 
 def _is_proxy(x) -> bool:
@@ -103,22 +108,43 @@ class SourceInfo:
         return f"{self.file}:{self.line}"
 
 
-@dataclasses.dataclass(eq=False)
 class Node:
-    """One BoundSymbol. ``line`` is how it prints; ``children`` are its subsymbols."""
+    """One BoundSymbol. ``line`` is how it prints; ``children`` are its subsymbols.
 
-    id: str
-    line: str
-    sym: str
-    module: str
-    executor: str | None
-    tags: tuple[str, ...]
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    source: SourceInfo | None
-    header: str
-    info: dict
-    children: list[Node]
+    Only ``id`` is set when a node is made. The rest is read off the BoundSymbol on first use
+    and shared by every node of that BoundSymbol (passes keep most BoundSymbols as they were),
+    and ``children`` are made when first asked for: a view of a 40,000-line trace touches the
+    few hundred nodes it shows, not all of them and their subsymbols.
+    """
+
+    __slots__ = ("id", "_facts", "_children")
+
+    def __init__(self, node_id: str, facts: _Facts):
+        self.id = node_id
+        self._facts = facts
+        self._children: list[Node] | None = None
+
+    line = property(lambda self: self._facts.line, doc="How the BoundSymbol prints (no indentation).")
+    inputs = property(lambda self: self._facts.inputs, doc="Names of the proxies it reads.")
+    outputs = property(lambda self: self._facts.outputs, doc="Names of the proxies it makes.")
+    tags = property(lambda self: self._facts.tags, doc="Tags worth showing (see NOTABLE_TAGS).")
+    source = property(lambda self: self._facts.source, doc="The user's source line, if recorded.")
+    info = property(lambda self: self._facts.info, doc="BoundSymbol.info, as plain data.")
+    sym = property(lambda self: self._facts.bsym.sym.name)
+    module = property(lambda self: self._facts.bsym.sym.module)
+    header = property(lambda self: self._facts.bsym.header)
+
+    @property
+    def executor(self) -> str | None:
+        b = self._facts.bsym
+        return getattr(b.sym, "executor", None) or b.info.get("claimed_by")
+
+    @property
+    def children(self) -> list[Node]:
+        if self._children is None:
+            subs = self._facts.bsym.subsymbols
+            self._children = self._facts.builder.nodes(subs, self.id + "/") if subs else []
+        return self._children
 
     @property
     def sym_id(self) -> str:
@@ -126,12 +152,77 @@ class Node:
 
     def walk(self):
         """This node and all nodes below it, parents first."""
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            yield n
+            if n._facts.bsym.subsymbols:
+                stack.extend(reversed(n.children))
 
     def size(self) -> int:
-        return 1 + sum(c.size() for c in self.children)
+        """This node and all below it (counted on the BoundSymbols: no nodes are made)."""
+        return self._facts.size
+
+    def line_count(self) -> int:
+        """How many lines it prints as: header comments, its line, its subsymbols."""
+        return self._facts.line_count
+
+    def __repr__(self) -> str:
+        return f"<Node {self.id}: {self.line}>"
+
+
+class Rewrites(Mapping):
+    """node id -> (old line, new line) of the BoundSymbols a pass rewrote. The lines are
+    printed when read: a pass that claims 40,000 BoundSymbols is found to have rewritten them
+    without printing any, and a view prints the few it shows."""
+
+    def __init__(self, pairs: dict[str, tuple] | None = None):
+        self._pairs: dict[str, tuple] = pairs or {}  # id -> (old, new), Nodes or lines
+
+    def __getitem__(self, node_id: str) -> tuple[str, str]:
+        old, new = self._pairs[node_id]
+        return (old if isinstance(old, str) else old.line, new if isinstance(new, str) else new.line)
+
+    def __iter__(self):
+        return iter(self._pairs)
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __repr__(self) -> str:
+        return f"<Rewrites of {len(self)} bound symbols>"
+
+
+def path_to(top: dict[str, Node], node_id: str) -> list[Node]:
+    """The nodes from the top level down to ``node_id`` ([] when it is not there); ``top``
+    maps the top-level ids to their nodes. A subsymbol's id extends its parent's with ``/``,
+    so only the branch that leads to it is read."""
+    n = top.get(node_id)
+    if n is not None:
+        return [n]
+    for i, ch in enumerate(node_id):
+        if ch != "/" or node_id[:i] not in top:
+            continue  # (an id may hold a "/" of its own: try each top-level prefix)
+        path = [top[node_id[:i]]]
+        while path[-1].id != node_id:
+            below = path[-1].children
+            n = next((c for c in below if c.id == node_id or node_id.startswith(c.id + "/")), None)
+            if n is None:
+                break
+            path.append(n)
+        if path[-1].id == node_id:
+            return path
+    return []
+
+
+@dataclasses.dataclass
+class ShownChanges:
+    """The ids of the changes a view shows, and how many it leaves out."""
+
+    removed: list[str]
+    added: list[str]
+    rewritten: list[str]
+    left: int
 
 
 @dataclasses.dataclass
@@ -140,11 +231,27 @@ class PassDiff:
 
     added: list[str]
     removed: list[str]
-    rewritten: dict[str, tuple[str, str]]
+    rewritten: Mapping[str, tuple[str, str]]
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.removed or self.rewritten)
+
+    def shown(self, budget: int | None) -> ShownChanges:
+        """The changes a view shows within ``budget`` rows (None: all): each kind gets an
+        equal share, and what one kind does not need goes to the others."""
+        kinds = (self.removed, self.added, list(self.rewritten))
+        take = [len(k) for k in kinds] if budget is None else [0, 0, 0]
+        room = 0 if budget is None else budget
+        while room > 0 and any(t < len(k) for t, k in zip(take, kinds)):
+            wanting = [i for i, k in enumerate(kinds) if take[i] < len(k)]
+            share = max(room // len(wanting), 1)
+            for i in wanting:
+                extra = min(share, len(kinds[i]) - take[i], room)
+                take[i] += extra
+                room -= extra
+        left = sum(len(k) for k in kinds) - sum(take)
+        return ShownChanges(*(k[:t] for k, t in zip(kinds, take)), left)
 
     def summary(self) -> str:
         if not self.changed:
@@ -173,10 +280,12 @@ class PassModel:
     diff: PassDiff | None = None  # None for the first pass
     trace: object = dataclasses.field(default=None, repr=False)  # the Trace; not serialised
     _source: str | None = dataclasses.field(default=None, repr=False)
+    _top_index: dict[str, Node] | None = dataclasses.field(default=None, repr=False)
 
     @property
     def source(self) -> str:
-        """The printed trace (computed on first use: printing a large trace costs)."""
+        """The whole printed trace (computed on first use: a 40,000-line trace takes about a
+        second to print; views print a budgeted part of it, see ``explorer.text.source_text``)."""
         if self._source is None:
             self._source = str(self.trace) if self.trace is not None else ""
         return self._source
@@ -190,18 +299,26 @@ class PassModel:
             yield from n.walk()
 
     def find(self, node_id: str) -> Node | None:
-        index = self._index()
-        return index.get(node_id)
+        """The node of that id, at any depth (only the branch that leads to it is read)."""
+        path = path_to(self._top(), node_id)
+        return path[-1] if path else None
 
-    def _index(self) -> dict[str, Node]:
-        idx = self.__dict__.get("_idx")
-        if idx is None:
-            idx = {n.id: n for n in self.walk()}
-            self.__dict__["_idx"] = idx
-        return idx
+    def _top(self) -> dict[str, Node]:
+        if self._top_index is None:
+            self._top_index = {n.id: n for n in self.nodes}
+        return self._top_index
 
     def size(self) -> int:
         return sum(n.size() for n in self.nodes)
+
+    @property
+    def return_line(self) -> str:
+        """The trace's ``return`` statement, as printed (without indentation)."""
+        if self.trace is None:
+            return "return " + ", ".join(self.output)
+        printer = Printer()
+        printer.ctx.update(getattr(self.trace, "ctx_objects", None) or {})
+        return "return " + printer.value(self.trace.output)
 
     def edges(self) -> list[tuple[str, str, str]]:
         """Top-level dataflow: (producer id or ``input:name``, consumer id, proxy name)."""
@@ -226,7 +343,7 @@ class TraceSeries:
 
     kind: str
     passes: list[PassModel]
-    proxies: dict[str, ProxyInfo]
+    proxies: Mapping[str, ProxyInfo]  # a ProxyTable when built from traces
 
     @property
     def final(self) -> PassModel:
@@ -265,10 +382,11 @@ class TraceModel:
     def from_traces(traces: dict[str, list], title: str = "compilation") -> TraceModel:
         """``traces``: kind -> traces, one per pass, first to last (empty lists are skipped)."""
         series = {}
-        for kind in (*TRACE_KINDS, *sorted(set(traces) - set(TRACE_KINDS))):
-            trs = [t for t in traces.get(kind) or () if t is not None]
-            if trs:
-                series[kind] = build_series(kind, trs)
+        with collector_paused():
+            for kind in (*TRACE_KINDS, *sorted(set(traces) - set(TRACE_KINDS))):
+                trs = [t for t in traces.get(kind) or () if t is not None]
+                if trs:
+                    series[kind] = build_series(kind, trs)
         return TraceModel(title, series)
 
     # -- reading --------------------------------------------------------------------------
@@ -283,6 +401,11 @@ class TraceModel:
             return {}
         nodes = pro.final.nodes
         producer = {o: n for n in nodes for o in n.outputs}
+        checks: dict[str, list[Node]] = {}  # input name -> the lines that only read it, in order
+        for n in nodes:
+            if not n.outputs:
+                for name in dict.fromkeys(n.inputs):
+                    checks.setdefault(name, []).append(n)
         links: dict[str, list[str]] = {}
         for name in comp.final.args:
             chain: list[str] = []
@@ -294,8 +417,7 @@ class TraceModel:
                     seen.add(p.id)
                     chain.append(p.id)
                     todo.extend(p.inputs)
-            checks = [n.id for n in nodes if name in n.inputs and not n.outputs and n.id not in seen]
-            links[name] = list(reversed(chain)) + checks
+            links[name] = list(reversed(chain)) + [n.id for n in checks.get(name, ()) if n.id not in seen]
         return links
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -322,25 +444,232 @@ class TraceModel:
 
 
 # -- building ---------------------------------------------------------------------------------
-class _Builder:
-    """Builds the nodes of one series, reusing nodes of BoundSymbols seen in earlier passes."""
+_PROXY_TYPES = Proxy
+_PLAIN = frozenset({int, float, bool, str, complex, type(None)})
+
+
+def _proxies_in(x, out: list) -> list:
+    """The proxies in ``x``, in ``tree_leaves`` order. The common shapes (a proxy, tuples,
+    lists, dicts, plain numbers) are read here; anything else goes through ``tree_leaves``,
+    which costs ten times more and is a third of building a model when used for everything."""
+    t = type(x)
+    if t is TensorProxy or isinstance(x, _PROXY_TYPES):
+        out.append(x)
+    elif t is tuple or t is list:
+        for v in x:
+            _proxies_in(v, out)
+    elif t is dict:
+        for v in x.values():
+            _proxies_in(v, out)
+    elif t not in _PLAIN:
+        out.extend(v for v in tree_leaves(x) if isinstance(v, _PROXY_TYPES))
+    return out
+
+
+class ProxyTable(Mapping):
+    """name -> ProxyInfo for every proxy of a series, made on first lookup.
+
+    The names a built node reads or makes are known at once; the rest (deep in subsymbols no
+    view has opened yet) are read from the traces the first time a name is not found.
+    """
 
     def __init__(self):
-        self.proxies: dict[str, ProxyInfo] = {}
-        # id(bsym) -> (bsym, node id, node): the bsym is kept so its id() is not reused
-        self.memo: dict[int, tuple[object, str, Node]] = {}
+        self._objects: dict[str, object] = {}  # name -> the first proxy seen by that name
+        self._infos: dict[str, ProxyInfo] = {}
+        self._pending: list[list] = []  # lists of BoundSymbols not read yet
+
+    def note(self, proxies) -> tuple[str, ...]:
+        """Remember ``proxies``; their names."""
+        names = tuple(p.name for p in proxies)
+        known = self._objects
+        for name, p in zip(names, proxies):
+            if name not in known:
+                known[name] = p
+        return names
+
+    def __getitem__(self, name: str) -> ProxyInfo:
+        info = self._infos.get(name)
+        if info is None:
+            p = self._objects.get(name)
+            if p is None and self._pending:
+                self._read_pending()
+                p = self._objects.get(name)
+            if p is None:
+                raise KeyError(name)
+            info = self._infos[name] = ProxyInfo.of(p)
+        return info
+
+    def __iter__(self):
+        self._read_pending()
+        return iter(self._objects)
+
+    def __len__(self) -> int:
+        self._read_pending()
+        return len(self._objects)
+
+    def _read_pending(self) -> None:
+        seen: set[int] = set()
+        stack, self._pending = self._pending, []
+        while stack:
+            for b in stack.pop():
+                if id(b) in seen:  # passes share BoundSymbols
+                    continue
+                seen.add(id(b))
+                self.note(_proxies_in(b.output, _proxies_in((b.args, b.kwargs), [])))
+                if b.subsymbols:
+                    stack.append(b.subsymbols)
+
+
+_UNSET = object()
+
+
+def _is_subclass_step(b) -> bool:
+    """A tensor subclass's flatten or unflatten, by the tags a node of it would show."""
+    return bool(_SUBCLASS_STEP_TAGS & b.tags or _SUBCLASS_STEP_TAGS & b.sym.tags)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cycle collector off while a model is built or a view reads many nodes (also a
+    decorator: the model, the tree, the graph, diffs, printed traces, search, the report).
+    Reading a node makes a few small objects, and making many sets off collections that each
+    scan the compiled traces (millions of objects): for 40,000 BoundSymbols, 0.6 s of model
+    building took 1.2-1.9 s with the collector on, and a first graph 1.9 s instead of 0.04 s.
+    It is back on (if it was) right after; what these make holds no cycles worth collecting."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+class _Facts:
+    """What the views read off one BoundSymbol, each computed on first use."""
+
+    __slots__ = (
+        "bsym",
+        "builder",
+        "node",
+        "_outputs",
+        "_line",
+        "_inputs",
+        "_tags",
+        "_size",
+        "_lines",
+        "_source",
+        "_info",
+    )
+
+    def __init__(self, bsym, builder: _Builder):
+        self.bsym = bsym  # kept: ids of BoundSymbols key the builder's tables
+        self.builder = builder
+        self._outputs = self._line = self._inputs = self._tags = self._size = self._lines = None
+        self._source = self._info = _UNSET
+        self.node = None  # the first node made for it
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        if self._outputs is None:
+            out = self.bsym.output
+            if type(out) is TensorProxy:  # the usual case, read without a list
+                self._outputs = self.builder.proxies.note((out,))
+            else:
+                self._outputs = self.builder.proxies.note(_proxies_in(out, []))
+        return self._outputs
+
+    @property
+    def line(self) -> str:
+        if self._line is None:
+            self._line = bsym_line(self.bsym, self.builder.printer)
+        return self._line
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        if self._inputs is None:
+            b = self.bsym
+            self._inputs = self.builder.proxies.note(_proxies_in((b.args, b.kwargs), []))
+        return self._inputs
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        if self._tags is None:
+            b, sym = self.bsym, self.bsym.sym
+            tags = {t.value for t in b.tags | (sym.tags & NOTABLE_TAGS)}
+            if any(_is_subclass_step(c) for c in b.subsymbols):
+                tags.add(Tag.TENSOR_SUBCLASS.value)
+            self._tags = tuple(sorted(tags))
+        return self._tags
+
+    @property
+    def source(self) -> SourceInfo | None:
+        if self._source is _UNSET:
+            self._source = self.builder.source(self.bsym.source)
+        return self._source
+
+    @property
+    def info(self) -> dict:
+        if self._info is _UNSET:
+            self._info = _jsonable(self.bsym.info) if self.bsym.info else {}
+        return self._info
+
+    @property
+    def size(self) -> int:
+        if self._size is None:
+            n = 1
+            for c in self.bsym.subsymbols:
+                n += self.builder.facts(c).size
+            self._size = n
+        return self._size
+
+    @property
+    def line_count(self) -> int:
+        if self._lines is None:
+            header = self.bsym.header
+            n = 1 + (len(header.splitlines()) if header else 0)
+            for c in self.bsym.subsymbols:
+                n += self.builder.facts(c).line_count
+            self._lines = n
+        return self._lines
+
+    def prints_unlike(self, other: _Facts) -> bool:
+        """Whether the two BoundSymbols print differently, their subsymbols included."""
+        a, b = self.bsym.sym, other.bsym.sym
+        if a.id != b.id and getattr(a, "printer", None) is None and getattr(b, "printer", None) is None:
+            return True  # a call prints as `out = module.name(...)`: another symbol, another line
+        return self.line != other.line or not self.same_below(other)
+
+    def same_below(self, other: _Facts) -> bool:
+        """Whether the subsymbols of both print the same, all the way down."""
+        mine, theirs = self.bsym.subsymbols, other.bsym.subsymbols
+        if len(mine) != len(theirs):
+            return False
+        facts = self.builder.facts
+        for a, b in zip(mine, theirs):
+            if a is not b:
+                fa, fb = facts(a), other.builder.facts(b)
+                if fa.line != fb.line or not fa.same_below(fb):
+                    return False
+        return True
+
+
+class _Builder:
+    """Makes the nodes of one series. Facts are kept per BoundSymbol and nodes per
+    (BoundSymbol, id), so what a pass kept as it was is neither read nor made again."""
+
+    def __init__(self):
+        self.proxies = ProxyTable()
+        self._facts: dict[int, _Facts] = {}
+        self._nodes: dict[tuple[int, str], Node] = {}
         self.sources: dict[tuple[str, int], SourceInfo] = {}
         self.printer = Printer()
 
-    def proxy_names(self, values) -> tuple[str, ...]:
-        names = []
-        for p in tree_leaves(values):
-            if isinstance(p, Proxy):
-                name = p.name
-                names.append(name)
-                if name not in self.proxies:
-                    self.proxies[name] = ProxyInfo.of(p)
-        return tuple(names)
+    def facts(self, b) -> _Facts:
+        f = self._facts.get(id(b))
+        if f is None:
+            f = self._facts[id(b)] = _Facts(b, self)
+        return f
 
     def source(self, loc) -> SourceInfo | None:
         if loc is None:
@@ -355,12 +684,13 @@ class _Builder:
     def nodes(self, bsyms, prefix: str) -> list[Node]:
         out = []
         seen: dict[str, int] = {}
+        made = self._nodes
         for b in bsyms:
-            outputs = self.proxy_names(b.output)
-            key = ",".join(outputs) if outputs else None
+            f = self.facts(b)
+            key = ",".join(f.outputs) if f.outputs else None
             if key is None or key in seen:
                 # by name, not module: prims.check_len and pythonex.check_len are the same line
-                key = key or f"{b.sym.name}({','.join(p.name for p in b.flat_proxy_args)})"
+                key = key or f"{b.sym.name}({','.join(f.inputs)})"
                 n = seen.get(key, 0)
                 seen[key] = n + 1
                 if n:
@@ -368,36 +698,15 @@ class _Builder:
             else:
                 seen[key] = 1
             node_id = prefix + key
-            hit = self.memo.get(id(b))
-            if hit is not None and hit[1] == node_id:
-                out.append(hit[2])
-                continue
-            node = self.node(b, node_id, outputs)
-            self.memo[id(b)] = (b, node_id, node)
+            node = f.node
+            if node is None:
+                node = f.node = Node(node_id, f)
+            elif node.id != node_id:  # a BoundSymbol seen elsewhere: a top-level line now below a claim
+                node = made.get((id(b), node_id))
+                if node is None:
+                    node = made[(id(b), node_id)] = Node(node_id, f)
             out.append(node)
         return out
-
-    def node(self, b, node_id: str, outputs: tuple[str, ...]) -> Node:
-        sym = b.sym
-        children = self.nodes(b.subsymbols, node_id + "/") if b.subsymbols else []
-        tags = {t.value for t in b.tags | (sym.tags & NOTABLE_TAGS)}
-        if any(_SUBCLASS_CHILD_TAGS.intersection(c.tags) for c in children):
-            tags.add(Tag.TENSOR_SUBCLASS.value)
-        executor = getattr(sym, "executor", None) or b.info.get("claimed_by")
-        return Node(
-            id=node_id,
-            line=bsym_line(b, self.printer),
-            sym=sym.name,
-            module=sym.module,
-            executor=executor,
-            tags=tuple(sorted(tags)),
-            inputs=self.proxy_names((b.args, b.kwargs)),
-            outputs=outputs,
-            source=self.source(b.source),
-            header=b.header,
-            info=_jsonable(b.info) if b.info else {},
-            children=children,
-        )
 
 
 def build_series(kind: str, traces: list) -> TraceSeries:
@@ -408,13 +717,14 @@ def build_series(kind: str, traces: list) -> TraceSeries:
         prov = getattr(t, "provenance", None)
         name = prov.pass_name if prov is not None else ("acquisition" if i == 0 else f"pass {i}")
         seconds = prov.seconds if prov is not None else None
+        builder.proxies._pending.append(t.bound_symbols)
         pm = PassModel(
             index=i,
             name=name,
             seconds=seconds,
             nodes=builder.nodes(t.bound_symbols, ""),
-            args=list(builder.proxy_names(t.args)),
-            output=list(builder.proxy_names(t.output)),
+            args=list(builder.proxies.note(_proxies_in(t.args, []))),
+            output=list(builder.proxies.note(_proxies_in(t.output, []))),
             trace=t,
         )
         if passes:
@@ -424,26 +734,21 @@ def build_series(kind: str, traces: list) -> TraceSeries:
 
 
 def diff_passes(before: PassModel, after: PassModel) -> PassDiff:
-    """Added, removed and rewritten top-level BoundSymbols, keyed by node id."""
-    old = {n.id: n for n in before.nodes}
-    new = {n.id: n for n in after.nodes}
+    """Added, removed and rewritten top-level BoundSymbols, keyed by node id (one pass over
+    each trace: ids are looked up in a dict, and nodes a pass kept are the same object)."""
+    old, new = before._top(), after._top()
     added = [k for k in new if k not in old]
     removed = [k for k in old if k not in new]
-    rewritten = {}
+    rewritten: dict[str, tuple] = {}
     for k, n in new.items():
         o = old.get(k)
-        if o is None or o is n:
+        if o is None or o is n or o._facts is n._facts:
             continue
-        if o.line != n.line or _shape(o) != _shape(n):
-            rewritten[k] = (o.line, n.line)
+        if o._facts.prints_unlike(n._facts):
+            rewritten[k] = (o, n)
     if not (added or removed or rewritten) and (before.output != after.output or before.args != after.args):
         rewritten["return"] = (", ".join(before.output), ", ".join(after.output))
-    return PassDiff(added, removed, rewritten)
-
-
-def _shape(n: Node) -> tuple:
-    """What a node looks like below its line: its subsymbols' lines, recursively."""
-    return tuple((c.line, _shape(c)) for c in n.children)
+    return PassDiff(added, removed, Rewrites(rewritten))
 
 
 # -- serialising ------------------------------------------------------------------------------

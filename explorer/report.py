@@ -11,8 +11,8 @@ import datetime
 from html import escape
 
 from explorer.graph import count_nodes, render_graph
-from explorer.html import cache_html, diff_html, pass_header_html
-from explorer.model import PassModel, TraceModel, TraceSeries
+from explorer.html import cache_html, diff_html, pass_header_html, source_html
+from explorer.model import PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.style import stylesheet
 from explorer.text import fmt_seconds
 from explorer.tree import DEFAULT_BUDGET, tree_html
@@ -31,12 +31,14 @@ body{margin:16px 22px;background:#fff}
 .thx .tree{max-height:none}
 .thx .graph{overflow:auto;border:1px solid #eee;max-height:900px}
 """
+TIMING_ROWS = 30  # the slowest lines listed in each final pass
 
 
 def _id(*parts) -> str:
     return "r" + "_".join(str(p) for p in parts)
 
 
+@collector_paused()
 def report_html(
     obj,
     *,
@@ -45,18 +47,31 @@ def report_html(
     open_depth: int = 1,
     budget: int = DEFAULT_BUDGET,
     title: str | None = None,
+    kind: str | None = None,
 ) -> str:
     """The page for a jitted function, an Explorer, a Trace or a TraceModel.
 
     ``graphs``: "all" (a graph per pass), "final" (final passes only), "none", or "auto"
     (all passes of a series when its final trace has at most 300 bound symbols, else final).
+    ``kind``: the trace kind the page opens on (default: the one an Explorer shows, else the
+    computation). Each tree, list of changes, text diff and printed trace shows at most
+    ``budget`` elements, so the page of a 40,000-line program stays a few MB.
     """
     model = getattr(obj, "model", None)
-    if not isinstance(model, TraceModel):
+    shown: dict[str, int] = {}  # kind -> the pass an Explorer shows
+    if isinstance(model, TraceModel):
+        current = getattr(obj, "current", None)
+        explorer_kind = getattr(getattr(obj, "kind", None), "value", None)
+        if explorer_kind in model.series and current is not None:
+            shown[explorer_kind] = current.index
+            kind = kind or explorer_kind
+    else:
         from explorer.compilation import model_of
 
         model = model_of(obj)
     kinds = list(model.series)
+    if kind is not None and kind not in model.series:
+        raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds) or 'none'}")
     rules = []
     parts = [f"<h1>thunder: {escape(title or model.title)}</h1>"]
     meta = [f"written {datetime.datetime.now():%Y-%m-%d %H:%M}"]
@@ -69,7 +84,7 @@ def report_html(
         parts.append('<div class="note">No traces: call the jitted function first.</div>')
 
     # trace-kind radios come first so each section (a later sibling) can be shown by them
-    default_kind = "computation" if "computation" in kinds else (kinds[0] if kinds else None)
+    default_kind = kind or ("computation" if "computation" in kinds else (kinds[0] if kinds else None))
     for k in kinds:
         checked = " checked" if k == default_kind else ""
         parts.append(f'<input type="radio" class="rad" name="kind" id="{_id(k)}"{checked}>')
@@ -83,7 +98,9 @@ def report_html(
         )
     parts.append("</div>")
     for k in kinds:
-        parts.append(_series_html(model, model.series[k], rules, graphs, graph_depth, open_depth, budget))
+        s = model.series[k]
+        at = shown.get(k, len(s.passes) - 1)
+        parts.append(_series_html(model, s, at, rules, graphs, graph_depth, open_depth, budget))
     if model.entries:
         parts.append(cache_html(model))
     css = stylesheet() + REPORT_CSS + "\n".join(rules)
@@ -95,13 +112,13 @@ def report_html(
     )
 
 
-def _series_html(model, s: TraceSeries, rules, graphs, graph_depth, open_depth, budget) -> str:
+def _series_html(model, s: TraceSeries, at: int, rules, graphs, graph_depth, open_depth, budget) -> str:
     k = s.kind
     last = len(s.passes) - 1
-    big = s.final.size() > 300 * 4 or len(s.final.nodes) > 300
+    big = len(s.final.nodes) > 300 or s.final.size() > 300 * 4
     out = [f'<div class="kind {_id("k", k)}">']
     for p in s.passes:
-        checked = " checked" if p.index == last else ""
+        checked = " checked" if p.index == at else ""
         out.append(f'<input type="radio" class="rad" name="{_id("p", k)}" id="{_id(k, p.index)}"{checked}>')
     out.append('<div class="pbar">')
     for p in s.passes:
@@ -138,26 +155,29 @@ def _pane_html(model, s: TraceSeries, p: PassModel, want_graph, graph_depth, ope
     if before is not None:
         summary = escape(p.diff.summary())
         out.append(f"<details open><summary>Diff against pass {before.index} ({summary})</summary>")
-        out.append(diff_html(p, before) + "</details>")
+        out.append(diff_html(p, before, budget=budget) + "</details>")
     out.append("<details open><summary>Bound symbols</summary>")
     out.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times) + "</details>")
     if want_graph:
-        depth = graph_depth if count_nodes(p.nodes, graph_depth) <= 500 else 0
+        depth = graph_depth if count_nodes(p.nodes, graph_depth, 500) <= 500 else 0
         g = render_graph(p, s.proxies, depth=depth, title=f"{k} {p.index}: {p.name}")
         out.append(f"<details open><summary>Dataflow graph (depth {g.depth}, {g.nodes} nodes)</summary>")
         out.append(g.html() + "</details>")
     else:
         out.append('<div class="note">Graph: only drawn for the final pass of a large trace.</div>')
     if times:
-        rows = sorted(((t, p.find(i)) for i, t in times.items()), key=lambda r: -r[0])[:30]
+        slowest = sorted(times.items(), key=lambda r: -r[1])
         body = "".join(
             f'<tr><td>{fmt_seconds(t)}</td><td class="ln">{escape(n.line if n else "?")}</td></tr>'
-            for t, n in rows
+            for n, t in ((p.find(i), t) for i, t in slowest[:TIMING_ROWS])
         )
+        more = len(slowest) - TIMING_ROWS
         out.append(
             "<details open><summary>Measured times (slowest first)</summary>"
-            f'<table class="kv"><tr><th>time</th><th>bound symbol</th></tr>{body}</table></details>'
+            f'<table class="kv"><tr><th>time</th><th>bound symbol</th></tr>{body}</table>'
+            + (f'<div class="more">... {more} more</div>' if more > 0 else "")
+            + "</details>"
         )
-    out.append(f"<details><summary>Printed trace</summary><pre>{escape(p.source)}</pre></details>")
+    out.append(f"<details><summary>Printed trace</summary>{source_html(p, budget)}</details>")
     out.append("</div>")
     return "".join(out)

@@ -1,82 +1,85 @@
 """The collapsible BoundSymbol tree as static HTML (no script: ``<details>``).
 
 Every BoundSymbol with subsymbols is a ``<details>`` element, open down to ``open_depth``.
-An element budget keeps a 10,000-line trace light: nodes are chosen breadth first (all
+An element budget keeps a 40,000-line trace light: nodes are chosen breadth first (all
 top-level lines before any subsymbol) until the budget is spent, and every list that was cut
-ends with "... N more". Search hits are always rendered, with their parents open.
+ends with "... N more". Search hits and the selected line come first, with their parents
+open (up to half the budget); only the nodes shown are read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
 
-from explorer.model import Node
+from explorer.model import Node, collector_paused, path_to
 from explorer.style import EXECUTORS, TAG_STYLE, css_class
-from explorer.text import fmt_seconds, short_file
+from explorer.text import DEFAULT_BUDGET, fmt_seconds, short_file
 
-DEFAULT_BUDGET = 2000
+__all__ = ["DEFAULT_BUDGET", "badges_html", "line_html", "split_comment", "tree_html"]
 
 
+@collector_paused()
 def tree_html(
     nodes: list[Node],
     *,
     open_depth: int = 1,
     budget: int = DEFAULT_BUDGET,
-    hits: set[str] | frozenset = frozenset(),
+    hits: Iterable[str] = (),
     selected: str | None = None,
     marks: dict[str, str] | None = None,
     times: dict[str, float] | None = None,
 ) -> str:
-    """The tree of ``nodes`` as HTML (to be placed inside an element of class ``thx``).
+    """The tree of ``nodes`` as HTML (to be placed inside an element of class ``thx``), at
+    most ``budget`` nodes of it.
 
-    ``hits`` and ``selected`` are node ids to highlight; ``marks`` maps node ids to a CSS class
-    (``added``, ``rewritten``); ``times`` maps node ids to measured seconds.
+    ``hits`` and ``selected`` are node ids to highlight (hits in the order to prefer when not
+    all fit); ``marks`` maps node ids to a CSS class (``added``, ``rewritten``); ``times``
+    maps node ids to measured seconds.
     """
-    included = _choose(nodes, budget)
+    included: set[int] = set()
     force_open: set[int] = set()
-    if hits or selected:
-        wanted = set(hits) | ({selected} if selected else set())
-        _include_paths(nodes, wanted, included, force_open)
+    hits = list(dict.fromkeys(hits))
+    wanted = ([selected] if selected else []) + hits
+    if wanted:
+        _include_paths(nodes, wanted, included, force_open, budget // 2)
+    _choose(nodes, budget - len(included), included)
     r = _Renderer(included, force_open, open_depth, set(hits), selected, marks or {}, times or {})
     body = r.list(nodes, 0)
     return f'<div class="tree">{body or "<span class=note>(no bound symbols)</span>"}</div>'
 
 
-def _choose(nodes: list[Node], budget: int) -> set[int]:
-    """Breadth first: which nodes fit in the budget (as ``id(node)``)."""
-    included: set[int] = set()
-    frontier = list(nodes)
+def _choose(nodes: list[Node], budget: int, included: set[int]) -> None:
+    """Breadth first, add to ``included`` (``id(node)``) the nodes that fit in the budget;
+    the nodes already there are opened like the others but not counted again."""
+    frontier = nodes
     remaining = budget
     while frontier and remaining > 0:
-        take = frontier[:remaining]
-        included.update(map(id, take))
-        remaining -= len(take)
+        take = []
+        for n in frontier:
+            if id(n) not in included:
+                if remaining == 0:
+                    break
+                included.add(id(n))
+                remaining -= 1
+            take.append(n)
         frontier = [c for n in take for c in n.children]
-    return included
 
 
-def _include_paths(nodes: list[Node], wanted: set[str], included: set[int], force_open: set[int]) -> None:
-    """Include every wanted node and its ancestors (at most 500 hits), opening the ancestors."""
-    found = 0
-
-    def visit(n: Node, path: list[Node]) -> None:
-        nonlocal found
-        if found >= 500:
-            return
-        if n.id in wanted:
-            found += 1
-            included.add(id(n))
-            for a in path:
-                included.add(id(a))
-                force_open.add(id(a))
-        if n.children:
-            path.append(n)
-            for c in n.children:
-                visit(c, path)
-            path.pop()
-
-    for n in nodes:
-        visit(n, [])
+def _include_paths(
+    nodes: list[Node], wanted: list[str], included: set[int], force_open: set[int], budget: int
+) -> None:
+    """Include wanted nodes and their ancestors, opening the ancestors, while they fit in
+    ``budget`` nodes. A node is found by walking down its id (a subsymbol's id extends its
+    parent's with ``/``), so only the branches that lead to it are read."""
+    top = {n.id: n for n in nodes}
+    for node_id in wanted:
+        path = path_to(top, node_id)
+        new = [n for n in path if id(n) not in included]
+        if len(included) + len(new) > budget:
+            break
+        included.update(id(n) for n in new)
+        force_open.update(id(n) for n in path[:-1])
 
 
 class _Renderer:

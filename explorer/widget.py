@@ -11,13 +11,16 @@ rendered into a few HTML widgets from the ``TraceModel``.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Mapping
 from html import escape
 
 import ipywidgets as w
 
 from explorer.graph import render_graph
 from explorer.html import (
+    STATIC_BUDGET,
     cache_html,
     details_html,
     diff_html,
@@ -27,39 +30,44 @@ from explorer.html import (
     source_html,
     wrap,
 )
-from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.text import fmt_seconds, model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, tree_html
 
 VIEWS = ("tree", "graph", "source", "diff", "timing")
-MAX_LISTED = 1000
-STATIC_BUDGET = 600  # lines in the static copy kept in a saved notebook
+MAX_LISTED = 1000  # search hits (or lines) in the list to select from
+TIMING_ROWS = 200  # the slowest lines in the timing view
 
 
-def search(p: PassModel, query: str, proxies: dict | None = None) -> list[Node]:
+@collector_paused()
+def search(p: PassModel, query: str, proxies: Mapping | None = None, limit: int | None = None) -> list[Node]:
     """BoundSymbols of ``p`` (any depth) matching ``query``: a proxy name (exactly, so ``t1``
     is not ``t12``), a source location (``file.py:12``), or else a piece of the symbol or of
-    the printed line (``softmax``, ``torch.add``, a constant)."""
+    the printed line (``softmax``, ``torch.add``, a constant). The first ``limit`` of them
+    in trace order (None: all): the search stops there, so a common word in a 40,000-line
+    trace is found as fast as the list can show it."""
     q = query.strip()
     if not q:
         return []
     file_part, _, line_part = q.rpartition(":")
     if file_part and line_part.isdigit():
-        return [
+        found = (
             n
             for n in p.walk()
             if n.source is not None and str(n.source.line) == line_part and n.source.file.endswith(file_part)
-        ]
-    if proxies is not None and q in proxies or q in p.args:
-        return [n for n in p.walk() if q in n.inputs or q in n.outputs]
-    ql = q.lower()
-    return [
-        n
-        for n in p.walk()
-        if ql in n.sym_id.lower()
-        or ql in n.line.lower()
-        or (n.source is not None and ql in os.path.basename(n.source.file).lower())
-    ]
+        )
+    elif proxies is not None and q in proxies or q in p.args:
+        found = (n for n in p.walk() if q in n.inputs or q in n.outputs)
+    else:
+        ql = q.lower()
+        found = (
+            n
+            for n in p.walk()
+            if ql in n.sym_id.lower()
+            or ql in n.line.lower()
+            or (n.source is not None and ql in os.path.basename(n.source.file).lower())
+        )
+    return list(itertools.islice(found, limit))
 
 
 class Explorer:
@@ -83,8 +91,11 @@ class Explorer:
         self.model = model
         self.budget = budget
         self.hits: list[Node] = []
+        self.more_hits = False  # whether the search stopped at MAX_LISTED hits
         self.selected: str | None = None
         kinds = model.kinds or ["computation"]
+        if kind is not None and model.kinds and kind not in kinds:
+            raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds)}")
         kind = kind if kind in kinds else ("computation" if "computation" in kinds else kinds[0])
         layout = w.Layout(width="auto")
 
@@ -222,8 +233,7 @@ class Explorer:
         self._refresh()
 
     def _on_search(self) -> None:
-        p = self.current
-        self.hits = search(p, self.query.value, self.series.proxies) if p is not None else []
+        self._search()
         self._fill_matches()
         self._render_main()
 
@@ -243,12 +253,19 @@ class Explorer:
         self.prev_button.disabled = p.index == 0
         self.next_button.disabled = p.index == len(s.passes) - 1
         self.passes.value = wrap(passes_strip_html(s, p.index) + pass_header_html(s, p))
-        self.hits = search(p, self.query.value, s.proxies) if self.query.value.strip() else []
+        self._search()
         if self.selected is not None and p.find(self.selected) is None:
             self.selected = None
         self._fill_matches()
         self._render_main()
         self._render_details()
+
+    def _search(self) -> None:
+        """Hits of the query in the current pass: the first MAX_LISTED, and whether there are more."""
+        p, q = self.current, self.query.value
+        found = search(p, q, self.series.proxies, limit=MAX_LISTED + 1) if p is not None and q.strip() else []
+        self.more_hits = len(found) > MAX_LISTED
+        self.hits = found[:MAX_LISTED]
 
     def _fill_matches(self) -> None:
         p = self.current
@@ -263,9 +280,15 @@ class Explorer:
             self._updating = False
         q = self.query.value.strip()
         if q:
-            more = f" (listing the first {MAX_LISTED})" if len(nodes) > MAX_LISTED else ""
+            count = f"more than {MAX_LISTED}" if self.more_hits else str(len(self.hits))
+            more = f" (listing the first {MAX_LISTED})" if self.more_hits else ""
             self.status.value = wrap(
-                f'<span class="note">{len(self.hits)} bound symbols match <code>{escape(q)}</code>{more}</span>'
+                f'<span class="note">{count} bound symbols match <code>{escape(q)}</code>{more}</span>'
+            )
+        elif len(nodes) > MAX_LISTED:
+            self.status.value = wrap(
+                f'<span class="note">listing the first {MAX_LISTED} of {len(nodes)} bound symbols; '
+                "search to find the others</span>"
             )
         else:
             self.status.value = ""
@@ -284,7 +307,7 @@ class Explorer:
         if p is None or s is None:
             return
         view = self.view.value
-        hits = {n.id for n in self.hits}
+        hits = dict.fromkeys(n.id for n in self.hits)  # in trace order: the first ones are shown
         if view == "tree":
             marks = {}
             if p.diff is not None:
@@ -299,13 +322,13 @@ class Explorer:
                 times=self._times(),
             )
         elif view == "graph":
-            highlight = hits | ({self.selected} if self.selected else set())
+            highlight = set(hits) | ({self.selected} if self.selected else set())
             g = render_graph(p, s.proxies, depth=self.depth.value, highlight=highlight)
             body = g.html()
         elif view == "source":
-            body = source_html(p)
+            body = source_html(p, self.budget)
         elif view == "diff":
-            body = diff_html(p, self.previous)
+            body = diff_html(p, self.previous, budget=self.budget)
         else:
             body = self._timing_html()
         self.main.value = wrap(body)
@@ -325,12 +348,14 @@ class Explorer:
             f"total {fmt_seconds(total)}.</div>",
             '<table class="kv"><tr><th>time</th><th>share</th><th>bound symbol</th></tr>',
         ]
-        for t, n in rows[:200]:
+        for t, n in rows[:TIMING_ROWS]:
             line = escape(n.line) if n is not None else "?"
             out.append(
                 f'<tr><td>{fmt_seconds(t)}</td><td>{100 * t / total:.1f}%</td><td class="ln">{line}</td></tr>'
             )
         out.append("</table>")
+        if len(rows) > TIMING_ROWS:
+            out.append(f'<div class="more">... {len(rows) - TIMING_ROWS} more</div>')
         return "".join(out)
 
     def _render_details(self) -> None:
@@ -361,8 +386,8 @@ class Explorer:
     # -- display ----------------------------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
-        # what a saved notebook shows where no widget manager runs
-        bundle["text/html"] = model_html(self.model, budget=STATIC_BUDGET)
+        # what a saved notebook shows where no widget manager runs: the trace kind shown here
+        bundle["text/html"] = model_html(self.model, budget=STATIC_BUDGET, kind=self.kind.value)
         bundle["text/plain"] = model_text(self.model)
         return bundle
 

@@ -247,6 +247,21 @@ for _n in "hardsigmoid hardswish selu celu softsign tanhshrink hardshrink softsh
 op("celu", F.celu, lambda m: [s(m(3, 4), alpha=0.5)], variant="alpha")
 op("softshrink", F.softshrink, lambda m: [s(m(3, 4), 1.5)], variant="lambd")
 op("threshold", F.threshold, lambda m: [s(m(3, 4), 0.5, -2.0)], FLOAT, torch.threshold)
+op(
+    "logaddexp",
+    torch.logaddexp,
+    lambda m: [
+        s(m(3, 4), m(3, 4)),
+        s(m(3, 4), m(4)),
+        s(
+            torch.tensor([math.inf, -math.inf, 1.0, -math.inf], dtype=m.dtype),
+            torch.tensor([math.inf, -math.inf, 1.0, 2.0], dtype=m.dtype),
+        ),
+    ],
+    FLOAT,
+    T.logaddexp,
+)
+op("logaddexp2", torch.logaddexp2, lambda m: [s(m(3, 4), m(3, 4)), s(m(3, 4), m(4))], FLOAT, T.logaddexp2)
 op("frac", torch.frac, unary(), FLOAT, T.frac)
 op(
     "nan_to_num",
@@ -365,6 +380,93 @@ op("chunk", torch.chunk, lambda m: [s(m(5, 3), 2), s(m(5, 4), 2, 1)], ALL, T.chu
 op("unbind", torch.unbind, lambda m: [s(m(3, 2)), s(m(3, 2), 1)], ALL, T.unbind)
 op("narrow", torch.narrow, lambda m: [s(m(5, 3), 0, 1, 3), s(m(5, 3), -1, -2, 2)], ALL, T.narrow)
 op(
+    "narrow",
+    torch.narrow,
+    lambda m: [s(m(5, 3), 0, torch.tensor(1), 3), s(m(5, 3), 1, torch.tensor(-2), 2)],
+    ALL,
+    T.narrow,
+    variant="tensor_start",
+)
+op("select", torch.select, lambda m: [s(m(3, 4), 0, 1), s(m(3, 4, 2), -1, -2), s(m(3), 0, 2)], ALL, T.select)
+op("ravel", torch.ravel, lambda m: [s(m(3, 4)), s(m()), s(m(2, 3, 1))], ALL, T.ravel)
+op(
+    "tensor_split",
+    torch.tensor_split,
+    lambda m: [
+        s(m(7, 3), 3),
+        s(m(7, 3), [1, 4], 0),
+        s(m(3, 7), (2, -1, 9), dim=1),
+        s(m(4, 5), [3, 1], 1),
+        s(m(5), sections=2),
+    ],
+    ALL,
+    T.tensor_split,
+)
+op("hstack", torch.hstack, lambda m: [s([m(3), m(2)]), s([m(2, 3), m(2, 1)]), s((m(), m()))], ALL)
+op(
+    "vstack",
+    torch.vstack,
+    lambda m: [s([m(3), m(3)]), s([m(2, 3), m(1, 3)]), s([m(2, 3, 2), m(1, 3, 2)])],
+    ALL,
+    torch.row_stack,
+)
+op(
+    "dstack",
+    torch.dstack,
+    lambda m: [s([m(3), m(3)]), s([m(2, 3), m(2, 3)]), s([m(2, 3, 2), m(2, 3, 1)])],
+    ALL,
+)
+op(
+    "meshgrid",
+    torch.meshgrid,
+    lambda m: [
+        s(m(3), m(4), indexing="ij"),
+        s(m(3), m(4), m(2), indexing="xy"),
+        s([m(3), m()], indexing="ij"),
+    ],
+    ALL,
+)
+op(
+    "broadcast_tensors",
+    torch.broadcast_tensors,
+    lambda m: [s(m(3, 1), m(4)), s(m(2, 1, 3), m(), m(4, 1))],
+    ALL,
+)
+op(
+    "diagonal",
+    torch.diagonal,
+    lambda m: [
+        s(m(3, 4)),
+        s(m(3, 4), 1),
+        s(m(4, 3), -2),
+        s(m(2, 3, 4), 0, 2, 0),
+        s(m(3, 3), 5),
+        s(m(2, 3, 4), offset=-1, dim1=-1, dim2=1),
+    ],
+    ALL,
+    T.diagonal,
+)
+op("diag", torch.diag, lambda m: [s(m(3)), s(m(3), 2), s(m(3, 4), -1), s(m(4, 3))], ALL, T.diag)
+op(
+    "diag_embed",
+    torch.diag_embed,
+    lambda m: [s(m(3)), s(m(2, 3), 1), s(m(2, 3), -2, 0, 2), s(m(2, 3), dim1=2, dim2=0)],
+    ALL,
+    T.diag_embed,
+)
+op(
+    "tril_indices",
+    torch.tril_indices,
+    lambda m: [s(3, 4), s(4, 3, 1), s(5, 5, -2, dtype=m.dtype), s(3, 3, -4), s(0, 3), s(3, 4, 9)],
+    (i64, i32),
+)
+op(
+    "triu_indices",
+    torch.triu_indices,
+    lambda m: [s(3, 4), s(4, 3, 1), s(5, 5, -2, dtype=m.dtype), s(3, 3, 4), s(3, 4, -9)],
+    (i64, i32),
+)
+op(
     "flip",
     torch.flip,
     lambda m: [s(m(3, 4), (0,)), s(m(2, 3, 4), [0, -1]), s(m(3, 4), dims=(1,))],
@@ -391,6 +493,20 @@ op(
     ALL,
 )
 op(
+    "getitem",
+    T.__getitem__,
+    lambda m: [
+        s(m(3, 4, 5), (Ellipsis, [-2], slice(None))),  # Falcon's qkv[..., [-2], :]
+        s(m(3, 4, 5), [2, 0, 2, 1]),
+        s(m(3, 4, 5), ([[0, 1], [2, 0]],)),
+        s(m(3, 4, 5), (slice(None), [True, False, True, True])),
+        s(m(3, 4, 5), ([0, 2], slice(None), [1, 4])),
+        s(m(3, 4, 5), ([[True, False, True, True], [False, False, True, False], [True] * 4],)),
+    ],
+    ALL,
+    variant="lists",
+)
+op(
     "index_select",
     torch.index_select,
     lambda m: [s(m(4, 5), 1, m.index(5, 3)), s(m(4), 0, m.index(4, 6))],
@@ -404,7 +520,17 @@ op(
     ALL,
     T.gather,
 )
-op("take_along_dim", torch.take_along_dim, lambda m: [s(m(4, 5), m.index(5, 4, 2), 1)], ALL, T.take_along_dim)
+op(
+    "take_along_dim",
+    torch.take_along_dim,
+    lambda m: [
+        s(m(4, 5), m.index(5, 4, 2), 1),
+        s(m(4, 5), m.index(20, 3, 2)),
+        s(m(4, 1, 5), m.index(4, 2, 3, 1), 0),
+    ],
+    ALL,
+    T.take_along_dim,
+)
 op(
     "index_copy",
     torch.index_copy,
@@ -445,6 +571,66 @@ op(
 )
 op("roll", torch.roll, lambda m: [s(m(4, 3), 1), s(m(4, 3), -1, 0), s(m(4, 3), (2, 5), (0, 1))], ALL, T.roll)
 op("scatter_add", torch.scatter_add, lambda m: [s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4))], NUM, T.scatter_add)
+# a permutation per row: no index repeats, so which write wins is defined
+_PERM = torch.tensor([[0, 3, 1, 4], [2, 0, 4, 1], [4, 2, 3, 0]])
+op(
+    "scatter",
+    torch.scatter,
+    lambda m: [
+        s(m(3, 5), 1, _PERM, m(3, 4)),
+        s(m(3, 5), 1, _PERM[:2, :3], m.scalar()),
+        s(m(5, 3), 0, _PERM.T[:2], m(3, 3), reduce="add"),
+        s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4), reduce="multiply"),
+    ],
+    NUM,
+    T.scatter,
+)
+op("scatter", torch.scatter, lambda m: [s(m(3, 5), 1, _PERM, value=1)], NUM, variant="value")
+op(
+    "scatter_reduce",
+    torch.scatter_reduce,
+    lambda m: [
+        s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4), r, include_self=i)
+        for r in ("sum", "mean", "prod", "amax", "amin")
+        for i in (True, False)
+    ],
+    NUM,
+    T.scatter_reduce,
+)
+op(
+    "index_put",
+    torch.index_put,
+    lambda m: [
+        s(m(4, 3), (torch.tensor([0, 2, 0]), torch.tensor([1, 1, 2])), m(3)),
+        s(m(4, 3), (torch.tensor([0, 2, 0]),), m(3, 3), True),
+        s(m(4, 3), (torch.tensor([[1], [3]]), torch.tensor([0, 2])), m(), accumulate=True),
+        s(m(4, 3), (m(4, 3, dtype=b8),), m()),
+    ],
+    NUM,
+    T.index_put,
+)
+op(
+    "index_fill",
+    torch.index_fill,
+    lambda m: [
+        s(m(4, 3), 0, torch.tensor([0, -1, 0]), m.scalar()),
+        s(m(4, 3), 1, torch.tensor(1), torch.tensor(2, dtype=m.dtype)),
+        s(m(), 0, torch.tensor([0]), m.scalar()),
+    ],
+    ALL,
+    T.index_fill,
+)
+op(
+    "masked_scatter",
+    torch.masked_scatter,
+    lambda m: [
+        s(m(3, 4), m(3, 4, dtype=b8), m(12)),
+        s(m(3, 4), m(4, dtype=b8), m(4, 5)),
+        s(m(3, 4), m(3, 4, dtype=b8) & False, m(0)),
+    ],
+    ALL,
+    T.masked_scatter,
+)
 
 # -- reductions -----------------------------------------------------------------------------
 RED_TOL = {bf16: (2e-2, 2e-2)}
@@ -560,6 +746,52 @@ op(
     T.topk,
 )
 op(
+    "cumprod",
+    torch.cumprod,
+    lambda m: [
+        s(m(3, 7, low=-2, high=2), 1),
+        s(m(5, 3, low=-2, high=2), 0),
+        s(m(), 0),
+        s(m(4, 2), -2, dtype=f64),
+    ],
+    NUM,
+    T.cumprod,
+    tol=RED_TOL,
+)
+op(
+    "cumprod",
+    torch.cumprod,
+    lambda m: [s(torch.tensor([[2.0, 0.0, 3.0, 4.0], [0.0, 0.0, 1.5, -1.0]], dtype=m.dtype), 1)],
+    FLOAT,
+    variant="zeros",
+)
+op(
+    "logcumsumexp",
+    torch.logcumsumexp,
+    lambda m: [
+        s(m(3, 9), 1),
+        s(m(5, 3), 0),
+        s(
+            torch.tensor([-1000.0, 0.0, -math.inf, 5.0, -math.inf], dtype=m.dtype), 0
+        ),  # a prefix far below the max
+    ],
+    FLOAT,
+    T.logcumsumexp,
+    tol=RED_TOL,
+)
+op(
+    "histc",
+    torch.histc,
+    lambda m: [
+        s(m(40)),
+        s(m(3, 20), bins=7, min=-1, max=1),
+        s(m.index(8, 50).to(m.dtype), bins=8, min=0, max=7),  # Mixtral's expert counts
+        s(torch.full((6,), 2.0, dtype=m.dtype), bins=4),
+    ],
+    FLOAT,
+    T.histc,
+)
+op(
     "logsumexp",
     torch.logsumexp,
     lambda m: [s(m(3, 4), 1), s(m(3, 4, 2), (0, 2), True)],
@@ -610,6 +842,40 @@ op(
     lambda m: [s(m(2, 4), m(3, 5, 4)), s(m(4), m(4)), s(m(3), m())],
     (f32, f64),
     T.inner,
+    tol=NN_TOL,
+)
+op(
+    "tensordot",
+    torch.tensordot,
+    lambda m: [
+        s(m(2, 3, 4), m(3, 4, 5)),
+        s(m(2, 3, 4), m(4, 5), 1),
+        s(m(2, 3, 4), m(4, 2, 3), ([0, 2], [1, 0])),
+        s(m(3), m(4), 0),
+        s(m(2, 3), m(3, 2), dims=([1, 0], [0, 1])),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+op(
+    "cdist",
+    torch.cdist,
+    lambda m: [
+        s(m(4, 3), m(5, 3)),
+        s(m(2, 4, 3), m(1, 5, 3), 1.0),
+        s(m(4, 3), m(5, 3), 0.0),
+        s(m(4, 3), m(5, 3), math.inf),
+        s(m(2, 4, 3), m(2, 5, 3), 3.0),
+    ],
+    (f32, f64),
+    tol=NN_TOL,
+)
+op(
+    "cdist",
+    torch.cdist,
+    lambda m: [(lambda x: s(x, x[[0, 2]].clone()))(m(4, 3))],
+    (f32, f64),
+    variant="zero_distance",
     tol=NN_TOL,
 )
 op("outer", torch.outer, lambda m: [s(m(3), m(4))], NUM, T.outer, torch.ger)
@@ -672,6 +938,30 @@ op(
     FLOAT,
     tol=NN_TOL,
 )
+op(
+    "instance_norm",
+    F.instance_norm,
+    lambda m: [
+        s(m(2, 3, 5)),
+        s(m(2, 3, 4, 5), None, None, m(3), m(3), eps=1e-3),
+        s(m(2, 3, 4, 5), m(3), m(3, low=0.5, high=2), momentum=0.2),  # running stats updated
+        s(m(2, 3, 4), m(3), m(3, low=0.5, high=2), m(3), m(3), use_input_stats=False),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+op(
+    "weight_norm",
+    torch._weight_norm,
+    lambda m: [
+        s(m(4, 3, 5), m(4, 1, 1)),
+        s(m(4, 3, 5), m(1, 1, 5), 2),
+        s(m(4, 3), m(), -1),
+        s(m(4, 3, 5), m(1, 3, 1), 1),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
 op("normalize", F.normalize, lambda m: [s(m(3, 4)), s(m(3, 4, 5), p=1, dim=-1)], FLOAT, tol=NN_TOL)
 op(
     "cosine_similarity",
@@ -686,6 +976,32 @@ op(
     F.embedding,
     lambda m: [s(m.index(10, 2, 3), m(10, 4)), s(m.index(10, 5), m(10, 4), 0)],
     FLOAT,
+)
+op(
+    "embedding_bag",
+    F.embedding_bag,
+    lambda m: [
+        s(m.index(10, 4, 3), m(10, 3)),
+        s(torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), m(10, 3), torch.tensor([0, 3, 3, 6]), mode="sum"),
+        s(
+            torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]),
+            m(10, 3),
+            torch.tensor([0, 3, 3, 8]),
+            mode="max",
+            include_last_offset=True,
+        ),
+        s(torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), m(10, 3), torch.tensor([0, 2, 5]), padding_idx=4),
+        s(
+            torch.tensor([1, 2, 4, 5, 4, 3]),
+            m(10, 3),
+            torch.tensor([0, 2]),
+            mode="sum",
+            per_sample_weights=m(6),
+        ),
+        s(m.index(10, 4, 3), m(10, 3), mode="max", padding_idx=-1),
+    ],
+    FLOAT,
+    tol=NN_TOL,
 )
 op("one_hot", F.one_hot, lambda m: [s(m.index(5, 2, 3), 5), s(m.index(3, 4), num_classes=7)], (f32,))
 op(
@@ -746,6 +1062,34 @@ op(
     torch.max_pool2d,
 )
 op("max_pool3d", F.max_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), 2)], (f32, f64))
+for _n in (1, 2, 3):
+    _shape = (2, 3) + (7,) * _n
+    op(
+        f"max_pool{_n}d",
+        getattr(F, f"max_pool{_n}d"),
+        lambda m, sh=_shape: [
+            s(m(*sh), 2, return_indices=True),
+            s(m(*sh), 3, 2, 1, 2, True, True),  # stride, padding, dilation, ceil_mode
+            s(m(*sh[1:]), 3, 1, 1, return_indices=True),
+        ],
+        (f32, f64),
+        getattr(F, f"max_pool{_n}d_with_indices"),
+        variant="indices",
+    )
+    op(
+        f"adaptive_max_pool{_n}d",
+        getattr(F, f"adaptive_max_pool{_n}d"),
+        lambda m, sh=_shape: [s(m(*sh), 3), s(m(*sh), 4, True), s(m(*sh[1:]), 2, return_indices=True)],
+        (f32, f64),
+        getattr(F, f"adaptive_max_pool{_n}d_with_indices"),
+    )
+op(
+    "max_pool2d",
+    F.max_pool2d,
+    lambda m: [s(torch.zeros(1, 1, 4, 4, dtype=m.dtype), 2, return_indices=True)],
+    (f32,),
+    variant="ties",
+)
 op(
     "avg_pool1d",
     F.avg_pool1d,
@@ -771,6 +1115,199 @@ op(
     (f32, f64),
 )
 op("adaptive_avg_pool3d", F.adaptive_avg_pool3d, lambda m: [s(m(1, 2, 4, 6, 6), (2, 3, 3))], (f32, f64))
+for _n in (1, 2, 3):
+    _shape = (2, 4) + (3,) * _n
+    op(
+        f"conv_transpose{_n}d",
+        getattr(F, f"conv_transpose{_n}d"),
+        lambda m, sh=_shape, n=_n: [
+            s(m(*sh), m(4, 3, *(2,) * n), m(3)),
+            s(
+                m(*sh), m(4, 1, *(3,) * n), None, 2, 1, 1, 2, 2
+            ),  # stride, padding, output_padding, groups, dilation
+            s(m(*sh[1:]), m(4, 2, *(3,) * n), stride=3, padding=2),
+        ],
+        (f32, f64),
+        tol=NN_TOL,
+    )
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 5), size=7),
+        s(m(2, 3, 4, 5), scale_factor=2),
+        s(m(1, 2, 5, 3), scale_factor=(1.7, 0.6)),
+        s(m(1, 2, 3, 4, 2), size=(4, 2, 5)),
+    ],
+    FLOAT + (torch.uint8,),
+    F.upsample,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 7), size=4, mode="nearest-exact"),
+        s(m(1, 2, 3, 5), scale_factor=2.4, mode="nearest-exact"),
+    ],
+    FLOAT,
+    variant="nearest_exact",
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(2, 3, 5), size=8, mode="linear"),
+        s(m(2, 3, 5), scale_factor=0.7, mode="linear", align_corners=True),
+        s(m(1, 2, 4, 5), size=(7, 3), mode="bilinear"),
+        s(m(1, 2, 4, 5), scale_factor=1.5, mode="bilinear", align_corners=True),
+        s(m(1, 2, 3, 4, 2), scale_factor=(2, 1.5, 3), mode="trilinear"),
+        s(m(1, 2, 3, 4, 2), size=4, mode="trilinear", align_corners=True, recompute_scale_factor=None),
+    ],
+    FLOAT,
+    variant="linear",
+    tol=NN_TOL,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [
+        s(m(1, 2, 4, 5), size=(7, 3), mode="bicubic"),
+        s(m(1, 2, 4, 5), scale_factor=1.5, mode="bicubic", align_corners=True),
+        s(m(1, 2, 4, 5), scale_factor=1.1, mode="bicubic"),
+    ],
+    FLOAT,
+    variant="bicubic",
+    tol=NN_TOL,
+)
+op(
+    "interpolate",
+    F.interpolate,
+    lambda m: [s(m(2, 3, 7), size=3, mode="area"), s(m(1, 2, 6, 5), scale_factor=0.5, mode="area")],
+    FLOAT,
+    variant="area",
+    tol=NN_TOL,
+)
+
+
+def _grid(m, *shape):
+    """Sampling positions in [-1.3, 1.3]: some outside the input, as padding_mode handles."""
+    return m(*shape, low=-1.3, high=1.3)
+
+
+op(
+    "grid_sample",
+    F.grid_sample,
+    lambda m: [
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), align_corners=False),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bilinear", "border", True),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "nearest", "reflection", False),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bicubic", "reflection", True),
+        s(m(2, 3, 5, 6), _grid(m, 2, 4, 7, 2), "bicubic", "zeros", False),
+        s(m(1, 2, 4, 5, 3), _grid(m, 1, 3, 2, 4, 3), "bilinear", "reflection", False),
+        s(m(1, 2, 4, 5, 3), _grid(m, 1, 3, 2, 4, 3), "nearest", "border", True),
+    ],
+    # bfloat16: eager rounds every step of its arithmetic; the decomposition computes in
+    # float32 and rounds once, which is closer to the exact value but not bitwise eager's
+    (f32, f64),
+    tol=NN_TOL,
+)
+op(
+    "unfold",
+    F.unfold,
+    lambda m: [
+        s(m(2, 3, 7, 8), 3, padding=1),
+        s(m(2, 3, 7, 8), (2, 3), (2, 1), (1, 0), (2, 1)),
+        s(m(3, 5, 5), 2),
+    ],
+    FLOAT,
+)
+op(
+    "fold",
+    F.fold,
+    lambda m: [
+        s(m(2, 27, 56), (7, 8), 3, padding=1),
+        s(m(2, 18, 24), (7, 8), (2, 3), (2, 1), (1, 0), (2, 1)),
+        s(m(12, 16), 5, 2),
+    ],
+    FLOAT,
+    tol=NN_TOL,
+)
+
+
+def _rnn_params(
+    m, gates: int, inp: int, hidden: int, layers: int, dirs: int, bias: bool = True, proj: int = 0
+):
+    """torch's flat parameter list: per layer and direction w_ih, w_hh, (b_ih, b_hh), (w_hr)."""
+    out, h_out = [], proj or hidden
+    for layer in range(layers):
+        width = inp if layer == 0 else h_out * dirs
+        for _ in range(dirs):
+            out += [
+                m(gates * hidden, width, low=-0.5, high=0.5),
+                m(gates * hidden, h_out, low=-0.5, high=0.5),
+            ]
+            if bias:
+                out += [m(gates * hidden, low=-0.5, high=0.5), m(gates * hidden, low=-0.5, high=0.5)]
+            if proj:
+                out.append(m(proj, hidden, low=-0.5, high=0.5))
+    return out
+
+
+RNN_TOL = {f32: (1e-4, 1e-4), bf16: (5e-2, 5e-2)}
+op(
+    "lstm",
+    torch.lstm,
+    lambda m: [
+        s(
+            m(3, 2, 4),
+            (m(1, 2, 5), m(1, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 1, 1),
+            True,
+            1,
+            0.0,
+            False,
+            False,
+            False,
+        ),
+        # two layers, bidirectional, batch first, no biases
+        s(
+            m(2, 3, 4),
+            (m(4, 2, 5), m(4, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 2, 2, False),
+            False,
+            2,
+            0.0,
+            False,
+            True,
+            True,
+        ),
+        # projections (proj_size=3)
+        s(
+            m(3, 2, 4),
+            (m(2, 2, 3), m(2, 2, 5)),
+            _rnn_params(m, 4, 4, 5, 1, 2, proj=3),
+            True,
+            1,
+            0.0,
+            False,
+            True,
+            False,
+        ),
+    ],
+    FLOAT,
+    tol=RNN_TOL,
+)
+for _name, _gates in (("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)):
+    op(
+        _name,
+        getattr(torch, _name),
+        lambda m, g=_gates: [
+            s(m(3, 2, 4), m(1, 2, 5), _rnn_params(m, g, 4, 5, 1, 1), True, 1, 0.0, False, False, False),
+            s(m(2, 3, 4), m(4, 2, 5), _rnn_params(m, g, 4, 5, 2, 2), True, 2, 0.0, False, True, True),
+        ],
+        FLOAT,
+        tol=RNN_TOL,
+    )
 
 
 def _sdpa(m):
@@ -806,6 +1343,114 @@ op(
     variant="random",
 )
 op("dropout", torch.dropout, lambda m: [s(m(3, 4), 0.5, False)], FLOAT, variant="torch")
+
+
+def _channels_check(batched: bool):
+    """Channel-wise dropout: each channel all zeros or all scaled by 1/(1-p)."""
+
+    def check(out, sample) -> bool:
+        x, p = sample.args[0], sample.args[1]
+        lead = 2 if batched else 1
+        for o, i in zip(
+            out.reshape(*out.shape[:lead], -1).flatten(0, lead - 1),
+            x.reshape(*x.shape[:lead], -1).flatten(0, lead - 1),
+        ):
+            if not (
+                bool((o == 0).all()) or torch.allclose(o.double(), i.double() / (1 - p), rtol=1e-2, atol=1e-3)
+            ):
+                return False
+        return True
+
+    return check
+
+
+for _n in (1, 2, 3):
+    _fn = getattr(F, f"dropout{_n}d")
+    _shape = (2, 3) + (4,) * _n
+    op(f"dropout{_n}d", _fn, lambda m, sh=_shape: [s(m(*sh), training=False), s(m(*sh), 0.0)], FLOAT)
+    op(
+        f"dropout{_n}d",
+        _fn,
+        lambda m, sh=_shape, n=_n: [s(m(*sh), 0.4)] + ([s(m(*sh[1:]), 0.4)] if n != 2 else []),
+        FLOAT,
+        values=False,
+        check=_channels_check(True),
+        variant="random",
+    )
+op(
+    "dropout1d",
+    F.dropout1d,
+    lambda m: [s(m(6, 20), 0.5)],
+    (f32,),
+    values=False,
+    check=_channels_check(False),
+    variant="unbatched",
+)
+op(
+    "feature_dropout",
+    torch.feature_dropout,
+    lambda m: [s(m(4, 5, 6), 0.3, True)],
+    FLOAT,
+    values=False,
+    check=_channels_check(True),
+)
+op("feature_dropout", torch.feature_dropout, lambda m: [s(m(4, 5, 6), 0.3, False)], FLOAT, variant="eval")
+
+_SELU_ALPHA_SCALE = 1.7580993408473766
+
+
+def _alpha_check(channel: bool):
+    """Alpha dropout: kept elements map to a * x + a * alpha * p, dropped ones to a * alpha * (p - 1)."""
+
+    def check(out, sample) -> bool:
+        x, p = sample.args[0], sample.args[1]
+        a = 1.0 / math.sqrt((_SELU_ALPHA_SCALE**2 * p + 1) * (1 - p))
+        kept = torch.isclose(out.double(), a * x.double() + a * _SELU_ALPHA_SCALE * p, rtol=2e-2, atol=2e-2)
+        dropped = torch.isclose(
+            out.double(),
+            torch.tensor(a * _SELU_ALPHA_SCALE * (p - 1), dtype=torch.float64),
+            rtol=2e-2,
+            atol=2e-2,
+        )
+        if channel:  # a whole channel is kept or dropped
+            kept, dropped = kept.flatten(2).all(-1), dropped.flatten(2).all(-1)
+        return bool((kept | dropped).all()) and bool(kept.any()) and bool(dropped.any())
+
+    return check
+
+
+op(
+    "alpha_dropout",
+    F.alpha_dropout,
+    lambda m: [s(m(3, 4), 0.3, False), s(m(3, 4)), s(m(3, 4), 0.0, True)],
+    FLOAT,
+    torch.alpha_dropout,
+)
+op(
+    "alpha_dropout",
+    F.alpha_dropout,
+    lambda m: [s(m(30, 40), 0.3, True)],
+    FLOAT,
+    values=False,
+    check=_alpha_check(False),
+    variant="random",
+)
+op(
+    "feature_alpha_dropout",
+    F.feature_alpha_dropout,
+    lambda m: [s(m(3, 4, 5), 0.5, False)],
+    FLOAT,
+    torch.feature_alpha_dropout,
+)
+op(
+    "feature_alpha_dropout",
+    F.feature_alpha_dropout,
+    lambda m: [s(m(8, 6, 5), 0.4, True)],
+    FLOAT,
+    values=False,
+    check=_alpha_check(True),
+    variant="random",
+)
 
 
 def LOSS(m):
@@ -908,6 +1553,13 @@ op(
     ],
     FLOAT,
 )
+op(
+    "prelu",
+    F.prelu,
+    lambda m: [s(m(2, 3, 4), m(3)), s(m(2, 3), m(1)), s(m(5), m(1)), s(m(2, 3, 4, 2), m(3))],
+    FLOAT,
+    torch.prelu,
+)
 op("glu", F.glu, lambda m: [s(m(3, 4)), s(m(4, 3), 0)], FLOAT, tol=NN_TOL)
 
 # -- factories ------------------------------------------------------------------------------
@@ -930,8 +1582,14 @@ op(
 op(
     "linspace",
     torch.linspace,
-    lambda m: [s(0, 1, 7, dtype=m.dtype), s(-3, 5.5, 10, dtype=m.dtype), s(2, 3, 1)],
-    (f32, f64),
+    lambda m: [
+        s(0, 1, 7, dtype=m.dtype),
+        s(-3, 5.5, 10, dtype=m.dtype),
+        s(2, 3, 1),
+        s(torch.tensor(-2.5), torch.tensor(4.0), 6, dtype=m.dtype),  # ends read in the program
+        s(torch.tensor(1), 9.5, 5, dtype=m.dtype),
+    ],
+    (f32, f64, i64, i32),
 )
 
 
@@ -1078,6 +1736,8 @@ op(
         s(m(4, 5, 6), (slice(None), torch.tensor([0, -1]), torch.tensor([[1], [2]])), m.scalar()),
         s(m(4, 5, 6), (1, torch.tensor([0, 4]), torch.tensor([2, 3])), m(2)),
         s(m(4, 5, 6), (None, torch.tensor([0, 2]), slice(1, 3)), m(1, 2, 2, 6)),
+        s(m(4, 5, 6), (Ellipsis, [-2], slice(None)), m(4, 1, 6)),
+        s(m(4, 5, 6), ([0, 2], slice(None), [True, False, False, False, False, True]), m.scalar()),
     ],
     ALL,
 )

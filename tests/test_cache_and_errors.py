@@ -50,6 +50,24 @@ def test_changed_inputs_retrace_and_stay_correct(second):
     assert stats.cache_hits == 1
 
 
+def test_a_torch_size_argument_is_checked_as_a_size():
+    """A ``torch.Size`` prints as ``torch.Size([...])``, so the prologue's check compares a
+    Size with a Size (it used to print as a tuple and fail on the first call)."""
+    jfn = thunder.jit(lambda x, size: x.reshape(size) * 2)
+    x = torch.randn(6)
+    torch.testing.assert_close(jfn(x, torch.Size([2, 3])), x.reshape(2, 3) * 2)
+    jfn(x, torch.Size([2, 3]))
+    jfn(x, (2, 3))  # a tuple is another input: eager code may tell them apart
+    jfn(x, torch.Size([3, 2]))
+    stats = thunder.compile_stats(jfn)
+    assert (stats.cache_hits, stats.cache_misses) == (1, 3)
+
+
+def test_a_returned_torch_size_stays_a_size():
+    out = thunder.jit(lambda x: (x * 2, x.shape))(torch.randn(2, 3))[1]
+    assert type(out) is torch.Size and out == (2, 3)
+
+
 def test_grad_mode_is_checked():
     jfn = thunder.jit(scale)
     jfn(torch.randn(3), 2)
@@ -213,6 +231,41 @@ def test_views_see_later_writes_to_their_base_as_in_eager():
     for a, b in zip(out, expected):
         torch.testing.assert_close(a, b)
     torch.testing.assert_close(x, xe)
+
+
+def test_indexing_with_tensors_or_lists_copies_as_in_eager():
+    def f(x, i):
+        picked, listed = x[i], x[:, [0, 2]]  # advanced indexing: copies, not views
+        picked.add_(1)  # stays in ``picked``
+        x.mul_(2)  # does not reach ``listed``
+        listed.sub_(1)
+        return picked, listed, x
+
+    x, xe, i = torch.ones(3, 3), torch.ones(3, 3), torch.tensor([0, 2])
+    for a, b in zip(thunder.jit(f)(x, i), f(xe, i)):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(x, xe)
+
+
+def test_torch_assert_checks_python_conditions_while_tracing():
+    def f(x):
+        torch._assert(x.dim() == 2, "expected a matrix")
+        return x * 2
+
+    jfn = thunder.jit(f)
+    torch.testing.assert_close(jfn(torch.ones(2, 3)), torch.ones(2, 3) * 2)
+    with pytest.raises(AssertionError, match="expected a matrix"):
+        jfn(torch.ones(3))  # another shape retraces, and the assert fails as in eager
+
+
+def test_torch_assert_on_a_tensor_is_a_data_dependent_error():
+    def f(x):
+        torch._assert(x.sum() > 0, "positive")  # tensor-assert-line
+        return x
+
+    with pytest.raises(Exception, match=r"torch\._assert.*data-dependent") as e:
+        thunder.jit(f)(torch.ones(2))
+    assert "tensor-assert-line" in str(e.value)
 
 
 def test_write_into_a_reshaped_view_is_a_clear_error():

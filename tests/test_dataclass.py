@@ -287,17 +287,41 @@ def test_frozen_input_object_setattr_is_written_back():
 
 
 def test_unsupported_return_types_are_clear_errors():
-    class Plain:
-        pass
+    import threading
 
-    with pytest.raises(UnsupportedValueError, match=r"Plain made inside the function.*supported: tensors"):
-        thunder.jit(lambda x: Plain())(torch.ones(2))
-    with pytest.raises(UnsupportedValueError, match="generator"):
+    with pytest.raises(
+        UnsupportedValueError, match=r"_thread\.lock object, implemented in C.*supported: tensors"
+    ):
+        thunder.jit(lambda x: threading.Lock())(torch.ones(2))
+    with pytest.raises(UnsupportedValueError, match="generator object of <genexpr>"):
         thunder.jit(lambda x: (x for _ in range(2)))(torch.ones(2))
-    with pytest.raises(UnsupportedValueError, match=r"the result\[1\]\.a is an instance of"):
+    with pytest.raises(UnsupportedValueError, match=r"the result\[1\]\.a is a _thread\.lock object"):
 
         @dataclass
         class Holder:
             a: object
 
-        thunder.jit(lambda x: (x, Holder(Plain())))(torch.ones(2))
+        thunder.jit(lambda x: (x, Holder(threading.Lock())))(torch.ones(2))
+
+
+def test_model_output_inputs_are_opened_like_dicts():
+    from transformers.modeling_outputs import BaseModelOutput
+
+    def f(enc, x):
+        return enc[0] * x + enc.last_hidden_state.sum(), enc
+
+    enc = BaseModelOutput(last_hidden_state=torch.randn(2, 3))
+    jfn = thunder.jit(f)
+    x = torch.randn(2, 3)
+    (out, same), (expected, _) = jfn(enc, x), f(enc, x)
+    torch.testing.assert_close(out, expected)
+    assert same is enc  # the caller's object, not the copy tracing used
+    jfn(BaseModelOutput(last_hidden_state=torch.randn(2, 3), hidden_states=(x,)), x)  # other keys: retrace
+    assert thunder.compile_stats(jfn).cache_misses == 2
+
+    @dataclass
+    class Needs(dict):
+        a: int
+
+    with pytest.raises(UnsupportedValueError, match="cannot be made without arguments"):
+        thunder.jit(lambda n: n)(Needs(1))

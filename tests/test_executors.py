@@ -109,3 +109,24 @@ def test_claiming_records_who_declined():
 def test_unknown_executor_name():
     with pytest.raises(ValueError, match="unknown executor 'nvfuzer'"):
         thunder.jit(lambda x: x, executors=["nvfuzer"])
+
+
+def test_tags_are_enum_members_never_strings():
+    with pytest.raises(TypeError, match="Tag.INPLACE"):
+        "inplace" in prims.copy_.tags  # noqa: B015
+    with pytest.raises(TypeError, match="Tag members"):
+        Symbol("bad_tags", "prims", tags=("inplace",))
+    # and no source line of thunder/ asks a tag set about a string
+    import pathlib
+    import re
+
+    values = "|".join(t.value for t in Tag)
+    bad = re.compile(rf"""["']({values})["']\s+(not\s+)?in\s+[\w.]*tags|frozenset\(\{{["']({values})["']""")
+    root = pathlib.Path(thunder.__file__).parent
+    hits = [
+        f"{p.relative_to(root)}:{i}: {line.strip()}"
+        for p in root.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if bad.search(line)
+    ]
+    assert hits == []

@@ -166,3 +166,20 @@ def test_enable_grad_inside_a_no_grad_call():
     with torch.no_grad():
         out = thunder.jit(g)(x)
         assert out.requires_grad == g(x).requires_grad
+
+
+def test_a_long_trace_displays_its_head_in_a_notebook():
+    from IPython.lib.pretty import pretty
+
+    def g(x):
+        for _ in range(40):
+            x = x.sin()
+        return x
+
+    jfn = thunder.jit(g)
+    jfn(torch.ones(2))
+    t = thunder.last_traces(jfn)[-1]
+    short = t.head(5)
+    assert "# ... 74 more bound symbols" in short and short.endswith("  return (t39,)\n")
+    assert short.count(" = torch.sin(") == 3  # three sins and two dels
+    assert t.head(1000) == str(t) == pretty(t)

@@ -4,6 +4,7 @@
 epilogue (building the result), runs passes and executes the result, cached.
 """
 
+import thunder.ops.aten  # noqa: F401  (declares the aten operators)
 import thunder.ops.ltorch  # noqa: F401  (declares the torch language)
 from thunder.core.trace import Trace
 from thunder.jit import (

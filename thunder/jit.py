@@ -21,7 +21,7 @@ import torch
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import Trace
+from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
@@ -29,6 +29,7 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses
 
 EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
 
@@ -82,6 +83,7 @@ def _claim(trace: Trace, ctx: PassContext) -> Trace:
 # The passes every compilation runs, in order, over its bundle of traces.
 PIPELINE: tuple[Pass, ...] = (
     Pass("dce", on("computation", dce)),
+    Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("claim", on(KINDS, _claim, context=True)),
     Pass("del_last_used", on("computation", del_last_used)),
 )
@@ -159,10 +161,11 @@ class ThunderFunction:
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
             checks.append((_check_text(failed) if failed is not None else reason, reason))
-            # an int the function writes back changed (a counter): trace it as a value
+            # an int the function writes back changed (a counter): trace it as a value, and
+            # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
-                self._dynamic.add(subject.name)
+                self._dynamic.update(e.written_numbers)
         t0 = time.perf_counter()
         acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
         acquired.computation.provenance = None
@@ -176,7 +179,9 @@ class ThunderFunction:
             backward_traces=history.traces["backward"],
             prologue=final.prologue.python_callable(),
             computation=final.computation.python_callable(),
-            epilogue=None if _is_identity(final.epilogue) else final.epilogue.python_callable(),
+            epilogue=None
+            if _is_identity(final.epilogue, final.computation)
+            else final.epilogue.python_callable(),
             miss_reasons=reasons,
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
@@ -199,11 +204,19 @@ def _text_of(obj) -> str:
     jfn = _jfn(obj)
     if not jfn._entries:
         return f"<thunder.jit of {jfn.__name__}, not called yet>"
-    return str(jfn._entries[-1].computation_traces[-1])
+    return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
 
 
-def _is_identity(epi: Trace) -> bool:
-    return not epi.bound_symbols and len(epi.args) == 1 and epi.output is epi.args[0]
+def _is_identity(epi: Trace, comp: Trace) -> bool:
+    """The epilogue returns the computation's single output as it is."""
+    out = comp.output if isinstance(comp.output, (tuple, list)) else ()
+    return (
+        not epi.bound_symbols
+        and len(epi.args) == 1
+        and epi.output is epi.args[0]
+        and len(out) == 1
+        and out[0] is epi.args[0]
+    )
 
 
 def _check_text(bsym: BoundSymbol) -> str:
@@ -264,6 +277,12 @@ class ThunderModule(torch.nn.Module):
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(_text_of(self))
+
+    def generate(self, *args, **kwargs):
+        """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
+        from thunder.frontend.generate import generate
+
+        return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):
         try:

@@ -30,6 +30,13 @@ def small_fn(x, y):
 SMALL_FN_LINE = small_fn.__code__.co_firstlineno + 1  # where sin, mul and add come from
 
 
+def many_ops(x, n: int):
+    """``n`` small elementwise ops in a row: a long, flat trace."""
+    for i in range(n // 4):
+        x = (x.sin() * 1.5 + 0.25).tanh() if i % 2 else (x.cos() - 0.5).relu() * 0.75
+    return x
+
+
 def _sym(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
     # not registered: these symbols exist only in hand-built traces
     return Symbol(name, module, meta=meta or (lambda *a, **k: None), tags=tags, executor=executor)

@@ -11,6 +11,7 @@ widget state (a viewer without the kernel would show "model not found" for those
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -99,6 +100,11 @@ def test_committed_notebook_reads_without_a_kernel(path):
         for o in c.outputs:
             assert WIDGET_VIEW not in o.get("data", {}), "a widget view that no viewer can show"
     assert any("<details" in o.get("data", {}).get("text/html", "") for c in code for o in c.outputs)
+    for c in code:  # an explorer opened on a trace kind is saved open on that kind
+        asked = re.search(r"explore\(.*kind=[\"'](\w+)[\"']", c.source)
+        if asked:
+            html = "".join(o.get("data", {}).get("text/html", "") for o in c.outputs)
+            assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', html) == [asked[1]]
 
 
 def main(argv: list[str]) -> int:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 
-from explorer_builders import hand_trace
+import torch
+from explorer_builders import _sym, hand_trace
 
 import thunder
 from explorer.compilation import model_of
-from explorer.html import compilation_html, trace_html
+from explorer.html import LISTED_PROXIES, compilation_html, details_html, trace_html
 from explorer.model import TraceModel
 from explorer.report import report_html
 from explorer.text import model_text, source_diff, tree_text
 from explorer.tree import tree_html
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import Trace
 
 
 def test_tree_folds_without_script(passes):
@@ -143,3 +146,16 @@ def test_report_of_tagged_passes(passes):
     page = report_html(TraceModel.from_traces({"computation": passes}), graphs="final")
     assert page.count("<svg") == 1
     assert "not available &lt;here&gt;" not in page or "<here>" not in page
+
+
+def test_details_list_a_few_hundred_inputs():
+    t = Trace("computation")
+    xs = [t.tensor((2,), torch.float32, "cpu") for _ in range(LISTED_PROXIES + 5)]
+    t.args = xs
+    out = t.tensor((2,), torch.float32, "cpu")
+    t.bound_symbols = [BoundSymbol(_sym("fused", "test"), tuple(xs), {}, out)]
+    t.output = out
+    s = TraceModel.from_trace(t).series["computation"]
+    html = details_html(s.final.nodes[0], s)
+    assert len(re.findall(r"<code>t\d+</code>: cpu f32\[2\]", html)) == LISTED_PROXIES + 1  # and the output
+    assert '<span class="more">... 5 more</span>' in html

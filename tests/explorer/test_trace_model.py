@@ -145,3 +145,13 @@ def test_dataclass_output_in_epilogue(container_jfn):
     new = [n for n in epi.walk() if "dataclass_new" in n.tags]
     assert new and "MyContainer(res=" in new[0].line
     assert not any("dataclass_new" in n.tags for n in m.series["computation"].final.walk())
+
+
+def test_proxies_deep_in_subsymbols_are_known(jfn):
+    s = model_of(jfn).series["computation"]
+    softmax = s.final.find("t10")
+    inner = [c.outputs[0] for c in softmax.children[0].children]  # prims of the decomposition
+    assert inner[0] == "t4" and "t4" not in {o for n in s.final.nodes for o in n.outputs}
+    fresh = model_of(jfn).series["computation"]  # no node below the top level made yet
+    assert all(name in fresh.proxies for name in inner) and fresh.proxies["t4"].shape == [2]
+    assert set(inner) <= set(fresh.proxies) and "nothing" not in fresh.proxies

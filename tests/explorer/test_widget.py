@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from explorer_builders import SMALL_FN_LINE
@@ -9,6 +11,7 @@ from explorer_builders import SMALL_FN_LINE
 import explorer
 from explorer.compilation import model_of
 from explorer.model import TraceModel
+from explorer.report import report_html
 from explorer.widget import Explorer, search
 
 
@@ -165,3 +168,40 @@ def test_search_function_directly(passes):
 def test_bad_view_is_explained(jfn):
     with pytest.raises(ValueError, match="unknown view 'trees'"):
         Explorer(model_of(jfn), view="trees")
+
+
+def test_static_copy_shows_the_kind_explored(jfn):
+    """A saved notebook keeps the static copy: it opens the trace kind the explorer shows."""
+    ex = explorer.explore(jfn, kind="epilogue")
+    assert ex.kind.value == "epilogue" and ex.current is ex.model.series["epilogue"].final
+    static = ex._repr_mimebundle_()["text/html"]
+    assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == ["epilogue"]
+    ex.kind.value = "prologue"
+    static = ex._repr_mimebundle_()["text/html"]
+    assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == ["prologue"]
+    # without a kind, the computation
+    static = explorer.explore(jfn)._repr_mimebundle_()["text/html"]
+    assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == ["computation"]
+
+
+def test_report_of_an_explorer_opens_where_it_is(jfn):
+    ex = explorer.explore(jfn, kind="prologue")
+    ex.pass_slider.value = 0
+    page = report_html(ex, graphs="none")
+    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == ["prologue"]
+    assert re.findall(r'name="rp_prologue" id="rprologue_(\d+)" checked', page) == ["0"]
+    last = len(ex.model.series["computation"].passes) - 1
+    assert re.findall(r'name="rp_computation" id="rcomputation_(\d+)" checked', page) == [str(last)]
+    page = report_html(jfn, graphs="none", kind="epilogue")
+    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == ["epilogue"]
+    with pytest.raises(
+        ValueError, match="no backward trace here; there are: prologue, computation, epilogue"
+    ):
+        report_html(jfn, kind="backward")
+
+
+def test_a_kind_that_is_not_there_is_explained(jfn):
+    with pytest.raises(
+        ValueError, match="no backward trace here; there are: prologue, computation, epilogue"
+    ):
+        explorer.explore(jfn, kind="backward")

@@ -69,8 +69,8 @@ class Printer:
             return _DTYPES.get(x, str(x))
         if isinstance(x, torch.device):
             return f"torch.device({str(x)!r})"
-        if isinstance(x, torch.Size):
-            return self.value(tuple(x))
+        if isinstance(x, torch.Size):  # not a tuple: a prologue compares the type too
+            return f"torch.Size({self.value(list(x))})"
         if t is tuple:
             inner = ", ".join(self.value(v) for v in x)
             return f"({inner},)" if len(x) == 1 else f"({inner})"

@@ -10,6 +10,9 @@ object an epilogue returns).
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import torch
 
 from thunder.core.pytree import tree_leaves
@@ -82,6 +85,26 @@ class AnyProxy(Proxy):
         return "Any" if t is None else f"{t.__module__}.{t.__qualname__}"
 
 
+# Set while a trace is acquired: ``(func, args, kwargs) -> value | NotImplemented`` for the
+# proxies that reach torch's dispatcher (thunder.frontend.values).
+dispatch_handler = None
+
+# ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
+# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses.py).
+_DISPATCH = threading.local()
+
+
+@contextmanager
+def dispatch_hook(hook):
+    """Aten ops reaching a TensorProxy go to ``hook(func, args, kwargs)`` in this block."""
+    prev = getattr(_DISPATCH, "hook", None)
+    _DISPATCH.hook = hook
+    try:
+        yield
+    finally:
+        _DISPATCH.hook = prev
+
+
 class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
@@ -110,6 +133,13 @@ class TensorProxy(torch.Tensor, Proxy):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        hook = getattr(_DISPATCH, "hook", None)
+        if hook is not None:  # a tensor subclass's __torch_dispatch__ is running over proxies
+            return hook(func, args, kwargs or {})
+        if dispatch_handler is not None:  # while tracing: reads of a value (``int(x)`` in C code)
+            out = dispatch_handler(func, args, kwargs or {})
+            if out is not NotImplemented:
+                return out
         from thunder.core.source import user_location  # only on this error path
 
         loc = user_location()

@@ -21,7 +21,11 @@ def _skipped(filename: str) -> bool:
 
 def user_location(depth: int = 1) -> SourceLocation | None:
     """The innermost frame that is neither thunder's nor torch's."""
-    f = sys._getframe(depth)
+    return frame_location(sys._getframe(depth))
+
+
+def frame_location(f) -> SourceLocation | None:
+    """The first frame from ``f`` outwards that is neither thunder's nor torch's."""
     while f is not None:
         code = f.f_code
         if not _skipped(code.co_filename):

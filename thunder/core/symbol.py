@@ -183,6 +183,29 @@ class SourceLocation:
         return f"{self.filename}:{self.lineno} in {self.function}"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModuleScope:
+    """The ``nn.Module`` call an op was recorded in: the module's path from the jitted module
+    (``model.layers.0.self_attn.q_proj``; ``""`` for the jitted module itself), its class
+    name, and the enclosing call (``parent``). One object per module call, shared by every
+    BoundSymbol recorded in it."""
+
+    path: str
+    cls: str
+    parent: ModuleScope | None = None
+
+    def chain(self) -> list[ModuleScope]:
+        """The enclosing calls, outermost first, ending with this one."""
+        out, s = [], self
+        while s is not None:
+            out.append(s)
+            s = s.parent
+        return out[::-1]
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'} ({self.cls})"
+
+
 @dataclasses.dataclass(eq=False)
 class BoundSymbol:
     """One call of ``sym`` in a trace."""
@@ -195,6 +218,7 @@ class BoundSymbol:
     header: str = ""
     source: SourceLocation | None = None
     tags: frozenset = frozenset()
+    scope: ModuleScope | None = None  # the module call it was recorded in, kept by every pass
     # facts for tools that are not printed: {"declined": {"nvfuser": "why"}, "time_s": ...}
     info: dict = dataclasses.field(default_factory=dict)
 

@@ -17,6 +17,7 @@ class Tag(enum.Enum):
     PRIM = "prim"  # a primitive: executors must run it
     PYTHON = "python"  # a Python-level primitive of prologues and epilogues
     LTORCH = "ltorch"  # a torch-language op (a composite of prims)
+    ATEN = "aten"  # a ``torch.ops.aten`` operator (a composite of prims)
     ELEMENTWISE = "elementwise"
     UNARY = "unary"
     BINARY = "binary"
@@ -35,6 +36,8 @@ class Tag(enum.Enum):
     LOSS = "loss"
     ACTIVATION = "activation"
     ATTENTION = "attention"
+    RESAMPLE = "resample"  # interpolation and sampling at computed positions
+    RECURRENT = "recurrent"  # a cell composed over time steps (LSTM, GRU)
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"
@@ -59,12 +62,24 @@ class Tag(enum.Enum):
         return f"Tag.{self.name}"
 
 
-def tags(*members: Tag) -> frozenset[Tag]:
-    """``tags(Tag.INPLACE, Tag.WRITEBACK)``: a frozenset, checked to hold only tags."""
+class TagSet(frozenset):
+    """A Symbol's tags: a frozenset of ``Tag`` members that refuses to be asked about a string
+    (a test for the string ``inplace`` would silently be False)."""
+
+    __slots__ = ()
+
+    def __contains__(self, item) -> bool:
+        if isinstance(item, str):
+            raise TypeError(f"thunder: tags are Tag members; ask for Tag.{item.upper()}, not {item!r}")
+        return frozenset.__contains__(self, item)
+
+
+def tags(*members: Tag) -> TagSet:
+    """``tags(Tag.INPLACE, Tag.WRITEBACK)``: a set checked to hold only tags."""
     for t in members:
         if not isinstance(t, Tag):
             raise TypeError(f"thunder: tags must be thunder.core.tags.Tag members, got {t!r}")
-    return frozenset(members)
+    return TagSet(members)
 
 
 # Effects: BoundSymbols with these tags (on themselves or their symbol) are never removed.

@@ -73,6 +73,8 @@ class Trace:
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
+        # set by acquisition: the module call being traced (every BoundSymbol records it)
+        self.scope = None
         # grad mode when recording began; ops recorded under another mode are tagged
         self.grad_enabled = torch.is_grad_enabled()
         # printed parameter list when it is not the proxies in ``args`` (``*args, **kwargs``)
@@ -125,7 +127,9 @@ class Trace:
         if top and torch.is_grad_enabled() is not self.grad_enabled:
             # ``with torch.no_grad():`` inside the traced code: the line runs the same way
             tags = GRAD_TAGS[torch.is_grad_enabled()]
-        bsym = BoundSymbol(sym, args, kwargs, out, subsymbols, source=self._source, tags=tags)
+        bsym = BoundSymbol(
+            sym, args, kwargs, out, subsymbols, source=self._source, tags=tags, scope=self.scope
+        )
         self._scopes[-1].append(bsym)
         return out
 
@@ -161,8 +165,20 @@ class Trace:
         return f"<Trace {self.name} ({len(self.bound_symbols)} bound symbols)>"
 
     def _repr_pretty_(self, p, cycle) -> None:
-        # IPython shows the program as text; the explorer, once imported, adds an HTML view
-        p.text(str(self))
+        # IPython shows the program as text (the explorer, once imported, adds an HTML view);
+        # a very long one is cut, so displaying a large model's trace stays cheap
+        p.text(self.head(DISPLAY_LIMIT))
+
+    def head(self, n: int) -> str:
+        """The printed program with its first ``n`` top-level BoundSymbols (all if fewer)."""
+        if len(self.bound_symbols) <= n:
+            return str(self)
+        cut = self.derive(self.provenance.pass_name if self.provenance else "")
+        cut.provenance = self.provenance
+        cut.bound_symbols = self.bound_symbols[:n]
+        lines = str(cut).splitlines()
+        more = f"  # ... {len(self.bound_symbols) - n} more bound symbols (str(trace) prints them all)"
+        return "\n".join(lines[:-1] + [more, lines[-1]]) + "\n"
 
     def python_callable(self):
         """The trace compiled to a Python function; ``fn.__thunder_program__`` is its Program."""
@@ -174,6 +190,9 @@ class Trace:
         fn.__thunder_program__ = program
         return fn
 
+
+# How many top-level BoundSymbols a notebook's text display of a trace prints.
+DISPLAY_LIMIT = 1000
 
 # Tags for ops recorded under a grad mode other than the trace's.
 GRAD_TAGS = {False: frozenset({Tag.NO_GRAD}), True: frozenset({Tag.ENABLE_GRAD})}

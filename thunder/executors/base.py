@@ -51,6 +51,7 @@ class Executor:
                 [bsym],
                 source=bsym.source,
                 tags=bsym.tags | bsym.sym.tags & KEPT_TAGS,
+                scope=bsym.scope,
                 info={"claimed_by": self.name},
             )
         return None

@@ -58,7 +58,9 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
     result = []
     inherited = bsym.tags & _INHERITED_TAGS
     for sub in bsym.subsymbols:
-        if sub.source is None or not inherited <= sub.tags:
-            sub = sub.from_bsym(source=sub.source or bsym.source, tags=sub.tags | inherited)
+        if sub.source is None or sub.scope is None or not inherited <= sub.tags:
+            sub = sub.from_bsym(
+                source=sub.source or bsym.source, tags=sub.tags | inherited, scope=sub.scope or bsym.scope
+            )
         result.extend(_claim_one(sub, executors))
     return result

@@ -15,7 +15,8 @@ import torch
 from torch.nn.modules import module as _module_module
 
 from thunder.core.printing import type_comment
-from thunder.core.symbol import EAGER_IMPLS
+from thunder.core.subclass import subclass_name, subclass_of
+from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
 
@@ -37,7 +38,7 @@ def check_keys(d, keys):
 def check_tensor(t, shape, dtype, device, requires_grad):
     """``device`` is a string (``'cpu'``, ``'cuda:0'``): a literal in the printed prologue, so
     the check builds no ``torch.device`` on every call."""
-    if not isinstance(t, torch.Tensor):
+    if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:  # not a tensor subclass either
         raise PrologueCheckFailed(f"expected a tensor, got {type(t).__name__}")
     if t.shape != shape:
         raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(t.shape)}")
@@ -73,6 +74,20 @@ def check_is(x, obj):
         raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
 
 
+_COMPARE = {symbol: getattr(operator, name) for name, symbol in pyops.COMPARE_OPS.items()}
+
+
+def check_int_compare(x, op, bound, outcome):
+    if type(x) is not int or _COMPARE[op](x, bound) is not outcome:
+        raise PrologueCheckFailed(f"expected {x!r} {op} {bound} to be {outcome}")
+
+
+def check_tensor_value(t, value):
+    v = t.tolist()
+    if v != value:
+        raise PrologueCheckFailed(f"expected the value {value!r}, got {v!r}")
+
+
 def check_grad_enabled(flag):
     if torch.is_grad_enabled() is not flag:
         raise PrologueCheckFailed(f"traced with grad {'enabled' if flag else 'disabled'}")
@@ -81,6 +96,51 @@ def check_grad_enabled(flag):
 def check_default_dtype(dtype):
     if torch.get_default_dtype() is not dtype:
         raise PrologueCheckFailed(f"traced with default dtype {dtype}")
+
+
+def check_tensor_subclass(x, cls, shape, dtype, device, requires_grad, names, ctx):
+    cls = subclass_of(cls)
+    if type(x) is not cls:
+        raise PrologueCheckFailed(f"expected a {cls.__qualname__}, got {type(x).__qualname__}")
+    if x.shape != shape:
+        raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(x.shape)}")
+    if x.dtype is not dtype:
+        raise PrologueCheckFailed(f"expected dtype {dtype}, got {x.dtype}")
+    if x.device != device:
+        raise PrologueCheckFailed(f"expected device {device}, got {x.device}")
+    if x.requires_grad is not requires_grad:
+        raise PrologueCheckFailed(f"expected requires_grad={requires_grad}, got {x.requires_grad}")
+    got_names, got_ctx = x.__tensor_flatten__()
+    if tuple(got_names) != names:
+        raise PrologueCheckFailed(f"expected the inner tensors {names}, got {tuple(got_names)}")
+    if not _same_context(got_ctx, ctx):
+        raise PrologueCheckFailed(f"expected the flatten context {ctx!r}, got {got_ctx!r}")
+
+
+def _same_context(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # a context that cannot be compared: only the same object fits
+        return False
+
+
+def flatten_tensor_subclass(x):
+    names, _ = x.__tensor_flatten__()
+    return tuple(getattr(x, n) for n in names)
+
+
+def unflatten_tensor_subclass(cls, inner, ctx, size, stride):
+    return subclass_of(cls).__tensor_unflatten__(inner, ctx, size, stride)
+
+
+def _print_unflatten(bsym, p) -> str:
+    """``t0 = ScaleTensor.__tensor_unflatten__({'_x': t3, '_scale': t1}, None, (2, 2), (2, 1))``"""
+    cls, *rest = bsym.args
+    args = ", ".join(p.value(a) for a in rest)
+    line = f"{bsym.output.name} = {subclass_name(p, cls)}.__tensor_unflatten__({args})"
+    return f"{line}  # {type_comment([bsym.output])}"
 
 
 def python_setattr(obj, name, value):
@@ -171,6 +231,15 @@ def check_no_module_hooks():
         or m._global_backward_hooks
         or m._global_backward_pre_hooks
         or m._global_forward_hooks_always_called
+    ) and any(
+        h not in pyops.TRACING_HOOKS
+        for table in (
+            m._global_forward_hooks,
+            m._global_forward_pre_hooks,
+            m._global_backward_hooks,
+            m._global_backward_pre_hooks,
+        )
+        for h in table.values()
     ):
         raise PrologueCheckFailed("global module hooks were registered since the function was traced")
 
@@ -241,6 +310,18 @@ def mapping_new(cls, items, attrs):
     for k, v in attrs.items():
         object.__setattr__(obj, k, v)
     return obj
+
+
+def object_new(cls, /, **attrs):
+    """An object of the Python class ``cls`` with exactly these attributes (no ``__init__``)."""
+    obj = object.__new__(cls)
+    for k, v in attrs.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def object_setattr(obj, name, value):
+    object.__setattr__(obj, name, value)
 
 
 def construct(cls, *args, **kwargs):
@@ -316,12 +397,16 @@ for _prim, _fn in (
     (pyops.check_hasattr, check_hasattr),
     (pyops.check_cell, check_cell),
     (pyops.check_no_module_hooks, check_no_module_hooks),
+    (pyops.check_tensor_value, check_tensor_value),
+    (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),
     (pyops.python_delitem, python_delitem),
     (pyops.dataclass_new, dataclass_new),
     (pyops.mapping_new, mapping_new),
+    (pyops.object_new, object_new),
+    (pyops.object_setattr, object_setattr),
 ):
     _register(_prim, _fn)
 
@@ -341,6 +426,20 @@ for _prim, _fn in (
     executor.register(_prim, Impl(_sym))
     EAGER_IMPLS[_prim] = _fn
 
+_register(pyops.flatten_tensor_subclass, flatten_tensor_subclass)
+_register(pyops.unflatten_tensor_subclass, unflatten_tensor_subclass, printer=_print_unflatten)
+# printed as ``pythonex.check_tensor_subclass(x, ScaleTensor, ...)``: its printer names the class
+_check_subclass = Symbol(
+    "check_tensor_subclass",
+    "pythonex",
+    impl=check_tensor_subclass,
+    executor="python",
+    printer=pyops.print_subclass_check,
+    imports=("pythonex",),
+    module_path=__name__,
+)
+executor.register(pyops.check_tensor_subclass, Impl(_check_subclass))
+EAGER_IMPLS[pyops.check_tensor_subclass] = check_tensor_subclass
 _register(pyops.unpack_captured, unpack_captured, printer=pyops.print_captured)
 _register(pyops.construct, construct, printer=pyops.print_construct)
 _register(pyops.python_del, python_del, printer=pyops.print_del)

@@ -43,6 +43,10 @@ def index_copy(a, index, dim, src):
     return torch.index_copy(a, dim, index, src)
 
 
+def scatter_reduce(a, dim, index, src, reduce, include_self):
+    return torch.scatter_reduce(a, dim, index, src, reduce, include_self=include_self)
+
+
 def prod(a, dims, *, dtype=None):
     if not dims:
         return a.to(dtype) if dtype is not None else a.clone()
@@ -272,6 +276,7 @@ for _prim, _path in {
     prims.linear: "torch.nn.functional.linear",
     prims.take_along_axis: "torch.take_along_dim",
     prims.scatter_add: "torch.scatter_add",
+    prims.scatter: "torch.scatter",
     prims.index_put: "torch.index_put",
     prims.topk: "torch.topk",
 }.items():
@@ -281,6 +286,7 @@ for _prim, _fn in {
     prims.slice_prim: slice_prim,
     prims.take: take,
     prims.index_copy: index_copy,
+    prims.scatter_reduce: scatter_reduce,
     prims.sum: sum,
     prims.prod: prod,
     prims.amax: amax,

@@ -16,17 +16,22 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
+from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import UnsupportedOpError, at
+from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, at
 from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
+from thunder.frontend.scopes import module_scopes
+from thunder.frontend.subclasses import Subclasses
+from thunder.frontend.values import value_reads
 from thunder.ops import prims
 
 
@@ -69,10 +74,17 @@ class Acquisition:
         self.module_writes: list[tuple] = []
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
         self.shadows = ModuleShadows(self)
+        self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
+        self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
+        self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
+        self.fn = None  # the traced function (its globals hold objects it did not make)
+        self.handling = None  # the torch function the mode handles now (named by errors)
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        if self.subclasses.owner:  # an inner tensor of a subclass value, used by itself
+            self.subclasses.expose(p)
         latest = self.latest
         new = latest.get(id(p))
         while new is not None and new is not p:
@@ -109,12 +121,15 @@ class Acquisition:
         return tree_unflatten(leaves, spec) if changed else x
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
-        """A real tensor from a closure or a global becomes an input of its own."""
+        """A real tensor from a closure or a global becomes an input of its own; a tensor
+        subclass value made while tracing is its proxy."""
+        if not is_plain_tensor(t) and (made := self.subclasses.made_here(t)) is not None:
+            return made
         p = self.inputs.captured.get(id(t))
         if p is None:
             p = self.inputs.seen.get(id(t))  # a tensor that is also an argument (or read from one)
-            if isinstance(p, TensorProxy):
-                return p
+            if isinstance(p, TensorProxy) or proxy_of(p) is not None:
+                return p if isinstance(p, TensorProxy) else proxy_of(p)
             p = None
         if p is None:
             self._keepalive.append(t)
@@ -125,12 +140,13 @@ class Acquisition:
             root = AnyProxy(holder, type(t))
             p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
             self.inputs.captured[id(t)] = p
-        return p
+        return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 
     def rebind(self, target, value, op: str):
         """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
+        self.subclasses.refuse_write(target, op)
         original = target
         current = self.current(original)
         if isinstance(value, TensorProxy):
@@ -209,17 +225,43 @@ def acquire(
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
     ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    try:
+        return _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as e:
+        raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+
+
+def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dynamic) -> UnrebuildableError:
+    """The error again, with the line that made the object (found by tracing once more with
+    a profile hook that records where objects are made; too slow to keep on while tracing)."""
+    sites = CreationSites()
+    try:
+        with sites:
+            _acquire(fn, args, kwargs, module, dynamic)
+    except UnrebuildableError as again:
+        chain = again.chain
+    else:  # the second trace went differently: no line to add
+        return error
+    holder = next((x for x in reversed(chain) if sites.of(x) is not None), None)
+    if holder is None:
+        return error
+    what = "made" if holder is chain[-1] else f"held by a {type(holder).__qualname__} made"
+    return UnrebuildableError(f"{error}\n  {what} " + at(sites.of(holder)).removeprefix("\n  "), chain)
+
+
+def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
+    state.fn = module if module is not None else fn
     comp = state.computation
     with tracectx(comp), _compiling_flag():
         # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
-        state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_")
+        state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_", path)
         pargs, pkwargs = state.inputs.bind_arguments(
             module.forward if module is not None else fn, args, kwargs
         )
         if module is not None:
             fn = state.shadows.shadow(module)
-        with AcquisitionMode(state):
+        with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
             result = fn(*pargs, **pkwargs)
         state.shadows.finish()
         _write_back_inputs(state)
@@ -234,6 +276,7 @@ def acquire(
     comp.args = used
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
+    checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
     return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
@@ -285,4 +328,5 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
     names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
     return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]

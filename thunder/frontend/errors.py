@@ -21,6 +21,14 @@ class UnsupportedValueError(ThunderError, TypeError):
     pass
 
 
+class UnrebuildableError(UnsupportedValueError):
+    """The epilogue cannot rebuild a value; ``chain``: the values from the result down to it."""
+
+    def __init__(self, message: str, chain: list):
+        super().__init__(message)
+        self.chain = chain
+
+
 def at(loc: SourceLocation | None) -> str:
     """``\\n  at file.py:12 in fn: y = x.item()`` (empty when unknown)."""
     if loc is None:

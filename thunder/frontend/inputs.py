@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
+from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
+from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
@@ -89,6 +90,8 @@ class Inputs:
         self.global_checks: list[BoundSymbol] = []  # checks on global state (no input to unpack)
         # ``(module, holder, path)``: set by acquisition to swap an argument module's state
         self.on_module = None
+        # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
+        self.on_subclass = None
         self._keepalive: list = []
 
     # -- names ----------------------------------------------------------------------------
@@ -102,6 +105,15 @@ class Inputs:
 
     # -- tensors and values ---------------------------------------------------------------
     def tensor(self, t: torch.Tensor, path: str, unpack: Unpack) -> TensorProxy:
+        """The proxy of tensor input ``t``; for a tensor subclass, the instance user code sees
+        (its proxy is ``thunder.core.subclass.proxy_of(instance)``)."""
+        if not is_plain_tensor(t):
+            from thunder.frontend.subclasses import subclass_input
+
+            instance = subclass_input(self, t, self._name(path, "t"), unpack)
+            if self.on_subclass is not None:
+                self.on_subclass(proxy_of(instance))
+            return instance
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
@@ -112,11 +124,6 @@ class Inputs:
         wrappers for objects). A tensor or object met a second time (by another path) is the
         same proxy or wrapper, and the prologue checks that the new path still leads to it."""
         if isinstance(v, torch.Tensor):
-            if type(v) is not torch.Tensor and not isinstance(v, torch.nn.Parameter):
-                raise UnsupportedValueError(
-                    f"thunder: the input {path or 'argument'} is a {type(v).__qualname__}, a tensor subclass; "
-                    "tensor subclasses are not supported yet"
-                )
             seen = self.seen.get(id(v))
             if seen is not None:
                 return self._alias(seen, v, path, unpack)
@@ -162,7 +169,30 @@ class Inputs:
             )
             self._opened(out, holder, v)
             return out
+        if dataclasses.is_dataclass(v) and isinstance(v, dict):
+            return self._model_output(v, path, unpack, tensor_prefix)
         return self.object(v, path, unpack)
+
+    def _model_output(self, v, path: str, unpack: Unpack, tensor_prefix: str):
+        """A dataclass that is a dict (transformers' ModelOutput, such as the ``encoder_outputs``
+        ``generate()`` passes to each decoder step): opened like a dict, into a new instance
+        made as the epilogue makes one (``cls()``, then the items in order)."""
+        t = type(v)
+        holder = self._container(v, path, unpack)
+        self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
+        self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
+        try:
+            out = t()
+        except TypeError as e:
+            raise UnsupportedValueError(
+                f"thunder: the input {path or 'argument'} is a {t.__qualname__}, a dataclass that is a dict and "
+                f"cannot be made without arguments ({e}); such inputs are supported when they can (as "
+                "transformers' ModelOutput)"
+            ) from None
+        for k, x in v.items():
+            out[k] = self.value(x, f"{path}_{k}", Unpack(holder, "item", k), tensor_prefix=tensor_prefix)
+        self._opened(out, holder, v)
+        return out
 
     def object(self, v, path: str, unpack: Unpack):
         """Any other object: callables, classes and modules are constants checked by identity;
@@ -199,7 +229,9 @@ class Inputs:
 
     def _alias(self, seen, v, path: str, unpack: Unpack):
         """``v`` was met before as ``seen``: check that this path still leads to the same object."""
-        first = seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else None
+        first = (
+            seen if isinstance(seen, TensorProxy) else holder_of(seen) if is_wrapper(seen) else proxy_of(seen)
+        )
         if first is None:  # a constant object: its own identity check is enough
             holder = AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
@@ -244,6 +276,16 @@ class Inputs:
             if all(root is not s for s in self.specialized):
                 self.specialized.append(root)
                 self.checks.append(BoundSymbol(pyops.check_literal, (root, root.value), {}, None))
+
+    def guard_compare(self, p: NumberProxy, op: str, bound: int, outcome: bool) -> None:
+        """Check that ``p <op> bound`` is still ``outcome`` (a counter compared with a limit)."""
+        self.checks.append(BoundSymbol(pyops.check_int_compare, (p, op, bound, outcome), {}, None))
+        if all(p is not g for g in self.guards):
+            self.guards.append(p)
+
+    def guard_value(self, t: TensorProxy, value) -> None:
+        """Check the value of the one-element input tensor ``t`` (the trace read it)."""
+        self.checks.append(BoundSymbol(pyops.check_tensor_value, (t, value), {}, None))
 
     def guard_absent(self, holder: AnyProxy, name: str) -> None:
         """Check that ``holder`` has no attribute ``name`` (one the function created)."""
@@ -308,6 +350,8 @@ class Inputs:
                     if isinstance(other, (AnyProxy, TensorProxy)):
                         emit(other)
                 pro.bound_symbols.append(c)
+                for made in proxies_in(c.output):  # what a check makes (a subclass's inner tensors)
+                    emit(made)
 
         for c in checks_by_holder.get(self.args_proxy.name, []) + checks_by_holder.get(
             self.kwargs_proxy.name, []
@@ -376,6 +420,23 @@ def _is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
 
 
 def _tensor_check(p: TensorProxy) -> BoundSymbol:
+    if isinstance(p, SubclassProxy):  # the exact class, outer metadata, inner names, flatten context
+        return BoundSymbol(
+            pyops.check_tensor_subclass,
+            (
+                p,
+                p.subclass,
+                p.meta_shape,
+                p.meta_dtype,
+                p.meta_device,
+                p.meta_requires_grad,
+                tuple(p.inner),
+                p.ctx,
+            ),
+            {},
+            None,
+            tags=frozenset({Tag.PROLOGUE_CHECK}),
+        )
     return BoundSymbol(
         pyops.check_tensor,
         (p, p.meta_shape, p.meta_dtype, str(p.meta_device), p.meta_requires_grad),

@@ -22,6 +22,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
+from thunder.frontend.values import read_scalar
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.meta import ShapeError
 
@@ -44,6 +45,10 @@ _DATA_DEPENDENT = {
     T.nonzero, T.__array__, T.__complex__, torch.nonzero, torch.unique, T.unique,
     torch.masked_select, T.masked_select, torch.equal, T.equal, T.__iter__,
 }  # fmt: skip
+# Reads of one value, answered for an input tensor (thunder.frontend.values)
+_SCALAR_READS = {
+    T.item: None, T.__int__: int, T.__index__: int, T.__float__: float, T.__bool__: bool, T.__complex__: complex,
+}  # fmt: skip
 # Calls that involve no tensor values (constructors of plain values, global state reads).
 _PASSTHROUGH = {
     torch.device, torch.get_default_dtype, torch.is_grad_enabled, torch.is_tensor,
@@ -51,6 +56,8 @@ _PASSTHROUGH = {
     # ``with torch.no_grad():`` really switches grad mode while tracing; ops recorded inside
     # are tagged and run under the same mode (see Trace.record)
     torch._C._set_grad_enabled,
+    # Python number helpers (F.interpolate computes its output size with sym_int)
+    torch.sym_int, torch.sym_float, torch.sym_max, torch.sym_min, torch.sym_not,
 }  # fmt: skip
 
 
@@ -103,6 +110,20 @@ def _inlinable(func):
     return body
 
 
+# torch reads a Python type given as a dtype as these (``torch.tensor([-1], dtype=int)``)
+_PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
+
+
+def _python_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``dtype=int`` -> ``dtype=torch.int64``, ``x.to(float)`` -> ``x.to(torch.float64)``."""
+    if any(type(a) is type for a in args):
+        args = tuple(_PYTHON_DTYPES.get(a, a) if type(a) is type else a for a in args)
+    d = kwargs.get("dtype")
+    if type(d) is type and d in _PYTHON_DTYPES:
+        kwargs = {**kwargs, "dtype": _PYTHON_DTYPES[d]}
+    return args, kwargs
+
+
 def _autocast_on() -> bool:
     return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
 
@@ -135,10 +156,21 @@ def _normal(a, mean=0.0, std=1.0, *, generator=None):
     return ltorch.add(ltorch.mul(ltorch.randn_like(a), std), mean)
 
 
+def _writes_first(func) -> bool:
+    """An aten operator that writes into its first argument (``torch.ops.aten.copy_.default``)."""
+    if isinstance(func, torch._ops.OpOverload):
+        return func._schema.is_mutable
+    return isinstance(func, torch._ops.OpOverloadPacket) and func._qualified_op_name.endswith("_")
+
+
 def describe(func) -> str:
     """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return f"torch.ops.{func}"
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     mod = getattr(func, "__module__", None)
+    if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
+        qual = getattr(func, "__name__", qual)
     if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
         return "torch.Tensor." + qual.split(".", 1)[1]
     name = getattr(func, "__name__", qual)
@@ -155,6 +187,8 @@ def describe(func) -> str:
         return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
     if qual.startswith("Tensor."):
         return "torch." + qual
+    if "<locals>" in qual:  # a function made by a factory (F.adaptive_max_pool2d's boolean_dispatch)
+        qual = name
     return f"{mod}.{qual}"
 
 
@@ -164,30 +198,48 @@ class AcquisitionMode(TorchFunctionMode):
     def __init__(self, state):
         super().__init__()
         self.state = state
+        # the torch functions written in Python being traced through, outermost first: an
+        # error inside names what the user called (F.interpolate), not its internals
+        self.inlined: list = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
+            return self.state.subclasses.handle(self, func, args, kwargs)
         if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
                 # with this mode active again, so the torch calls inside it are recorded
-                with self:
-                    return body(*args, **kwargs)
+                self.inlined.append(func)
+                try:
+                    with self:
+                        return body(*args, **kwargs)
+                finally:
+                    self.inlined.pop()
         with torch._C.DisableTorchFunction():
             return self._handle(func, args, kwargs)
 
     def _handle(self, func, args, kwargs):
         state = self.state
-        # properties arrive as a getset descriptor's __get__
+        state.handling = func
+        # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
+        if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
+            raise UnsupportedOpError(
+                f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
+                + at(user_location())
+            )
         if func in _PASSTHROUGH:
             return func(*args, **kwargs)
         if func in _METADATA_METHODS:
             if args and isinstance(args[0], TensorProxy):
                 state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
             return func(*args, **kwargs)
+        if func in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
+            # ``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)
+            return read_scalar(state, args[0], describe(func), _SCALAR_READS[func])
         if func in _DATA_DEPENDENT:
             raise DataDependentError(
                 f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
@@ -203,6 +255,7 @@ class AcquisitionMode(TorchFunctionMode):
                 + at(user_location())
             )
         args, kwargs = state.resolve((args, kwargs))
+        args, kwargs = _python_dtypes(args, kwargs)
         if kwargs.pop("out", None) is not None:
             raise UnsupportedOpError(
                 f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
@@ -215,7 +268,7 @@ class AcquisitionMode(TorchFunctionMode):
                 kwargs = dict(kwargs)
                 inplace = kwargs.pop("inplace") is True
             result = self._call(func, target, args, kwargs)
-            if inplace:
+            if inplace or _writes_first(func):
                 return state.rebind(args[0], result, describe(func))
             self._track_views(target, args, kwargs, result)
             return result
@@ -232,6 +285,11 @@ class AcquisitionMode(TorchFunctionMode):
             if base is not None:
                 result = self._call(func, base, args, kwargs)
                 return state.rebind(args[0], result, describe(func))
+        if self.inlined and describe(self.inlined[0]) != describe(func):
+            raise UnsupportedOpError(
+                f"thunder: {describe(self.inlined[0])} is not supported: it calls {describe(func)}, which has no "
+                "thunder op (thunder.ops.ltorch lists the supported ones)" + at(user_location())
+            )
         raise UnsupportedOpError(
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())
@@ -274,6 +332,11 @@ class AcquisitionMode(TorchFunctionMode):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
+            from thunder.ops.ltorch.inplace import COPYING_CALLS
+
+            copies = COPYING_CALLS.get(target)
+            if copies is not None and copies(*args, **kwargs):
+                return
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:

@@ -20,6 +20,7 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend.generate import _MISSING
 from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
@@ -97,10 +99,13 @@ class ModuleShadows:
         return s.holder if s is not None else None
 
     # -- making shadows -----------------------------------------------------------------
-    def shadow(self, module: torch.nn.Module, root: AnyProxy | None = None, prefix: str = ""):
+    def shadow(
+        self, module: torch.nn.Module, root: AnyProxy | None = None, prefix: str = "", scope_path: str = ""
+    ):
         """The shadow of ``module`` and its submodules. ``root``: the module's proxy when it
         is an argument (``None``: the jitted module, a name in the prologue's namespace);
-        ``prefix`` starts its tensors' names."""
+        ``prefix`` starts its tensors' names and ``scope_path`` its submodules' paths in
+        module scopes (``thunder/frontend/scopes.py``)."""
         inputs = self.state.inputs
         if root is None:
             root = AnyProxy(inputs.prologue.add_name("module"), type(module))
@@ -128,6 +133,9 @@ class ModuleShadows:
                 continue
             record = self._make(mod, holder, path, prefix)
             made.append(record)
+        paths = self.state.module_paths
+        for path, mod in module.named_modules(remove_duplicate=False):
+            paths.setdefault(id(self.by_id[id(mod)].shadow), ".".join(p for p in (scope_path, path) if p))
         for record in made:  # submodules: their shadows (the tree is complete now)
             subs = {
                 k: (self.by_id[id(m)].shadow if m is not None else None)
@@ -171,8 +179,13 @@ class ModuleShadows:
             v = d.get(name)
             if isinstance(v, (dict, set)) and name not in ("_parameters", "_buffers", "_modules"):
                 d[name] = type(v)(v)  # hooks registered while tracing stay in the shadow
+        own = getattr(d.get("forward"), "replaced", _ABSENT)
+        if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
+            del d["forward"]
+            if own is not _MISSING:
+                d["forward"] = own
         for name, v in mod.__dict__.items():
-            if name in MODULE_MACHINERY:
+            if name in MODULE_MACHINERY or (name == "forward" and own is not _ABSENT):
                 continue
             if type(v) is torch.Tensor or isinstance(v, torch.nn.Parameter):
                 p = tensors.get(id(v))
@@ -255,9 +268,10 @@ class ModuleShadows:
                 f"thunder: forward of {type(mod).__qualname__} adds or replaces submodules; not supported while tracing"
             )
         d = shadow.__dict__
+        reals = {id(p): t for t, p in self._tensors()}
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
-            if old is v:
+            if old is v or _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
                 continue
             if name in ("_parameters", "_buffers", "_modules"):
                 raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
@@ -270,6 +284,19 @@ class ModuleShadows:
                 written.add(name)
                 self._guard_written(record, name)
         return written
+
+    def _tensors(self):
+        """(real tensor, its proxy) for every parameter, buffer and tensor attribute."""
+        for record in self.order:
+            real = record.real
+            for table in (real._parameters, real._buffers):
+                for t in table.values():
+                    if t is not None:
+                        yield t, self.state.module_tensors[id(t)]
+            for name in record.inputs:
+                t = real.__dict__.get(name)
+                if isinstance(t, torch.Tensor) and id(t) in self.state.module_tensors:
+                    yield t, self.state.module_tensors[id(t)]
 
     def _guard_written(self, record: Shadow, name: str) -> None:
         # the value a write replaced was most likely read (``self.calls += 1``): the prologue
@@ -311,3 +338,16 @@ class ModuleShadows:
         inputs.guards.append(holder)
         for child_name, child in obj.children.items():
             self._guard_object(holder, child_name, child)
+
+
+def _rereads(old, new, reals: dict) -> bool:
+    """``new`` is ``old`` with the module's tensors read again: nothing to write back. (An
+    ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds
+    proxies in place of its parameters.)"""
+    if isinstance(new, TensorProxy):
+        return reals.get(id(new)) is old
+    if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
+        return _rereads(old(), new(), reals)
+    if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):
+        return all(o is n or _rereads(o, n, reals) for o, n in zip(old, new))
+    return False

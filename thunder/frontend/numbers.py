@@ -7,6 +7,11 @@ prologue checks only that it is an int, arithmetic on it is recorded (``i1 = i0 
 the epilogue writes the result back. Any use that needs the concrete value (``if``,
 ``range``, a shape, a torch op) specialises it again: the prologue then checks the value of
 every input it came from.
+
+A comparison of a counter plus a constant with a number (``if self.length >= self.max_len:``
+in transformers' sliding-window StaticCache layers) needs only its outcome: the prologue
+checks ``i0 >= 32`` is still False (``pythonex.check_int_compare(i0, '>=', 32, False)``)
+rather than the value, so the next positions hit the same trace until the outcome changes.
 """
 
 from __future__ import annotations
@@ -20,13 +25,29 @@ from thunder.ops import python as pyops
 class DynamicInt:
     """An int-like value standing for ``proxy`` (its value while tracing: ``value``)."""
 
-    __slots__ = ("proxy", "value", "roots", "state")
+    __slots__ = ("proxy", "value", "roots", "state", "offset")
 
-    def __init__(self, proxy: NumberProxy, value: int, roots: tuple, state):
+    def __init__(self, proxy: NumberProxy, value: int, roots: tuple, state, offset: int | None = 0):
         self.proxy = proxy
         self.value = value
         self.roots = roots  # the input NumberProxies this value is computed from
         self.state = state
+        # ``value == roots[0] + offset`` (one root, counted up or down); None: any other form
+        self.offset = offset if len(roots) == 1 else None
+
+    def compare(self, other, op: str) -> bool:
+        """``self <op> other``, with the prologue checking the outcome (or the value)."""
+        fn = getattr(operator, op)
+        if isinstance(other, DynamicInt):
+            if self.offset is not None and other.offset is not None and self.roots[0] is other.roots[0]:
+                return fn(self.offset, other.offset)  # the same counter: the outcome is fixed
+            return fn(self.concrete(), other.concrete())
+        if type(other) is not int or self.offset is None:
+            return fn(self.concrete(), other)
+        result = fn(self.value, other)
+        # root + offset <op> other  <=>  root <op> other - offset
+        self.state.guard_compare(self.roots[0], pyops.COMPARE_OPS[op], other - self.offset, result)
+        return result
 
     def concrete(self) -> int:
         """The value, with the prologue now checking every input it depends on."""
@@ -43,7 +64,12 @@ class DynamicInt:
             return fn(other, self.concrete()) if reverse else fn(self.concrete(), other)
         sym = pyops.NUMBER_OPS[op]
         out = sym(arg, self.proxy) if reverse else sym(self.proxy, arg)
-        return DynamicInt(out, out.value, roots, self.state)
+        offset = None
+        if self.offset is not None and type(other) is int and not reverse and op in ("add", "sub"):
+            offset = self.offset + other if op == "add" else self.offset - other
+        elif self.offset is not None and type(other) is int and reverse and op == "add":
+            offset = self.offset + other
+        return DynamicInt(out, out.value, roots, self.state, offset)
 
     def __neg__(self):
         return self._op(-1, "mul")
@@ -77,8 +103,7 @@ def _recorded(op: str, reverse: bool):
 
 
 def _compared(op: str):
-    fn = getattr(operator, op)
-    return lambda self, o: fn(self.concrete(), o.concrete() if isinstance(o, DynamicInt) else o)
+    return lambda self, o: self.compare(o, op)
 
 
 # ``d + 1``, ``1 + d`` ... are recorded; ``d == 1``, ``d < n`` ... use (and so check) the value

@@ -10,10 +10,17 @@ needs (which the prologue passes on), and
 - rebuilds the value: a tensor the program computed; the *same* input object or container
   (not a copy); tuples, lists, dicts and namedtuples; dataclasses field by field
   (``any0 = __main___MyContainer(res=res, num=1)``; a computed tensor is named after the
-  field or attribute it goes to); constants as they are.
+  field or attribute it goes to); objects of Python classes made inside the function
+  (``any1 = pythonex.object_new(transformers_cache_utils_DynamicLayer, keys=keys, ...)``:
+  allocated without ``__init__``, attributes in order, see ``thunder.frontend.made``);
+  constants as they are.
 
-Anything else (an instance of a plain class made inside the function, a generator) is an
-error that names the type and what is supported.
+Aliasing is kept: a value reached twice is built once (a list or dict reached twice is
+bound to a name), and objects in a reference cycle are allocated first and their
+attributes set once every object of the cycle exists. An object the function read from a
+module attribute or a global is returned as itself. Anything else (a lock or a generator
+made inside) is an error that names the type, the path and, where it can be found, the
+line that made it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import collections
 import dataclasses
 import enum
 import keyword
+import types
 from collections.abc import Mapping
 
 import torch
@@ -31,7 +39,8 @@ from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
 from thunder.core.symbol import MODULE_PATHS, BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend import made
+from thunder.frontend.errors import UnrebuildableError, UnsupportedValueError
 from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 
@@ -53,6 +62,7 @@ def build_epilogue(result, state, writebacks: list | None = None) -> tuple[Trace
     epi = Trace("epilogue", tags=("epilogue",))
     epi.names |= state.computation.names
     builder = _Builder(epi, state)
+    builder.find_shared([result] + [w[3] for w in writebacks or ()])
     with tracectx(epi):
         for holder, kind, key, value in writebacks or ():
             builder.writeback(holder, kind, key, value)
@@ -80,6 +90,34 @@ class _Builder:
         self._renamed: set[int] = set()
         inputs = getattr(state, "inputs", None)
         self._input_names = set(inputs.sources) if inputs is not None else set()
+        self._chain: list = []  # the values being built, outermost first (for errors)
+        self._building: dict[int, str] = {}  # id -> path of the values being built now
+        self._allocated: dict[int, AnyProxy] = {}  # objects of a cycle, allocated early
+        self._shared: set[int] = set()  # lists and dicts reached more than once
+        self._preexisting: set[int] | None = None
+
+    def find_shared(self, roots: list) -> None:
+        """Note the lists and dicts that the values reach more than once (kept shared)."""
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            v = stack.pop()
+            if (
+                isinstance(v, (torch.Tensor, DynamicInt, *_CONSTANTS))
+                or state_object(self.state, v) is not None
+            ):
+                continue
+            if id(v) in seen:
+                if type(v) in (list, dict):
+                    self._shared.add(id(v))
+                continue
+            seen.add(id(v))
+            if isinstance(v, (list, tuple)):
+                stack += v
+            elif isinstance(v, dict):
+                stack += v.values()
+            elif made.is_python_instance(v) and not _is_constant_input(self.state, v):
+                stack += [x for _, x in made.attributes(v)]
 
     # -- the pieces ----------------------------------------------------------------------
     def output(self, p: TensorProxy) -> TensorProxy:
@@ -127,24 +165,78 @@ class _Builder:
         key = id(v)
         if key in self._memo:
             return self._memo[key]
+        if key in self._building:
+            return self._cycle(v, path)
         holder = state_object(self.state, v)
         if holder is not None:
             out = self.input_object(holder)
+        elif isinstance(v, types.MethodType) and self._is_traced_object(v.__self__):
+            # ``obj.method`` stored somewhere: bound again to the rebuilt (or input) object
+            out = AnyProxy(self.epi.make_name("any"), types.MethodType)
+            this = self.build(v.__self__, f"{path}.__self__")
+            self.epi.add_bsym(BoundSymbol(pyops.construct, (types.MethodType, v.__func__, this), {}, out))
         elif _is_constant_input(self.state, v):
+            self._check_captures(v, path)
             out = v
         else:
-            out = self._rebuild(v, path)
+            self._building[key] = path
+            self._chain.append(v)
+            try:
+                out = self._rebuild(v, path)
+            finally:
+                del self._building[key]
+                self._chain.pop()
         self._memo[key] = out
         return out
 
+    def _cycle(self, v, path: str):
+        """``v`` is reached again while it is being built: allocate it now (an object), or refuse."""
+        if not made.is_python_instance(v) or dataclasses.is_dataclass(v) or made.refusal(v) is not None:
+            raise UnsupportedValueError(
+                f"thunder: {path} is {self._building[id(v)]} again (a reference cycle through a "
+                f"{type(v).__qualname__}); cycles are rebuilt only through objects of Python classes"
+            )
+        out = self._allocated.get(id(v))
+        if out is None:
+            out = AnyProxy(self.epi.make_name("any"), type(v))
+            self.epi.add_bsym(
+                BoundSymbol(pyops.object_new, (type(v),), {}, out, tags=frozenset({Tag.DATACLASS_NEW}))
+            )
+            self._allocated[id(v)] = out
+        return out
+
+    def _check_captures(self, v, path: str) -> None:
+        """A function or partial made while tracing must not carry proxies out of the trace."""
+        what = made.captured_traced(v, self._is_traced)
+        if what is not None:
+            raise UnsupportedValueError(
+                f"thunder: {path} is the function {getattr(v, '__qualname__', type(v).__qualname__)}, made while "
+                f"tracing, and {what} is a traced value; it cannot be returned or stored (its value is only "
+                "known inside the computation)"
+            )
+
     def _rebuild(self, v, path: str):
         t = type(v)
+        if (t is list or t is dict) and id(v) in self._shared:
+            # reached more than once: one list (or dict) bound to a name, as in eager
+            if t is list:
+                built = [self.build(x, f"{path}[{i}]") for i, x in enumerate(v)]
+            else:
+                built = {k: self.build(x, f"{path}[{k!r}]") for k, x in v.items()}
+            out = AnyProxy(self.epi.make_name("any"), t)
+            self.epi.add_bsym(BoundSymbol(pyops.construct, (t, built), {}, out))
+            return out
         if t is tuple or t is list:
             return t(self.build(x, f"{path}[{i}]") for i, x in enumerate(v))
         if isinstance(v, tuple) and hasattr(t, "_fields"):
             return t(*(self.build(x, f"{path}.{f}") for f, x in zip(t._fields, v)))
         if t is dict:
             return {k: self.build(x, f"{path}[{k!r}]") for k, x in v.items()}
+        if t is set or t is frozenset:  # ``any3 = builtins_set([1, 2])``: a new set on every call
+            out = AnyProxy(self.epi.make_name("any"), t)
+            items = [self.build(x, f"{path} item") for x in v]
+            self.epi.add_bsym(BoundSymbol(pyops.construct, (t, items), {}, out))
+            return out
         if t is collections.OrderedDict or t is collections.defaultdict:
             # no literal syntax: the epilogue calls the class (``collections_OrderedDict([...])``)
             items = [(k, self.build(x, f"{path}[{k!r}]")) for k, x in v.items()]
@@ -154,7 +246,61 @@ class _Builder:
             return out
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return self._construct(v, path)
-        raise UnsupportedValueError(_unsupported(v, path))
+        if self._read_not_made(v):
+            return self._existing(v, path)
+        if made.is_python_instance(v) and made.refusal(v) is None:
+            return self._construct_object(v, path)
+        raise UnrebuildableError(_unsupported(v, path), list(self._chain))
+
+    def _existing(self, v, path: str):
+        """An object the function read from a module attribute or a global: the very object,
+        as in eager (read like the rest of module and global state: when traced)."""
+        if isinstance(v, torch.nn.Module):
+            raise UnsupportedValueError(_unsupported(v, path))
+        what = made.captured_traced(v, self._is_traced)
+        if what is not None:
+            raise UnsupportedValueError(
+                f"thunder: {path} is the {type(v).__module__}.{type(v).__qualname__} object the function read from a "
+                f"module attribute or a global, and {what} was set to a traced value while tracing; thunder does "
+                "not follow writes into such objects. Pass the object as an argument"
+            )
+        return v
+
+    def _is_traced(self, x) -> bool:
+        return isinstance(x, DynamicInt) or state_object(self.state, x) is not None
+
+    def _is_traced_object(self, v) -> bool:
+        """An input object or an object the function made (not a module, a class, a global)."""
+        if state_object(self.state, v) is not None:
+            return True
+        return (
+            made.is_python_instance(v)
+            and not isinstance(v, torch.nn.Module)
+            and not _is_constant_input(self.state, v)
+            and not self._read_not_made(v)
+        )
+
+    def _read_not_made(self, v) -> bool:
+        if self._preexisting is None:
+            self._preexisting = made.preexisting(_modules_of(self.state), getattr(self.state, "fn", None))
+        return id(v) in self._preexisting
+
+    def _construct_object(self, v, path: str) -> AnyProxy:
+        """``any1 = pythonex.object_new(cls, keys=keys, is_initialized=True)`` (nested objects first)."""
+        cls = type(v)
+        attrs = [(k, self.build(x, f"{path}.{k}", k)) for k, x in made.attributes(v)]
+        tags = frozenset({Tag.DATACLASS_NEW})
+        out = self._allocated.pop(id(v), None)
+        if out is None and all(k.isidentifier() and not keyword.iskeyword(k) for k, _ in attrs):
+            out = AnyProxy(self.epi.make_name("any"), cls)
+            self.epi.add_bsym(BoundSymbol(pyops.object_new, (cls,), dict(attrs), out, tags=tags))
+            return out
+        if out is None:  # an attribute name that is not a keyword argument: one setattr each
+            out = AnyProxy(self.epi.make_name("any"), cls)
+            self.epi.add_bsym(BoundSymbol(pyops.object_new, (cls,), {}, out, tags=tags))
+        for k, x in attrs:
+            self.epi.add_bsym(BoundSymbol(pyops.object_setattr, (out, k, x), {}, None, tags=tags))
+        return out
 
     def _construct(self, v, path: str) -> AnyProxy:
         cls = type(v)
@@ -239,22 +385,25 @@ def _is_constant_input(state, v) -> bool:
     return _is_constant_object(v) and not isinstance(v, torch.nn.Module)
 
 
+def _modules_of(state) -> list:
+    """The modules whose state the function read (the jitted module and module arguments)."""
+    inputs = getattr(state, "inputs", None)
+    if inputs is None:
+        return []
+    found = [v for _, _, v in inputs.sources.values() if isinstance(v, torch.nn.Module)]
+    found += [v for v in inputs.prologue.ctx_objects.values() if isinstance(v, torch.nn.Module)]
+    return found
+
+
 def _unsupported(v, path: str) -> str:
     t = type(v)
-    import inspect
-
-    if inspect.isgenerator(v) or inspect.iscoroutine(v) or inspect.isasyncgen(v):
-        what = f"a {t.__name__} object"
-    elif isinstance(v, torch.nn.Module):
-        what = f"the module {t.__qualname__} (a module that is not an input)"
-    elif isinstance(v, Proxy):
+    if isinstance(v, Proxy):
         what = f"the proxy {v.name}"
     else:
-        what = (
-            f"an instance of {t.__module__}.{t.__qualname__} made inside the function (not one of its inputs)"
-        )
+        what = made.refusal(v) or f"an instance of {t.__module__}.{t.__qualname__}"
     return (
         f"thunder: {path} is {what}, which thunder cannot rebuild after the computation; supported: tensors, "
         "numbers, strings, None, dtypes and devices, tuples, lists, dicts and namedtuples of them, "
-        "dataclasses (including transformers' ModelOutput), and the function's own input objects"
+        "dataclasses (including transformers' ModelOutput), objects of Python classes made inside the "
+        "function, and the function's own input objects"
     )

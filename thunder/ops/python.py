@@ -69,6 +69,11 @@ check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
 check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
 check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
+COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
+check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
 check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 
@@ -124,8 +129,10 @@ check_items = _python_prim(
     "check_items", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
 check_cell = _python_prim("check_cell", _no_output, Tag.PROLOGUE_CHECK)
-# no global module hooks (``nn.modules.module.register_module_forward_hook``) were added
+# no global module hooks (``nn.modules.module.register_module_forward_hook``) were added,
+# besides the ones tracing itself registers (module scopes) while a trace runs in some thread
 check_no_module_hooks = _python_prim("check_no_module_hooks", _no_output, Tag.PROLOGUE_CHECK)
+TRACING_HOOKS: set = set()
 
 
 def _setattr_meta(obj, name, value):
@@ -165,6 +172,14 @@ dataclass_new = _python_prim("dataclass_new", _construct_meta, Tag.DATACLASS_NEW
 mapping_new = _python_prim("mapping_new", _construct_meta, Tag.DATACLASS_NEW)
 
 
+# An object of a Python class made inside the function (a transformers DynamicCache):
+# ``object.__new__(cls)`` (no ``__init__``) with its attributes set in order, as keywords
+# (``any1 = pythonex.object_new(C, keys=t0, is_initialized=True)``).
+object_new = _python_prim("object_new", _construct_meta, Tag.DATACLASS_NEW)
+# One attribute of an object that takes part in a reference cycle, set once both exist.
+object_setattr = _python_prim("object_setattr", _setattr_meta, Tag.DATACLASS_NEW)
+
+
 def print_del(bsym, printer) -> str:
     return "del " + ", ".join(p.name for p in bsym.args)
 
@@ -180,6 +195,57 @@ def print_captured(bsym, printer) -> str:
 
 # A tensor captured from a closure or a global: the prologue refers to it by name.
 unpack_captured = _python_prim("unpack_captured", _unpack_meta, Tag.UNPACK, printer=print_captured)
+
+
+# Tensor subclasses (thunder/core/subclass.py): the prologue checks a subclass input and
+# flattens it into its inner tensors; a subclass value is rebuilt from them with the class's
+# own ``__tensor_unflatten__``. The class prints under its own name (``ScaleTensor``).
+def _flatten_meta(x):
+    return tuple(x.inner.values())
+
+
+# ``(x__x, x__scale) = prims.flatten_tensor_subclass(x)``: the inner tensors, in the order
+# ``__tensor_flatten__`` lists them.
+flatten_tensor_subclass = _python_prim("flatten_tensor_subclass", _flatten_meta, Tag.FLATTEN_TENSOR_SUBCLASS)
+
+
+def _subclass_args(bsym, printer) -> str:
+    from thunder.core.subclass import subclass_name
+
+    return ", ".join(
+        subclass_name(printer, a) if isinstance(a, type) else printer.value(a) for a in bsym.args
+    )
+
+
+def print_unflatten(bsym, printer) -> str:
+    line = f"{bsym.output.name} = {bsym.sym.id}({_subclass_args(bsym, printer)})"
+    return f"{line}  # {type_comment([bsym.output])}"
+
+
+def print_subclass_check(bsym, printer) -> str:
+    return f"{bsym.sym.id}({_subclass_args(bsym, printer)})"
+
+
+def _unflatten_meta(cls, inner, ctx, size, stride):
+    raise RuntimeError(
+        "thunder: unflatten_tensor_subclass BoundSymbols are made by acquisition and the flattening pass"
+    )
+
+
+# ``t0 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t3, '_scale': t1}, ctx, size, stride)``:
+# made by acquisition and the flattening pass, which name the subclass value they rebuild.
+unflatten_tensor_subclass = _python_prim(
+    "unflatten_tensor_subclass",
+    _unflatten_meta,
+    Tag.UNFLATTEN_TENSOR_SUBCLASS,
+    printer=print_unflatten,
+    imports=("prims",),
+)
+# ``prims.check_tensor_subclass(x, ScaleTensor, (2, 2), torch.float32, device, False, ('_x', '_scale'), ctx)``:
+# the exact class, the outer metadata and what ``__tensor_flatten__`` gives (names, context).
+check_tensor_subclass = _python_prim(
+    "check_tensor_subclass", _no_output, Tag.PROLOGUE_CHECK, printer=print_subclass_check, imports=("prims",)
+)
 
 
 # Integer arithmetic on numbers that change from call to call (a step counter read from an

@@ -12,7 +12,7 @@ from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, first_is_tensor, torchsymbol
-from thunder.ops.meta import ShapeError, dtype_of, is_tensor
+from thunder.ops.meta import ShapeError, dtype_of, is_tensor, result_dtype
 
 T = torch.Tensor
 
@@ -439,3 +439,44 @@ def xlogy(a, b):
         return prims.where(prims.eq(a, 0), 0, prims.mul(a, log_b))
     out = prims.where(prims.eq(a, 0), 0, prims.mul(a, prims.log(b)))
     return prims.where(prims.isnan(b), b, out)
+
+
+def logaddexp_core(a, b):
+    """log(exp(a) + exp(b)) as max + log1p(exp(-|a - b|)); equal arguments (infinities
+    included) give a + log(2) without forming inf - inf, so no nan reaches a gradient."""
+    same = prims.eq(a, b)
+    d = prims.where(same, 0.0, prims.sub(a, b))
+    return prims.add(prims.maximum(a, b), prims.log1p(prims.exp(prims.neg(prims.abs(d)))))
+
+
+def _log2addexp2_core(a, b):
+    same = prims.eq(a, b)
+    d = prims.where(same, 0.0, prims.sub(a, b))
+    return prims.add(
+        prims.maximum(a, b), prims.div(prims.log1p(prims.exp2(prims.neg(prims.abs(d)))), math.log(2))
+    )
+
+
+def _upcast_binary(core, a, b):
+    """``core`` computed in float32 for bfloat16/float16 operands, rounded once."""
+    low = (torch.bfloat16, torch.float16)
+    dt = result_dtype(a, b)
+    if dt in low:
+        a, b = (prims.convert_element_type(x, torch.float32) if is_tensor(x) else x for x in (a, b))
+        return prims.convert_element_type(core(a, b), dt)
+    if not (dt.is_floating_point or dt.is_complex):
+        a, b = (
+            prims.convert_element_type(x, torch.get_default_dtype()) if is_tensor(x) else float(x)
+            for x in (a, b)
+        )
+    return core(a, b)
+
+
+@torchsymbol(torch.logaddexp, T.logaddexp, torch_impl="torch.logaddexp", tags=(Tag.ELEMENTWISE,))
+def logaddexp(a, b):
+    return _upcast_binary(logaddexp_core, a, b)
+
+
+@torchsymbol(torch.logaddexp2, T.logaddexp2, torch_impl="torch.logaddexp2", tags=(Tag.ELEMENTWISE,))
+def logaddexp2(a, b):
+    return _upcast_binary(_log2addexp2_core, a, b)

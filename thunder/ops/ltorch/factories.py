@@ -98,19 +98,65 @@ def arange(
 
 @torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=(Tag.FACTORY,))
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """As torch computes it: the first half counts up from ``start``, the second down from ``end``."""
-    _check_layout("torch.linspace", layout)
+    """As torch computes it: the first half counts up from ``start``, the second down from
+    ``end``. Integer dtypes truncate ``start`` and ``end`` first, step in float64 and truncate
+    each value. ``start``/``end`` may be 0-dim tensors (their values are read in the program;
+    no gradient flows to them, as in eager)."""
+    op = "torch.linspace"
+    _check_layout(op, layout)
     dtype = dtype or torch.get_default_dtype()
-    if not dtype.is_floating_point:
-        raise ShapeError(f"torch.linspace: only floating dtypes are supported, got {dtype}")
+    if dtype is torch.bool or dtype.is_complex:
+        raise ShapeError(f"{op}: dtype {dtype} is not supported")
+    if steps < 0:
+        raise ShapeError(f"{op}: number of steps must be non-negative, got {steps}")
+    for name, v in (("start", start), ("end", end)):
+        if is_tensor(v) and shape_of(v):
+            raise ShapeError(f"{op}: {name} must be a number or a 0-dim tensor, got shape {shape_of(v)}")
     dev = _device(device)
+    if is_tensor(start) or is_tensor(end):
+        return _linspace_of_tensors(start, end, steps, dtype, dev)
     if steps <= 1:
-        return _fill((steps,), start, dtype, dev)
+        return _fill((steps,), _cast_number(start, dtype), dtype, dev)
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+        step = (end - start) / (steps - 1)
+        i = prims.iota(steps, start=0, step=1, dtype=torch.float64, device=dev)
+        up = prims.add(prims.mul(i, step), start)
+        down = prims.sub(end, prims.mul(prims.sub(steps - 1, i), step))
+        return prims.convert_element_type(prims.where(prims.lt(i, steps // 2), up, down), dtype)
     step = (end - start) / (steps - 1)
     i = prims.iota(steps, start=0, step=1, dtype=dtype, device=dev)
     up = prims.add(prims.mul(i, step), start)
     down = prims.sub(end, prims.mul(prims.sub(steps - 1, i), step))
     return prims.where(prims.lt(i, steps // 2), up, down)
+
+
+def _linspace_of_tensors(start, end, steps: int, dtype, dev):
+    """``linspace`` whose ends are values of the program: the step is computed in it too."""
+    compute = dtype if dtype.is_floating_point else torch.float64
+
+    def end_value(v):
+        if not is_tensor(v):
+            return prims.full((), _cast_number(v, dtype), dtype=dtype, device=dev)
+        with torch.no_grad():  # eager reads the value: no gradient reaches it
+            v = prims.clone(v) if v.requires_grad else v
+        if device_of(v) != dev:
+            v = prims.device_put(v, dev)
+        return prims.convert_element_type(v, dtype) if dtype_of(v) is not dtype else v
+
+    lo, hi = end_value(start), end_value(end)
+    if steps == 0:
+        return _fill((0,), 0, dtype, dev)
+    if steps == 1:
+        return prims.broadcast_in_dim(lo, (1,), ())
+    lo_c = lo if compute is dtype else prims.convert_element_type(lo, compute)
+    hi_c = hi if compute is dtype else prims.convert_element_type(hi, compute)
+    step = prims.div(prims.sub(hi_c, lo_c), steps - 1)
+    i = prims.iota(steps, start=0, step=1, dtype=compute, device=dev)
+    up = prims.add(prims.mul(i, step), lo_c)
+    down = prims.sub(hi_c, prims.mul(prims.sub(steps - 1, i), step))
+    out = prims.where(prims.lt(i, steps // 2), up, down)
+    return out if compute is dtype else prims.convert_element_type(out, dtype)
 
 
 # -- constant fills -------------------------------------------------------------------------

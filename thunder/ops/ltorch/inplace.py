@@ -13,7 +13,15 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
-from thunder.ops.ltorch.shape import _normalize_index, advanced_layout, getitem, int_index, wrap_index
+from thunder.ops.ltorch.shape import (
+    _normalize_index,
+    advanced_layout,
+    getitem,
+    has_advanced_index,
+    int_index,
+    static_index,
+    wrap_index,
+)
 from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
 
 
@@ -43,26 +51,33 @@ def copy_to(dst, src):
     return _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
 
 
-def _bool_mask_setitem(a, mask, value):
+def _bool_mask_setitem(a, mask, value, accumulate: bool, op: str):
     s, ms = shape_of(a), shape_of(mask)
     if s[: len(ms)] != ms:
-        raise ShapeError(f"Tensor.__setitem__: a mask of shape {ms} does not match the tensor's shape {s}")
+        raise ShapeError(f"{op}: a mask of shape {ms} does not match the tensor's shape {s}")
     full_mask = prims.broadcast_in_dim(mask, s, tuple(range(len(ms)))) if ms != s else mask
-    # the value fills every selected element: it must broadcast to the trailing dims
-    v = _as_value(value, s[len(ms) :], dtype_of(a), device_of(a), "Tensor.__setitem__")
+    # the value fills every selected element (the number selected is data-dependent): it
+    # must broadcast to the trailing dims
+    v = _as_value(value, s[len(ms) :], dtype_of(a), device_of(a), op)
     if len(ms):
         v = prims.broadcast_in_dim(v, s, tuple(range(len(ms), len(s))))
-    return prims.where(full_mask, v, a)
+    return prims.where(full_mask, prims.add(a, v) if accumulate else v, a)
 
 
 @torchsymbol(tags=(Tag.INDEXING,), name="setitem")
 def setitem(a, key, value):
     """``a`` with ``a[key] = value`` applied: ``key`` as in indexing (ints, slices, None,
-    Ellipsis, integer index tensors) or a single bool mask; ``value`` broadcasts to ``a[key]``."""
-    op = "Tensor.__setitem__"
+    Ellipsis, integer index tensors, lists) or a single bool mask; ``value`` broadcasts to
+    ``a[key]``."""
+    return write_indexed(a, key, value, False, "Tensor.__setitem__")
+
+
+def write_indexed(a, key, value, accumulate: bool, op: str):
+    """``a[key] = value`` (``accumulate``: ``a[key] += value``, repeated indices adding up)."""
+    key = static_index(key, device_of(a))
     keys = key if isinstance(key, tuple) else (key,)
     if len(keys) == 1 and is_tensor(keys[0]) and dtype_of(keys[0]) is torch.bool:
-        return _bool_mask_setitem(a, keys[0], value)
+        return _bool_mask_setitem(a, keys[0], value, accumulate, op)
     s = shape_of(a)
     items = _normalize_index(key, s, op)
     if any(is_tensor(k) and dtype_of(k) is torch.bool for k in items):
@@ -103,7 +118,8 @@ def setitem(a, key, value):
         return a  # an empty region: nothing is written
     v = _as_value(value, region, dt, dev, op)
     if all(kind == "slice" and info[3] for kind, info in parts):  # a[:] = v, a[..., None] = v
-        return prims.reshape(v, s) if shape_of(v) != s else v
+        v = prims.reshape(v, s) if shape_of(v) != s else v
+        return prims.add(a, v) if accumulate else v
     if shape_of(v) != flat:
         v = prims.reshape(v, flat)
     # prims.index_put indexes the leading dims; trailing whole-dimension slices stay implicit
@@ -127,9 +143,12 @@ def setitem(a, key, value):
                 bshape[i - b_pos] if b_pos <= i < b_pos + len(bshape) else 1 for i in range(explicit)
             )
             indices.append(prims.broadcast_in_dim(info, shape, tuple(range(lo, lo + len(ks)))))
-    return prims.index_put(a, indices, v, False)
+    return prims.index_put(a, indices, v, accumulate)
 
 
 # How a value written into a view reaches its base, per view op: ``x[key] = value`` for
 # views made by indexing. A write into a view made by another op is refused.
 VIEW_WRITES = {getitem: setitem}
+# Calls of view ops whose result is a copy in eager (indexing with tensors or lists gathers):
+# writes into them stay in them, and writes into their base do not reach them.
+COPYING_CALLS = {getitem: lambda a, key: has_advanced_index(key)}

@@ -1,4 +1,5 @@
-"""Neural-network ops: matmul family, linear, norms, embedding, attention, dropout, pad (losses: losses.py).
+"""Neural-network ops: matmul family, linear, norms, embedding, attention, pad (losses: losses.py,
+dropout: dropout.py).
 
 Each is a composition of prims and other torch-language ops; most name the torch function
 that computes the whole op at once (``torch_impl``) so the torch executor can run it in
@@ -17,6 +18,7 @@ from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch import shape as sh
+from thunder.ops.ltorch.dropout import dropout
 from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, device_of, dtype_of, shape_of
 
 T = torch.Tensor
@@ -223,6 +225,73 @@ def batch_norm(
     return _cast(_affine(out, w, b, compute), dt)
 
 
+@torchsymbol(F.instance_norm, torch_impl="torch.nn.functional.instance_norm", tags=(Tag.NORM,))
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+):
+    """Each (sample, channel) normalised over its own spatial dims. With running statistics,
+    they move towards the batch mean of the per-instance statistics (unbiased variance), as
+    torch's instance norm (a batch norm over samples * channels) updates them; without
+    ``use_input_stats`` the running statistics normalise instead."""
+    op = "F.instance_norm"
+    s = shape_of(input)
+    if len(s) < 3:
+        raise ShapeError(f"{op}: expected an input of at least 3 dimensions (N, C, ...), got shape {s}")
+    dt = dtype_of(input)
+    compute = _compute_dtype(dt)
+    x = _cast(input, compute)
+    spatial = tuple(range(2, len(s)))
+    if use_input_stats:
+        n = math.prod(s[2:])
+        if n <= 1:
+            raise ShapeError(f"{op}: expected more than 1 spatial element when training, got input shape {s}")
+        mean, var = _moments(x, spatial)  # (N, C)
+        out = _normalize(x, spatial, eps, (mean, var))
+        if running_mean is not None:
+            batch = s[0]
+            unbiased = prims.mul(var, n / (n - 1))
+            for run, stat in ((running_mean, mean), (running_var, unbiased)):
+                avg = prims.div(prims.sum(stat, (0,)), batch)
+                new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(avg, dtype_of(run)), momentum))
+                prims.copy_(new, run)
+    else:
+        if running_mean is None or running_var is None:
+            raise ShapeError(f"{op}: use_input_stats=False needs running_mean and running_var")
+        mean = _channel_view(_cast(running_mean, compute), len(s))
+        var = _channel_view(_cast(running_var, compute), len(s))
+        out = prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
+    w = None if weight is None else _channel_view(weight, len(s))
+    b = None if bias is None else _channel_view(bias, len(s))
+    return _cast(_affine(out, w, b, compute), dt)
+
+
+@torchsymbol(torch._weight_norm, torch_impl="torch._weight_norm", tags=(Tag.NORM,))
+def weight_norm(v, g, dim: int = 0):
+    """``v * (g / ||v||)``, the norm taken over every dim but ``dim`` (over all of them for
+    ``dim=-1``, as torch's weight norm reads it)."""
+    op = "torch._weight_norm"
+    s = shape_of(v)
+    dims = (
+        tuple(range(len(s)))
+        if dim == -1
+        else tuple(i for i in range(len(s)) if i != canonical_dim(dim, len(s), op))
+    )
+    dt = dtype_of(v)
+    compute = _compute_dtype(dt)
+    x = _cast(v, compute)
+    norm = prims.sqrt(prims.sum(prims.mul(x, x), dims)) if dims else prims.abs(x)
+    norm = red.keep_dims(norm, s, dims)
+    scale = prims.div(_cast(g, compute), norm)
+    return _cast(prims.mul(x, scale), dt)
+
+
 @torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=(Tag.NORM,))
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     if out is not None:
@@ -254,6 +323,86 @@ def embedding(
     return prims.take(weight, input, 0)
 
 
+@torchsymbol(F.embedding_bag, torch_impl="torch.nn.functional.embedding_bag", tags=(Tag.INDEXING,))
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights=None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+):
+    """Sums, means or maxima of bags of embeddings: a 2-D input is one bag per row; a 1-D
+    input is cut into bags at ``offsets``, whose values move the cuts but not the number of
+    bags. Each index's bag (the number of offsets at or before it, less one) is where its
+    embedding is scattered to; empty bags give zeros and ``padding_idx`` entries count in no
+    bag, as in torch."""
+    op = "F.embedding_bag"
+    if max_norm is not None:
+        raise ShapeError(f"{op}: max_norm renormalises the weight in place and is not supported")
+    if mode not in ("sum", "mean", "max"):
+        raise ShapeError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise ShapeError(f"{op}: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
+    sw, si = shape_of(weight), shape_of(input)
+    if len(sw) != 2:
+        raise ShapeError(f"{op}: weight has to be a 2-D tensor, got shape {sw}")
+    if per_sample_weights is not None and shape_of(per_sample_weights) != si:
+        raise ShapeError(
+            f"{op}: per_sample_weights {shape_of(per_sample_weights)} must have the input's shape {si}"
+        )
+    dev = device_of(weight)
+    n = math.prod(si)
+    if len(si) == 2:
+        if offsets is not None:
+            raise ShapeError(f"{op}: if input is 2-D, offsets has to be None")
+        bags = si[0]
+        pos = prims.iota(n, start=0, step=1, dtype=torch.int64, device=dev)
+        bag = prims.floor_divide(pos, max(si[1], 1))
+    elif len(si) == 1:
+        if offsets is None or len(shape_of(offsets)) != 1:
+            raise ShapeError(f"{op}: a 1-D input needs 1-D offsets")
+        k = shape_of(offsets)[0]
+        bags = k - 1 if include_last_offset else k
+        pos = prims.iota(n, start=0, step=1, dtype=dtype_of(offsets), device=dev)
+        started = prims.le(
+            prims.broadcast_in_dim(offsets, (n, k), (1,)), prims.broadcast_in_dim(pos, (n, k), (0,))
+        )
+        bag = prims.sub(prims.sum(started, (1,)), 1)
+    else:
+        raise ShapeError(f"{op}: input has to be a 1-D or 2-D tensor, got shape {si}")
+    idx = prims.reshape(input, (n,)) if len(si) != 1 else input
+    valid = prims.logical_and(prims.ge(bag, 0), prims.lt(bag, bags))
+    if padding_idx is not None:
+        pad = padding_idx + sw[0] if padding_idx < 0 else padding_idx
+        valid = prims.logical_and(valid, prims.ne(idx, pad))
+    slot = prims.where(valid, bag, bags)  # entries in no bag go to a spare row, dropped below
+    rows = prims.take(weight, idx, 0)
+    if per_sample_weights is not None:
+        psw = prims.reshape(per_sample_weights, (n,)) if len(si) != 1 else per_sample_weights
+        rows = prims.mul(rows, prims.broadcast_in_dim(psw, (n, sw[1]), (0,)))
+    slots = prims.broadcast_in_dim(slot, (n, sw[1]), (0,))
+    zeros = prims.full((bags + 1, sw[1]), 0, dtype=dtype_of(weight), device=dev)
+    if mode == "max":
+        out = prims.scatter_reduce(zeros, 0, slots, rows, "amax", False)
+    else:
+        out = prims.scatter_add(zeros, 0, slots, rows)
+    out = prims.slice(out, (0, 0), (bags, sw[1]), (1, 1))
+    if mode == "mean":
+        ones = prims.full((n,), 1, dtype=dtype_of(weight), device=dev)
+        count = prims.scatter_add(
+            prims.full((bags + 1,), 0, dtype=dtype_of(weight), device=dev), 0, slot, ones
+        )
+        count = prims.maximum(prims.slice(count, (0,), (bags,), (1,)), 1)
+        out = prims.div(out, prims.broadcast_in_dim(count, (bags, sw[1]), (0,)))
+    return out
+
+
 @torchsymbol(F.one_hot, torch_impl="torch.nn.functional.one_hot", tags=(Tag.INDEXING,))
 def one_hot(tensor, num_classes: int = -1):
     if num_classes < 0:
@@ -266,6 +415,23 @@ def one_hot(tensor, num_classes: int = -1):
         prims.broadcast_in_dim(classes, out_shape, (len(s),)),
     )
     return prims.convert_element_type(hit, torch.int64)
+
+
+@torchsymbol(F.prelu, torch_impl="torch.nn.functional.prelu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
+def prelu(input, weight):
+    """``x`` where positive, ``weight * x`` elsewhere; a per-channel weight runs along dim 1
+    (an input of fewer dims has one channel)."""
+    s, w = shape_of(input), shape_of(weight)
+    k = math.prod(w)
+    if k != 1:
+        channels = s[1] if len(s) > 1 else 1
+        if k != channels:
+            raise ShapeError(f"F.prelu: {k} weights for {channels} channels of input shape {s}")
+        weight = prims.reshape(weight, (k,)) if w != (k,) else weight
+        weight = _channel_view(weight, len(s), 1)
+    elif len(w) > len(s) or w:
+        weight = prims.reshape(weight, ())
+    return prims.where(prims.gt(input, 0), input, prims.mul(weight, input))
 
 
 # -- attention ------------------------------------------------------------------------------
@@ -338,30 +504,6 @@ def scaled_dot_product_attention(
     if dropout_p > 0:
         probs = dropout(probs, dropout_p, True)
     return _cast(prims.matmul(probs, v), dt)
-
-
-# -- dropout --------------------------------------------------------------------------------
-@torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=(Tag.RANDOM,))
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero each element with probability ``p`` (a ``prims.uniform`` mask) and scale by 1/(1-p)."""
-    if not 0 <= p <= 1:
-        raise ShapeError(f"F.dropout: p must be between 0 and 1, got {p}")
-    if not training or p == 0:
-        return input
-    if p == 1:
-        return prims.full(shape_of(input), 0, dtype=dtype_of(input), device=device_of(input))
-    dt = dtype_of(input)
-    u = prims.uniform(
-        shape_of(input),
-        0.0,
-        1.0,
-        dtype=torch.float32 if dt in _LOW_PRECISION else dt,
-        device=device_of(input),
-    )
-    return prims.where(prims.ge(u, p), prims.mul(input, 1.0 / (1.0 - p)), 0)
-
-
-alias(lambda input, p, train: dropout(input, p, train), torch.dropout)
 
 
 # -- padding, glu ---------------------------------------------------------------------------

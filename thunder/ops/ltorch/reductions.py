@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
-from thunder.ops.meta import ShapeError, canonical_dims, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import ShapeError, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 T = torch.Tensor
 
@@ -413,3 +413,42 @@ def argsort(a, dim: int = -1, descending: bool = False, stable: bool = False):
     s = shape_of(a)
     (d,) = canonical_dims(dim, len(s), "torch.argsort") or (0,)
     return prims.sort(a, d, descending, stable)[1]
+
+
+@torchsymbol(torch.histc, T.histc, torch_impl="torch.histc", tags=(Tag.REDUCTION,))
+def histc(a, bins: int = 100, min=0, max=0):
+    """Counts of ``a``'s elements in ``bins`` equal bins over [min, max] (the data's own range
+    when min == max, widened by 1 each way if that is a single value); elements outside are
+    ignored and ``max`` itself counts in the last bin. An element's bin is
+    ``int((x - min) * bins / (max - min))``, in the input's dtype, as torch's CPU kernel."""
+    op = "torch.histc"
+    dt = dtype_of(a)
+    if not dt.is_floating_point:
+        raise ShapeError(f"{op}: expected a floating point input, got {dt}")
+    if bins <= 0:
+        raise ShapeError(f"{op}: bins must be > 0, got {bins}")
+    if min > max:
+        raise ShapeError(f"{op}: max must be larger than min, got min={min}, max={max}")
+    n = math.prod(shape_of(a))
+    x = prims.reshape(a, (n,)) if shape_of(a) != (n,) else a
+    dev = device_of(a)
+    if min == max and n:
+        lo, hi = prims.amin(x, (0,)), prims.amax(x, (0,))
+        same = prims.eq(lo, hi)
+        lo, hi = prims.where(same, prims.sub(lo, 1), lo), prims.where(same, prims.add(hi, 1), hi)
+    else:
+        lo, hi = (float(min) - 1, float(max) + 1) if min == max else (float(min), float(max))
+        # the edges are held, and their difference taken, in the input's dtype
+        lo_t, hi_t = torch.tensor(lo, dtype=dt), torch.tensor(hi, dtype=dt)
+        lo, hi, width = lo_t.item(), hi_t.item(), (hi_t - lo_t).item()
+    counts = prims.full((bins + 1,), 0, dtype=dt, device=dev)
+    if not n:
+        return prims.slice(counts, (0,), (bins,), (1,))
+    if is_tensor(lo):
+        width = prims.sub(hi, lo)
+    pos = prims.convert_element_type(prims.div(prims.mul(prims.sub(x, lo), bins), width), torch.int64)
+    pos = prims.where(prims.eq(pos, bins), bins - 1, pos)
+    inside = prims.logical_and(prims.ge(x, lo), prims.le(x, hi))
+    slot = prims.where(inside, pos, bins)  # the rest go to a spare bin, dropped below
+    counts = prims.scatter_add(counts, 0, slot, prims.full((n,), 1, dtype=dt, device=dev))
+    return prims.slice(counts, (0,), (bins,), (1,))

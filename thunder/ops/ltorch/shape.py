@@ -10,7 +10,15 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
-from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, is_tensor, shape_of
+from thunder.ops.meta import (
+    ShapeError,
+    broadcast_shapes,
+    canonical_dim,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 T = torch.Tensor
 
@@ -268,11 +276,45 @@ def unbind(a, dim: int = 0):
 
 
 @torchsymbol(torch.narrow, T.narrow, torch_impl="torch.narrow", tags=(Tag.SHAPE, Tag.VIEW))
-def narrow(a, dim: int, start: int, length: int):
+def narrow(a, dim: int, start, length: int):
+    """``length`` elements from ``start`` along ``dim``. A tensor ``start`` (a 0-dim integer
+    tensor) moves the window with the data but not its size: the elements are gathered at
+    ``start + arange(length)`` (out-of-range positions fail when the program runs)."""
+    op = "torch.narrow"
     s = shape_of(a)
-    d = canonical_dim(dim, len(s), "torch.narrow")
-    start = start % s[d] if start < 0 else start
+    d = canonical_dim(dim, len(s), op)
+    if is_tensor(start):
+        if shape_of(start) or dtype_of(start).is_floating_point or dtype_of(start) is torch.bool:
+            raise ShapeError(
+                f"{op}: a tensor start must be a 0-dim integer tensor, got {dtype_of(start)} {shape_of(start)}"
+            )
+        first = wrap_index(start, s[d])
+        offsets = prims.iota(length, start=0, step=1, dtype=dtype_of(start), device=device_of(a))
+        return prims.take(a, prims.add(offsets, first), d)
+    if not -s[d] <= start <= s[d]:
+        raise ShapeError(f"{op}: start {start} is out of range for dimension {d} of size {s[d]}")
+    start = start + s[d] if start < 0 else start
+    if length < 0 or start + length > s[d]:
+        raise ShapeError(f"{op}: start ({start}) + length ({length}) exceeds dimension size ({s[d]})")
     return _slice_dim(a, d, start, start + length)
+
+
+@torchsymbol(torch.select, T.select, torch_impl="torch.select", tags=(Tag.SHAPE, Tag.VIEW))
+def select(a, dim: int, index: int):
+    op = "torch.select"
+    if is_tensor(index):
+        raise ShapeError(
+            f"{op}: a tensor index is data-dependent; use index_select or a[..., i] with a tensor"
+        )
+    s = shape_of(a)
+    d = canonical_dim(dim, len(s), op)
+    i = int_index(index, s[d], d, op)
+    return prims.squeeze(_slice_dim(a, d, i, i + 1), (d,))
+
+
+@torchsymbol(torch.ravel, T.ravel, torch_impl="torch.ravel", tags=(Tag.SHAPE, Tag.VIEW))
+def ravel(a):
+    return _reshape(a, (math.prod(shape_of(a)),), "torch.ravel")
 
 
 @torchsymbol(torch.flip, T.flip, torch_impl="torch.Tensor.flip", tags=(Tag.SHAPE,))
@@ -301,6 +343,79 @@ def _normalize_index(key, shape, op: str):
     if Ellipsis not in key:
         expanded += [slice(None)] * (len(shape) - n_real)
     return expanded
+
+
+def _index_tensor(values: list[int], shape: tuple[int, ...], device):
+    """A constant int64 tensor: an iota when ``values`` step evenly, else concatenated fills."""
+    n = len(values)
+    step = values[1] - values[0] if n > 1 else 1
+    if all(values[i] == values[0] + i * step for i in range(n)):
+        flat = prims.iota(n, start=values[0] if n else 0, step=step, dtype=torch.int64, device=device)
+    else:
+        pieces = [prims.full((1,), v, dtype=torch.int64, device=device) for v in values]
+        flat = prims.cat(pieces, 0)
+    return flat if shape == (n,) else prims.reshape(flat, shape)
+
+
+def _nested_shape(v) -> tuple[int, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    inner = {_nested_shape(x) for x in v}
+    if len(inner) > 1:
+        raise ShapeError(f"Tensor.__getitem__: the nested index list {v!r} is not rectangular")
+    return (len(v),) + (inner.pop() if inner else ())
+
+
+def _leaves(v):
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+def _list_index(v: list, device) -> list:
+    """The index items a Python list stands for: one int64 tensor for a list of ints; for a
+    (nested) list of bools, one per dimension it masks, holding the True positions (static,
+    unlike a bool tensor's)."""
+    shape = _nested_shape(v)
+    flat = list(_leaves(v))
+    if flat and all(isinstance(x, bool) for x in flat):
+        hits = [i for i, x in enumerate(flat) if x]
+        per_dim = []
+        for d in range(len(shape)):
+            inner = math.prod(shape[d + 1 :])
+            per_dim.append([(h // inner) % shape[d] for h in hits])
+        return [_index_tensor(p, (len(hits),), device) for p in per_dim]
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+        raise ShapeError(f"Tensor.__getitem__: a list index must hold ints or bools, got {v!r}")
+    return [_index_tensor(flat, shape, device)]
+
+
+def static_index(key, device):
+    """``key`` with its Python lists made index tensors (``qkv[..., [-2], :]``, ``x[[0, 2]]``,
+    ``x[[True, False, True]]``); a list holding lists, slices, None, Ellipsis or tensors is a
+    tuple, as in torch's legacy reading."""
+    if isinstance(key, list):
+        # torch still reads a short list holding any of these as a tuple of indices
+        if len(key) < 32 and any(
+            k is None or k is Ellipsis or isinstance(k, (slice, list, tuple)) or is_tensor(k) for k in key
+        ):
+            key = tuple(key)
+        else:
+            return tuple(_list_index(key, device))
+    if isinstance(key, tuple) and any(isinstance(k, list) for k in key):
+        out = []
+        for k in key:
+            out.extend(_list_index(k, device) if isinstance(k, list) else [k])
+        return tuple(out)
+    return key
+
+
+def has_advanced_index(key) -> bool:
+    """Whether indexing with ``key`` gathers (tensors, lists): the result is a copy, not a view."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(is_tensor(k) or isinstance(k, list) for k in keys)
 
 
 def advanced_layout(items) -> tuple[tuple[int, ...], int, bool]:
@@ -334,14 +449,15 @@ def wrap_index(idx, size: int):
 
 @torchsymbol(T.__getitem__, torch_impl="torch.Tensor.__getitem__", tags=(Tag.SHAPE, Tag.INDEXING, Tag.VIEW))
 def getitem(a, key):
-    """Basic indexing (ints, slices, None, Ellipsis) and integer index tensors (advanced
-    indexing); bool masks select a data-dependent number of elements and are errors."""
+    """Basic indexing (ints, slices, None, Ellipsis), integer index tensors and lists (advanced
+    indexing); bool tensor masks select a data-dependent number of elements and are errors."""
     op = "Tensor.__getitem__"
     s = shape_of(a)
-    items = _normalize_index(key, s, op)
+    items = _normalize_index(static_index(key, device_of(a)), s, op)
     if any(is_tensor(k) and k.meta_dtype is torch.bool for k in items):
         raise ShapeError(
-            f"{op}: a boolean mask index selects a data-dependent number of elements; use torch.where"
+            f"{op}: a boolean mask tensor selects a data-dependent number of elements (the count of True "
+            "values is not known while tracing); use torch.where, or a Python list of bools"
         )
     lo, hi, st, squeeze_dims = [], [], [], []
     dim = 0
@@ -433,18 +549,21 @@ def gather(a, dim: int, index):
 
 
 @torchsymbol(torch.take_along_dim, T.take_along_dim, torch_impl="torch.take_along_dim", tags=(Tag.INDEXING,))
-def take_along_dim(a, indices, dim: int):
-    return prims.take_along_axis(a, indices, canonical_dim(dim, len(shape_of(a)), "torch.take_along_dim"))
-
-
-@torchsymbol(torch.index_copy, T.index_copy, torch_impl="torch.index_copy", tags=(Tag.INDEXING,))
-def index_copy(a, dim: int, index, source):
-    return prims.index_copy(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_copy"), source)
-
-
-@torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=(Tag.INDEXING,))
-def scatter_add(a, dim: int, index, src):
-    return prims.scatter_add(a, canonical_dim(dim, len(shape_of(a)), "torch.scatter_add"), index, src)
+def take_along_dim(a, indices, dim: int | None = None):
+    """``gather`` along ``dim`` after broadcasting ``a`` and ``indices`` in every other
+    dimension; without ``dim``, along the flattened tensor."""
+    op = "torch.take_along_dim"
+    if dim is None:
+        flat = _reshape(a, (math.prod(shape_of(a)),), op)
+        return prims.take_along_axis(flat, _reshape(indices, (math.prod(shape_of(indices)),), op), 0)
+    sa, si = shape_of(a), shape_of(indices)
+    if len(sa) != len(si):
+        raise ShapeError(f"{op}: input {sa} and indices {si} must have the same number of dimensions")
+    d = canonical_dim(dim, len(sa), op)
+    rest = broadcast_shapes(sa[:d] + sa[d + 1 :], si[:d] + si[d + 1 :], op=op)
+    a = _expand_index(a, rest[:d] + (sa[d],) + rest[d:])
+    indices = _expand_index(indices, rest[:d] + (si[d],) + rest[d:])
+    return prims.take_along_axis(a, indices, d)
 
 
 # -- repetition and rotation ----------------------------------------------------------------
@@ -508,16 +627,6 @@ def roll(a, shifts, dims=None):
         if k:
             a = prims.cat([_slice_dim(a, d, n - k, n), _slice_dim(a, d, 0, n - k)], d)
     return a
-
-
-@torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=(Tag.INDEXING,))
-def index_add(a, dim: int, index, source, *, alpha=1):
-    d = canonical_dim(dim, len(shape_of(a)), "torch.index_add")
-    src = shape_of(source)
-    full_index = prims.broadcast_in_dim(index, src, (d,)) if src else index
-    if alpha != 1:
-        source = prims.mul(source, alpha)
-    return prims.scatter_add(a, d, full_index, source)
 
 
 @torchsymbol(torch.pixel_shuffle, F.pixel_shuffle, torch_impl="torch.pixel_shuffle", tags=(Tag.SHAPE,))

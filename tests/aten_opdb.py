@@ -1,0 +1,140 @@
+"""The aten op database: one entry per aten symbol (``thunder.ops.aten``).
+
+An entry names the symbol (``add.Tensor``), the ``torch.ops.aten`` overload user code calls
+(run under ``thunder.jit`` and eagerly as the reference), the dtypes to try and samples, as
+in ``tests/opdb.py`` (whose ``Maker`` and ``S`` it uses).
+"""
+
+from __future__ import annotations
+
+import torch
+from opdb import FLOAT, INT, NUM, POS, OpInfo, b8, binary, f32, f64, i64, one, s, unary
+
+A = torch.ops.aten
+OPS: list[OpInfo] = []
+
+
+def op(overload, samples, dtypes=FLOAT, **kw) -> None:
+    name = f"{overload._schema.name.split('::')[1]}.{overload._overloadname}"
+    OPS.append(OpInfo(name, overload, samples, dtypes, **kw))
+
+
+def _scalar_binary(alpha: bool):
+    def gen(m):
+        out = [s(m(3, 4), m.scalar()), s(m(2, 3), m.scalar())]
+        if alpha:
+            out.append(s(m(3, 4), m.scalar(), 2))
+        return out
+
+    return gen
+
+
+def _with_alpha(m):
+    return binary(scalar=False)(m) + [s(m(3, 4), m(3, 4), alpha=2), s(m(2, 1, 4), m(3, 1), alpha=3)]
+
+
+# -- elementwise ----------------------------------------------------------------------------
+for _o in (A.add.Tensor, A.sub.Tensor, A.rsub.Tensor):
+    op(_o, _with_alpha, NUM)
+for _o in (A.add.Scalar, A.sub.Scalar, A.rsub.Scalar):
+    op(_o, _scalar_binary(alpha=True), NUM)
+op(A.mul.Tensor, binary(), NUM + (b8,))
+op(A.mul.Scalar, _scalar_binary(alpha=False), NUM)
+op(A.div.Tensor, binary(low=0.5), FLOAT + (i64,))
+op(A.div.Scalar, lambda m: [s(m(3, 4), 2.5), s(m(3, 4), 4)], FLOAT + (i64,))
+op(
+    A.div.Tensor_mode,
+    lambda m: [s(m(3, 4), m(3, 4, low=0.5), rounding_mode="trunc"), s(m(3, 4), 3, rounding_mode="floor")],
+    FLOAT + INT,
+)
+op(A.pow.Tensor_Scalar, lambda m: [s(m(3, 4, **POS), 2), s(m(3, 4, **POS), 0.5)], FLOAT)
+op(A.pow.Tensor_Tensor, binary(low=0.5, high=2.0, scalar=False), FLOAT)
+op(A.maximum.default, binary(scalar=False), NUM)
+op(A.minimum.default, binary(scalar=False), NUM)
+for _o in (A.neg.default, A.abs.default):
+    op(_o, unary(), NUM)
+for _o in (A.exp.default, A.sin.default, A.cos.default, A.tanh.default, A.sigmoid.default):
+    op(_o, unary(), FLOAT)
+for _o in (A.log.default, A.sqrt.default, A.rsqrt.default, A.reciprocal.default):
+    op(_o, unary(**POS), FLOAT)
+for _p in ("eq", "ne", "lt", "le", "gt", "ge"):
+    op(getattr(A, _p).Tensor, binary(scalar=False), NUM)
+    op(getattr(A, _p).Scalar, lambda m: [s(m(3, 4), m.scalar()), s(m(2), 0)], NUM)
+op(A.relu.default, unary(), NUM)
+op(A.gelu.default, lambda m: [s(m(3, 4)), s(m(3, 4), approximate="tanh")], FLOAT)
+op(A.where.self, lambda m: [s(m(3, 4, dtype=b8), m(3, 4), m(3, 4)), s(m(3, 1, dtype=b8), m(4), m(3, 4))], NUM)
+op(A.clamp.default, lambda m: [s(m(3, 4), -1, 1), s(m(3, 4), None, 0), s(m(3, 4), 0)], NUM)
+
+# -- matrix products ------------------------------------------------------------------------
+MM_TOL = {torch.bfloat16: (3e-2, 3e-2)}
+op(A.mm.default, lambda m: [s(m(3, 4), m(4, 5)), s(m(1, 3), m(3, 1))], FLOAT, tol=MM_TOL)
+op(A.bmm.default, lambda m: [s(m(2, 3, 4), m(2, 4, 5))], FLOAT, tol=MM_TOL)
+op(
+    A.addmm.default,
+    lambda m: [
+        s(m(3, 5), m(3, 4), m(4, 5)),
+        s(m(5), m(3, 4), m(4, 5), beta=0.5, alpha=2),
+        s(m(3, 5), m(3, 4), m(4, 5), beta=0),
+    ],
+    FLOAT,
+    tol=MM_TOL,
+)
+
+# -- shapes and views -----------------------------------------------------------------------
+ALL = NUM + (b8,)
+op(A.view.default, lambda m: [s(m(3, 4), (12,)), s(m(3, 4), (2, -1, 3))], ALL)
+op(A._unsafe_view.default, lambda m: [s(m(3, 4), (4, 3))], ALL)
+op(A.t.default, lambda m: [s(m(3, 4)), s(m(1, 4))], ALL)
+op(A.t.default, one(4), (f32,), variant="1d", noop=True)
+op(A.transpose.int, lambda m: [s(m(2, 3, 4), 0, 2), s(m(2, 3, 4), -1, 1)], ALL)
+op(A.permute.default, lambda m: [s(m(2, 3, 4), (2, 0, 1)), s(m(2, 3), (-1, 0))], ALL)
+op(A.expand.default, lambda m: [s(m(3, 1), (3, 4)), s(m(4), (2, 3, 4)), s(m(3, 1), (-1, 5))], ALL)
+op(A.unsqueeze.default, lambda m: [s(m(3, 4), 0), s(m(3, 4), -1)], ALL)
+op(A.squeeze.default, lambda m: [s(m(3, 1, 4, 1))], ALL)
+op(A.squeeze.dim, lambda m: [s(m(3, 1, 4), 1), s(m(3, 1, 4), -2)], ALL)
+op(A.squeeze.dims, lambda m: [s(m(1, 3, 1, 4), (0, 2))], ALL)
+op(A.select.int, lambda m: [s(m(3, 4), 0, 1), s(m(3, 4), 1, -1), s(m(2, 3, 4), 2, 0)], ALL)
+op(
+    A.slice.Tensor,
+    lambda m: [
+        s(m(5, 6), 0, 1, 3),
+        s(m(5, 6), 1, -4, None),
+        s(m(5, 6), 1, 0, 100, 2),
+        s(m(5, 6), 0, 4, 2),
+        s(m(5, 6), 1, None, -1, 3),
+    ],
+    ALL,
+)
+op(A.split.Tensor, lambda m: [s(m(5, 4), 2), s(m(5, 4), 3, 1)], ALL)
+op(A.cat.default, lambda m: [s([m(2, 3), m(4, 3)]), s([m(2, 3), m(2, 1)], 1)], ALL)
+op(A.clone.default, unary(), ALL)
+op(A.detach.default, one(3, 4), (f32,), noop=True)
+op(A.alias.default, one(3, 4), (f32,), noop=True)
+op(
+    A._to_copy.default,
+    lambda m: [s(m(3, 4), dtype=f64), s(m(3, 4), dtype=torch.int32), s(m(3, 4)), s(m(3, 4), device="cpu")],
+    ALL,
+)
+op(A.copy_.default, lambda m: [s(m(3, 4), m(4, dtype=f64)), s(m(3, 4), m(3, 1))], ALL)
+# the same shape and dtype: the value after the copy is the source itself, nothing to compute
+op(A.copy_.default, lambda m: [s(m(3, 4), m(3, 4))], ALL, variant="same", noop=True)
+op(A.zeros_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL)
+op(A.ones_like.default, lambda m: [s(m(3, 4)), s(m(2), dtype=torch.int32)], ALL)
+
+# -- reductions -----------------------------------------------------------------------------
+RED_TOL = {torch.bfloat16: (2e-2, 2e-2)}
+op(A.sum.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], NUM + (b8,), tol=RED_TOL)
+op(
+    A.sum.dim_IntList,
+    lambda m: [s(m(3, 4), [0]), s(m(2, 3, 4), [0, 2], True), s(m(3, 4), [1], dtype=f64)],
+    NUM,
+    tol=RED_TOL,
+)
+op(A.mean.default, lambda m: [s(m(3, 4))], FLOAT, tol=RED_TOL)
+op(A.mean.dim, lambda m: [s(m(3, 4), [1]), s(m(2, 3, 4), [0, 1], True)], FLOAT, tol=RED_TOL)
+op(A.amax.default, lambda m: [s(m(3, 4)), s(m(3, 4), [1]), s(m(2, 3, 4), [0, 2], True)], NUM)
+op(A.amin.default, lambda m: [s(m(3, 4)), s(m(3, 4), [0], True)], NUM)
+op(A.max.default, lambda m: [s(m(3, 4))], NUM)
+op(A.min.default, lambda m: [s(m(3, 4))], NUM)
+op(A._softmax.default, lambda m: [s(m(3, 4), 1, False), s(m(3, 4), 0, False)], FLOAT, tol=RED_TOL)
+op(A._log_softmax.default, lambda m: [s(m(3, 4), -1, False)], FLOAT, tol=RED_TOL)

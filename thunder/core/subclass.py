@@ -1,0 +1,111 @@
+"""Tensor wrapper subclasses in traces: the proxy of a subclass value and how its class prints.
+
+A traceable wrapper subclass (made with ``torch.Tensor._make_wrapper_subclass``, defining
+``__tensor_flatten__``, ``__tensor_unflatten__`` and ``__torch_dispatch__``) is a tensor whose
+value is held by inner tensors. In a trace it is a ``SubclassProxy``: a ``TensorProxy`` for
+its outer metadata that also knows the subclass, its inner tensors (by attribute name, as
+``__tensor_flatten__`` lists them) and its flatten context::
+
+    # x: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
+
+User code never sees the proxy: it sees an instance of the subclass built around the inner
+proxies (``instance``), so ``isinstance``, the subclass's attributes and methods work.
+
+A subclass prints under its own name (``ScaleTensor.torch.add(x, 1)``,
+``prims.unflatten_tensor_subclass(ScaleTensor, ...)``): the name refers to a
+``SubclassNamespace``, which reads as the class and also reaches torch (``.torch``), so the
+printed trace runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core.proxies import TensorProxy
+
+
+class SubclassProxy(TensorProxy):
+    """A tensor-subclass value: outer metadata, ``subclass``, ``inner`` (attribute -> proxy),
+    ``ctx`` (the flatten context), ``outer_stride``, and the ``instance`` user code holds."""
+
+    @staticmethod
+    def __new__(
+        cls, name: str, subclass: type, inner: dict, ctx, shape, dtype, device, requires_grad, stride
+    ):
+        p = TensorProxy.__new__(cls, name, shape, dtype, device, requires_grad)
+        p.subclass = subclass
+        p.inner = dict(inner)
+        p.ctx = ctx
+        p.outer_stride = tuple(stride)
+        p.instance = None
+        return p
+
+    def type_string(self) -> str:
+        inner = ", ".join(f"{k}: {v.type_string()}" for k, v in self.inner.items())
+        return f"{self.subclass.__name__}[{super().type_string()}] ({inner})"
+
+    def __repr__(self, *, tensor_contents=None) -> str:  # noqa: ARG002
+        return f'<SubclassProxy {self.name}: "{self.type_string()}">'
+
+    __str__ = __repr__
+
+
+# The proxy of an instance built while tracing is kept on the instance itself: a dict keyed
+# by the tensor would hash and compare tensors, which the acquisition mode records.
+_PROXY_ATTRIBUTE = "_thunder_subclass_proxy"
+
+
+def proxy_of(t) -> SubclassProxy | None:
+    """The proxy of a subclass instance made while tracing (None for any other value)."""
+    if type(t) is TensorProxy or not isinstance(t, torch.Tensor):
+        return None
+    try:
+        return t.__dict__.get(_PROXY_ATTRIBUTE)
+    except AttributeError:
+        return None
+
+
+def attach(instance: torch.Tensor, proxy: SubclassProxy) -> None:
+    """``instance`` (built around ``proxy.inner``) is what user code sees of ``proxy``."""
+    instance.__dict__[_PROXY_ATTRIBUTE] = proxy
+    proxy.instance = instance
+
+
+def is_plain_tensor(t) -> bool:
+    return type(t) is torch.Tensor or type(t) is torch.nn.Parameter
+
+
+class SubclassNamespace:
+    """What a subclass's printed name refers to: reads as the class (``ScaleTensor.x``) and
+    reaches torch (``ScaleTensor.torch.add``), so ``ScaleTensor.torch.add(x, 1)`` runs."""
+
+    torch = torch
+
+    def __init__(self, subclass: type):
+        self.subclass = subclass
+
+    def __getattr__(self, name: str):
+        return getattr(self.subclass, name)
+
+    def __repr__(self) -> str:
+        return f"<tensor subclass {self.subclass.__qualname__}>"
+
+
+_NAMESPACES: dict[type, SubclassNamespace] = {}
+
+
+def namespace(subclass: type) -> SubclassNamespace:
+    ns = _NAMESPACES.get(subclass)
+    if ns is None:
+        ns = _NAMESPACES[subclass] = SubclassNamespace(subclass)
+    return ns
+
+
+def subclass_of(c) -> type:
+    """The class a printed subclass name stands for (the class itself or its namespace)."""
+    return c.subclass if isinstance(c, SubclassNamespace) else c
+
+
+def subclass_name(printer, subclass: type) -> str:
+    """The name ``subclass`` prints as in this program (``ScaleTensor``)."""
+    return printer.name_object(namespace(subclass), subclass.__name__)

@@ -1,0 +1,605 @@
+"""Tensor wrapper subclasses while tracing: subclass inputs, and ``__torch_dispatch__``
+resolved at trace time.
+
+A subclass input becomes a ``SubclassProxy`` (thunder/core/subclass.py) whose inner tensors
+are proxies; user code gets a real instance of the subclass built around them with the
+class's own ``__tensor_unflatten__``. The prologue checks the outer metadata, the class, the
+names and flatten context ``__tensor_flatten__`` gives, and every inner tensor.
+
+When a torch call meets a subclass value, the call itself runs (the acquisition mode is
+inactive inside its own handler): torch sends it through the subclass's
+``__torch_function__`` to its ``__torch_dispatch__``, whose aten calls on the inner proxies
+reach ``TensorProxy.__torch_dispatch__`` and are recorded as aten symbols
+(thunder/ops/aten.py). The call is one BoundSymbol::
+
+    t0 = ScaleTensor.torch.add(x, 1)  # t0: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
+      # (x__x, x__scale) = prims.flatten_tensor_subclass(x)
+      # t1 = aten.mul.Tensor(x__x, x__scale)
+      # t2 = aten.add.Tensor(t1, 1)
+      # t3 = aten.div.Tensor(t2, x__scale)
+      # t0 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t3, '_scale': x__scale}, None, (2, 2), (2, 1))
+
+Its outputs are subclass proxies again or plain tensor proxies, with their shapes, so
+metadata can drive Python control flow. A subclass built inside the function from plain
+tensors is recorded as ``unflatten_tensor_subclass`` where it is first used. The flattening
+pass (thunder/transforms/flatten_subclasses.py) later keeps only the aten ops.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+
+import torch
+
+from thunder.core.printing import output_str, type_comment
+from thunder.core.proxies import TensorProxy, dispatch_hook
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from thunder.core.source import user_location
+from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
+from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol, register
+from thunder.core.tags import Tag
+from thunder.frontend.errors import (
+    DataDependentError,
+    ThunderError,
+    UnsupportedOpError,
+    UnsupportedValueError,
+    at,
+)
+from thunder.frontend.mode import (
+    _DATA_DEPENDENT,
+    _METADATA_METHODS,
+    _METADATA_PROPERTIES,
+    _PASSTHROUGH,
+    describe,
+)
+from thunder.ops import python as pyops
+from thunder.ops.aten import ADD_AN_OP, ATEN
+from thunder.ops.langs import resolve_path
+from thunder.ops.meta import ShapeError, differentiable
+
+T = torch.Tensor
+A = torch.ops.aten
+
+# Python's operators on a tensor reach the mode as these methods (``x + 1`` as ``Tensor.add``),
+# which are the same op as the torch function: a subclass op prints as the function
+# (``ScaleTensor.torch.add``) and runs it.
+_OPERATORS = {
+    getattr(T, name): getattr(torch, name)
+    for name in (
+        "add", "sub", "mul", "div", "matmul", "neg", "pow", "abs", "eq", "ne", "lt", "le", "gt", "ge",
+        "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    )
+}  # fmt: skip
+_INPLACE_OPERATORS = {
+    "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+    "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__",
+}  # fmt: skip
+# aten ops that need a tensor's value (``if t.sum() > 0:`` and ``.item()`` inside a dispatch)
+_DATA_DEPENDENT_ATEN = {
+    A._local_scalar_dense, A.is_nonzero, A.item, A.equal, A.nonzero, A.masked_select,
+    A._unique2, A.unique_consecutive, A.unique_dim,
+}  # fmt: skip
+
+
+def _defines(cls: type, name: str) -> bool:
+    """``cls`` (or a base below torch.Tensor) defines ``name`` itself."""
+    return any(name in vars(k) for k in cls.__mro__ if not issubclass(torch.Tensor, k))
+
+
+_PROTOCOL = ("__tensor_flatten__", "__tensor_unflatten__", "__torch_dispatch__")
+
+
+def is_traceable(cls: type) -> bool:
+    """A wrapper subclass thunder can trace: it flattens, unflattens and dispatches."""
+    return all(_defines(cls, m) for m in _PROTOCOL)
+
+
+def _require_traceable(cls: type, what: str) -> None:
+    if is_traceable(cls):
+        return
+    missing = [m for m in _PROTOCOL if not _defines(cls, m)]
+    raise UnsupportedValueError(
+        f"thunder: {what} is a {cls.__qualname__}, a tensor subclass without {', '.join(missing)}; thunder "
+        "traces wrapper subclasses (made with torch.Tensor._make_wrapper_subclass) that define "
+        "__tensor_flatten__, __tensor_unflatten__ and __torch_dispatch__"
+    )
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
+    """The instance user code sees for the subclass input ``t`` (named ``name``), built around
+    inner proxies; records what the prologue checks and flattens."""
+    cls = type(t)
+    _require_traceable(cls, f"the input {name}")
+    names, ctx = t.__tensor_flatten__()
+    inner = {}
+    for attr in names:
+        it = getattr(t, attr)
+        if not is_plain_tensor(it):
+            raise UnsupportedValueError(
+                f"thunder: the input {name} is a {cls.__qualname__} whose inner tensor {attr} is a "
+                f"{type(it).__qualname__}; nested tensor subclasses are not supported yet"
+            )
+        inner[attr] = TensorProxy(
+            inputs._name(f"{name}_{attr}", "t"), tuple(it.shape), it.dtype, it.device, it.requires_grad
+        )
+    p = SubclassProxy(name, cls, inner, ctx, tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
+    instance = cls.__tensor_unflatten__(dict(inner), ctx, tuple(t.shape), tuple(t.stride()))
+    if (tuple(instance.shape), instance.dtype, instance.device) != (tuple(t.shape), t.dtype, t.device):
+        raise UnsupportedValueError(
+            f"thunder: the input {name}: {cls.__qualname__}.__tensor_unflatten__ of its inner tensors gives a "
+            f"tensor of shape {tuple(instance.shape)}, {instance.dtype}, {instance.device}, but the input is "
+            f"{tuple(t.shape)}, {t.dtype}, {t.device}"
+        )
+    if instance.requires_grad is not t.requires_grad:
+        instance.requires_grad_(t.requires_grad)
+    attach(instance, p)
+    inputs.sources[name] = (p, unpack, t)
+    inputs.tensor_inputs.append(p)
+    # the prologue checks the class, the outer metadata and the flatten context (the check
+    # of a subclass proxy), then flattens it and checks each inner tensor it makes
+    inputs.checks.append(BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values())))
+    return instance
+
+
+# -- the symbols of subclass ops ------------------------------------------------------------
+_SYMBOLS: dict[tuple[type, str], Symbol] = {}
+_MODULE_NAMES: dict[type, str] = {}
+
+
+def _module_name(cls: type) -> str:
+    """A name for ``cls`` unique in this process (the symbols' ids); printing uses the class's
+    own name, made unique per trace."""
+    name = _MODULE_NAMES.get(cls)
+    if name is None:
+        base, name, i = cls.__name__, cls.__name__, 1
+        taken = set(_MODULE_NAMES.values())
+        while name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        _MODULE_NAMES[cls] = name
+    return name
+
+
+def _torch_path(func) -> tuple[str, object, bool]:
+    """(how ``func`` prints, what runs, whether the printed path resolves to it)."""
+    func = _OPERATORS.get(func, func)
+    if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
+        return f"torch.Tensor.{func.__self__.__name__}.__get__", func, True
+    path = describe(func)
+    try:
+        resolves = resolve_path(path) is func
+    except (AttributeError, KeyError):
+        resolves = False
+    return path, func, resolves
+
+
+def _print_op(cls: type, path: str, bsym, printer) -> str:
+    call = printer.call(f"{subclass_name(printer, cls)}.{path}", bsym.args, bsym.kwargs)
+    out = output_str(printer, bsym.output)
+    line = f"{out} = {call}" if out else call
+    comment = type_comment(tree_leaves(bsym.output))
+    return f"{line}  # {comment}" if comment else line
+
+
+def subclass_symbol(cls: type, func) -> Symbol:
+    """``ScaleTensor.torch.add``: ``func`` on values of ``cls``, resolved by its dispatch."""
+    path, fn, resolves = _torch_path(func)
+    sym = _SYMBOLS.get((cls, path))
+    if sym is None:
+        sym = _SYMBOLS[(cls, path)] = register(
+            Symbol(
+                path,
+                _module_name(cls),
+                decomposition=functools.partial(_decompose, fn),
+                impl=fn,
+                tags=(Tag.TENSOR_SUBCLASS,),
+                printer=functools.partial(_print_op, cls, path),
+                # the torch executor may run it whole on real instances (when autograd must
+                # see the subclass op itself)
+                torch_impl=path if resolves else None,
+                doc=f"{path} on {cls.__qualname__} values, as its __torch_dispatch__ resolves it",
+            )
+        )
+    return sym
+
+
+class _Call:
+    """One subclass op being traced."""
+
+    def __init__(self, subclasses, fn, cls, loc, rargs, rkwargs, pleaves):
+        self.subclasses = subclasses
+        self.fn = fn
+        self.cls = cls
+        self.loc = loc  # the user's line
+        self.rargs = rargs  # what ``fn`` runs on: instances and proxies
+        self.rkwargs = rkwargs
+        self.inputs = pleaves  # the proxies of the call's arguments
+        self.recorded = 0  # aten ops recorded by the dispatch
+        self.produced: set[str] = set()  # the names of their outputs
+        self.result = None  # what the dispatch returned (instances), for user code
+        self.what = f"{describe(fn)} on a {cls.__qualname__}"
+
+
+_ACTIVE = threading.local()
+
+
+class _Unchanged(Exception):
+    """The call gave back one of its subclass arguments without running any aten op."""
+
+
+def _decompose(fn, *args, **kwargs):
+    call = getattr(_ACTIVE, "call", None)
+    if call is None:
+        raise RuntimeError(
+            "thunder: subclass ops are recorded by the acquisition mode, not called in a trace"
+        )
+    return call.subclasses._run(call, args, kwargs)
+
+
+class Subclasses:
+    """Tensor-subclass values of one acquisition (``state.subclasses``)."""
+
+    def __init__(self, state):
+        self.state = state
+        self._keepalive: list = []
+        # inner tensors not defined at the top level of the computation (an input's, or made
+        # by a dispatch): name -> (the subclass value, its attribute)
+        self.owner: dict[str, tuple[SubclassProxy, str]] = {}
+        self._exposed: set[str] = set()
+        # real tensors a dispatch used (scalars torch wrapped, tensors the subclass holds):
+        # inputs of the computation, though only subsymbols name them
+        self.captured_inside: set[str] = set()
+
+    def own(self, p: SubclassProxy, names=None) -> None:
+        """``p``'s inner tensors (those in ``names``) are reached through ``p``."""
+        for attr, t in p.inner.items():
+            if (names is None or t.name in names) and t.name not in self.owner:
+                self.owner[t.name] = (p, attr)
+
+    def expose(self, t) -> None:
+        """User code uses an inner tensor by itself (``x._scale * 2``): read it from its
+        subclass value at the top level (``x__scale = prims.unpack_attr(x, '_scale')``),
+        a read the flattening pass drops, since there the inner tensor is a value itself."""
+        if getattr(_ACTIVE, "call", None) is not None:  # inside a dispatch: flattened there
+            return
+        name = getattr(t, "name", None)
+        entry = self.owner.get(name)
+        if entry is None or name in self._exposed:
+            return
+        self._exposed.add(name)
+        p, attr = entry
+        self.state.computation.add_bsym(
+            BoundSymbol(
+                pyops.unpack_attr,
+                (p, attr),
+                {},
+                t,
+                tags=frozenset({Tag.FLATTEN_TENSOR_SUBCLASS}),
+                source=user_location(),
+            )
+        )
+
+    def refuse_write(self, t, op: str) -> None:
+        """In-place writes into an inner tensor would have to reach the subclass value."""
+        entry = self.owner.get(getattr(t, "name", None))
+        if entry is not None:
+            raise UnsupportedOpError(
+                f"thunder: {op} writes into {entry[1]}, an inner tensor of a {entry[0].subclass.__qualname__}; "
+                "in-place writes into tensor subclasses are not supported yet" + at(user_location())
+            )
+
+    def input_owners(self, proxies) -> list[SubclassProxy]:
+        """The subclass inputs whose inner tensors are among ``proxies`` (their metadata was read)."""
+        inputs = self.state.inputs.sources
+        out = []
+        for t in proxies:
+            entry = self.owner.get(t.name)
+            if entry is not None and entry[0].name in inputs and all(entry[0] is not o for o in out):
+                out.append(entry[0])
+        return out
+
+    @staticmethod
+    def involved(args, kwargs) -> bool:
+        """Whether a subclass value is among the arguments (looked at two levels deep:
+        ``torch.cat([a, b])``)."""
+        for group in (args, kwargs.values()):
+            for a in group:
+                if isinstance(a, torch.Tensor):
+                    if type(a) is not TensorProxy and not is_plain_tensor(a):
+                        return True
+                elif type(a) is list or type(a) is tuple:
+                    for b in a:
+                        if (
+                            isinstance(b, torch.Tensor)
+                            and type(b) is not TensorProxy
+                            and not is_plain_tensor(b)
+                        ):
+                            return True
+        return False
+
+    # -- values -----------------------------------------------------------------------------
+    def made_here(self, t) -> SubclassProxy | None:
+        """The proxy of a subclass value made while tracing: an input's or an op's instance,
+        or one user code built from traced tensors (recorded now as an unflatten). None for
+        a real subclass tensor from outside (a closure or a global: an input of its own)."""
+        p = proxy_of(t)
+        if p is not None:
+            return p
+        if not is_traceable(type(t)):
+            return None  # (an input of its own, refused there with the reason)
+        names, ctx = t.__tensor_flatten__()
+        parts = [getattr(t, n) for n in names]
+        if not any(isinstance(x, TensorProxy) or proxy_of(x) is not None for x in parts):
+            return None
+        return self._unflatten(t, top_level=True)
+
+    def _unflatten(self, t, *, top_level: bool = False) -> SubclassProxy:
+        """Record ``unflatten_tensor_subclass`` for an instance built around traced tensors."""
+        state = self.state
+        cls = type(t)
+        names, ctx = t.__tensor_flatten__()
+        inner = {}
+        for n in names:
+            x = getattr(t, n)
+            if proxy_of(x) is not None or not isinstance(x, torch.Tensor):
+                raise UnsupportedValueError(
+                    f"thunder: the {cls.__qualname__}'s inner tensor {n} is a {type(x).__qualname__}; "
+                    "nested tensor subclasses are not supported yet" + at(user_location())
+                )
+            if isinstance(x, TensorProxy):
+                inner[n] = state.current(x)
+            else:
+                inner[n] = state.capture(x)
+                self.captured_inside.add(inner[n].name)
+        trc = state.computation
+        rg = t.requires_grad
+        p = SubclassProxy(
+            trc.make_name("t"), cls, inner, ctx, tuple(t.shape), t.dtype, t.device, rg, tuple(t.stride())
+        )
+        attach(t, p)
+        self._keepalive.append(t)
+        trc.add_bsym(
+            BoundSymbol(
+                pyops.unflatten_tensor_subclass,
+                (cls, dict(inner), ctx, tuple(t.shape), tuple(t.stride())),
+                {},
+                p,
+                source=user_location() if top_level else None,
+                scope=trc.scope,
+            )
+        )
+        return p
+
+    # -- ops --------------------------------------------------------------------------------
+    def handle(self, mode, func, args, kwargs):
+        """A torch call with a subclass value among its arguments."""
+        name = getattr(func, "__name__", "")
+        prop = func.__self__.__name__ if name == "__get__" and hasattr(func, "__self__") else None
+        if (prop in _METADATA_PROPERTIES) or (
+            prop is None and (func in _METADATA_METHODS or func in _DATA_DEPENDENT or func in _PASSTHROUGH)
+        ):
+            # metadata comes from the instance; the trace relied on it, so the prologue checks it
+            for a in args[:1]:
+                p = self.state.capture(a) if isinstance(a, torch.Tensor) and not is_plain_tensor(a) else None
+                if p is not None:
+                    self.state.touched[id(p)] = p
+            with torch._C.DisableTorchFunction():
+                return mode._handle(func, args, kwargs)
+        loc = user_location()
+        inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
+        if inplace or kwargs.get("inplace") is True or kwargs.get("out") is not None:
+            cls = next(type(a) for a in tree_leaves((args, kwargs)) if _is_subclass_value(a))
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} writes into a {cls.__qualname__} in place; in-place operations on "
+                "tensor subclasses are not supported yet" + at(loc)
+            )
+        from thunder.frontend.mode import _autocast_on
+
+        if _autocast_on():
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
+                + at(loc)
+            )
+        return self.call(func, args, kwargs, loc)
+
+    def call(self, func, args, kwargs, loc: SourceLocation | None):
+        """Record ``func(*args, **kwargs)`` as one BoundSymbol resolved by the dispatch."""
+        from thunder.frontend.numbers import DynamicInt
+
+        state = self.state
+        leaves, spec = tree_flatten((args, kwargs))
+        pleaves, rleaves, cls = [], [], None
+        for v in leaves:
+            if isinstance(v, TensorProxy):
+                v = state.current(v)
+                pleaves.append(v)
+                rleaves.append(v)
+            elif isinstance(v, torch.Tensor):
+                p = state.capture(v)  # a subclass value's proxy, or a real tensor made an input
+                pleaves.append(p)
+                if isinstance(p, SubclassProxy):
+                    cls = cls or p.subclass
+                    rleaves.append(p.instance)
+                else:
+                    rleaves.append(p)
+            elif isinstance(v, DynamicInt):
+                pleaves.append(v.concrete())
+                rleaves.append(pleaves[-1])
+            else:
+                pleaves.append(v)
+                rleaves.append(v)
+        pargs, pkwargs = tree_unflatten(pleaves, spec)
+        rargs, rkwargs = tree_unflatten(rleaves, spec)
+        sym = subclass_symbol(cls, func)
+        call = _Call(self, sym.impl, cls, loc, rargs, rkwargs, pleaves)
+        prev = getattr(_ACTIVE, "call", None)
+        _ACTIVE.call = call
+        try:
+            state.computation.record(sym, pargs, pkwargs)
+        except _Unchanged:
+            pass
+        except ThunderError:
+            raise
+        except Exception as e:  # the subclass's own code failed: say where it was called from
+            e.add_note(f"thunder: while tracing {call.what}" + at(loc))
+            raise
+        finally:
+            _ACTIVE.call = prev
+        return call.result
+
+    def _run(self, call: _Call, pargs, pkwargs):
+        """The decomposition of a subclass op: flatten its subclass arguments, run the call
+        (recording the aten ops its dispatch reaches), unflatten its subclass results."""
+        flattened: set[str] = set()
+        for p in tree_leaves((pargs, pkwargs)):
+            if isinstance(p, SubclassProxy) and p.name not in flattened:
+                flattened.add(p.name)
+                pyops.flatten_tensor_subclass(p)
+        grad = torch.is_grad_enabled()
+        # the dispatch runs below autograd, as in eager: inner results never require grad
+        with torch.no_grad(), dispatch_hook(functools.partial(self._record_aten, call)):
+            out = call.fn(*call.rargs, **call.rkwargs)
+        call.result = out
+        inputs = [x for x in call.inputs if isinstance(x, torch.Tensor)]
+        if isinstance(out, torch.Tensor) and any(proxy_of(out) is p for p in inputs):
+            if call.recorded == 0:
+                raise _Unchanged  # ``x.contiguous()``: nothing was computed
+            raise UnsupportedOpError(
+                f"thunder: {call.what} returns its own argument after running aten ops (an in-place "
+                "update); in-place operations on tensor subclasses are not supported yet" + at(call.loc)
+            )
+        if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
+            out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
+        leaves, spec = tree_flatten(out)
+        rg = grad and any(_requires_grad(x) for x in inputs)
+        results = []
+        for v in leaves:
+            if isinstance(v, TensorProxy):
+                if any(v is x for x in inputs):
+                    raise UnsupportedOpError(
+                        f"thunder: {call.what} returns its argument {v.name} unchanged; ops on tensor "
+                        "subclasses that return a plain argument as it is are not supported yet"
+                        + at(call.loc)
+                    )
+                results.append(v)
+            elif isinstance(v, torch.Tensor):
+                p = proxy_of(v)
+                if p is None:
+                    if is_plain_tensor(v):
+                        raise UnsupportedOpError(
+                            f"thunder: {call.what} returns a tensor it did not compute from its arguments "
+                            "(a tensor made inside __torch_dispatch__); this is not supported" + at(call.loc)
+                        )
+                    p = self._unflatten(v)
+                    self.own(p, call.produced)
+                    if rg and differentiable(p.meta_dtype) and not p.meta_requires_grad:
+                        # the op is differentiable at the subclass level, as eager's autograd sees it
+                        with torch._C.DisableTorchFunction():
+                            T.requires_grad_(p)
+                            T.requires_grad_(v)
+                elif any(p is x for x in inputs):
+                    raise UnsupportedOpError(
+                        f"thunder: {call.what} returns one of its arguments among other results; this is not "
+                        "supported yet" + at(call.loc)
+                    )
+                results.append(p)
+            else:
+                results.append(v)
+        return tree_unflatten(results, spec)
+
+    def _record_aten(self, call: _Call, func, args, kwargs):
+        """An aten op the dispatch runs on proxies: record its symbol (the dispatch hook)."""
+        where = _where(call)
+        packet = getattr(func, "overloadpacket", None)
+        if packet in _DATA_DEPENDENT_ATEN:
+            raise DataDependentError(
+                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which needs the value of a "
+                "tensor; that is not known while tracing (data-dependent Python control flow such as "
+                "`if t.sum() > 0:` or `.item()` inside the dispatch); express it with tensor ops such as "
+                "torch.where" + where
+            )
+        sym = ATEN.get(func)
+        if sym is None:
+            raise UnsupportedOpError(
+                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which thunder has no symbol "
+                f"for; {ADD_AN_OP}" + where
+            )
+        if func._schema.is_mutable:
+            raise UnsupportedOpError(
+                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which writes into its "
+                "argument; in-place aten ops inside a dispatch are not supported yet" + where
+            )
+        state = self.state
+        leaves, spec = tree_flatten((args, kwargs))
+        for i, v in enumerate(leaves):
+            if isinstance(v, TensorProxy):
+                leaves[i] = state.current(v)
+            elif isinstance(v, torch.Tensor):
+                if not is_plain_tensor(v):
+                    # torch asked the proxy first (the leftmost argument with a dispatch of its
+                    # own); in eager a plain tensor has none: the subclass's turn
+                    return NotImplemented
+                leaves[i] = state.capture(v)  # a tensor made or held by the subclass: an input
+                self.captured_inside.add(leaves[i].name)
+        args, kwargs = tree_unflatten(leaves, spec)
+        try:
+            out = sym(*args, **kwargs)
+        except (ShapeError, ValueError, IndexError, TypeError) as e:
+            if isinstance(e, ThunderError):
+                raise
+            raise type(e)(f"thunder: {func}: {e}" + where) from e
+        call.recorded += 1
+        call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
+        return out
+
+
+def _is_subclass_value(a) -> bool:
+    return isinstance(a, torch.Tensor) and type(a) is not TensorProxy and not is_plain_tensor(a)
+
+
+def _requires_grad(x) -> bool:
+    if isinstance(x, TensorProxy):
+        return x.meta_requires_grad
+    return isinstance(x, torch.Tensor) and x.requires_grad
+
+
+_THUNDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def _subclass_location(cls: type) -> SourceLocation | None:
+    """The line of the subclass's own code running now: the innermost frame, up to its
+    ``__torch_dispatch__``, that is in the subclass's file or outside torch and thunder."""
+    dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
+    try:
+        home = os.path.abspath(inspect.getsourcefile(cls) or "")
+    except TypeError:
+        home = ""
+    found = None
+    f = sys._getframe(2)
+    while f is not None:
+        name = os.path.abspath(f.f_code.co_filename)
+        if found is None and (name == home or not (name.startswith((_THUNDER, _TORCH)) or "<frozen" in name)):
+            found = SourceLocation(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        if f.f_code is dispatch:
+            return found
+        f = f.f_back
+    return None  # the aten op was not called by the dispatch (torch decomposed the op itself)
+
+
+def _where(call: _Call) -> str:
+    """The user's line and the subclass's line, for errors inside a dispatch."""
+    inside = _subclass_location(call.cls)
+    text = at(call.loc)
+    if inside is not None:
+        code = inside.line()
+        text += (
+            f"\n  in {call.cls.__qualname__}.__torch_dispatch__ at {inside.filename}:{inside.lineno} in "
+            f"{inside.function}" + (f": {code}" if code else "")
+        )
+    return text

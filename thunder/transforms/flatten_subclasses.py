@@ -1,0 +1,210 @@
+"""Flatten tensor subclasses: replace each subclass op by the aten ops its dispatch ran, so
+executors see plain tensors only. The prologue hands the computation the inner tensors, and
+the epilogue rebuilds subclass results with the class's ``__tensor_unflatten__``.
+
+Before::
+
+    def computation(x):
+      # x: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
+      t3 = ScaleTensor.torch.add(x, 1)
+        # (x__x, x__scale) = prims.flatten_tensor_subclass(x)
+        # t0 = aten.mul.Tensor(x__x, x__scale)
+        # t1 = aten.add.Tensor(t0, 1)
+        # t2 = aten.div.Tensor(t1, x__scale)
+        # t3 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t2, '_scale': x__scale}, None, (2, 2), (2, 1))
+      return (t3,)
+
+After::
+
+    def computation(x__x, x__scale):
+      t0 = aten.mul.Tensor(x__x, x__scale)
+      t1 = aten.add.Tensor(t0, 1)
+      t2 = aten.div.Tensor(t1, x__scale)
+      return (t2, x__scale)
+
+    def epilogue(t2, x__scale):
+      t3 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t2, '_scale': x__scale}, None, (2, 2), (2, 1))
+      return t3
+
+Gradients: autograd must see a subclass op as the op itself (eager differentiates
+``torch.add`` on the subclass, above its dispatch), never the aten ops on inner tensors.
+With a backward trace, each side is flattened on its own (``flatten_trace`` with the values
+crossing the forward/backward boundary kept as instances). Without one (the compiled program
+runs under torch's autograd), a program whose subclass ops need gradients keeps them whole
+and the torch executor runs each one on the real subclass values, as eager does.
+"""
+
+from __future__ import annotations
+
+from thunder.core.pipeline import PassContext, TraceBundle
+from thunder.core.proxies import TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves
+from thunder.core.subclass import SubclassProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import GRAD_MODE_TAGS, Tag
+from thunder.core.trace import Trace
+from thunder.ops import python as pyops
+
+
+class SubclassFlatteningError(RuntimeError):
+    pass
+
+
+def flatten_bsym(p: SubclassProxy) -> BoundSymbol:
+    """``(x__x, x__scale) = prims.flatten_tensor_subclass(x)``"""
+    return BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(p.inner.values()))
+
+
+def unflatten_bsym(p: SubclassProxy) -> BoundSymbol:
+    """``x = prims.unflatten_tensor_subclass(ScaleTensor, {...}, ctx, size, stride)``"""
+    return BoundSymbol(
+        pyops.unflatten_tensor_subclass,
+        (p.subclass, dict(p.inner), p.ctx, p.meta_shape, p.outer_stride),
+        {},
+        p,
+    )
+
+
+def _flat(values) -> list:
+    """Subclass values replaced by their inner tensors; each name once."""
+    out, seen = [], set()
+    for v in values:
+        for x in v.inner.values() if isinstance(v, SubclassProxy) else (v,):
+            name = getattr(x, "name", None)
+            if name is None or name not in seen:
+                out.append(x)
+                if name is not None:
+                    seen.add(name)
+    return out
+
+
+def _parts(bsym: BoundSymbol) -> list[BoundSymbol]:
+    """What a BoundSymbol becomes in the flat program."""
+    if bsym.has_tag(Tag.TENSOR_SUBCLASS):  # a subclass op: the aten ops its dispatch ran
+        inherited = bsym.tags & GRAD_MODE_TAGS
+        return [
+            sub.from_bsym(
+                source=sub.source or bsym.source, scope=sub.scope or bsym.scope, tags=sub.tags | inherited
+            )
+            for sub in bsym.subsymbols
+            if not (sub.has_tag(Tag.FLATTEN_TENSOR_SUBCLASS) or sub.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS))
+        ]
+    if bsym.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) or bsym.has_tag(Tag.FLATTEN_TENSOR_SUBCLASS):
+        return []  # a subclass built in the function: its inner tensors stand for it
+    for p in proxies_in((bsym.args, bsym.kwargs, bsym.output)):
+        if isinstance(p, SubclassProxy):
+            raise SubclassFlatteningError(
+                f"thunder: {bsym.sym.id} uses the tensor subclass value {p.name} ({p.subclass.__qualname__}) "
+                "outside a subclass op; it cannot be flattened"
+                + (f" (from {bsym.source})" if bsym.source else "")
+            )
+    return [bsym]
+
+
+def flatten_trace(trace: Trace, keep: frozenset[str] = frozenset()) -> Trace:
+    """``trace`` over plain tensors: subclass ops become the aten ops their dispatch ran.
+
+    Subclass arguments and outputs are replaced by their inner tensors, except those named in
+    ``keep``: they stay subclass instances at the boundary (flattened at the start, rebuilt at
+    the end), for traces whose caller hands over and expects real instances.
+    """
+    out = trace.derive("Flatten tensor subclasses")
+    kept_args = [p for p in trace.args if isinstance(p, SubclassProxy) and p.name in keep]
+    out.args = [p for p in trace.args if p.name in keep] + _flat(p for p in trace.args if p.name not in keep)
+    body = [flatten_bsym(p) for p in kept_args]
+    for bsym in trace.bound_symbols:
+        body += _parts(bsym)
+    outputs = list(tree_leaves(trace.output))
+    arg_names = {p.name for p in trace.args}
+    for p in outputs:
+        if isinstance(p, SubclassProxy) and p.name in keep and p.name not in arg_names:
+            body.append(unflatten_bsym(p))
+    out.bound_symbols = body
+    out.output = tuple(
+        _flat(p for p in outputs if getattr(p, "name", None) not in keep)
+        + [p for p in outputs if getattr(p, "name", None) in keep]
+    )
+    return out
+
+
+def has_subclasses(trace: Trace) -> bool:
+    return any(isinstance(p, SubclassProxy) for p in proxies_in(trace.args)) or any(
+        b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS)
+        for b in trace.bound_symbols
+    )
+
+
+def needs_autograd(trace: Trace) -> bool:
+    """Whether torch's autograd must see the trace's subclass ops (grad mode on, and a value
+    in or out of one requires grad)."""
+    if not trace.grad_enabled:
+        return False
+    for b in trace.bound_symbols:
+        if b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS):
+            if Tag.NO_GRAD in b.tags:
+                continue
+            for p in proxies_in((b.args, b.kwargs, b.output)):
+                inner = p.inner.values() if isinstance(p, SubclassProxy) else ()
+                if isinstance(p, TensorProxy) and (
+                    p.meta_requires_grad or any(i.meta_requires_grad for i in inner)
+                ):
+                    return True
+    return False
+
+
+def _check_runs_whole(trace: Trace) -> None:
+    for b in trace.bound_symbols:
+        if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym.torch_impl is None:
+            raise SubclassFlatteningError(
+                f"thunder: {b.sym.id} needs gradients through the tensor subclass, so it runs whole on the real "
+                f"values, but its torch function has no importable name"
+                + (f" (from {b.source})" if b.source else "")
+            )
+
+
+def flatten_tensor_subclasses(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The flattening pass over a bundle: the computation (and the backward, where there is
+    one) flattened; the prologue passes inner tensors; the epilogue rebuilds subclass results."""
+    comp = bundle.computation
+    if not has_subclasses(comp):
+        return bundle
+    if bundle.backward is None and needs_autograd(comp):
+        _check_runs_whole(comp)
+        return bundle  # torch's autograd differentiates each subclass op as in eager
+    epi = bundle.epilogue
+    epi_names = {p.name for p in epi.args}
+    comp_args = {p.name for p in comp.args}
+    outputs = list(tree_leaves(comp.output))
+    # a subclass input returned as it is goes from the prologue to the epilogue, unchanged
+    passed = [
+        p for p in outputs if isinstance(p, SubclassProxy) and p.name in comp_args and p.name in epi_names
+    ]
+    passed_names = {p.name for p in passed}
+    # outputs the epilogue does not receive cross to the backward: they stay instances
+    keep = frozenset(p.name for p in outputs if isinstance(p, SubclassProxy) and p.name not in epi_names)
+    comp_outs = {p.name for p in outputs}
+    received = [p for p in epi.args if p.name in comp_outs and p.name not in passed_names]
+    new_comp = flatten_trace(comp, keep)
+    # what the epilogue receives, in its order, then what stays an instance for the backward
+    new_comp.output = tuple(_flat(received)) + tuple(p for p in outputs if p.name in keep)
+    changes = {"computation": new_comp}
+
+    pro = bundle.prologue
+    new_pro = pro.derive("Flatten tensor subclasses")
+    new_pro.bound_symbols = list(pro.bound_symbols)
+    pro_comp, pro_epi = pro.output
+    new_pro.output = (tuple(_flat(pro_comp)), tuple(pro_epi) + tuple(passed))
+    changes["prologue"] = new_pro
+
+    new_epi = epi.derive("Flatten tensor subclasses")
+    others = [p for p in epi.args if p.name not in comp_outs]
+    new_epi.args = _flat(received) + others + passed
+    new_epi.bound_symbols = [unflatten_bsym(p) for p in received if isinstance(p, SubclassProxy)] + list(
+        epi.bound_symbols
+    )
+    changes["epilogue"] = new_epi
+
+    if bundle.backward is not None:
+        bw = bundle.backward
+        changes["backward"] = flatten_trace(bw, frozenset(p.name for p in proxies_in((bw.args, bw.output))))
+    return bundle.replace(**changes)
