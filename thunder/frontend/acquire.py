@@ -163,12 +163,15 @@ class Acquisition:
             from thunder.ops.ltorch.inplace import VIEW_WRITES
 
             write = VIEW_WRITES.get(view.op)
+            if view.index != 0:
+                write = None
             if write is None:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
-                    "on tensors and on views made by indexing (x[i] / x[:, a:b])" + at(user_location())
+                    "on tensors and on views made by indexing, permutations, view, unsqueeze, squeeze, select "
+                    "and narrow" + at(user_location())
                 )
-            self.rebind(view.base, write(self.current(view.base), *view.args, value), op)
+            self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original

@@ -24,6 +24,7 @@ from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.values import read_scalar
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
 
 T = torch.Tensor
@@ -310,7 +311,14 @@ class AcquisitionMode(TorchFunctionMode):
             return getattr(torch.Tensor, name).__get__(t)
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
-            return PROPERTY_TO_THUNDER[name](t)
+            result = PROPERTY_TO_THUNDER[name](t)
+            view = PROPERTY_VIEWS.get(name)
+            if view is not None and isinstance(t, TensorProxy) and result is not t:
+                from thunder.frontend.acquire import View
+
+                op, args = view(t)
+                self.state.add_view(View(t, op, args, {}, 0, result))
+            return result
         if name == "data":
             from thunder.ops import ltorch
 

@@ -15,14 +15,34 @@ from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number
 from thunder.ops.ltorch.shape import (
     _normalize_index,
+    _shape_arg,
     advanced_layout,
     getitem,
     has_advanced_index,
     int_index,
+    movedim,
+    narrow,
+    permute,
+    reshape,
+    select,
+    squeeze,
     static_index,
+    t,
+    transpose,
+    unflatten,
+    unsqueeze,
+    view,
     wrap_index,
 )
-from thunder.ops.meta import ShapeError, broadcast_shapes, device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import (
+    ShapeError,
+    broadcast_shapes,
+    canonical_dim,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 
 def _as_value(value, shape, dtype, device, op: str):
@@ -146,9 +166,62 @@ def write_indexed(a, key, value, accumulate: bool, op: str):
     return prims.index_put(a, indices, v, accumulate)
 
 
-# How a value written into a view reaches its base, per view op: ``x[key] = value`` for
-# views made by indexing. A write into a view made by another op is refused.
-VIEW_WRITES = {getitem: setitem}
+def _permute_back(base, *args, value, dims=None):
+    dims = _shape_arg(args) if dims is None else tuple(dims)
+    n = len(shape_of(base))
+    perm = [canonical_dim(d, n, "torch.permute") for d in dims]
+    inverse = [0] * n
+    for i, d in enumerate(perm):
+        inverse[d] = i
+    return permute(value, inverse)
+
+
+def _movedim_back(base, source, destination, *, value):
+    return movedim(value, destination, source)
+
+
+def _reshape_back(base, *args, value, **kwargs):
+    return reshape(value, shape_of(base))
+
+
+def _dim_key(base, dim, index, op):
+    d = canonical_dim(dim, len(shape_of(base)), op)
+    return (slice(None),) * d + (index,)
+
+
+def _select_back(base, dim, index, *, value):
+    return setitem(base, _dim_key(base, dim, index, "torch.select"), value)
+
+
+def _narrow_back(base, dim, start, length, *, value):
+    if is_tensor(start):
+        raise ShapeError("torch.narrow: a write into a narrow with a tensor start is not supported")
+    start = (
+        start + shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.narrow")]
+        if start < 0
+        else start
+    )
+    return setitem(base, _dim_key(base, dim, slice(start, start + length), "torch.narrow"), value)
+
+
+# How a value written into a view reaches its base, per view op: the base with the value put
+# where the view reads it (``x[key] = value`` for indexing, the inverse permutation for
+# ``x.T``, ``x.mT``, ``transpose``, ``permute``). Ops whose result is a view or a copy
+# depending on the memory layout (``reshape``, ``flatten``) and views with several outputs
+# (``split``, ``chunk``, ``unbind``) are not here: a write into them is refused.
+VIEW_WRITES = {
+    getitem: lambda base, key, *, value: setitem(base, key, value),
+    permute: _permute_back,
+    transpose: lambda base, d0, d1, *, value: transpose(value, d0, d1),
+    t: lambda base, *, value: t(value),
+    movedim: _movedim_back,
+    view: _reshape_back,
+    unflatten: _reshape_back,
+    unsqueeze: _reshape_back,
+    squeeze: _reshape_back,
+    select: _select_back,
+    narrow: _narrow_back,
+}
 # Calls of view ops whose result is a copy in eager (indexing with tensors or lists gathers):
 # writes into them stay in them, and writes into their base do not reach them.
 COPYING_CALLS = {getitem: lambda a, key: has_advanced_index(key)}

@@ -1,0 +1,75 @@
+"""In-place writes through views reach their base as in eager, and views see writes into
+their base: ``x.T``, ``x.mT``, ``x.T[0]``, permutations, view, unsqueeze, squeeze, select,
+narrow. Writes into views that may be copies (``reshape``) or have several outputs are
+refused with an error naming the op."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.frontend.errors import UnsupportedOpError
+
+WRITES = {
+    "T": lambda x: x.T.add_(1),
+    "mT": lambda x: x.mT.mul_(2),
+    "T[0]": lambda x: x.T[0].add_(1),
+    "T[0] setitem": lambda x: x.T.__setitem__(0, 5.0),
+    "t": lambda x: x.t().sub_(1),
+    "transpose": lambda x: x.transpose(0, 1)[1].fill_(3.0),
+    "permute": lambda x: x.permute(1, 0).add_(torch.arange(2.0)),
+    "view": lambda x: x.view(3, 2)[0].add_(1),
+    "unsqueeze": lambda x: x.unsqueeze(0).add_(1),
+    "squeeze of unsqueeze": lambda x: x.unsqueeze(1).squeeze(1).add_(1),
+    "select": lambda x: x.select(1, 2).add_(4),
+    "narrow": lambda x: x.narrow(1, 1, 2).mul_(3),
+    "movedim": lambda x: x.movedim(0, 1)[2].zero_(),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+def test_a_write_through_a_view_reaches_the_input(name):
+    write = WRITES[name]
+
+    def f(x):
+        write(x)
+        return x * 1
+
+    a, b = torch.arange(6.0).reshape(2, 3), torch.arange(6.0).reshape(2, 3)
+    expected = f(b)
+    torch.testing.assert_close(thunder.jit(f)(a), expected)
+    torch.testing.assert_close(a, b)  # the input itself was written
+
+
+def test_a_view_read_after_a_write_into_its_base_is_fresh():
+    def f(x):
+        t, m = x.T, x.mT
+        x.add_(1)
+        return t * 1, m[0] * 1
+
+    a, b = torch.zeros(2, 3), torch.zeros(2, 3)
+    for got, want in zip(thunder.jit(f)(a), f(b)):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_write_into_a_transposed_view_of_a_local_tensor():
+    def f(x):
+        y = x * 2
+        y.T[1].add_(10)
+        return y
+
+    x = torch.arange(6.0).reshape(2, 3)
+    torch.testing.assert_close(thunder.jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize("make", [lambda x: x.reshape(3, 2), lambda x: x.split(1)[0]])
+def test_a_write_into_a_view_that_may_be_a_copy_is_refused(make):
+    def f(x):
+        make(x).add_(1)
+        return x
+
+    x = torch.zeros(2, 3)
+    with pytest.raises(UnsupportedOpError, match=r"(?s)writes into a view made by .*test_views_writes.py"):
+        thunder.jit(f)(x)
+    assert torch.equal(x, torch.zeros(2, 3))
