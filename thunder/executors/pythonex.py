@@ -211,15 +211,16 @@ def check_items(d, state):
     _compare_items(d, state.names, state.values, "the globals")
 
 
-def check_cell(cell, name, value):
-    """The closure variable ``name`` still holds ``value``."""
+def check_cell(cell, state):
+    """The closure variable ``state.names[0]`` still holds ``state.values[0]``."""
     try:
         v = cell.cell_contents
     except ValueError:
-        raise PrologueCheckFailed(f"the closure variable {name!r} is no longer set") from None
+        raise PrologueCheckFailed(f"the closure variable {state.names[0]!r} is no longer set") from None
+    value = state.values[0]
     if v is not value and not same(v, value):
         raise PrologueCheckFailed(
-            f"the closure variable {name!r} is {_brief(v)}, traced with {_brief(value)}"
+            f"the closure variable {state.names[0]} is {_brief(v)}, traced with {_brief(value)}"
         )
 
 
@@ -395,7 +396,6 @@ for _prim, _fn in (
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_hasattr, check_hasattr),
-    (pyops.check_cell, check_cell),
     (pyops.check_no_module_hooks, check_no_module_hooks),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
@@ -414,6 +414,7 @@ for _prim, _fn in (
     (pyops.check_module, check_module),
     (pyops.check_state, check_state),
     (pyops.check_items, check_items),
+    (pyops.check_cell, check_cell),
 ):
     _sym = executor_symbol(
         f"pythonex.{_prim.name}",

@@ -21,6 +21,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, at
+from thunder.frontend.guards import code_reads, guard_code_reads
 from thunder.frontend.inputs import Inputs, Unpack
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
@@ -264,6 +265,11 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         )
         if module is not None:
             fn = state.shadows.shadow(module)
+        # the globals and closure cells the user's code may read, as the call begins
+        guard_code_reads(
+            state.inputs,
+            code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order}),
+        )
         with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
             result = fn(*pargs, **pkwargs)
         state.shadows.finish()

@@ -21,8 +21,12 @@ containers, are checked by identity only.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
+import os
+import sysconfig
 import types
+from typing import Any
 
 import torch
 
@@ -124,3 +128,109 @@ def is_plain_object(v) -> bool:
     except AttributeError:
         return False
     return True
+
+
+# -- globals and closure cells read by the user's code ------------------------------------
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # thunder itself
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """Code outside the standard library, installed packages and thunder: its globals and
+    closures are guarded (a library's module state is taken as fixed)."""
+    return not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIRS)
+
+
+def _codes(code: types.CodeType):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+@dataclasses.dataclass
+class CodeReads:
+    """The globals (per globals dict) and closure cells the user's functions may read, with
+    their values as the call began."""
+
+    globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
+
+
+def code_reads(functions, classes=()) -> CodeReads:
+    """What ``functions``, the methods of ``classes`` and the user functions they reach
+    through globals and closures read of globals and closure cells. Names bound to modules
+    are left out (``torch``, ``F``): rebinding an imported module is not guarded."""
+    reads = CodeReads()
+    todo = list(functions)
+    for cls in classes:
+        for klass in cls.__mro__:
+            for v in vars(klass).values():
+                if isinstance(v, (staticmethod, classmethod)):
+                    v = v.__func__
+                if isinstance(v, types.FunctionType):
+                    todo.append(v)
+    seen: set[int] = set()
+    while todo:
+        fn = todo.pop()
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
+            continue
+        seen.add(id(fn))
+        g = fn.__globals__
+        _, values = reads.globals.setdefault(id(g), (g, {}))
+        for code in _codes(fn.__code__):
+            for name in code.co_names:
+                if name in values or name not in g:
+                    continue
+                v = g[name]
+                if isinstance(v, types.ModuleType):
+                    continue
+                values[name] = snapshot(v)
+                todo.extend(_reached(v))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:  # not set yet (a recursive helper defined later)
+                continue
+            reads.cells.append((cell, name, snapshot(v)))
+            todo.extend(_reached(v))
+    return reads
+
+
+def _reached(v) -> list:
+    """Functions whose code the traced code may run through ``v``."""
+    if isinstance(v, (types.FunctionType, types.MethodType)):
+        return [v]
+    if isinstance(v, type) and not issubclass(v, torch.nn.Module):  # modules: their shadows are guarded
+        return [f for k in v.__mro__ for f in vars(k).values() if isinstance(f, types.FunctionType)]
+    return []
+
+
+def guard_code_reads(inputs, reads: CodeReads) -> None:
+    """Prologue checks for ``reads``: one line per globals dict, one per closure cell."""
+    from thunder.core.proxies import AnyProxy
+    from thunder.core.symbol import BoundSymbol
+    from thunder.core.trace import sanitize_name
+    from thunder.ops import python as pyops
+
+    def holder(name: str, obj, t: type) -> AnyProxy:
+        p = AnyProxy(inputs.prologue.add_name(sanitize_name(name)), t)
+        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, p.name: obj}
+        inputs.guards.append(p)
+        return p
+
+    for g, values in reads.globals.values():
+        if values:
+            h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
+            inputs.checks.append(BoundSymbol(pyops.check_items, (h, state_check(values)), {}, None))
+    for cell, name, value in reads.cells:
+        h = holder(f"cell_{name}", cell, types.CellType)
+        inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))

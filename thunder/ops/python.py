@@ -128,7 +128,9 @@ check_state = _python_prim(
 check_items = _python_prim(
     "check_items", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
-check_cell = _python_prim("check_cell", _no_output, Tag.PROLOGUE_CHECK)
+check_cell = _python_prim(
+    "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
 # no global module hooks (``nn.modules.module.register_module_forward_hook``) were added,
 # besides the ones tracing itself registers (module scopes) while a trace runs in some thread
 check_no_module_hooks = _python_prim("check_no_module_hooks", _no_output, Tag.PROLOGUE_CHECK)
