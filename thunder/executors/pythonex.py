@@ -224,6 +224,16 @@ def check_cell(cell, state):
         )
 
 
+def check_no_alias(*ts):
+    ptrs = {t.untyped_storage().data_ptr() for t in ts}
+    if len(ptrs) < len(ts) and len({t.untyped_storage().data_ptr() for t in ts if t.numel()}) < sum(
+        1 for t in ts if t.numel()
+    ):
+        raise PrologueCheckFailed(
+            "tensor arguments share memory; the program was traced for separate tensors"
+        )
+
+
 def check_no_module_hooks():
     m = _module_module
     if (
@@ -397,6 +407,7 @@ for _prim, _fn in (
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_hasattr, check_hasattr),
     (pyops.check_no_module_hooks, check_no_module_hooks),
+    (pyops.check_no_alias, check_no_alias),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),

@@ -20,9 +20,9 @@ from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, at
+from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
-from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
@@ -34,6 +34,7 @@ from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.values import value_reads
 from thunder.ops import prims
+from thunder.ops import python as pyops
 
 
 @dataclasses.dataclass
@@ -73,6 +74,7 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.first_writes: dict[str, tuple] = {}  # proxy name -> (op, source) of its first in-place write
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
         self.shadows = ModuleShadows(self)
         self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
@@ -155,6 +157,7 @@ class Acquisition:
         if value is current:
             return original
         self.latest[id(current)] = value
+        self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
             self.latest[id(original)] = value
         self._keepalive += [original, current]
@@ -274,6 +277,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             result = fn(*pargs, **pkwargs)
         state.shadows.finish()
         _write_back_inputs(state)
+        _guard_aliasing(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
@@ -330,6 +334,37 @@ def _write_back_inputs(state: Acquisition) -> None:
                     prims.copy_, (new, p), {}, None, source=None, tags=frozenset({Tag.INPLACE, Tag.WRITEBACK})
                 )
             )
+
+
+def _guard_aliasing(state: Acquisition) -> None:
+    """Argument tensors that share memory (views of one tensor) are refused when the function
+    writes into one of them; when it writes into any argument, the prologue checks that they
+    share none (the same tensor passed twice is one input, checked by identity)."""
+    inputs = state.inputs
+    args = []
+    for p in inputs.tensor_inputs:
+        src = inputs.sources.get(p.name)
+        if src is not None and _is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
+            args.append((p, src[2]))
+    written = {id(p) for p, _ in args if state.current(p) is not p}
+    if len(args) < 2 or not written:
+        return
+    by_storage: dict[int, list] = {}
+    for p, t in args:
+        if t.numel():
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(p)
+    for group in by_storage.values():
+        hit = next((p for p in group if id(p) in written), None) if len(group) > 1 else None
+        if hit is not None:
+            op, where = state.first_writes.get(hit.name, ("an in-place op", None))
+            others = ", ".join(p.name for p in group if p is not hit)
+            raise UnsupportedValueError(
+                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {others} "
+                "(views of one tensor); in-place writes into arguments that share memory are not "
+                "supported: pass separate tensors (.clone())" + (at(where) if where is not None else "")
+            )
+    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(p for p, _ in args), {}, None))
+    inputs.guards.append(args[0][0])
 
 
 def _used_inputs(comp: Trace, state: Acquisition) -> list:

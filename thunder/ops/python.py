@@ -131,6 +131,9 @@ check_items = _python_prim(
 check_cell = _python_prim(
     "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
+# the argument tensors share no memory (they were distinct when traced and the program
+# writes into one of them): ``check_no_alias(a, b)``
+check_no_alias = _python_prim("check_no_alias", _no_output, Tag.PROLOGUE_CHECK)
 # no global module hooks (``nn.modules.module.register_module_forward_hook``) were added,
 # besides the ones tracing itself registers (module scopes) while a trace runs in some thread
 check_no_module_hooks = _python_prim("check_no_module_hooks", _no_output, Tag.PROLOGUE_CHECK)
