@@ -74,6 +74,7 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.grad_writes: set[str] = set()  # inputs that require grad written under grad mode
         self.first_writes: dict[str, tuple] = {}  # proxy name -> (op, source) of its first in-place write
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
         self.shadows = ModuleShadows(self)
@@ -156,6 +157,7 @@ class Acquisition:
             value = self._cast_for_inplace(value, current, op)
         if value is current:
             return original
+        self._refuse_leaf_write(original, op)
         self.latest[id(current)] = value
         self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
@@ -179,6 +181,20 @@ class Acquisition:
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
+
+    def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
+        """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
+        ``torch.ones(3, requires_grad=True)``) while grad mode is on."""
+        src = self.inputs.sources.get(p.name)
+        real = src[2] if src is not None else None
+        if not (isinstance(real, torch.Tensor) and real.requires_grad and torch.is_grad_enabled()):
+            return
+        self.grad_writes.add(p.name)  # the prologue checks it is still not a leaf
+        if real.is_leaf:
+            raise RuntimeError(
+                f"thunder: {op} writes into {p.name}: a leaf Variable that requires grad is being used in an "
+                "in-place operation (as eager PyTorch says)" + at(user_location())
+            )
 
     def add_view(self, view: View) -> None:
         self.views[view.value.name] = view
@@ -277,7 +293,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             result = fn(*pargs, **pkwargs)
         state.shadows.finish()
         _write_back_inputs(state)
-        _guard_aliasing(state)
+        _guard_written_inputs(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
@@ -336,10 +352,11 @@ def _write_back_inputs(state: Acquisition) -> None:
             )
 
 
-def _guard_aliasing(state: Acquisition) -> None:
-    """Argument tensors that share memory (views of one tensor) are refused when the function
-    writes into one of them; when it writes into any argument, the prologue checks that they
-    share none (the same tensor passed twice is one input, checked by identity)."""
+def _guard_written_inputs(state: Acquisition) -> None:
+    """Checks for the inputs the function writes in place: one that requires grad is still not
+    a leaf; argument tensors that share memory (views of one tensor) are refused when the
+    function writes into one of them, and when it writes into any argument the prologue checks
+    that they share none (the same tensor passed twice is one input, checked by identity)."""
     inputs = state.inputs
     args = []
     for p in inputs.tensor_inputs:
@@ -347,6 +364,10 @@ def _guard_aliasing(state: Acquisition) -> None:
         if src is not None and _is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
             args.append((p, src[2]))
     written = {id(p) for p, _ in args if state.current(p) is not p}
+    for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
+        if p.name in state.grad_writes:
+            inputs.checks.append(BoundSymbol(pyops.check_not_leaf, (p,), {}, None))
+            inputs.guards.append(p)
     if len(args) < 2 or not written:
         return
     by_storage: dict[int, list] = {}
