@@ -20,6 +20,7 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 from __future__ import annotations
 
 import dataclasses
+import types
 import weakref
 from typing import Any
 
@@ -29,6 +30,7 @@ from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend.fastpaths import FAST_PATHS
 from thunder.frontend.generate import _MISSING
 from thunder.frontend.guards import (
     CALL_HOOKS,
@@ -207,6 +209,9 @@ class ModuleShadows:
             state[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
+        fast = FAST_PATHS.get(type(mod))
+        if fast is not None and "forward" not in d:  # eager's input-dependent path, as traced
+            d["forward"] = types.MethodType(fast, shadow)
         shadow.__dict__.update(d)
         record = Shadow(
             mod,
