@@ -73,3 +73,25 @@ def test_a_write_into_a_view_that_may_be_a_copy_is_refused(make):
     with pytest.raises(UnsupportedOpError, match=r"(?s)writes into a view made by .*test_views_writes.py"):
         thunder.jit(f)(x)
     assert torch.equal(x, torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x.T.contiguous(),  # a copy
+        lambda x: x.contiguous(),  # x itself
+        lambda x: x[0].contiguous(),  # a view of contiguous memory: itself
+        lambda x: x[:, 1].contiguous(),  # strided: a copy
+        lambda x: x.unsqueeze(0).transpose(0, 1).contiguous(),  # moves a size-1 dim: itself
+    ],
+)
+def test_contiguous_is_a_copy_exactly_where_eager_copies(make):
+    def f(x):
+        y = make(x)
+        y.add_(1)
+        return x * 1, y * 1
+
+    a, b = torch.zeros(2, 3), torch.zeros(2, 3)
+    for got, want in zip(thunder.jit(f)(a), f(b)):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(a, b)

@@ -47,6 +47,7 @@ class View:
     kwargs: dict
     index: int
     value: TensorProxy
+    func: object = None  # the torch callable that made it (replayed on meta tensors for its layout)
 
 
 @dataclasses.dataclass
@@ -196,6 +197,22 @@ class Acquisition:
                 "in-place operation (as eager PyTorch says)" + at(user_location())
             )
 
+    def is_contiguous(self, p: TensorProxy) -> bool:
+        """Whether eager's tensor for ``p`` is contiguous: its chain of views replayed on a meta
+        tensor (inputs and computed tensors are taken as contiguous)."""
+        chain = []
+        while (view := self.views.get(p.name)) is not None and view.value is p:
+            if view.func is None:
+                return True
+            chain.append(view)
+            p = view.base
+        if not chain:
+            return True
+        m = torch.empty(p.meta_shape, device="meta")
+        for view in reversed(chain):
+            m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
+        return m.is_contiguous()
+
     def add_view(self, view: View) -> None:
         self.views[view.value.name] = view
         self.views_of.setdefault(id(view.base), []).append(view)
@@ -210,7 +227,7 @@ class Acquisition:
                 continue
             self.latest[id(stale)] = fresh
             self._keepalive.append(stale)
-            self.add_view(View(new, view.op, view.args, view.kwargs, view.index, fresh))
+            self.add_view(View(new, view.op, view.args, view.kwargs, view.index, fresh, view.func))
             self._refresh_views(stale, fresh)
 
     def _cast_for_inplace(self, value: TensorProxy, current: TensorProxy, op: str) -> TensorProxy:

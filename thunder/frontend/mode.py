@@ -262,6 +262,10 @@ class AcquisitionMode(TorchFunctionMode):
                 f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
             )
         target = TORCH_TO_THUNDER.get(func)
+        if func is T.contiguous and isinstance(args[0], TensorProxy) and not state.is_contiguous(args[0]):
+            from thunder.ops import ltorch
+
+            return ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
         if target is not None:
             # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
             inplace = False
@@ -271,7 +275,7 @@ class AcquisitionMode(TorchFunctionMode):
             result = self._call(func, target, args, kwargs)
             if inplace or _writes_first(func):
                 return state.rebind(args[0], result, describe(func))
-            self._track_views(target, args, kwargs, result)
+            self._track_views(func, target, args, kwargs, result)
             return result
         name = getattr(func, "__name__", "")
         if func is T.__setitem__:
@@ -316,8 +320,8 @@ class AcquisitionMode(TorchFunctionMode):
             if view is not None and isinstance(t, TensorProxy) and result is not t:
                 from thunder.frontend.acquire import View
 
-                op, args = view(t)
-                self.state.add_view(View(t, op, args, {}, 0, result))
+                op, args, func = view(t)
+                self.state.add_view(View(t, op, args, {}, 0, result, func))
             return result
         if name == "data":
             from thunder.ops import ltorch
@@ -336,7 +340,7 @@ class AcquisitionMode(TorchFunctionMode):
         self.state.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
-    def _track_views(self, target, args, kwargs, result):
+    def _track_views(self, func, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
@@ -348,4 +352,4 @@ class AcquisitionMode(TorchFunctionMode):
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
-                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf))
+                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
