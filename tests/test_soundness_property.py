@@ -73,7 +73,7 @@ def test_random_changes_between_calls_match_eager(seed):
             xs = [x.clone().requires_grad_(state["requires_grad"]) for _ in range(2)]
             with torch.set_grad_enabled(state["grad"]):
                 got, want = jm(xs[0]), ref(xs[1])
-                torch.testing.assert_close(got, want, msg=lambda s: f"after changing {what}: {s}")
+                torch.testing.assert_close(got, want, msg=lambda s, what=what: f"after changing {what}: {s}")
                 if got.requires_grad:
                     got.sum().backward()
                     want.sum().backward()
