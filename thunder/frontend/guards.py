@@ -196,6 +196,8 @@ def code_reads(functions, classes=()) -> CodeReads:
                 values[name] = snapshot(v)
                 todo.extend(_reached(v))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            if name == "__class__":  # the class a method using super() is defined in: fixed
+                continue
             try:
                 v = cell.cell_contents
             except ValueError:  # not set yet (a recursive helper defined later)
