@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import torch
 import transformers
 
@@ -31,3 +32,67 @@ def test_gpt2_logits_and_loss_match_eager():
             assert type(out) is type(ref) and list(out.keys()) == list(ref.keys())
     for trace in thunder.last_traces(jm):
         verify(trace)
+
+
+_LM = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+
+
+def _architecture(name: str):
+    """A tiny model of each architecture that once failed to trace, and its inputs."""
+    tr = transformers
+    ids = {"input_ids": torch.randint(0, 64, (1, 7))}
+    if name == "falcon":  # qkv[..., [-2], :]: list indexing
+        cfg = tr.FalconConfig(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            new_decoder_architecture=True, num_kv_heads=2,
+        )  # fmt: skip
+        return tr.FalconForCausalLM(cfg), ids
+    if name == "mixtral":  # torch.histc, and transformers' grouped_mm custom operator
+        cfg = tr.MixtralConfig(**_LM, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
+        return tr.MixtralForCausalLM(cfg), ids
+    if name == "bloom":  # alibi
+        return tr.BloomForCausalLM(tr.BloomConfig(vocab_size=64, hidden_size=32, n_layer=2, n_head=4)), ids
+    if name == "wav2vec2":  # torch._weight_norm in the positional convolution
+        cfg = tr.Wav2Vec2Config(
+            vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=4,
+        )  # fmt: skip
+        return tr.Wav2Vec2Model(cfg), {"input_values": torch.randn(1, 400)}
+    if name == "qwen3":
+        return tr.Qwen3ForCausalLM(tr.Qwen3Config(**_LM, num_key_value_heads=2, head_dim=8)), ids
+    if name == "phi3":
+        return tr.Phi3ForCausalLM(tr.Phi3Config(**_LM, num_key_value_heads=2, pad_token_id=0)), ids
+    if name == "gpt_neox":
+        return tr.GPTNeoXForCausalLM(tr.GPTNeoXConfig(**_LM)), ids
+    if name == "bart":
+        cfg = tr.BartConfig(
+            vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        )  # fmt: skip
+        return tr.BartForConditionalGeneration(cfg), {
+            **ids,
+            "decoder_input_ids": torch.randint(3, 64, (1, 5)),
+        }
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["falcon", "mixtral", "bloom", "wav2vec2", "qwen3", "phi3", "gpt_neox", "bart"]
+)
+def test_architectures_match_eager_with_their_default_cache(name):
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    model, inputs = _architecture(name)
+    model.eval()
+    jm = thunder.jit(model)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, ref = jm(**inputs), model(**inputs)
+    key = "logits" if "logits" in ref else "last_hidden_state"
+    torch.testing.assert_close(out[key], ref[key])
+    assert type(out) is type(ref) and list(out.keys()) == list(ref.keys())
+    if name == "mixtral":  # the experts' matmuls stay the library's operator, run whole
+        text = str(thunder.last_traces(jm)[-1])
+        assert "torch.ops.transformers.grouped_mm_fallback.default(" in text
+        assert "torch.histc(" in text

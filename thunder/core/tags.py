@@ -39,6 +39,7 @@ class Tag(enum.Enum):
     RESAMPLE = "resample"  # interpolation and sampling at computed positions
     RECURRENT = "recurrent"  # a cell composed over time steps (LSTM, GRU)
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
+    CUSTOM = "custom"  # a library's torch.ops operator, opaque: run whole by the torch executor
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"
     WRITEBACK = "writeback"

@@ -23,6 +23,7 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.values import read_scalar
+from thunder.ops import custom
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
@@ -290,6 +291,8 @@ class AcquisitionMode(TorchFunctionMode):
             if base is not None:
                 result = self._call(func, base, args, kwargs)
                 return state.rebind(args[0], result, describe(func))
+        if custom.is_custom_op(func):  # a library's operator: one opaque op (thunder/ops/custom.py)
+            return self._call(func, custom.symbol_for(func), args, kwargs)
         if self.inlined and describe(self.inlined[0]) != describe(func):
             raise UnsupportedOpError(
                 f"thunder: {describe(self.inlined[0])} is not supported: it calls {describe(func)}, which has no "
