@@ -9,6 +9,7 @@ input as it was.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from contextlib import contextmanager
 
 import torch
@@ -167,16 +168,16 @@ class Acquisition:
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            from thunder.ops.ltorch.inplace import VIEW_WRITES
+            from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
             write = VIEW_WRITES.get(view.op)
-            if view.index != 0:
-                write = None
+            if view.op in PIECE_WRITES:
+                write = functools.partial(PIECE_WRITES[view.op], index=view.index)
             if write is None:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
-                    "on tensors and on views made by indexing, permutations, view, unsqueeze, squeeze, select "
-                    "and narrow" + at(user_location())
+                    "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
+                    "squeeze, select, narrow, split, chunk and unbind" + at(user_location())
                 )
             self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
@@ -197,21 +198,27 @@ class Acquisition:
                 "in-place operation (as eager PyTorch says)" + at(user_location())
             )
 
-    def is_contiguous(self, p: TensorProxy) -> bool:
-        """Whether eager's tensor for ``p`` is contiguous: its chain of views replayed on a meta
-        tensor (inputs and computed tensors are taken as contiguous)."""
+    def meta_of(self, p: TensorProxy):
+        """A meta tensor laid out as eager's tensor for ``p``: its chain of views replayed
+        (inputs and computed tensors are taken as contiguous); None when a view in the chain
+        cannot be replayed."""
         chain = []
         while (view := self.views.get(p.name)) is not None and view.value is p:
             if view.func is None:
-                return True
+                return None
             chain.append(view)
             p = view.base
-        if not chain:
-            return True
         m = torch.empty(p.meta_shape, device="meta")
-        for view in reversed(chain):
-            m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
-        return m.is_contiguous()
+        try:
+            for view in reversed(chain):
+                m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
+        except Exception:  # arguments that are proxies (reshape_as(other)): not replayable
+            return None
+        return m
+
+    def is_contiguous(self, p: TensorProxy) -> bool:
+        m = self.meta_of(p)
+        return m is None or m.is_contiguous()
 
     def add_view(self, view: View) -> None:
         self.views[view.value.name] = view

@@ -343,15 +343,29 @@ class AcquisitionMode(TorchFunctionMode):
         self.state.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
+    def _eager_views(self, func, args, kwargs) -> bool:
+        """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors)."""
+        m = self.state.meta_of(args[0])
+        if m is None:
+            return True
+        try:
+            out = func(m, *args[1:], **kwargs)
+        except Exception:  # arguments that are proxies: taken as a view, as before
+            return True
+        root = m if m._base is None else m._base
+        return out._base is root  # (a copy made first, then viewed, has another base)
+
     def _track_views(self, func, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
-            from thunder.ops.ltorch.inplace import COPYING_CALLS
+            from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return
+            if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
+                return  # eager copied (reshape of a non-contiguous tensor)
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:

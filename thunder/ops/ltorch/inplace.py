@@ -17,18 +17,24 @@ from thunder.ops.ltorch.shape import (
     _normalize_index,
     _shape_arg,
     advanced_layout,
+    chunk,
+    flatten,
     getitem,
     has_advanced_index,
     int_index,
     movedim,
     narrow,
     permute,
+    ravel,
     reshape,
+    reshape_as,
     select,
+    split,
     squeeze,
     static_index,
     t,
     transpose,
+    unbind,
     unflatten,
     unsqueeze,
     view,
@@ -204,11 +210,43 @@ def _narrow_back(base, dim, start, length, *, value):
     return setitem(base, _dim_key(base, dim, slice(start, start + length), "torch.narrow"), value)
 
 
+def _piece_key(base, dim, index, sizes):
+    d = canonical_dim(dim, len(shape_of(base)), "torch.split")
+    start = sum(sizes[:index])
+    return (slice(None),) * d + (slice(start, start + sizes[index]),)
+
+
+def _split_sizes(n: int, split_size_or_sections) -> list[int]:
+    if isinstance(split_size_or_sections, int):
+        k = split_size_or_sections
+        return [min(k, n - i) for i in range(0, n, k)] or [0]
+    return list(split_size_or_sections)
+
+
+def _split_back(base, split_size_or_sections, dim=0, *, value, index):
+    n = shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.split")]
+    return setitem(base, _piece_key(base, dim, index, _split_sizes(n, split_size_or_sections)), value)
+
+
+def _chunk_back(base, chunks, dim=0, *, value, index):
+    n = shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.chunk")]
+    return _split_back(base, -(-n // chunks), dim, value=value, index=index)
+
+
+def _unbind_back(base, dim=0, *, value, index):
+    return setitem(base, _dim_key(base, dim, index, "torch.unbind"), value)
+
+
+# How a value written into one output of a view op with several outputs reaches the base.
+PIECE_WRITES = {split: _split_back, chunk: _chunk_back, unbind: _unbind_back}
+# View ops whose result is a view or a copy depending on the memory layout (eager's rule,
+# replayed on meta tensors by the frontend): a copy is not tracked as a view.
+LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
+
 # How a value written into a view reaches its base, per view op: the base with the value put
 # where the view reads it (``x[key] = value`` for indexing, the inverse permutation for
-# ``x.T``, ``x.mT``, ``transpose``, ``permute``). Ops whose result is a view or a copy
-# depending on the memory layout (``reshape``, ``flatten``) and views with several outputs
-# (``split``, ``chunk``, ``unbind``) are not here: a write into them is refused.
+# ``x.T``, ``x.mT``, ``transpose``, ``permute``; ``reshape`` and ``flatten`` where eager
+# made a view, see LAYOUT_VIEWS). A write into a view made by another op is refused.
 VIEW_WRITES = {
     getitem: lambda base, key, *, value: setitem(base, key, value),
     permute: _permute_back,
@@ -216,6 +254,10 @@ VIEW_WRITES = {
     t: lambda base, *, value: t(value),
     movedim: _movedim_back,
     view: _reshape_back,
+    reshape: _reshape_back,
+    reshape_as: _reshape_back,
+    flatten: _reshape_back,
+    ravel: _reshape_back,
     unflatten: _reshape_back,
     unsqueeze: _reshape_back,
     squeeze: _reshape_back,
