@@ -114,3 +114,25 @@ def test_contiguous_is_a_copy_exactly_where_eager_copies(make):
     for got, want in zip(thunder.jit(f)(a), f(b)):
         torch.testing.assert_close(got, want)
     torch.testing.assert_close(a, b)
+
+
+def test_contiguous_and_reshape_of_an_input_follow_the_callers_layout():
+    def f(x):
+        y = x.contiguous()
+        y.add_(1)
+        z = x.reshape(-1)
+        z.mul_(2)
+        return x * 1, y * 1, z * 1
+
+    jfn = thunder.jit(f)
+    layouts = [
+        lambda: torch.arange(6.0).reshape(2, 3),
+        lambda: torch.arange(6.0).reshape(3, 2).T,  # not contiguous: both are copies in eager
+        lambda: torch.arange(6.0).reshape(2, 3),
+    ]
+    for make in layouts:
+        a, b = make(), make()
+        for got, want in zip(jfn(a), f(b)):
+            torch.testing.assert_close(got, want)
+        torch.testing.assert_close(a, b)
+    assert thunder.compile_stats(jfn).cache_misses == 2  # the strides are checked

@@ -234,6 +234,11 @@ def check_no_alias(*ts):
         )
 
 
+def check_strides(t, strides):
+    if t.stride() != strides:
+        raise PrologueCheckFailed(f"expected strides {strides}, got {t.stride()}")
+
+
 def check_not_leaf(t):
     if t.is_leaf:
         raise PrologueCheckFailed("expected a tensor computed by autograd (written in place), got a leaf")
@@ -414,6 +419,7 @@ for _prim, _fn in (
     (pyops.check_no_module_hooks, check_no_module_hooks),
     (pyops.check_no_alias, check_no_alias),
     (pyops.check_not_leaf, check_not_leaf),
+    (pyops.check_strides, check_strides),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),

@@ -76,6 +76,7 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
+        self.layout_reads: dict[str, tuple] = {}  # input name -> (proxy, strides) views were decided on
         self.grad_writes: set[str] = set()  # inputs that require grad written under grad mode
         self.first_writes: dict[str, tuple] = {}  # proxy name -> (op, source) of its first in-place write
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
@@ -200,15 +201,21 @@ class Acquisition:
 
     def meta_of(self, p: TensorProxy):
         """A meta tensor laid out as eager's tensor for ``p``: its chain of views replayed
-        (inputs and computed tensors are taken as contiguous); None when a view in the chain
-        cannot be replayed."""
+        from an input with the caller's strides (computed tensors are contiguous); None when a
+        view in the chain cannot be replayed."""
         chain = []
         while (view := self.views.get(p.name)) is not None and view.value is p:
             if view.func is None:
                 return None
             chain.append(view)
             p = view.base
-        m = torch.empty(p.meta_shape, device="meta")
+        src = self.inputs.sources.get(p.name)
+        real = src[2] if src is not None else None
+        if isinstance(real, torch.Tensor) and is_plain_tensor(real):  # an input: as the caller laid it out
+            m = torch.empty_strided(real.shape, real.stride(), device="meta")
+            self.layout_reads[p.name] = (p, real.stride())  # the prologue checks the strides
+        else:
+            m = torch.empty(p.meta_shape, device="meta")
         try:
             for view in reversed(chain):
                 m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
@@ -388,6 +395,9 @@ def _guard_written_inputs(state: Acquisition) -> None:
         if src is not None and _is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
             args.append((p, src[2]))
     written = {id(p) for p, _ in args if state.current(p) is not p}
+    for p, strides in state.layout_reads.values():  # views or copies were decided on its layout
+        inputs.checks.append(BoundSymbol(pyops.check_strides, (p, strides), {}, None))
+        inputs.guards.append(p)
     for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
         if p.name in state.grad_writes:
             inputs.checks.append(BoundSymbol(pyops.check_not_leaf, (p,), {}, None))
