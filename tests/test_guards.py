@@ -7,6 +7,8 @@ values by value)."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 import torch
 from torch import nn
@@ -261,3 +263,26 @@ def test_a_failed_trace_leaves_the_module_as_it_was():
         thunder.jit(m)(torch.ones(2))
     assert vars(m) == before and "last" not in vars(m) and m.calls == 0
     assert torch.equal(m.fc.weight, w)
+
+
+settings = types.ModuleType("settings")  # stands for the user's own config module
+settings.__file__ = __file__
+settings.SCALE = 2.0
+settings.ENABLED = True
+
+
+def uses_settings(x):
+    return x * settings.SCALE if settings.ENABLED else x
+
+
+def test_attributes_of_the_users_own_module_changed():
+    jfn = thunder.jit(uses_settings)
+    x = torch.randn(3)
+    try:
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+        settings.SCALE = 5.0
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+        settings.ENABLED = False
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+    finally:
+        settings.SCALE, settings.ENABLED = 2.0, True

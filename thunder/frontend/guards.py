@@ -165,8 +165,9 @@ class CodeReads:
 
 def code_reads(functions, classes=()) -> CodeReads:
     """What ``functions``, the methods of ``classes`` and the user functions they reach
-    through globals and closures read of globals and closure cells. Names bound to modules
-    are left out (``torch``, ``F``): rebinding an imported module is not guarded."""
+    through globals and closures read of globals and closure cells, and of the user's own
+    modules they import (``config.FLAG``). Names bound to modules are left out (``torch``,
+    ``F``): rebinding an imported module is not guarded."""
     reads = CodeReads()
     todo = list(functions)
     for cls in classes:
@@ -187,14 +188,31 @@ def code_reads(functions, classes=()) -> CodeReads:
         g = fn.__globals__
         _, values = reads.globals.setdefault(id(g), (g, {}))
         for code in _codes(fn.__code__):
+            modules = []
             for name in code.co_names:
                 if name in values or name not in g:
                     continue
                 v = g[name]
                 if isinstance(v, types.ModuleType):
+                    if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
+                        modules.append(v)
                     continue
                 values[name] = snapshot(v)
                 todo.extend(_reached(v))
+            for mod in modules:
+                d = vars(mod)
+                _, read = reads.globals.setdefault(id(d), (d, {}))
+                for name in code.co_names:
+                    v = d.get(name, _MISSING)
+                    if (
+                        v is _MISSING
+                        or name in read
+                        or isinstance(v, types.ModuleType)
+                        or name.startswith("__")
+                    ):
+                        continue
+                    read[name] = snapshot(v)
+                    todo.extend(_reached(v))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             if name == "__class__":  # the class a method using super() is defined in: fixed
                 continue
@@ -205,6 +223,14 @@ def code_reads(functions, classes=()) -> CodeReads:
             reads.cells.append((cell, name, snapshot(v)))
             todo.extend(_reached(v))
     return reads
+
+
+_MISSING = object()
+
+
+def _is_user_module(mod: types.ModuleType) -> bool:
+    path = getattr(mod, "__file__", None)
+    return path is not None and not os.path.abspath(path).startswith(_LIBRARY_DIRS)
 
 
 def _reached(v) -> list:
