@@ -31,7 +31,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.fastpaths import FAST_PATHS
-from thunder.frontend.generate import _MISSING
+from thunder.frontend.generate import NO_OWN_FORWARD
 from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
@@ -184,7 +184,7 @@ class ModuleShadows:
         own = getattr(d.get("forward"), "replaced", _ABSENT)
         if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
             del d["forward"]
-            if own is not _MISSING:
+            if own is not NO_OWN_FORWARD:
                 d["forward"] = own
         for name, v in mod.__dict__.items():
             if name in MODULE_MACHINERY or (name == "forward" and own is not _ABSENT):
