@@ -287,24 +287,6 @@ def test_many_retraces_warn_with_the_reason():
             jfn(torch.ones(2), n)
 
 
-class _Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        return 2 * g
-
-
-def test_custom_autograd_function_is_a_clear_error_when_grad_is_on():
-    x = torch.ones(2, requires_grad=True)
-    with pytest.raises(UnsupportedOpError, match="custom torch.autograd.Function _Square"):
-        thunder.jit(lambda x: _Square.apply(x))(x)
-    with torch.no_grad():  # without grad its backward does not matter: traced through
-        torch.testing.assert_close(thunder.jit(lambda x: _Square.apply(x))(x), x * x)
-
-
 def test_vmap_names_the_dispatcher_and_the_line():
     def f(x):
         return torch.vmap(lambda r: r.sin())(x)  # vmap-line

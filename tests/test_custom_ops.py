@@ -101,10 +101,18 @@ def test_gradients_flow_through_a_custom_op_with_an_autograd_formula():
 
     x = torch.randn(4, 3, requires_grad=True)
     s = torch.tensor(2.0, requires_grad=True)
-    thunder.jit(f)(x, s).backward()
+    jfn = thunder.jit(f)
+    jfn(x, s).backward()
     x2, s2 = x.detach().clone().requires_grad_(), s.detach().clone().requires_grad_()
     f(x2, s2).backward()
     torch.testing.assert_close((x.grad, s.grad), (x2.grad, s2.grad))
+    # through the backward trace, which runs the operator's own formula
+    (bsym,) = [
+        b
+        for b in thunder.last_backward_traces(jfn)[-1].bound_symbols
+        if b.sym.id == "torchex.custom_op_backward"
+    ]
+    assert bsym.args[0] == "torch.ops.thunder_test.scaled_rows.default" and bsym.args[-1] == (0, 1)
 
 
 def test_custom_ops_that_cannot_be_traced_are_named():

@@ -23,15 +23,22 @@ def _check(jm, m, *args):
     torch.testing.assert_close(got, m(*args))
 
 
+def _dropped_out(out, full) -> bool:
+    """``out`` is ``full`` with some elements zeroed and the rest doubled (dropout, p=0.5)."""
+    kept = out != 0
+    return bool(kept.any() and (~kept).any() and torch.allclose(out[kept], 2 * full[kept]))
+
+
 def test_train_eval_toggle_dropout():
     m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     jm = thunder.jit(m)
-    x = torch.randn(8, 4)
-    _check(jm, m, x)
+    x = torch.randn(16, 4)
+    full = m[0](x).detach()
+    assert _dropped_out(jm(x).detach(), full)
     m.eval()
     torch.testing.assert_close(jm(x), m(x))  # no dropout now
     m.train()
-    _check(jm, m, x)
+    assert _dropped_out(jm(x).detach(), full)
     assert thunder.compile_stats(jm).cache_misses == 2
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 import transformers
 
 import thunder
+from thunder.core.tags import Tag
 from thunder.core.verify import verify
 
 
@@ -96,3 +98,27 @@ def test_architectures_match_eager_with_their_default_cache(name):
         text = str(thunder.last_traces(jm)[-1])
         assert "torch.ops.transformers.grouped_mm_fallback.default(" in text
         assert "torch.histc(" in text
+
+
+def test_bloom_trains_through_its_custom_autograd_function():
+    """BLOOM's training-mode GELU is a custom torch.autograd.Function: its forward is traced
+    and its own backward is the backward of that region; loss and every gradient equal eager's."""
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    model, inputs = _architecture("bloom")
+    model.train()
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = jm(**inputs, labels=inputs["input_ids"], use_cache=False)
+        expected = ref(**inputs, labels=inputs["input_ids"], use_cache=False)
+    torch.testing.assert_close(out.loss, expected.loss)
+    out.loss.backward()
+    expected.loss.backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=lambda m, n=name: f"{n}: {m}")
+    applied = [
+        b.sym.name for b in thunder.last_traces(jm)[0].bound_symbols if Tag.AUTOGRAD_FUNCTION in b.sym.tags
+    ]
+    assert applied == ["GeLUFunction.apply"] * 2

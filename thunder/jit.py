@@ -26,10 +26,14 @@ from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
-from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses
+from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
+from thunder.transforms.remat import rematerialize
+from thunder.transforms.split import split_forward_backward
 
 EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
 
@@ -80,12 +84,61 @@ def _claim(trace: Trace, ctx: PassContext) -> Trace:
     return claim(trace, ctx.executors)
 
 
-# The passes every compilation runs, in order, over its bundle of traces.
+def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint forward-and-backward trace, when an input requires grad under grad mode.
+
+    A program with tensor subclass values keeps torch's autograd over the ops it runs (its
+    subclass ops whole, as eager differentiates them: ``flatten_subclasses.py``), so it gets
+    no joint trace. A prim without a VJP rule leaves the computation as it is and notes the
+    error, which ``backward()`` raises."""
+    comp = bundle.computation
+    if not needs_grad(comp):
+        return bundle
+    if has_subclasses(comp):
+        ctx.extra["autograd_records"] = True
+        return bundle
+    t0 = time.perf_counter()
+    try:
+        joint = differentiate(comp)
+    except NoVJPError as e:
+        ctx.extra["grad_error"] = e
+        return bundle
+    joint.provenance.seconds = time.perf_counter() - t0
+    return bundle.replace(computation=joint)
+
+
+def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint trace cut into the forward (the computation) and the backward."""
+    if "cotangents" not in bundle.computation.info:
+        return bundle
+    return _pair(split_forward_backward, bundle, bundle.computation)
+
+
+def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    if bundle.backward is None:
+        return bundle
+    return _pair(rematerialize, bundle, bundle.computation, bundle.backward)
+
+
+def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
+    t0 = time.perf_counter()
+    fw, bw = fn(*traces)
+    for t in (fw, bw):
+        if t.provenance is not None:
+            t.provenance.seconds = time.perf_counter() - t0
+    return bundle.replace(computation=fw, backward=bw)
+
+
+# The passes every compilation runs, in order, over its bundle of traces. The grad passes
+# make the backward; tensor subclasses are flattened after the split, on each side.
 PIPELINE: tuple[Pass, ...] = (
     Pass("dce", on("computation", dce)),
+    Pass("grad", _grad),
+    Pass("split", _split),
+    Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("claim", on(KINDS, _claim, context=True)),
-    Pass("del_last_used", on("computation", del_last_used)),
+    Pass("del_last_used", on(("computation", "backward"), del_last_used)),
 )
 
 
@@ -171,16 +224,26 @@ class ThunderFunction:
         acquired.computation.provenance = None
         bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
         history = History.start(bundle, time.perf_counter() - t0)
-        final = run_pipeline(bundle, PIPELINE, PassContext(self.executors), history)
+        ctx = PassContext(self.executors)
+        final = run_pipeline(bundle, PIPELINE, ctx, history)
+        grad_error = ctx.extra.get("grad_error")
+        if final.backward is not None or grad_error is not None:
+            computation = grad_computation(
+                final.computation, final.backward, error=grad_error, name=self.__name__
+            )
+        elif ctx.extra.get("autograd_records"):
+            computation = final.computation.python_callable()
+        else:
+            computation = no_grad_computation(final.computation)
         entry = CacheEntry(
             prologue_traces=history.traces["prologue"],
             computation_traces=history.traces["computation"],
             epilogue_traces=history.traces["epilogue"],
             backward_traces=history.traces["backward"],
             prologue=final.prologue.python_callable(),
-            computation=final.computation.python_callable(),
+            computation=computation,
             epilogue=None
-            if _is_identity(final.epilogue, final.computation)
+            if _is_identity(final.epilogue, final.computation, final.backward is not None)
             else final.epilogue.python_callable(),
             miss_reasons=reasons,
             pass_times=history.pass_times,
@@ -207,9 +270,11 @@ def _text_of(obj) -> str:
     return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
 
 
-def _is_identity(epi: Trace, comp: Trace) -> bool:
-    """The epilogue returns the computation's single output as it is."""
-    out = comp.output if isinstance(comp.output, (tuple, list)) else ()
+def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
+    """The epilogue returns the computation's single output as it is (``forward``: ``comp``
+    returns (outputs, saved for backward))."""
+    out = comp.output[0] if forward else comp.output
+    out = out if isinstance(out, (tuple, list)) else ()
     return (
         not epi.bound_symbols
         and len(epi.args) == 1

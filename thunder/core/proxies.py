@@ -188,10 +188,32 @@ class TensorProxy(torch.Tensor, Proxy):
 
 
 def proxies_in(x) -> list:
-    """The proxies among the leaves of ``x`` (nested tuples, lists, dicts, dataclasses)."""
-    return [p for p in tree_leaves(x) if isinstance(p, Proxy)]
+    """The proxies among the leaves of ``x`` (nested tuples, lists, dicts, dataclasses), in
+    order. Plain tuples, lists, dicts and slices are walked directly (passes call this on
+    every BoundSymbol of a model); anything else goes through ``tree_leaves``."""
+    out: list = []
+    _collect(x, out)
+    return out
+
+
+def _collect(x, out: list) -> None:
+    t = type(x)
+    if t is tuple or t is list:
+        for v in x:
+            _collect(v, out)
+    elif t is dict:
+        for v in x.values():
+            _collect(v, out)
+    elif t is slice:
+        _collect((x.start, x.stop, x.step), out)
+    elif isinstance(x, Proxy):
+        out.append(x)
+    elif x is None or t in (int, float, bool, str, torch.dtype, torch.device):
+        return
+    else:
+        out.extend(p for p in tree_leaves(x) if isinstance(p, Proxy))
 
 
 def proxy_names(x) -> set[str]:
     """The names of the proxies among the leaves of ``x``."""
-    return {p.name for p in tree_leaves(x) if isinstance(p, Proxy)}
+    return {p.name for p in proxies_in(x)}

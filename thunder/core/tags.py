@@ -38,7 +38,10 @@ class Tag(enum.Enum):
     ATTENTION = "attention"
     RESAMPLE = "resample"  # interpolation and sampling at computed positions
     RECURRENT = "recurrent"  # a cell composed over time steps (LSTM, GRU)
+    TRANSCENDENTAL = "transcendental"  # costly per element (exp, erf, roots): saved, not recomputed
+    BACKWARD_OP = "backward_op"  # mirrors an aten backward kernel (thunder/ops/ltorch/backward.py)
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
+    AUTOGRAD_FUNCTION = "autograd_function"  # a custom torch.autograd.Function's apply
     CUSTOM = "custom"  # a library's torch.ops operator, opaque: run whole by the torch executor
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"
@@ -87,3 +90,13 @@ def tags(*members: Tag) -> TagSet:
 EFFECT_TAGS = frozenset({Tag.INPLACE, Tag.WRITEBACK, Tag.PROLOGUE_CHECK})
 # The grad mode a BoundSymbol was recorded under, when it differs from the trace's.
 GRAD_MODE_TAGS = frozenset({Tag.NO_GRAD, Tag.ENABLE_GRAD})
+
+
+def inherit(child: frozenset, parent: frozenset, kept: frozenset) -> frozenset:
+    """A subsymbol's tags once it stands in for its parent (claiming, flattening): the
+    parent's ``kept`` tags added, but not the parent's grad mode where the subsymbol was
+    recorded under a grad mode of its own (``detach``'s ``no_grad`` copy)."""
+    add = parent & kept
+    if child & GRAD_MODE_TAGS:
+        add = add - GRAD_MODE_TAGS
+    return frozenset(child) | add

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import threading
@@ -70,6 +71,7 @@ class Trace:
         self.names: set[str] = set()
         self._counters: dict[str, int] = {}
         self._scopes: list[list[BoundSymbol]] = [self.bound_symbols]
+        self._modes: list[bool] = []  # the grad mode each open decomposition began under
         self._source: SourceLocation | None = None
         # set by acquisition: finds the user's source line for a new top-level BoundSymbol
         self.source_finder = None
@@ -81,6 +83,8 @@ class Trace:
         self.signature: str | None = None
         # objects the printed source refers to by name (the jitted module, captured tensors)
         self.ctx_objects: dict[str, object] = {}
+        # facts for tools that are not printed ({"saved_for_backward": [...]}), kept by derive
+        self.info: dict = {}
 
     # -- names -------------------------------------------------------------------------
     def make_name(self, prefix: str = "t") -> str:
@@ -117,21 +121,36 @@ class Trace:
         else:
             subsymbols = []
             self._scopes.append(subsymbols)
+            self._modes.append(torch.is_grad_enabled())
             try:
                 out = sym.decomposition(*args, **kwargs)
             finally:
                 self._scopes.pop()
+                self._modes.pop()
             if not subsymbols and _returns_an_input(out, args, kwargs):
                 return out  # a no-op (``x.contiguous()``, ``x.to(x.dtype)``) records nothing
         tags = frozenset()
-        if top and torch.is_grad_enabled() is not self.grad_enabled:
-            # ``with torch.no_grad():`` inside the traced code: the line runs the same way
+        if torch.is_grad_enabled() is not (self.grad_enabled if top else self._modes[-1]):
+            # ``with torch.no_grad():`` inside the traced code (or inside an op's
+            # decomposition, as ``detach``'s): the line runs the same way
             tags = GRAD_TAGS[torch.is_grad_enabled()]
         bsym = BoundSymbol(
             sym, args, kwargs, out, subsymbols, source=self._source, tags=tags, scope=self.scope
         )
         self._scopes[-1].append(bsym)
         return out
+
+    @contextlib.contextmanager
+    def below_autograd(self):
+        """Run the rest of the open decomposition under ``torch.no_grad()`` as its own mode (a
+        subclass's dispatch runs below autograd): what it records is not tagged to run under
+        no_grad, as a ``with torch.no_grad():`` block inside a decomposition would be."""
+        self._modes.append(False)
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self._modes.pop()
 
     def add_bsym(self, bsym: BoundSymbol) -> None:
         self._scopes[-1].append(bsym)
@@ -148,6 +167,7 @@ class Trace:
         t.ctx_objects = dict(self.ctx_objects)
         t.signature = self.signature
         t.grad_enabled = self.grad_enabled
+        t.info = dict(self.info)
         return t
 
     # -- printing -------------------------------------------------------------------------

@@ -52,7 +52,7 @@ class Executor:
                 source=bsym.source,
                 tags=bsym.tags | bsym.sym.tags & KEPT_TAGS,
                 scope=bsym.scope,
-                info={"claimed_by": self.name},
+                info={**bsym.info, "claimed_by": self.name},  # keeps what the grad pass noted
             )
         return None
 

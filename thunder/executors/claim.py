@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.symbol import BoundSymbol
-from thunder.core.tags import GRAD_MODE_TAGS
+from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
 
@@ -29,8 +29,11 @@ class UnclaimedError(RuntimeError):
     pass
 
 
-# Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under).
-_INHERITED_TAGS = GRAD_MODE_TAGS
+# Tags of a BoundSymbol that hold for its decomposition too (the grad mode it ran under, and
+# whether it belongs to a backward).
+_INHERITED_TAGS = GRAD_MODE_TAGS | {Tag.BACKWARD, Tag.RECOMPUTED}
+# What the grad pass noted on a BoundSymbol that holds for its decomposition too.
+_INHERITED_INFO = frozenset({"differentiates", "vjp", "recomputes"})
 
 
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
@@ -56,11 +59,15 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
             f" ({'; '.join(declined.values())})"
         )
     result = []
-    inherited = bsym.tags & _INHERITED_TAGS
+    noted = {k: v for k, v in bsym.info.items() if k in _INHERITED_INFO}
     for sub in bsym.subsymbols:
-        if sub.source is None or sub.scope is None or not inherited <= sub.tags:
+        tags = inherit(sub.tags, bsym.tags, _INHERITED_TAGS)
+        if sub.source is None or sub.scope is None or tags != sub.tags or noted:
             sub = sub.from_bsym(
-                source=sub.source or bsym.source, tags=sub.tags | inherited, scope=sub.scope or bsym.scope
+                source=sub.source or bsym.source,
+                tags=tags,
+                scope=sub.scope or bsym.scope,
+                info={**noted, **sub.info},
             )
         result.extend(_claim_one(sub, executors))
     return result

@@ -133,6 +133,104 @@ def adaptive_avg_pool(a, output_size):
     return fn(a, output_size)
 
 
+# -- gradients of the windowed ops (aten's backward kernels; 1-d pools run as 2-d ones, as torch does)
+_ATEN = torch.ops.aten
+
+
+def convolution_backward(grad, a, weight, bias, stride, padding, dilation, groups):
+    sizes = [weight.shape[0]] if bias else None
+    out = _ATEN.convolution_backward.default(
+        grad,
+        a,
+        weight,
+        sizes,
+        stride,
+        padding,
+        dilation,
+        False,
+        [0] * len(stride),
+        groups,
+        [True, True, bias],
+    )
+    return out if bias else out[:2]
+
+
+def _height_1(window, fill: int) -> tuple:
+    """A 1-d window (kernel, stride, padding or dilation) as a 2-d one of height 1."""
+    return (fill, *window)
+
+
+def max_pool_backward(grad, a, kernel_size, stride, padding, dilation, ceil_mode):
+    if len(kernel_size) == 1:
+        g2 = max_pool_backward(
+            grad.unsqueeze(-2),
+            a.unsqueeze(-2),
+            _height_1(kernel_size, 1),
+            _height_1(stride, 1),
+            _height_1(padding, 0),
+            _height_1(dilation, 1),
+            ceil_mode,
+        )
+        return g2.squeeze(-2)
+    pool = F.max_pool2d if len(kernel_size) == 2 else F.max_pool3d
+    backward = (
+        _ATEN.max_pool2d_with_indices_backward
+        if len(kernel_size) == 2
+        else _ATEN.max_pool3d_with_indices_backward
+    )
+    _, indices = pool(a, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return backward.default(grad, a, kernel_size, stride, padding, dilation, ceil_mode, indices)
+
+
+def avg_pool_backward(grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if len(kernel_size) == 1:
+        g2 = avg_pool_backward(
+            grad.unsqueeze(-2),
+            a.unsqueeze(-2),
+            _height_1(kernel_size, 1),
+            _height_1(stride, 1),
+            _height_1(padding, 0),
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+        return g2.squeeze(-2)
+    backward = _ATEN.avg_pool2d_backward if len(kernel_size) == 2 else _ATEN.avg_pool3d_backward
+    return backward.default(
+        grad, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
+
+
+def adaptive_avg_pool_backward(grad, a, output_size):
+    if len(output_size) == 1:
+        return _ATEN._adaptive_avg_pool2d_backward.default(grad.unsqueeze(-2), a.unsqueeze(-2)).squeeze(-2)
+    backward = (
+        _ATEN._adaptive_avg_pool2d_backward if len(output_size) == 2 else _ATEN._adaptive_avg_pool3d_backward
+    )
+    return backward.default(grad, a)
+
+
+def custom_op_backward(path: str, grads, args, kwargs, wanted):
+    """The operator run again with autograd on the arguments at ``wanted``, and torch's
+    gradients of it (the operator's registered formula); zeros where one is unused."""
+    args = list(args)
+    with torch.enable_grad():
+        for i in wanted:
+            args[i] = args[i].detach().requires_grad_()
+        out = resolve_path(path)(*args, **kwargs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    pairs = [
+        (o, g)
+        for o, g in zip(outs, grads)
+        if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
+    ]
+    leaves = [args[i] for i in wanted]
+    if not pairs:
+        return tuple(torch.zeros_like(a) for a in leaves)
+    got = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+    return tuple(torch.zeros_like(a) if g is None else g for g, a in zip(got, leaves))
+
+
 def convert_element_type(a, dtype):
     return a.to(dtype)
 
@@ -279,6 +377,7 @@ for _prim, _path in {
     prims.scatter: "torch.scatter",
     prims.index_put: "torch.index_put",
     prims.topk: "torch.topk",
+    prims.polygamma: "torch.polygamma",
 }.items():
     PRIM_IMPLS[_prim] = [Impl(_sym(_path))]
 for _prim, _fn in {
@@ -305,8 +404,15 @@ for _prim, _fn in {
     prims.avg_pool: avg_pool,
     prims.adaptive_avg_pool: adaptive_avg_pool,
     prims.device_put: device_put,
+    prims.convolution_backward: convolution_backward,
+    prims.max_pool_backward: max_pool_backward,
+    prims.avg_pool_backward: avg_pool_backward,
+    prims.adaptive_avg_pool_backward: adaptive_avg_pool_backward,
+    prims.custom_op_backward: custom_op_backward,
 }.items():
     PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
+# a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)
+PRIM_IMPLS[prims.sum].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
 
 
 def _eager(impls: list[Impl]):

@@ -21,6 +21,7 @@ from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
+from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
 from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
@@ -320,7 +321,12 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             state.inputs,
             code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order}),
         )
-        with module_scopes(comp, state.module_paths), AcquisitionMode(state), value_reads(state):
+        with (
+            module_scopes(comp, state.module_paths),
+            traced_functions(comp),
+            AcquisitionMode(state),
+            value_reads(state),
+        ):
             result = fn(*pargs, **pkwargs)
         state.shadows.finish()
         _write_back_inputs(state)

@@ -64,7 +64,8 @@ _PASSTHROUGH = {
 
 
 def _reject_autograd_function(func) -> None:
-    """Inside a custom ``torch.autograd.Function``'s forward (grad is off there): tracing
+    """Inside the forward of a custom ``torch.autograd.Function`` applied without going through
+    ``torch.autograd.Function.apply`` (which ``autograd_functions.py`` records): tracing
     through it would drop its backward, so say so instead."""
     f = sys._getframe(2)
     for _ in range(64):
@@ -74,7 +75,7 @@ def _reject_autograd_function(func) -> None:
             fn = type(f.f_locals["ctx"]).__name__.removesuffix("Backward")
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} is called inside the forward of the custom torch.autograd.Function "
-                f"{fn}; custom autograd Functions are not supported yet (their backward would be lost)"
+                f"{fn}, applied without torch.autograd.Function.apply; this is not supported (its backward would be lost)"
                 + at(user_location())
             )
         f = f.f_back
@@ -141,9 +142,24 @@ def _inplace_base(name: str):
         "normal_": _normal,
     }
     if name in special:
-        return special[name]
+        return _in_graph(special[name]) if name != "fill_" else special[name]
     base = getattr(T, name[:-1], None)
     return TORCH_TO_THUNDER.get(base) if base is not None else None
+
+
+def _in_graph(fn):
+    """An in-place method whose result does not depend on the values it overwrites (``zero_``,
+    ``uniform_``): as in eager, a tensor that requires grad stays in its graph (with a zero
+    gradient); otherwise a plain new value."""
+
+    def out_of_place(a, *args, **kwargs):
+        from thunder.ops.ltorch.factories import in_graph_of
+        from thunder.ops.meta import requires_grad_of
+
+        value = fn(a, *args, **kwargs)
+        return in_graph_of(value, a) if requires_grad_of(a) and torch.is_grad_enabled() else value
+
+    return out_of_place
 
 
 def _uniform(a, from_=0.0, to=1.0, *, generator=None):

@@ -462,7 +462,10 @@ class Subclasses:
                 pyops.flatten_tensor_subclass(p)
         grad = torch.is_grad_enabled()
         # the dispatch runs below autograd, as in eager: inner results never require grad
-        with torch.no_grad(), dispatch_hook(functools.partial(self._record_aten, call)):
+        with (
+            self.state.computation.below_autograd(),
+            dispatch_hook(functools.partial(self._record_aten, call)),
+        ):
             out = call.fn(*call.rargs, **call.rkwargs)
         call.result = out
         inputs = [x for x in call.inputs if isinstance(x, torch.Tensor)]
@@ -578,8 +581,8 @@ def _subclass_location(cls: type) -> SourceLocation | None:
     dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
     try:
         home = os.path.abspath(inspect.getsourcefile(cls) or "")
-    except TypeError:
-        home = ""
+    except (TypeError, OSError):  # a class of __main__ (a notebook cell's) has no source file to find
+        home = os.path.abspath(dispatch.co_filename) if dispatch is not None else ""
     found = None
     f = sys._getframe(2)
     while f is not None:

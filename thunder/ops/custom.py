@@ -82,7 +82,7 @@ def _declare(overload) -> Symbol:
     def meta(*args, **kwargs):
         return _fake_outputs(path, overload, args, kwargs)
 
-    return register(
+    sym = register(
         Symbol(
             name,
             module,
@@ -92,6 +92,10 @@ def _declare(overload) -> Symbol:
             doc=f"{path}: {schema} (a custom operator, run whole)",
         )
     )
+    from thunder.ops.vjp import VJPS, custom_op_rule
+
+    VJPS[sym] = custom_op_rule(path)
+    return sym
 
 
 def _fake_outputs(path: str, overload, args: tuple, kwargs: dict):

@@ -63,7 +63,10 @@ def _unary_meta(name: str, rule: Rule):
 
 
 def elementwise_unary(name: str, rule: Rule) -> Symbol:
-    return _prim(name, _unary_meta(name, rule), Tag.ELEMENTWISE, Tag.UNARY)
+    # The FLOAT functions (exp, erf, roots, ...) cost far more per element than arithmetic:
+    # tagged TRANSCENDENTAL, they are not recomputed in a backward to save memory (remat.py).
+    costly = (Tag.TRANSCENDENTAL,) if rule is Rule.FLOAT else ()
+    return _prim(name, _unary_meta(name, rule), Tag.ELEMENTWISE, Tag.UNARY, *costly)
 
 
 abs = elementwise_unary("abs", Rule.SAME)
@@ -561,6 +564,48 @@ def _sort_meta(a, dim, descending, stable):
 
 
 sort = _prim("sort", _sort_meta)
+
+
+# -- gradients of the windowed ops -----------------------------------------------------------
+# A convolution or pooling window has no useful decomposition into elementwise prims, so its
+# gradient is a prim too (``thunder/ops/vjp.py`` uses them).
+def _convolution_backward_meta(grad, a, weight, bias, stride, padding, dilation, groups):
+    """(grad input, grad weight) and, when ``bias`` (a bool) says there is one, grad bias."""
+    out = (
+        new_tensor(shape_of(a), dtype_of(a), a.meta_device),
+        new_tensor(shape_of(weight), dtype_of(weight), weight.meta_device),
+    )
+    return out + (new_tensor((shape_of(weight)[0],), dtype_of(grad), grad.meta_device),) if bias else out
+
+
+convolution_backward = _prim("convolution_backward", _convolution_backward_meta)
+
+
+def _pool_backward_meta(grad, a, *params):
+    return new_tensor(shape_of(a), dtype_of(a), a.meta_device)
+
+
+max_pool_backward = _prim("max_pool_backward", _pool_backward_meta)
+avg_pool_backward = _prim("avg_pool_backward", _pool_backward_meta)
+adaptive_avg_pool_backward = _prim("adaptive_avg_pool_backward", _pool_backward_meta)
+
+
+def _custom_op_backward_meta(path: str, grads, args, kwargs, wanted):
+    """One gradient per argument position in ``wanted``, shaped like that argument."""
+    return tuple(new_tensor(shape_of(args[i]), dtype_of(args[i]), args[i].meta_device) for i in wanted)
+
+
+# the gradient of a custom operator (``thunder/ops/custom.py``) with respect to its arguments
+# at positions ``wanted``: torch's autograd of the operator itself (its registered formula)
+custom_op_backward = _prim("custom_op_backward", _custom_op_backward_meta)
+
+
+def _polygamma_meta(n, a):
+    return _unary_meta("polygamma", Rule.FLOAT)(a)
+
+
+# the n-th derivative of digamma: the gradient of digamma (and of itself)
+polygamma = _prim("polygamma", _polygamma_meta, Tag.ELEMENTWISE, Tag.TRANSCENDENTAL)
 
 
 # ``prims.slice`` must resolve by its printed name; bound last so nothing above sees the

@@ -41,7 +41,7 @@ from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.core.tags import GRAD_MODE_TAGS, Tag
+from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
 from thunder.ops import python as pyops
 
@@ -81,10 +81,11 @@ def _flat(values) -> list:
 def _parts(bsym: BoundSymbol) -> list[BoundSymbol]:
     """What a BoundSymbol becomes in the flat program."""
     if bsym.has_tag(Tag.TENSOR_SUBCLASS):  # a subclass op: the aten ops its dispatch ran
-        inherited = bsym.tags & GRAD_MODE_TAGS
         return [
             sub.from_bsym(
-                source=sub.source or bsym.source, scope=sub.scope or bsym.scope, tags=sub.tags | inherited
+                source=sub.source or bsym.source,
+                scope=sub.scope or bsym.scope,
+                tags=inherit(sub.tags, bsym.tags, GRAD_MODE_TAGS),
             )
             for sub in bsym.subsymbols
             if not (sub.has_tag(Tag.FLATTEN_TENSOR_SUBCLASS) or sub.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS))

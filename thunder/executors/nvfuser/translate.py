@@ -77,6 +77,12 @@ UNSUPPORTED = SymbolTable(
         prims.max_pool: "nvFuser has no pooling",
         prims.avg_pool: "nvFuser has no pooling",
         prims.adaptive_avg_pool: "nvFuser has no pooling",
+        prims.polygamma: "nvFuser has no polygamma",
+        prims.convolution_backward: "nvFuser has no convolution",
+        prims.max_pool_backward: "nvFuser has no pooling",
+        prims.avg_pool_backward: "nvFuser has no pooling",
+        prims.adaptive_avg_pool_backward: "nvFuser has no pooling",
+        prims.custom_op_backward: "runs a custom operator's own autograd formula",
     },
 )
 

@@ -1,6 +1,7 @@
 """The torch language: every supported torch function, method and operator as a Symbol
 printed ``ltorch.<name>``, composed of prims."""
 
+from thunder.ops.ltorch.backward import *  # noqa: F401,F403,E402
 from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402
 from thunder.ops.ltorch.checks import *  # noqa: F401,F403
 from thunder.ops.ltorch.conv import *  # noqa: F401,F403

@@ -55,8 +55,8 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     _check_p(p, "F.dropout")
     if not training or p == 0:
         return input
-    if p == 1:
-        return prims.full(shape_of(input), 0, dtype=dtype_of(input), device=device_of(input))
+    if p == 1:  # as torch: input * 0 (nan stays nan, and the result is in the graph)
+        return prims.mul(input, 0)
     return _scaled_keep(input, p, shape_of(input))
 
 

@@ -17,7 +17,15 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.shape import _shape_arg
-from thunder.ops.meta import ShapeError, _number_dtype, device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import (
+    ShapeError,
+    _number_dtype,
+    broadcast_shapes,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 T = torch.Tensor
 
@@ -264,7 +272,8 @@ def new_full(
 
 @torchsymbol(torch.fill, torch_impl="torch.fill", tags=(Tag.FACTORY,))
 def fill(input, value):
-    """The out-of-place ``x.fill_(value)``: ``value`` a number or a 0-dim tensor."""
+    """The out-of-place ``x.fill_(value)``: ``value`` a number or a 0-dim tensor; the result is
+    in ``input``'s autograd graph, as torch's."""
     if is_tensor(value):
         if shape_of(value):
             raise ShapeError(f"torch.fill: value must be a 0-dim tensor, got shape {shape_of(value)}")
@@ -273,8 +282,18 @@ def fill(input, value):
             if dtype_of(value) is dtype_of(input)
             else prims.convert_element_type(value, dtype_of(input))
         )
-        return prims.broadcast_in_dim(v, shape_of(input), ())
-    return _fill(shape_of(input), _cast_number(value, dtype_of(input)), dtype_of(input), device_of(input))
+    else:
+        v = _cast_number(value, dtype_of(input))
+    return in_graph_of(v, input)
+
+
+def in_graph_of(value, source):
+    """``value`` (broadcast to ``source``'s shape) as a result that, like torch's, is in
+    ``source``'s autograd graph with a zero gradient: a ``where`` that selects ``value``
+    everywhere. For ops whose result does not depend on an input's values (``x.fill_(2)``)."""
+    shape = broadcast_shapes(shape_of(source), shape_of(value) if is_tensor(value) else ())
+    everywhere = prims.full(shape, True, dtype=torch.bool, device=device_of(source))
+    return prims.where(everywhere, value, source)
 
 
 @torchsymbol(torch.eye, torch_impl="torch.eye", tags=(Tag.FACTORY,))

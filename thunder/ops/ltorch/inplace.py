@@ -12,7 +12,7 @@ import torch
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
-from thunder.ops.ltorch.factories import _cast_number
+from thunder.ops.ltorch.factories import _cast_number, in_graph_of
 from thunder.ops.ltorch.shape import (
     _normalize_index,
     _shape_arg,
@@ -47,6 +47,7 @@ from thunder.ops.meta import (
     device_of,
     dtype_of,
     is_tensor,
+    requires_grad_of,
     shape_of,
 )
 
@@ -73,8 +74,12 @@ def _as_value(value, shape, dtype, device, op: str):
 
 @torchsymbol(tags=(Tag.COPY,), name="copy_to")
 def copy_to(dst, src):
-    """What ``dst`` holds after ``dst.copy_(src)``: ``src`` cast and broadcast to ``dst``."""
-    return _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
+    """What ``dst`` holds after ``dst.copy_(src)``: ``src`` cast and broadcast to ``dst`` (in
+    ``dst``'s autograd graph too, as torch's copy_ keeps a tensor that requires grad in it)."""
+    value = _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
+    if requires_grad_of(dst) and not requires_grad_of(value) and torch.is_grad_enabled():
+        return in_graph_of(value, dst)
+    return value
 
 
 def _bool_mask_setitem(a, mask, value, accumulate: bool, op: str):

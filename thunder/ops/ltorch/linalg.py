@@ -10,6 +10,7 @@ import torch
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch.factories import in_graph_of
 from thunder.ops.meta import (
     ShapeError,
     broadcast_shapes,
@@ -88,8 +89,9 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str | None = None):
         a, b = prims.convert_element_type(a, torch.float32), prims.convert_element_type(b, torch.float32)
     mag = prims.abs(prims.sub(a, b))
     last = (nb + 2,)
-    if p == 0:
-        out = prims.sum(prims.convert_element_type(prims.ne(mag, 0), dtype_of(mag)), last)
+    if p == 0:  # a count: in the inputs' graph with a zero gradient, as torch's
+        count = prims.sum(prims.convert_element_type(prims.ne(mag, 0), dtype_of(mag)), last)
+        out = in_graph_of(count, prims.sum(mag, last))
     elif p == 1:
         out = prims.sum(mag, last)
     elif p == math.inf:

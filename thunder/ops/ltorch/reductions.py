@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch.factories import in_graph_of
 from thunder.ops.meta import ShapeError, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 T = torch.Tensor
@@ -280,8 +281,9 @@ def vector_norm(a, ord=2, dim=None, keepdim: bool = False, *, dtype: torch.dtype
         out = _reduce(prims.amax, mag, dims)
     elif ord == -math.inf:
         out = _reduce(prims.amin, mag, dims)
-    elif ord == 0:
-        out = _reduce(prims.sum, prims.convert_element_type(prims.ne(mag, 0), dtype_of(mag)), dims)
+    elif ord == 0:  # a count: in the input's graph with a zero gradient, as torch's
+        count = _reduce(prims.sum, prims.convert_element_type(prims.ne(mag, 0), dtype_of(mag)), dims)
+        out = in_graph_of(count, _reduce(prims.sum, mag, dims))
     elif ord == 1:
         out = _reduce(prims.sum, mag, dims)
     elif ord == 2:

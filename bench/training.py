@@ -1,0 +1,154 @@
+"""Training-step time through thunder's backward traces against eager and torch.compile,
+measured in one run.
+
+A step is ``zero_grad``, the forward of the model (jitted or not), the loss (eager, outside
+the model, as a training loop computes it) and ``backward``; CPU time per step
+(``time.process_time``, the minimum over repeats), one thread. Models: the 4-layer MLP of
+``bench/overhead.py`` on a [16, 64] batch (MSE loss) and a 4-block GPT (d=128, 4 heads,
+T=64, batch 2; cross-entropy loss). Also thunder's first step (trace, grad, split, passes,
+the step itself). Targets: thunder at most 1.05x eager, first step under 100 ms.
+
+    python bench/training.py [--no-compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import thunder
+
+
+def mlp() -> nn.Module:
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(64, 64), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=256, d=128, heads=4, layers=4, ctx=64):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x))
+
+
+def step_fn(model, forward, x, target, loss_fn):
+    def step():
+        model.zero_grad(set_to_none=True)
+        loss_fn(forward(x), target).backward()
+
+    return step
+
+
+def cpu_us(steps: dict, *, number: int, repeat: int = 9) -> dict:
+    """CPU time per call of each step, in us: the minimum over ``repeat`` rounds, the steps
+    taking turns within a round (so a busy moment on the machine hits them all alike)."""
+    for step in steps.values():
+        for _ in range(max(number // 4, 3)):
+            step()
+    best = dict.fromkeys(steps, math.inf)
+    for _ in range(repeat):
+        for name, step in steps.items():
+            t0 = time.process_time()
+            for _ in range(number):
+                step()
+            best[name] = min(best[name], (time.process_time() - t0) / number)
+    return {name: t * 1e6 for name, t in best.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer")
+    opts = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+
+    def gpt_loss(logits, target):
+        return F.cross_entropy(logits.flatten(0, 1), target.flatten())
+
+    cases = [
+        ("MLP 4x64 [16,64]", mlp(), torch.randn(16, 64), torch.randn(16, 64), F.mse_loss, 400),
+        (
+            "GPT 4x128 T=64 B=2",
+            GPT(),
+            torch.randint(0, 256, (2, 64)),
+            torch.randint(0, 256, (2, 64)),
+            gpt_loss,
+            20,
+        ),
+    ]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, CPU time per training step")
+    print(
+        f"{'model':20} {'eager us':>10} {'thunder us':>11} {'ratio':>6} {'compile us':>11} {'ratio':>6} "
+        f"{'first ms':>9}"
+    )
+    for name, model, x, target, loss_fn, number in cases:
+        # thunder's first step: trace, grad, split and the other passes, then the step itself
+        jm = thunder.jit(model)
+        t0 = time.perf_counter()
+        step_fn(model, jm, x, target, loss_fn)()
+        first = (time.perf_counter() - t0) * 1e3
+        steps = {
+            "eager": step_fn(model, model, x, target, loss_fn),
+            "thunder": step_fn(model, jm, x, target, loss_fn),
+        }
+        if not opts.no_compile:
+            cm = torch.compile(model)
+            steps["compile"] = step_fn(model, cm, x, target, loss_fn)
+            steps["compile"]()
+        t = cpu_us(steps, number=number)
+        assert thunder.last_backward_traces(jm), "thunder's gradients come from its backward trace"
+        eager, th, comp = t["eager"], t["thunder"], t.get("compile", math.nan)
+        print(
+            f"{name:20} {eager:10.1f} {th:11.1f} {th / eager:6.3f} {comp:11.1f} {comp / eager:6.3f} {first:9.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

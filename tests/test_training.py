@@ -1,0 +1,132 @@
+"""Training steps through thunder's backward traces against eager: the MLP, the GPT-style
+model, the small CNN (train mode, BatchNorm) and the transformers GPT-2 of the tests; loss
+and every parameter's gradient, then several optimizer steps."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_grad import assert_not_recorded_by_torch
+from test_models import GPT, MLP, Block, SmallCNN
+
+import thunder
+from thunder.core.verify import verify
+
+
+def _compare_grads(model, ref, rtol=1e-5, atol=1e-5) -> None:
+    for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        assert (p.grad is None) == (q.grad is None), name
+        if p.grad is not None:
+            torch.testing.assert_close(
+                p.grad, q.grad, rtol=rtol, atol=atol, msg=lambda m, n=name: f"{n}: {m}"
+            )
+
+
+def _train(model, make_batch, loss_fn, steps: int = 4, lr: float = 1e-2, tol: float = 1e-5):
+    """``steps`` SGD (momentum) steps of ``model`` jitted and of an eager copy: the same
+    losses, the same gradients at every step, the same parameters after. (Not Adam: it
+    scales a gradient that is zero up to rounding, such as an attention key bias's, to a
+    full step, so rounding differences would decide the comparison.)"""
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=lr, momentum=0.9)
+    for step in range(steps):
+        inputs, target = make_batch(step)
+        opt.zero_grad(set_to_none=True)
+        ref_opt.zero_grad(set_to_none=True)
+        out = jm(*inputs)
+        loss = loss_fn(out, target)
+        ref_loss = loss_fn(ref(*inputs), target)
+        torch.testing.assert_close(loss, ref_loss, rtol=tol, atol=tol)
+        loss.backward()
+        ref_loss.backward()
+        _compare_grads(model, ref, tol, tol)
+        opt.step()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=tol, atol=tol)
+    assert thunder.compile_stats(jm).cache_misses == 1  # every step reuses the first compilation
+    backward = thunder.last_backward_traces(jm)
+    assert backward, "the model's gradients come from a backward trace"
+    for trace in thunder.last_traces(jm) + backward:
+        verify(trace)
+    return jm
+
+
+def _logits_loss(out, target):
+    return F.cross_entropy(out.flatten(0, -2), target.flatten())
+
+
+def test_mlp_training_steps():
+    torch.manual_seed(0)
+    jm = _train(MLP(d=64), lambda i: ((torch.randn(16, 64),), torch.randn(16, 64)), F.mse_loss)
+    out = jm(torch.randn(2, 64))
+    assert_not_recorded_by_torch([out], list(jm._model.parameters()))
+
+
+def test_gpt_block_training_steps():
+    torch.manual_seed(0)
+    _train(Block(), lambda i: ((torch.randn(2, 8, 32),), torch.randn(2, 8, 32)), F.mse_loss)
+
+
+def test_gpt_model_training_steps():
+    torch.manual_seed(0)
+    batch = lambda i: ((torch.randint(0, 50, (2, 16)),), torch.randint(0, 50, (2, 16)))  # noqa: E731
+    _train(GPT(ctx=16), batch, _logits_loss)
+
+
+def test_small_cnn_training_steps_in_train_mode():
+    torch.manual_seed(0)
+    model = SmallCNN().train()
+    ref_stats = copy.deepcopy(model.bn1)
+    batch = lambda i: ((torch.randn(4, 3, 16, 16),), torch.randint(0, 10, (4,)))  # noqa: E731
+    jm = _train(model, batch, F.cross_entropy, tol=1e-4)
+    # the BatchNorm's running statistics moved as in eager (four steps)
+    assert model.bn1.num_batches_tracked == 4
+    assert not torch.equal(model.bn1.running_mean, ref_stats.running_mean)
+    text = str(thunder.last_backward_traces(jm)[-1])
+    assert "torch.ops.aten.convolution_backward" in text or "torchex.convolution_backward" in text
+
+
+def test_transformers_gpt2_training_steps():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.GPT2Config(
+        vocab_size=100,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=16,
+        resid_pdrop=0,
+        embd_pdrop=0,
+        attn_pdrop=0,
+    )
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg).train()
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0  # left padding
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            ids = torch.randint(0, 100, (2, 8))
+            opt.zero_grad()
+            ref_opt.zero_grad()
+            loss = jm(ids, attention_mask=mask, labels=ids, use_cache=False).loss
+            ref_loss = ref(ids, attention_mask=mask, labels=ids, use_cache=False).loss
+            torch.testing.assert_close(loss, ref_loss)
+            loss.backward()
+            ref_loss.backward()
+            _compare_grads(model, ref, 1e-4, 1e-5)
+            opt.step()
+            ref_opt.step()
+    assert thunder.compile_stats(jm).cache_misses == 1
+    assert thunder.last_backward_traces(jm)

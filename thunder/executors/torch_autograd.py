@@ -1,0 +1,161 @@
+"""The connection to ``torch.autograd``: one ``autograd.Function`` per compiled entry.
+
+Its ``forward`` runs the forward trace (autograd records nothing there) and saves what the
+backward trace needs with ``ctx.save_for_backward``, so a second ``backward()`` without
+``retain_graph`` and an in-place change of a saved tensor raise torch's own errors. Its
+``backward`` runs the backward trace. Outputs that do not require grad are marked
+non-differentiable; outputs that are inputs are returned as themselves (not through the
+Function, so ``out is x`` holds as in eager); values written back into inputs are copied
+after the Function with autograd on, so an input's history (or the leaf error) is eager's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+
+import torch
+
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.trace import Trace
+from thunder.transforms.grad import differentiable_outputs
+
+
+def no_grad_computation(trace: Trace) -> Callable:
+    """The computation callable of an entry without a backward: traced with grad on, it runs
+    under ``torch.no_grad()`` so that torch's autograd records nothing (thunder's backward
+    traces are the one source of gradients)."""
+    fn = trace.python_callable()
+    if not trace.grad_enabled:
+        return fn
+
+    def computation(*args):
+        with torch.no_grad():
+            return fn(*args)
+
+    return computation
+
+
+class DoubleBackwardError(RuntimeError):
+    pass
+
+
+def _double_backward(name: str) -> DoubleBackwardError:
+    return DoubleBackwardError(
+        f"thunder: the backward of {name} was asked to record its own graph (create_graph=True, a "
+        "double backward); thunder's backward traces are not differentiable yet. Call backward "
+        "without create_graph, or compute higher-order gradients outside thunder.jit."
+    )
+
+
+class _Layout:
+    """Where each output of the computation comes from: an input (returned as itself) or an
+    output of the Function (each computed value once)."""
+
+    def __init__(self, outputs, args):
+        arg_index = {p.name: i for i, p in enumerate(args) if isinstance(p, (TensorProxy, Proxy))}
+        self.function_outputs: list[TensorProxy] = []
+        positions: dict[str, int] = {}
+        self.first: list[int] = []  # per Function output: its position among ``outputs``
+        self.source: list[tuple[bool, int]] = []  # per output: (is an input, index)
+        for k, o in enumerate(outputs):
+            if o.name in arg_index:
+                self.source.append((True, arg_index[o.name]))
+                continue
+            if o.name not in positions:
+                positions[o.name] = len(self.function_outputs)
+                self.function_outputs.append(o)
+                self.first.append(k)
+            self.source.append((False, positions[o.name]))
+        diff = {o.name for o in differentiable_outputs(outputs, args)}
+        self.differentiable = [j for j, o in enumerate(self.function_outputs) if o.name in diff]
+        self.non_differentiable = [
+            j
+            for j, o in enumerate(self.function_outputs)
+            if isinstance(o, TensorProxy) and o.name not in diff
+        ]
+
+
+def grad_computation(
+    fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
+) -> Callable:
+    """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
+    and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
+    computation (outputs only) and backward raises ``error`` (a prim without a VJP rule)."""
+    fw_fn = fw.python_callable()
+    bw_fn = bw.python_callable() if bw is not None else None
+    outputs, saved = fw.output if bw is not None else (fw.output, ())
+    writebacks = fw.info.get("writebacks", []) if bw is not None else []
+    n_user = len(outputs) - len(writebacks)
+    layout = _Layout(outputs, fw.args)
+    first, diff, nondiff = layout.first, layout.differentiable, layout.non_differentiable
+    tensor_saved = [i for i, p in enumerate(saved) if isinstance(p, TensorProxy)]
+    other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
+    n_saved = len(saved)
+
+    # the common case, kept cheap: every output computed once, every saved value a tensor,
+    # every Function output differentiable, nothing written back
+    plain_outputs = first == list(range(len(outputs)))
+    all_tensors = not other_saved
+    all_diff = diff == list(range(len(first)))
+
+    def forward(ctx, *args):
+        if bw_fn is None:
+            outs = fw_fn(*args)
+        else:
+            outs, values = fw_fn(*args)
+            if all_tensors:
+                ctx.save_for_backward(*values)
+            else:
+                ctx.save_for_backward(*[values[i] for i in tensor_saved])
+                ctx.other_saved = [values[i] for i in other_saved]
+        result = outs if plain_outputs else tuple(outs[k] for k in first)
+        if nondiff:
+            ctx.mark_non_differentiable(*[result[j] for j in nondiff])
+        return result
+
+    def backward(ctx, *cotangents):
+        if error is not None:
+            raise error
+        if torch.is_grad_enabled():
+            raise _double_backward(name)
+        tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        if all_tensors:
+            values = tensors
+        else:
+            values = [None] * n_saved
+            for i, t in zip(tensor_saved, tensors):
+                values[i] = t
+            for i, v in zip(other_saved, ctx.other_saved):
+                values[i] = v
+        if all_diff:
+            return bw_fn(*values, *cotangents)
+        return bw_fn(*values, *[cotangents[j] for j in diff])
+
+    fn = type(
+        f"ThunderFunction_{name}",
+        (torch.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
+    apply = fn.apply
+    source = layout.source
+    enable_grad = not fw.grad_enabled  # traced under no_grad with an enable_grad block inside
+    direct = plain_outputs and not writebacks and not enable_grad
+
+    def computation(*args):
+        if direct:
+            return apply(*args)
+        if enable_grad:
+            with torch.enable_grad():
+                result = apply(*args)
+        else:
+            result = apply(*args)
+        values = [args[i] if is_input else result[i] for is_input, i in source]
+        if writebacks:
+            with torch.enable_grad() if enable_grad else nullcontext():
+                for k, i in writebacks:
+                    args[i].copy_(values[k])
+        return tuple(values[:n_user])
+
+    computation.autograd_function = fn
+    return computation

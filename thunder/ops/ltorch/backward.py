@@ -1,0 +1,161 @@
+"""Backward ops: the gradient kernels that VJP rules call where a decomposition would be slow
+(and ``native_layer_norm``, whose statistics the layer_norm rule needs).
+
+Each mirrors a ``torch.ops.aten`` backward kernel argument for argument, so the torch
+executor runs it as that one kernel (``torch_impl``), while its decomposition into prims is
+what fusion executors see and what the op database checks against the kernel. No user code
+calls these: only the rules in ``thunder/ops/vjp.py`` do, so none is mapped to a torch
+callable.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from thunder.core.tags import Tag
+from thunder.ops import prims
+from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch.reductions import keep_dims
+from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
+
+_LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+def _up(a):
+    """``a`` in float32 when it is bfloat16/float16 (as torch's kernels compute)."""
+    return prims.convert_element_type(a, torch.float32) if dtype_of(a) in _LOW_PRECISION else a
+
+
+def _as(a, dtype):
+    return a if dtype_of(a) is dtype else prims.convert_element_type(a, dtype)
+
+
+def _sum_keep(a, dims):
+    return keep_dims(prims.sum(a, dims), shape_of(a), dims)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.threshold_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
+def threshold_backward(grad_output, self, threshold):
+    """``grad_output`` where ``self > threshold``, else 0 (relu's gradient, from its output)."""
+    return prims.where(prims.gt(self, threshold), grad_output, 0)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.gelu_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
+def gelu_backward(grad_output, self, *, approximate: str = "none"):
+    g, x = _up(grad_output), _up(self)
+    if approximate == "none":
+        cdf = prims.mul(prims.add(prims.erf(prims.mul(x, 1 / math.sqrt(2))), 1), 0.5)
+        pdf = prims.mul(prims.exp(prims.mul(prims.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+        d = prims.add(cdf, prims.mul(x, pdf))
+    elif approximate == "tanh":
+        k, c = math.sqrt(2 / math.pi), 0.044715
+        x2 = prims.mul(x, x)
+        t = prims.tanh(prims.mul(prims.add(x, prims.mul(prims.mul(x2, x), c)), k))
+        left = prims.mul(prims.add(t, 1), 0.5)
+        inner_d = prims.mul(prims.add(prims.mul(x2, 3 * c), 1), k)
+        right = prims.mul(prims.mul(prims.mul(x, 0.5), prims.sub(1, prims.mul(t, t))), inner_d)
+        d = prims.add(left, right)
+    else:
+        raise ShapeError(f"gelu_backward: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _as(prims.mul(g, d), dtype_of(grad_output))
+
+
+@torchsymbol(torch_impl="torch.ops.aten.silu_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
+def silu_backward(grad_output, self):
+    g, x = _up(grad_output), _up(self)
+    s = prims.sigmoid(x)
+    d = prims.mul(s, prims.add(prims.mul(x, prims.sub(1, s)), 1))
+    return _as(prims.mul(g, d), dtype_of(grad_output))
+
+
+@torchsymbol(torch_impl="torch.ops.aten._softmax_backward_data.default", tags=(Tag.BACKWARD_OP,))
+def softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
+    """output * (grad - sum(grad * output)) along ``dim``, in ``input_dtype``."""
+    g, y = _up(grad_output), _up(output)
+    d = dim % max(len(shape_of(y)), 1)
+    return _as(prims.mul(y, prims.sub(g, _sum_keep(prims.mul(g, y), (d,)))), input_dtype)
+
+
+@torchsymbol(torch_impl="torch.ops.aten._log_softmax_backward_data.default", tags=(Tag.BACKWARD_OP,))
+def log_softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
+    """grad - exp(output) * sum(grad) along ``dim``, in ``input_dtype``."""
+    g, y = _up(grad_output), _up(output)
+    d = dim % max(len(shape_of(y)), 1)
+    return _as(prims.sub(g, prims.mul(prims.exp(y), _sum_keep(g, (d,)))), input_dtype)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm_backward.default", tags=(Tag.BACKWARD_OP,))
+def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """(grad input, grad weight, grad bias) of ``F.layer_norm``; ``mean``/``rstd`` have the
+    input's shape with the normalized dims kept as 1. Weight and bias must be given (the
+    kernel returns no tensor for a missing one)."""
+    if weight is None or bias is None or not all(output_mask):
+        raise ShapeError("layer_norm_backward: expects a weight and a bias and every output")
+    s = shape_of(input)
+    k = len(tuple(normalized_shape))
+    axes = tuple(range(len(s) - k, len(s)))
+    lead = tuple(range(len(s) - k))
+    n = math.prod(s[len(s) - k :])
+    dt = dtype_of(input)
+    g, x = _up(grad_out), _up(input)
+    xhat = prims.mul(prims.sub(x, mean), rstd)
+    gxhat = prims.mul(g, _up(weight))
+    a = prims.mul(gxhat, n)
+    b = _sum_keep(gxhat, axes)
+    c = prims.mul(xhat, _sum_keep(prims.mul(gxhat, xhat), axes))
+    gi = prims.mul(prims.div(rstd, n), prims.sub(prims.sub(a, b), c))
+    gw = prims.sum(prims.mul(g, xhat), lead) if lead else prims.mul(g, xhat)
+    gb = prims.sum(g, lead) if lead else prims.clone(g)
+    return _as(gi, dt), _as(gw, dtype_of(weight)), _as(gb, dtype_of(bias))
+
+
+@torchsymbol(torch_impl="torch.ops.aten.embedding_dense_backward.default", tags=(Tag.BACKWARD_OP,))
+def embedding_backward(grad_output, indices, num_weights: int, padding_idx: int, scale_grad_by_freq: bool):
+    """The weight's gradient of ``F.embedding``: rows summed by index; the ``padding_idx`` row
+    (``-1``: none) gets none; with ``scale_grad_by_freq`` each row is divided by its count."""
+    d = shape_of(grad_output)[-1]
+    n = math.prod(shape_of(indices))
+    dev = device_of(grad_output)
+    idx = prims.reshape(indices, (n,))
+    g = prims.reshape(grad_output, (n, d))
+    if scale_grad_by_freq:
+        ones = prims.full((n,), 1, dtype=dtype_of(g), device=dev)
+        counts = prims.scatter_add(prims.full((num_weights,), 0, dtype=dtype_of(g), device=dev), 0, idx, ones)
+        g = prims.div(g, prims.broadcast_in_dim(prims.take(counts, idx, 0), (n, d), (0,)))
+    if padding_idx >= 0:
+        g = prims.where(prims.broadcast_in_dim(prims.eq(idx, padding_idx), (n, d), (0,)), 0, g)
+    zeros = prims.full((num_weights, d), 0, dtype=dtype_of(g), device=dev)
+    return prims.scatter_add(zeros, 0, prims.broadcast_in_dim(idx, (n, d), (0,)), g)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.slice_backward.default", tags=(Tag.BACKWARD_OP,))
+def slice_backward(grad_output, input_sizes, dim: int, start: int, end: int, step: int):
+    """Zeros of ``input_sizes`` with ``grad_output`` in ``[start:end:step]`` along ``dim``."""
+    s = shape_of(grad_output)
+    idx = prims.iota(s[dim], start=start, step=step, dtype=torch.int64, device=device_of(grad_output))
+    zeros = prims.full(tuple(input_sizes), 0, dtype=dtype_of(grad_output), device=device_of(grad_output))
+    return prims.scatter_add(zeros, dim, prims.broadcast_in_dim(idx, s, (dim,)), grad_output)
+
+
+@torchsymbol(torch_impl="torch.ops.aten.native_layer_norm.default", tags=(Tag.BACKWARD_OP,))
+def native_layer_norm(input, normalized_shape, weight, bias, eps: float):
+    """(``F.layer_norm``'s result, mean, 1/std), the statistics with the normalized dims kept
+    as 1: what ``layer_norm_backward`` takes (one kernel, where var_mean is several times slower)."""
+    s = shape_of(input)
+    k = len(tuple(normalized_shape))
+    axes = tuple(range(len(s) - k, len(s)))
+    n = math.prod(s[len(s) - k :])
+    x = _up(input)
+    mean = prims.div(_sum_keep(x, axes), n)
+    var = keep_dims(prims.var(x, axes, correction=0), shape_of(x), axes)
+    rstd = prims.rsqrt(prims.add(var, eps))
+    out = prims.mul(prims.sub(x, mean), rstd)
+    if weight is not None:
+        out = prims.mul(out, _up(weight))
+    if bias is not None:
+        out = prims.add(out, _up(bias))
+    with torch.no_grad():  # as aten's: the statistics are not differentiable outputs
+        mean, rstd = prims.clone(_as(mean, dtype_of(input))), prims.clone(_as(rstd, dtype_of(input)))
+    return _as(out, dtype_of(input)), mean, rstd

@@ -1,0 +1,358 @@
+"""The grad pass: the joint forward-and-backward trace of a computation.
+
+Cotangents flow from the outputs back through the BoundSymbols in reverse. A BoundSymbol
+whose symbol has a rule in ``thunder.ops.vjp.VJPS`` is differentiated by it; any other is
+differentiated through its decomposition (its subsymbols, recursively down to prims); a
+prim without a rule is an error naming it and the user's line. Only values whose proxy
+requires grad receive a gradient, which is how ``torch.no_grad()`` blocks, ``detach()`` and
+integer values stop gradients, exactly where eager's autograd would.
+
+The forward runs each op whole (``F.layer_norm`` as one call), so a value from inside a
+decomposition that the backward needs is recomputed in the backward from the op's inputs,
+except when that would draw random numbers again (dropout's mask): then the op is opened in
+the forward (replaced by its subsymbols) so the value is computed once and saved.
+Write-backs into inputs leave the forward: the values written become outputs and the
+caller writes them with torch's autograd on, so the input's history is eager's.
+
+Before::
+
+    def computation(x):
+      t0 = ltorch.sin(x)
+      return (t0,)
+
+After::
+
+    def joint(x, g_t0):
+      t0 = ltorch.sin(x)
+      t1 = prims.cos(x)        # backward: differentiates t0
+      t2 = prims.mul(g_t0, t1)  # backward
+      return ((t0,), (t2,))
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+
+from thunder.core.proxies import Proxy, TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
+from thunder.core.trace import Trace, tracectx
+from thunder.frontend.errors import ThunderError, at
+from thunder.ops import prims
+from thunder.ops.meta import device_of, dtype_of, shape_of
+from thunder.ops.vjp import VJPS
+from thunder.transforms.dce import dce
+
+
+class NoVJPError(ThunderError, NotImplementedError):
+    """A value that needs a gradient comes out of a prim with no VJP rule."""
+
+
+def _requires_grad(p) -> bool:
+    return isinstance(p, TensorProxy) and p.meta_requires_grad
+
+
+def _names(x) -> set[str]:
+    return {p.name for p in proxies_in(x)}
+
+
+def _writebacks(trace: Trace) -> list[BoundSymbol]:
+    """Top-level write-backs into inputs (``prims.copy_(src, dst)`` made by the frontend)."""
+    return [b for b in trace.bound_symbols if Tag.WRITEBACK in b.tags]
+
+
+def differentiable_outputs(outputs, args) -> list[TensorProxy]:
+    """The outputs that get a cotangent, in order: computed (not an input), requiring grad,
+    each once. The backward takes one cotangent per entry, in this order."""
+    inputs = _names(args)
+    seen: set[str] = set()
+    out = []
+    for o in outputs:
+        if _requires_grad(o) and o.name not in inputs and o.name not in seen:
+            seen.add(o.name)
+            out.append(o)
+    return out
+
+
+def needs_grad(trace: Trace) -> bool:
+    """Whether calling the computation makes anything that requires grad."""
+    outputs = list(trace.output) + [b.args[0] for b in _writebacks(trace)]
+    return bool(differentiable_outputs(outputs, trace.args))
+
+
+@functools.cache
+def _signature(sym: Symbol) -> inspect.Signature | None:
+    try:
+        sig = inspect.signature(sym.decomposition)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return None
+    return sig
+
+
+def _bound_args(bsym: BoundSymbol) -> tuple[tuple, dict]:
+    """A torch-language op's arguments bound to its signature (every parameter before ``*``
+    positional, defaults filled in), as its rule receives them."""
+    sig = _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else None
+    if sig is None:
+        return bsym.args, bsym.kwargs
+    bound = sig.bind(*bsym.args, **bsym.kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _fit(g, like: TensorProxy):
+    """``g`` summed over the dims the op broadcast ``like`` to, in ``like``'s dtype and device."""
+    gs, ls = shape_of(g), shape_of(like)
+    if gs != ls:
+        lead = len(gs) - len(ls)
+        dims = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(ls) if d == 1 and gs[lead + i] != 1)
+        if dims:
+            g = prims.sum(g, dims)
+        if shape_of(g) != ls:
+            g = prims.reshape(g, ls)
+    if dtype_of(g) is not dtype_of(like):
+        g = prims.convert_element_type(g, dtype_of(like))
+    if device_of(g) != device_of(like):
+        g = prims.device_put(g, device_of(like))
+    return g
+
+
+class _Backprop:
+    """Records the backward into ``joint`` while cotangents flow back through ``bsyms``."""
+
+    def __init__(self, joint: Trace):
+        self.joint = joint
+        self.cot: dict[str, TensorProxy] = {}
+
+    def accumulate(self, p, g) -> None:
+        if g is None or not _requires_grad(p):
+            return
+        g = _fit(g, p)
+        prev = self.cot.get(p.name)
+        self.cot[p.name] = g if prev is None else prims.add(prev, g)
+
+    def run(self, bsyms: list[BoundSymbol], top: BoundSymbol | None) -> None:
+        for b in reversed(bsyms):
+            outs = [o for o in proxies_in(b.output) if isinstance(o, TensorProxy)]
+            if not any(o.name in self.cot for o in outs):
+                continue
+            t = top or b
+            start = len(self.joint.bound_symbols)
+            if "recorded_backward" in b.info:  # a custom autograd.Function: its own backward
+                self._replay(b)
+                self._annotate(start, b, t)
+            elif self._apply_rule(b):
+                self._annotate(start, b, t)
+            elif b.subsymbols:
+                self.run(b.subsymbols, t)
+            else:
+                where = f" (inside {t.sym.id})" if t is not b else ""
+                raise NoVJPError(
+                    f"thunder: cannot differentiate {b.sym.id}{where}: it has no VJP rule "
+                    "(thunder/ops/vjp.py); compute it under torch.no_grad() or detach its input"
+                    + at(t.source)
+                )
+
+    def _replay(self, b: BoundSymbol) -> None:
+        """The backward recorded with ``b`` (``thunder/frontend/autograd_functions.py``), its
+        cotangent proxies replaced by the real cotangents (zeros where an output has none)."""
+        rec = b.info["recorded_backward"]
+        swap: dict[str, TensorProxy] = {}
+        for name, c in zip(rec["outputs"], rec["cotangents"]):
+            g = self.cot.get(name)
+            if g is None:
+                g = prims.full(shape_of(c), 0, dtype=dtype_of(c), device=device_of(c))
+            swap[c.name] = g
+
+        def sub(x):
+            return tree_map(lambda v: swap.get(v.name, v) if isinstance(v, Proxy) else v, x)
+
+        def swapped(r: BoundSymbol) -> BoundSymbol:
+            return r.from_bsym(
+                args=sub(r.args), kwargs=sub(r.kwargs), subsymbols=[swapped(s) for s in r.subsymbols]
+            )
+
+        for r in rec["bsyms"]:
+            self.joint.add_bsym(swapped(r))
+        for a, g in zip(b.args, rec["grads"]):
+            self.accumulate(a, sub(g))
+
+    def _apply_rule(self, b: BoundSymbol) -> bool:
+        rule = VJPS.get(b.sym)
+        if rule is None:
+            return False
+        # an op that returns one of its inputs shares that value's cotangent: only its
+        # decomposition (where the identity records nothing) counts it once
+        if _names(b.output) & _names((b.args, b.kwargs)):
+            return False
+        args, kwargs = _bound_args(b)
+        if isinstance(b.output, TensorProxy):
+            g = self.cot[b.output.name]
+        else:
+            g = tuple(
+                self.cot.get(o.name) if isinstance(o, TensorProxy) else None for o in tree_leaves(b.output)
+            )
+        grads = rule(g, b.output, *args, **kwargs)
+        if grads is NotImplemented:
+            return False
+        for a, ga in zip(args, grads):
+            if isinstance(a, (list, tuple)) and isinstance(ga, (list, tuple)):
+                for ai, gi in zip(a, ga):
+                    self.accumulate(ai, gi)
+            else:
+                self.accumulate(a, ga)
+        return True
+
+    def _annotate(self, start: int, b: BoundSymbol, top: BoundSymbol) -> None:
+        """Mark what ``b``'s rule recorded: part of the backward, from the user's line (and
+        module call) of the forward op it differentiates (named by that op's outputs, stable across passes)."""
+        key = output_names(top)
+        for r in self.joint.bound_symbols[start:]:
+            r.tags = r.tags | {Tag.BACKWARD}
+            r.source = top.source
+            r.scope = top.scope
+            r.info["differentiates"] = key
+            r.info["vjp"] = b.sym.id
+
+
+def output_names(bsym: BoundSymbol) -> tuple[str, ...]:
+    """How a forward BoundSymbol is named in ``info``: its outputs' names, which every pass keeps."""
+    return tuple(p.name for p in proxies_in(bsym.output))
+
+
+def _leaves(bsym: BoundSymbol) -> list[BoundSymbol]:
+    """The prims a BoundSymbol decomposes into, in order."""
+    if not bsym.subsymbols:
+        return [bsym]
+    return [leaf for sub in bsym.subsymbols for leaf in _leaves(sub)]
+
+
+def _open(bsym: BoundSymbol) -> list[BoundSymbol]:
+    return [
+        s.from_bsym(source=s.source or bsym.source, tags=inherit(s.tags, bsym.tags, GRAD_MODE_TAGS))
+        for s in bsym.subsymbols
+    ]
+
+
+def _slice(wanted: set[str], leaves: list[BoundSymbol], available: set[str]) -> list[BoundSymbol]:
+    """The prims among ``leaves`` that compute ``wanted`` from ``available`` values."""
+    chosen = []
+    for b in reversed(leaves):
+        outs = _names(b.output)
+        if outs & wanted:
+            chosen.append(b)
+            wanted = (wanted - outs) | (_names((b.args, b.kwargs)) - available)
+    return chosen[::-1]
+
+
+def _forward_values_used(backward: list[BoundSymbol], grads, defined: set[str]) -> set[str]:
+    used = _names(grads)
+    for b in backward:
+        used |= _names((b.args, b.kwargs))
+    for b in backward:
+        defined = defined | _names(b.output)
+    return used - defined
+
+
+def _resolve_intermediates(
+    forward: list[BoundSymbol], backward: list[BoundSymbol], grads, inputs, cotangents
+):
+    """Make every forward value the backward uses available to it: recompute values from
+    inside a decomposition in the backward, or open the op when recomputing would redraw
+    random numbers. Returns the (possibly opened) forward and the backward with the
+    recomputations inserted before their first use."""
+    while True:
+        available = set(inputs) | {n for b in forward for n in _names(b.output)}
+        missing = _forward_values_used(backward, grads, set(cotangents)) - available
+        if not missing:
+            return forward, backward
+        owner: dict[str, int] = {}
+        for i, b in enumerate(forward):
+            for leaf in _leaves(b):
+                for n in _names(leaf.output) & missing:
+                    owner[n] = i
+        groups: dict[int, set[str]] = {}
+        for n in missing:
+            if n not in owner:
+                raise AssertionError(f"thunder: the backward uses {n}, which the forward never computes")
+            groups.setdefault(owner[n], set()).add(n)
+        recompute, opened = {}, []
+        for i, wanted in groups.items():
+            chosen = _slice(wanted, _leaves(forward[i]), available)
+            if any(Tag.RANDOM in c.sym.tags for c in chosen):
+                opened.append(i)
+            else:
+                recompute[i] = chosen
+        if opened:
+            for i in sorted(opened, reverse=True):
+                forward = forward[:i] + _open(forward[i]) + forward[i + 1 :]
+            continue
+        return forward, _insert_recomputed(backward, recompute, forward)
+
+
+def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forward) -> list[BoundSymbol]:
+    pending = []
+    for i, chosen in sorted(recompute.items()):
+        top = forward[i]
+        key = output_names(top)
+        copies = [
+            c.from_bsym(
+                tags=c.tags | {Tag.BACKWARD, Tag.RECOMPUTED},
+                source=c.source or top.source,
+                info={**c.info, "recomputes": key},
+            )
+            for c in chosen
+        ]
+        pending.append((set().union(*(_names(c.output) for c in copies)), copies))
+    out = []
+    for b in backward:
+        used = _names((b.args, b.kwargs))
+        for group in [p for p in pending if p[0] & used]:
+            out += group[1]
+            pending.remove(group)
+        out.append(b)
+    return out
+
+
+def differentiate(trace: Trace) -> Trace:
+    joint = trace.derive("Grad (joint forward and backward)")
+    joint.name = "joint"
+    writebacks = _writebacks(trace)
+    forward = [b for b in trace.bound_symbols if Tag.WRITEBACK not in b.tags]
+    outputs = tuple(trace.output) + tuple(b.args[0] for b in writebacks)
+    arg_names = [getattr(p, "name", None) for p in trace.args]
+    joint.info["writebacks"] = [
+        (len(trace.output) + j, arg_names.index(b.args[1].name)) for j, b in enumerate(writebacks)
+    ]
+
+    backprop = _Backprop(joint)
+    cotangents = []
+    for o in differentiable_outputs(outputs, trace.args):
+        ct = TensorProxy(joint.add_name(f"g_{o.name}"), o.meta_shape, o.meta_dtype, o.meta_device)
+        cotangents.append(ct)
+        backprop.cot[o.name] = ct
+    joint.grad_enabled = False  # the backward records no grad-mode blocks of its own
+    with tracectx(joint), torch.no_grad():
+        backprop.run(forward, None)
+    joint.grad_enabled = trace.grad_enabled
+    grads = tuple(backprop.cot.get(p.name) if _requires_grad(p) else None for p in trace.args)
+
+    # drop what no gradient needs (rules compute every argument's gradient)
+    scratch = joint.derive("scratch")
+    scratch.bound_symbols, scratch.output = joint.bound_symbols, grads
+    backward = dce(scratch).bound_symbols
+    forward, backward = _resolve_intermediates(
+        forward, backward, grads, _names(trace.args), _names(cotangents)
+    )
+
+    joint.bound_symbols = forward + backward
+    joint.args = list(trace.args) + cotangents
+    joint.output = (outputs, grads)
+    joint.info["cotangents"] = [c.name for c in cotangents]
+    return joint
