@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from subclass_examples import (
     BranchyTensor,
+    DequantizingTensor,
     ErfinvTensor,
     NoFlattenTensor,
     OffsetTensor,
@@ -392,12 +393,15 @@ def check_grads(fn, *args):
     jfn = thunder.jit(fn)
     out = jfn(*args)
     assert_same(out.detach(), expected.detach())
-    got = torch.autograd.grad(out, wrt, cot, allow_unused=True)
-    for g, e in zip(got, grads):
-        if e is None:
-            assert g is None
-        else:
-            assert_same_value(g, e)
+    for call in range(2):  # the second call hits the cache
+        out = out if call == 0 else jfn(*args)
+        got = torch.autograd.grad(out, wrt, cot, allow_unused=True)
+        for g, e in zip(got, grads):
+            if e is None:
+                assert g is None
+            else:
+                assert_same_value(g, e)
+    assert thunder.compile_stats(jfn).cache_hits == 1
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd over whole subclass ops"
     for kind in (thunder.last_traces, thunder.last_backward_traces):
         for t in kind(jfn):
@@ -525,6 +529,26 @@ def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
     last = thunder.last_traces(jfn)[-1]
     ops = [b for b in last.bound_symbols if b.subsymbols and b.subsymbols[0].has_tag(Tag.TENSOR_SUBCLASS)]
     assert ops and all(b.info.get("claimed_by") == "torch" for b in ops)
+
+
+def test_a_dispatch_returning_plain_tensors_keeps_eagers_gradient():
+    """Eager's autograd records the op above the dispatch, so its plain result has a
+    gradient; the trace's plain result (made below autograd) has none: torch's autograd runs."""
+    fn = lambda x, w: x * 2 + w  # noqa: E731
+    x = DequantizingTensor(torch.randn(3), torch.tensor(2.0)).requires_grad_()
+    w = torch.randn(3, requires_grad=True)
+    expected = torch.autograd.grad(fn(x, w).sum(), (x, w))
+    jfn = thunder.jit(fn)
+    for g, e in zip(torch.autograd.grad(jfn(x, w).sum(), (x, w)), expected):
+        assert_same(g, e)
+    assert thunder.last_backward_traces(jfn) == []
+
+
+@pytest.mark.parametrize("maker", list(MAKERS), ids=str)
+def test_gradients_of_a_plain_input_through_a_frozen_subclass_weight(maker):
+    w = MAKERS[maker](3, 3)
+    x = torch.randn(2, 3, requires_grad=True)
+    check_grads(lambda x, w: F.linear(x, w) * 2, x, w)
 
 
 def test_a_gradient_of_another_class_than_the_output_is_a_clear_error():

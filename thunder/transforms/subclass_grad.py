@@ -70,8 +70,15 @@ def _torch_op(fn):
 
 
 def _same_value_kind(got, want) -> bool:
+    """The same shape, and a gradient flows through both or neither (a dispatch that returns a
+    plain tensor made below autograd would cut the gradient eager's autograd gives)."""
     if isinstance(want, TensorProxy):
-        return isinstance(got, TensorProxy) and got.meta_shape == want.meta_shape
+        return (
+            isinstance(got, TensorProxy)
+            and got.meta_shape == want.meta_shape
+            and (got.meta_requires_grad or not want.meta_requires_grad)
+            and (want.meta_requires_grad or not got.meta_requires_grad)
+        )
     return not isinstance(got, torch.Tensor) and got == want
 
 
