@@ -423,7 +423,13 @@ GRAD_CASES = {
     "softmax": lambda x, w: x.softmax(-1) * w,
     "view": lambda x, w: x.view(9) * 2,
     "self_matmul": lambda x, w: (x @ x).sum(1),
+    "no_grad_region": lambda x, w: _doubled_without_grad(x) * w,
 }
+
+
+def _doubled_without_grad(x):
+    with torch.no_grad():
+        return x * 2
 
 
 @pytest.mark.parametrize("maker", list(MAKERS), ids=str)

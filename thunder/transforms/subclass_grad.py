@@ -92,8 +92,8 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
             f"thunder: a {b.args[0].__qualname__} is built from tensors that require grad (or itself requires "
             "grad); thunder does not trace gradients through building a tensor subclass" + at(b.source)
         )
-    if not b.has_tag(Tag.TENSOR_SUBCLASS):
-        return [b]
+    if not b.has_tag(Tag.TENSOR_SUBCLASS) or Tag.NO_GRAD in b.tags:
+        return [b]  # (under no_grad nothing flows through it)
     target = _torch_op(b.sym.impl)
     if target is None:
         raise SubclassGradError(
