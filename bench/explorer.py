@@ -11,10 +11,14 @@ BoundSymbols in the first computation trace): the TraceModel, the pass diffs (st
 then rendered with the text diff), the widget's first view and the whole report. Targets:
 model < 2 s, report < 5 s and < 10 MB.
 
+By module: for the GPT, the module tree, its HTML and the module-clustered graph's layout;
+and a stack of small modules (``--module-ops`` BoundSymbols, four per module): the module
+tree, its HTML (budgeted) and the module graph (repeated layers folded into one node).
+
 CPU time (time.process_time) is printed beside wall time: the machine may be shared. Prints
 figures only (no asserts).
 
-    python bench/explorer.py [--layers 12] [--ops 40000] [--skip-large]
+    python bench/explorer.py [--layers 12] [--ops 40000] [--module-ops 12000] [--skip-large]
 """
 
 from __future__ import annotations
@@ -140,6 +144,43 @@ def gpt_case(layers: int) -> None:
     )
     print(f"whole report (to_html)      {report_s * 1e3:8.1f} ms   {len(page) / 1e6:.2f} MB")
 
+    final, comp = m.series["computation"].final, m.series["computation"]
+    with _Clock() as c:
+        tree = final.modules()
+        html = tree_html(final.nodes, modules=tree)
+    print(_row("by module: tree + HTML", c, f"{len(tree.groups)} modules, {len(html) / 1e6:.2f} MB"))
+    graph_view._SVG_CACHE.clear()
+    with _Clock() as c:
+        g = graph_view.render_graph(final, comp.proxies, modules=True)
+    print(_row("by module: graph laid out", c, f"{g.nodes} nodes{'' if g.svg else ' (NOT laid out)'}"))
+
+
+class Layer(nn.Module):
+    def forward(self, x):
+        return (x.sin() * 1.5 + 0.25).tanh()
+
+
+def module_case(ops: int) -> None:
+    stack = nn.Sequential(*(Layer() for _ in range(ops // 4)))
+    jm = thunder.jit(stack)
+    with _Clock() as c:
+        jm(torch.ones(4))
+    print(f"\n{ops // 4} modules of 4 ops: compiled in {c.wall:.2f} s")
+    with _Clock() as c:
+        m = model_of(jm)
+    print(_row("TraceModel, all passes", c))
+    s = m.series["computation"]
+    with _Clock() as c:
+        tree = s.final.modules()
+    print(_row("module tree", c, f"{len(tree.groups)} modules"))
+    with _Clock() as c:
+        html = tree_html(s.final.nodes, modules=tree)
+    print(_row("module tree HTML", c, f"{len(html) / 1e6:.2f} MB"))
+    graph_view._SVG_CACHE.clear()
+    with _Clock() as c:
+        g = graph_view.render_graph(s.final, s.proxies, modules=True)
+    print(_row("module graph laid out", c, f"{g.nodes} nodes{'' if g.svg else ' (NOT laid out)'}"))
+
 
 def large_case(ops: int) -> None:
     jfn = thunder.jit(lambda x: many_ops(x, ops))
@@ -169,11 +210,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--ops", type=int, default=40_000)
+    ap.add_argument("--module-ops", type=int, default=12_000)
     ap.add_argument("--skip-large", action="store_true", help="only the GPT-style model")
     opts = ap.parse_args()
     gpt_case(opts.layers)
     if not opts.skip_large:
         large_case(opts.ops)
+        module_case(opts.module_ops)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
     explorer.explore(jfn)                     # the interactive explorer of a jitted function
     explorer.explore(jfn, args=(x,))          # ... run on x first and show measured times
     explorer.graph_of(jfn, depth=1)           # the final computation trace as a graph
+    explorer.explore(jfn, modules=True)       # ... grouped by nn.Module (tree and graph)
+    explorer.graph_of(jfn, modules=True)      # module clusters, repeated layers folded
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
@@ -34,11 +36,12 @@ def explore(
     depth: int = 1,
     kind: str | None = None,
     entry: int | None = None,
+    modules: bool = False,
 ):
     """The interactive explorer for a jitted function (or a Trace, or a TraceModel).
 
     With ``args`` (and ``kwargs``) the function is run on them first and every line of its
-    final traces is timed, as ``%thunder_trace`` does.
+    final traces is timed, as ``%thunder_trace`` does. ``modules``: open grouped by nn.Module.
     """
     from explorer.compilation import model_of
     from explorer.widget import Explorer
@@ -57,23 +60,45 @@ def explore(
     else:
         m = model_of(obj, entry=entry)
     source = obj if m.entry_index is not None else None  # a jitted function: its cache entries
-    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source)
+    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source, modules=modules)
 
 
-def graph_of(obj, kind: str = "computation", index: int = -1, *, depth: int = 0, max_nodes: int = 500):
+def graph_of(
+    obj,
+    kind: str = "computation",
+    index: int = -1,
+    *,
+    depth: int = 0,
+    max_nodes: int = 500,
+    modules: bool = False,
+    collapse=(),
+    expand=(),
+    module_depth: int | None = None,
+):
     """The dataflow graph of one pass (default: the final computation trace), laid out.
 
-    Displays as inline SVG in a notebook; ``.dot`` is the graphviz source.
+    Displays as inline SVG in a notebook; ``.dot`` is the graphviz source. ``modules`` draws
+    module clusters: the module paths in ``collapse`` as one node each, those in ``expand``
+    open, the others open down to ``module_depth`` and repeated layers after the first folded.
     """
     from explorer.compilation import model_of
-    from explorer.graph import render_graph
+    from explorer.graph import DEFAULT_MODULE_DEPTH, ModulePlan, render_graph
 
     m = model_of(obj)
     if kind not in m.series:
         raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(m.series) or 'none'}")
     s = m.series[kind]
     p = s.passes[index]
-    return render_graph(p, s.proxies, depth=depth, max_nodes=max_nodes, title=f"{kind} {p.index}: {p.name}")
+    plan = ModulePlan(DEFAULT_MODULE_DEPTH if module_depth is None else module_depth, collapse, expand)
+    return render_graph(
+        p,
+        s.proxies,
+        depth=depth,
+        max_nodes=max_nodes,
+        title=f"{kind} {p.index}: {p.name}",
+        modules=modules,
+        plan=plan,
+    )
 
 
 def to_html(obj, path: str | None = None, **options) -> str:

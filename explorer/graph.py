@@ -7,6 +7,11 @@ until it fits, then the trace is cut with a "... N more" node. ``dot`` is tuned 
 trace-shaped graphs (long residual edges make default ``dot`` take minutes, see RECIPES.md)
 and runs with a timeout; on timeout the collapsed view is laid out instead, with a message.
 
+With ``modules=True`` the BoundSymbols are drawn inside one cluster per module (path and
+class as its label, nested as the modules are); a module can be collapsed to one node, and by
+default modules deeper than ``module_depth`` are, and so are repeated layers after the first
+(``layers.1`` ... ``layers.11`` become one node ``11 x DecoderLayer``).
+
 Executors are told apart by colour *and* by shape / border (dashed: not claimed by any
 executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
 own and a bold border.
@@ -22,12 +27,15 @@ import time
 from html import escape
 
 from explorer.model import Node, PassModel, ProxyInfo, collector_paused
+from explorer.modules import ModuleGroup, layer_runs
 from explorer.style import EXECUTORS, TAG_STYLE, executor_style
 
 DOT = "dot"  # the program; tests point this elsewhere to see the "not installed" message
 DEFAULT_MAX_NODES = 500
 DEFAULT_TIMEOUT = 20.0
 SPLINE_NODES = 1000
+DEFAULT_MODULE_DEPTH = 3  # modules nested deeper than this are drawn as one node
+MODULE_FILL, MODULE_BORDER = "#e3f2fd", "#1f5f99"
 INSTALL_HINT = (
     "The graph view needs Graphviz's `dot` program, which was not found on PATH. Install it with "
     "`sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) or "
@@ -106,6 +114,65 @@ def count_nodes(nodes: list[Node], depth: int, limit: int | None = None) -> int:
     return total
 
 
+def _one_op(g: ModuleGroup) -> bool:
+    return g.op_count() == 1 and not any(isinstance(i, ModuleGroup) for i in g.items)
+
+
+class ModulePlan:
+    """Which modules a graph draws open (a cluster) and which as one node.
+
+    ``collapsed`` paths are drawn as one node, ``expanded`` ones open; otherwise a module is
+    open when fewer than ``module_depth`` modules enclose it, and of a run of repeated layers
+    only the first ``repeats`` are open, the others folded (consecutive ones into one node).
+    """
+
+    def __init__(self, module_depth=DEFAULT_MODULE_DEPTH, collapsed=(), expanded=(), repeats: int = 1):
+        self.module_depth = module_depth
+        self.collapsed = set(collapsed)
+        self.expanded = set(expanded)
+        self.repeats = repeats
+
+    def entries(self, items: list, level: int) -> list[tuple[str, object]]:
+        """``items`` as what is drawn: ("node", Node), ("open", group) or ("fold", [groups])."""
+        folded_in_run: set[int] = set()
+        for run in layer_runs(items):
+            for g in run[self.repeats :]:
+                if g.path not in self.expanded:
+                    folded_in_run.add(id(g))
+        out: list[tuple[str, object]] = []
+        for item in items:
+            if not isinstance(item, ModuleGroup):
+                out.append(("node", item))
+                continue
+            if item.path in self.collapsed:
+                out.append(("fold", [item]))
+            elif id(item) in folded_in_run:
+                if out and out[-1][0] == "fold" and id(out[-1][1][-1]) in folded_in_run:
+                    out[-1][1].append(item)  # the next layer of the same run
+                else:
+                    out.append(("fold", [item]))
+            elif item.path in self.expanded or level < self.module_depth or _one_op(item):
+                out.append(("open", item))  # a module of one line: that line says more than a box
+            else:
+                out.append(("fold", [item]))
+        return out
+
+    def count(self, items: list, depth: int, level: int = 0, limit: int | None = None) -> int:
+        """How many graph nodes ``items`` make (see ``count_nodes``)."""
+        total = 0
+        for kind, x in self.entries(items, level):
+            room = None if limit is None else limit - total
+            if kind == "node":
+                total += count_nodes([x], depth, room)
+            elif kind == "open":
+                total += self.count(x.items, depth, level + 1, room)
+            else:
+                total += 1
+            if limit is not None and total > limit:
+                break
+        return total
+
+
 @collector_paused()
 def graph_dot(
     p: PassModel,
@@ -116,21 +183,37 @@ def graph_dot(
     highlight: set[str] | frozenset = frozenset(),
     title: str | None = None,
     splines: bool | None = None,
+    modules: bool = False,
+    plan: ModulePlan | None = None,
 ) -> tuple[str, int, int, list[str]]:
-    """DOT text for one pass: (dot, nodes laid out, depth used, messages)."""
+    """DOT text for one pass: (dot, nodes laid out, depth used, messages). With ``modules``
+    the nodes are drawn in module clusters, folded as ``plan`` says (default: ``ModulePlan()``)."""
     messages = []
+    tree = p.modules() if modules else None
+    if tree is not None and not tree.has_modules:
+        tree = None
+        messages.append("No module scopes were recorded in this trace: drawn without module clusters.")
+    plan = plan or ModulePlan()
+
+    def count(d: int, limit: int) -> int:
+        return plan.count(tree.items, d, 0, limit) if tree is not None else count_nodes(p.nodes, d, limit)
+
     want = depth
-    while depth > 0 and count_nodes(p.nodes, depth, max_nodes) > max_nodes:
+    while depth > 0 and count(depth, max_nodes) > max_nodes:
         depth -= 1
     if depth < want:
         messages.append(f"Collapsed to depth {depth} to keep the graph under {max_nodes} nodes.")
     w = _DotWriter(proxies, max_nodes, highlight)
-    w.header(title or f"{p.index}: {p.name}", count_nodes(p.nodes, depth, SPLINE_NODES), splines)
-    used = w.used_names(p.nodes)
-    for a in p.args:
-        if a in used:
-            w.input_node(a)
-    w.nodes(p.nodes, depth, 1)
+    w.header(title or f"{p.index}: {p.name}", count(depth, SPLINE_NODES), splines)
+    if tree is not None:
+        w.module_items(tree.items, plan, depth, 0, 1)
+        w.module_inputs(p.args)
+    else:
+        used = w.used_names(p.nodes)
+        for a in p.args:
+            if a in used:
+                w.input_node(a)
+        w.nodes(p.nodes, depth, 1)
     if w.cut:
         messages.append(f"Showing the first {max_nodes} bound symbols; {w.cut} more are not drawn.")
         w.lines.append(f"  more [label={_q(f'... {w.cut} more')} shape=plaintext];")
@@ -152,11 +235,13 @@ class _DotWriter:
         self.lines: list[str] = []
         self.producer: dict[str, str] = {}
         self.edge_list: list[tuple[str, str, str]] = []
+        self.reads: list[tuple[str, tuple[str, ...]]] = []  # (graph node, names it reads): edges at the end
         self.count = 0
         self.cut = 0
         self.clusters = 0
         self.seen_styles: set[tuple[str, str | None]] = set()
         self._used: set[str] | None = None
+        self.module_ids: dict[str, list[str]] = {}  # graph node -> the module ids it stands for
 
     def is_flat(self) -> bool:
         """More than 4 nodes per rank: the longest path is short for the node count."""
@@ -205,6 +290,7 @@ class _DotWriter:
 
     def return_node(self, output: list[str]) -> None:
         self.lines.append('  ret [label="return" shape=Msquare style=filled fillcolor="#f5f5f5"];')
+        self._resolve_reads()
         for name in output:
             src = self.producer.get(name)
             if src is not None:
@@ -234,12 +320,92 @@ class _DotWriter:
         nid = f"n{self.count}"
         self.count += 1
         self.lines.append(f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)}];")
-        for name in n.inputs:
-            src = self.producer.get(name)
-            if src is not None and src != nid:
-                self.edge_list.append((src, nid, name))
+        self.reads.append((nid, n.inputs))
         for name in n.outputs:
             self.producer[name] = nid
+
+    def _resolve_reads(self) -> None:
+        """The edges into each node drawn: once every producer is known (a module drawn as one
+        node may hold lines that come after the ones that read them)."""
+        for nid, names in self.reads:
+            for name in names:
+                src = self.producer.get(name)
+                if src is not None and src != nid:
+                    self.edge_list.append((src, nid, name))
+        self.reads = []
+
+    def module_inputs(self, args: list[str]) -> None:
+        """The inputs the drawn lines read; those read only inside collapsed modules (their
+        parameters) are left out, with their edges."""
+        read = {name for nid, names in self.reads if nid not in self.module_ids for name in names}
+        for a in args:
+            if a in read:
+                self.input_node(a)
+        inner = set(args) - read
+        self.reads = [
+            (nid, tuple(x for x in names if x not in inner)) if nid in self.module_ids else (nid, names)
+            for nid, names in self.reads
+        ]
+
+    def module_items(self, items: list, plan: ModulePlan, depth: int, level: int, indent: int) -> None:
+        for kind, x in plan.entries(items, level):
+            if kind == "node":
+                self.nodes([x], depth, indent)
+            elif kind == "open":
+                self.module_cluster(x, plan, depth, level, indent)
+            else:
+                self.module_node(x, indent)
+
+    def module_cluster(self, g: ModuleGroup, plan: ModulePlan, depth: int, level: int, indent: int) -> None:
+        pad = "  " * indent
+        self.clusters += 1
+        label = f"{g.name} ({g.cls})"
+        pen = 2.5 if g.id in self.highlight else 1.2
+        self.lines.append(
+            f'{pad}subgraph cluster_{self.clusters} {{ label={_q(_short(label, 70))} style="rounded,dotted" '
+            f'color="{MODULE_BORDER}" penwidth={pen} fontname="Helvetica" fontsize=10 '
+            f"tooltip={_q(f'module {g.summary()}')};"
+        )
+        self.module_items(g.items, plan, depth, level + 1, indent + 1)
+        self.lines.append(f"{pad}}}")
+        self.seen_styles.add(("module", "open"))
+
+    def module_node(self, groups: list[ModuleGroup], indent: int) -> None:
+        """Modules drawn as one node: it reads what their lines read from outside them and
+        makes what their lines make; highlighted when a module or a line in it is."""
+        if self.count >= self.max_nodes:
+            self.cut += 1
+            return
+        nid = f"n{self.count}"
+        self.count += 1
+        ops = sum(g.op_count() for g in groups)
+        first, last = groups[0], groups[-1]
+        if len(groups) == 1:
+            label = f"{_short(first.name)}\n({first.cls}) {ops} op{'' if ops == 1 else 's'}"
+        else:
+            label = f"{_short(first.name, 30)} \u2026 {_short(last.name, 30)}\n{len(groups)} \u00d7 {first.cls}, {ops} ops"
+        tops = {h.split("/", 1)[0] for h in self.highlight}  # a hit below a line: that line's id first
+        lit = any(g.id in self.highlight or any(n.id in tops for n in g.nodes()) for g in groups)
+        pen, border = (3.5, "#1976d2") if lit else (1.4, MODULE_BORDER)
+        if len(groups) > 1:
+            tip = f"{len(groups)} modules, {first.name} to {last.name}"
+        else:
+            tip = f"module {first.name}"
+        self.lines.append(
+            f'{"  " * indent}{nid} [label={_q(label)} shape=folder style=filled fillcolor="{MODULE_FILL}" '
+            f'color="{border}" penwidth={pen} fontname="Helvetica" tooltip={_q(tip + " (collapsed)")}];'
+        )
+        self.module_ids[nid] = [g.id for g in groups]
+        inputs: dict[str, None] = {}
+        for g in groups:
+            for n in g.nodes():
+                if "del" in n.tags:
+                    continue
+                inputs.update(dict.fromkeys(n.inputs))
+                for name in n.outputs:
+                    self.producer[name] = nid
+        self.reads.append((nid, tuple(inputs)))
+        self.seen_styles.add(("module", "folded"))
 
     def cluster(self, outer: Node, inner: Node, depth: int, indent: int, executor: str | None) -> None:
         pad = "  " * indent
@@ -316,6 +482,8 @@ class _DotWriter:
                     items.append((text, shape or "box", "filled", "#ffffff", colour, 2.2 if extra else 1.0))
             elif kind == "fusion":
                 items.append(("fusion region", "box", "filled,bold", "#f3faf0", "#2e7d32", 2.2))
+            elif kind == "module" and key == "folded":
+                items.append(("module (collapsed)", "folder", "filled", MODULE_FILL, MODULE_BORDER, 1.4))
         if not items:
             return
         self.lines.append(
@@ -363,11 +531,21 @@ def render_graph(
     timeout: float = DEFAULT_TIMEOUT,
     highlight: set[str] | frozenset = frozenset(),
     title: str | None = None,
+    modules: bool = False,
+    plan: ModulePlan | None = None,
 ) -> Graph:
-    """Lay out one pass's graph; on a timeout fall back to the collapsed view, with a message."""
+    """Lay out one pass's graph; on a timeout fall back to the collapsed view, with a message.
+    ``modules`` and ``plan``: module clusters, see ``graph_dot``."""
     t0 = time.perf_counter()
     dot, count, used, messages = graph_dot(
-        p, proxies, depth=depth, max_nodes=max_nodes, highlight=highlight, title=title
+        p,
+        proxies,
+        depth=depth,
+        max_nodes=max_nodes,
+        highlight=highlight,
+        title=title,
+        modules=modules,
+        plan=plan,
     )
     try:
         svg = layout(dot, timeout)
@@ -380,7 +558,7 @@ def render_graph(
             f"showing the collapsed view (depth 0, at most {small} nodes) instead."
         )
         dot, count, used, more = graph_dot(
-            p, proxies, depth=0, max_nodes=small, highlight=highlight, title=title
+            p, proxies, depth=0, max_nodes=small, highlight=highlight, title=title, modules=modules, plan=plan
         )
         try:
             svg = layout(dot, timeout)
@@ -393,4 +571,13 @@ def render_graph(
     return Graph(dot, svg, used, count, messages, time.perf_counter() - t0)
 
 
-__all__ = ["EXECUTORS", "Graph", "GraphvizMissing", "count_nodes", "graph_dot", "layout", "render_graph"]
+__all__ = [
+    "EXECUTORS",
+    "Graph",
+    "GraphvizMissing",
+    "ModulePlan",
+    "count_nodes",
+    "graph_dot",
+    "layout",
+    "render_graph",
+]

@@ -11,9 +11,10 @@ import linecache
 from html import escape
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.modules import ModuleGroup, module_parameters
 from explorer.style import stylesheet
 from explorer.text import fmt_seconds, source_diff, source_text
-from explorer.tree import DEFAULT_BUDGET, badges_html, tree_html
+from explorer.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
 
 # Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
 # an explorer's static copy): smaller than the live views' DEFAULT_BUDGET.
@@ -47,11 +48,17 @@ def compilation_html(obj, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -
 
 
 def model_html(
-    model: TraceModel, *, open_depth: int = 1, budget: int = STATIC_BUDGET, kind: str | None = None
+    model: TraceModel,
+    *,
+    open_depth: int = 1,
+    budget: int = STATIC_BUDGET,
+    kind: str | None = None,
+    modules: bool = False,
 ) -> str:
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
-    most ``budget`` elements."""
+    most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
+    module (its lines closed)."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
@@ -69,7 +76,12 @@ def model_html(
             f"</span></summary>"
         )
         parts.append(passes_strip_html(s, p.index))
-        parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times))
+        tree = p.modules() if modules else None
+        if tree is not None and tree.has_modules:
+            parts.append('<div class="note">grouped by module: path, class, bound symbols, time</div>')
+            parts.append(tree_html(p.nodes, open_depth=0, budget=budget, times=times, modules=tree))
+        else:
+            parts.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times))
         if len(s.passes) > 1:
             parts.append("<details><summary>What each pass changed</summary>")
             for before, q in zip(s.passes, s.passes[1:]):
@@ -187,6 +199,56 @@ def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> 
         out.append(source_context_html(n.source.file, n.source.line, n.source.function))
     else:
         out.append('<div class="note">No user source line recorded for this bound symbol.</div>')
+    return "".join(out)
+
+
+def module_details_html(
+    g: ModuleGroup, p: PassModel, model: TraceModel, kind: str, times: dict[str, float] | None = None
+) -> str:
+    """One module of a pass: its class, caller, ops, time, submodules, and the inputs its lines
+    read (its parameters and buffers) with where the prologue unpacks and checks each."""
+    subs = [i for i in g.items if isinstance(i, ModuleGroup)]
+    rows = [
+        ("module", f"<code>{escape(g.name)}</code>"),
+        ("class", escape(g.cls)),
+        ("called from", escape(g.parent.name + f" ({g.parent.cls})") if g.parent is not None else "-"),
+        ("bound symbols", f"{g.op_count()} (its submodules' included)"),
+    ]
+    t = g.seconds(times)
+    if t is not None:
+        rows.append(("measured", fmt_seconds(t)))
+    if subs:
+        rows.append(("submodules", "<br>".join(escape(c.summary(times)) for c in subs)))
+    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    out = [
+        f'<div class="hd">module {escape(g.name)} ({escape(g.cls)})</div>',
+        f'<table class="kv">{table}</table>',
+    ]
+    params = module_parameters(g, p.args)
+    if not params:
+        out.append('<div class="note">Its lines read no input of the trace.</div>')
+        return "".join(out)
+    series = model.series.get(kind)
+    links = model.input_links() if kind == "computation" else {}
+    pro = model.series.get("prologue")
+    out.append(
+        '<div class="hd">Inputs its lines read (parameters, buffers) and where they enter the prologue</div>'
+    )
+    rows = ['<table class="kv"><tr><th>input</th><th>type</th><th>read in</th><th>prologue</th></tr>']
+    for name, where in params[:LISTED_PROXIES]:
+        info = series.proxies.get(name) if series is not None else None
+        lines = [pro.final.find(i) for i in links.get(name, ())] if pro is not None else []
+        # the line that unpacks it and its checks (not the unpacks of the modules that hold it)
+        lines = [n for n in lines if n is not None and (name in n.outputs or not n.outputs)]
+        body = "<br>".join(escape(split_comment(n)[0]) for n in lines)
+        rows.append(
+            f"<tr><td><code>{escape(name)}</code></td><td>{escape(info.label() if info else '?')}</td>"
+            f'<td>{escape(where or "<root>")}</td><td class="ln">{body or "-"}</td></tr>'
+        )
+    rows.append("</table>")
+    if len(params) > LISTED_PROXIES:
+        rows.append(f'<div class="more">... {len(params) - LISTED_PROXIES} more</div>')
+    out.append("".join(rows))
     return "".join(out)
 
 

@@ -1,7 +1,7 @@
 """``%thunder_trace`` and ``%%thunder_trace``: jit, run and explore a call from a notebook.
 
     %load_ext explorer
-    %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] [--view V] fn(args)
+    %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] [--view V] [--modules] fn(args)
 
 The call is evaluated in the user's namespace: ``fn`` is jitted (a function or an
 ``nn.Module``), run on the arguments (moved to CUDA with ``--device cuda``, the module on a
@@ -33,7 +33,7 @@ class MagicUsageError(ValueError):
 
 USAGE = (
     "usage: %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] "
-    "[--view tree|graph|source|diff|timing] fn(args)"
+    "[--view tree|graph|source|diff|timing] [--modules] fn(args)"
 )
 
 
@@ -43,6 +43,7 @@ class Options:
     executors: list[str] | None = None
     depth: int = 1
     view: str = "tree"
+    modules: bool = False  # group the tree and graph by module
 
 
 def parse_line(line: str) -> tuple[Options, str]:
@@ -51,6 +52,10 @@ def parse_line(line: str) -> tuple[Options, str]:
     rest = line.strip()
     while rest.startswith("--"):
         head, _, tail = rest.partition(" ")
+        if head == "--modules":
+            opts.modules = True
+            rest = tail.strip()
+            continue
         name, eq, value = head.partition("=")
         if not eq:
             tail = tail.lstrip()
@@ -141,7 +146,7 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
         measure(jfn, args, kwargs).attach(model)
     except Exception as e:  # timing is a bonus; say why it is missing
         notes.append(f"Times were not measured: {type(e).__name__}: {e}")
-    ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes, source=jfn)
+    ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes, source=jfn, modules=opts.modules)
     ex.result = result
     return ex
 

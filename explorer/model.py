@@ -133,6 +133,10 @@ class Node:
     sym = property(lambda self: self._facts.bsym.sym.name)
     module = property(lambda self: self._facts.bsym.sym.module)
     header = property(lambda self: self._facts.bsym.header)
+    scope = property(
+        lambda self: self._facts.bsym.scope,
+        doc="The ``ModuleScope`` (path, cls, parent) of the nn.Module call it was recorded in, or None.",
+    )
 
     @property
     def executor(self) -> str | None:
@@ -281,6 +285,7 @@ class PassModel:
     trace: object = dataclasses.field(default=None, repr=False)  # the Trace; not serialised
     _source: str | None = dataclasses.field(default=None, repr=False)
     _top_index: dict[str, Node] | None = dataclasses.field(default=None, repr=False)
+    _modules: object = dataclasses.field(default=None, repr=False)
 
     @property
     def source(self) -> str:
@@ -310,6 +315,15 @@ class PassModel:
 
     def size(self) -> int:
         return sum(n.size() for n in self.nodes)
+
+    def modules(self):
+        """Its top-level BoundSymbols grouped by module (``explorer.modules.ModuleTree``),
+        made on first use."""
+        if self._modules is None:
+            from explorer.modules import ModuleTree
+
+            self._modules = ModuleTree(self)
+        return self._modules
 
     @property
     def return_line(self) -> str:
@@ -776,6 +790,7 @@ def _node_dict(n: Node) -> dict:
         "outputs": list(n.outputs),
         "source": dataclasses.asdict(n.source) if n.source else None,
         "header": n.header,
+        "scope": n.scope.path if n.scope is not None else None,
         "info": n.info,
         "children": [_node_dict(c) for c in n.children],
     }

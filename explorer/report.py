@@ -48,6 +48,7 @@ def report_html(
     budget: int = DEFAULT_BUDGET,
     title: str | None = None,
     kind: str | None = None,
+    modules: bool = False,
 ) -> str:
     """The page for a jitted function, an Explorer, a Trace or a TraceModel.
 
@@ -55,7 +56,8 @@ def report_html(
     (all passes of a series when its final trace has at most 300 bound symbols, else final).
     ``kind``: the trace kind the page opens on (default: the one an Explorer shows, else the
     computation). Each tree, list of changes, text diff and printed trace shows at most
-    ``budget`` elements, so the page of a 40,000-line program stays a few MB.
+    ``budget`` elements, so the page of a 40,000-line program stays a few MB. ``modules``:
+    trees grouped by module and graphs in module clusters (where scopes were recorded).
     """
     model = getattr(obj, "model", None)
     shown: dict[str, int] = {}  # kind -> the pass an Explorer shows
@@ -100,7 +102,7 @@ def report_html(
     for k in kinds:
         s = model.series[k]
         at = shown.get(k, len(s.passes) - 1)
-        parts.append(_series_html(model, s, at, rules, graphs, graph_depth, open_depth, budget))
+        parts.append(_series_html(model, s, at, rules, graphs, graph_depth, open_depth, budget, modules))
     if model.entries:
         parts.append(cache_html(model))
     css = stylesheet() + REPORT_CSS + "\n".join(rules)
@@ -112,7 +114,9 @@ def report_html(
     )
 
 
-def _series_html(model, s: TraceSeries, at: int, rules, graphs, graph_depth, open_depth, budget) -> str:
+def _series_html(
+    model, s: TraceSeries, at: int, rules, graphs, graph_depth, open_depth, budget, modules
+) -> str:
     k = s.kind
     last = len(s.passes) - 1
     big = len(s.final.nodes) > 300 or s.final.size() > 300 * 4
@@ -135,12 +139,14 @@ def _series_html(model, s: TraceSeries, at: int, rules, graphs, graph_depth, ope
         want_graph = graphs == "all" or (graphs in ("final", "auto") and p.index == last)
         if graphs == "auto" and not big:
             want_graph = True
-        out.append(_pane_html(model, s, p, want_graph, graph_depth, open_depth, budget))
+        out.append(_pane_html(model, s, p, want_graph, graph_depth, open_depth, budget, modules))
     out.append("</div>")
     return "".join(out)
 
 
-def _pane_html(model, s: TraceSeries, p: PassModel, want_graph, graph_depth, open_depth, budget) -> str:
+def _pane_html(
+    model, s: TraceSeries, p: PassModel, want_graph, graph_depth, open_depth, budget, modules
+) -> str:
     k = s.kind
     last = len(s.passes) - 1
     before = s.passes[p.index - 1] if p.index > 0 else None
@@ -156,11 +162,17 @@ def _pane_html(model, s: TraceSeries, p: PassModel, want_graph, graph_depth, ope
         summary = escape(p.diff.summary())
         out.append(f"<details open><summary>Diff against pass {before.index} ({summary})</summary>")
         out.append(diff_html(p, before, budget=budget) + "</details>")
-    out.append("<details open><summary>Bound symbols</summary>")
-    out.append(tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times) + "</details>")
+    tree = p.modules() if modules else None
+    tree = tree if tree is not None and tree.has_modules else None
+    out.append(f"<details open><summary>Bound symbols{' by module' if tree else ''}</summary>")
+    out.append(
+        tree_html(p.nodes, open_depth=open_depth, budget=budget, times=times, modules=tree) + "</details>"
+    )
     if want_graph:
         depth = graph_depth if count_nodes(p.nodes, graph_depth, 500) <= 500 else 0
-        g = render_graph(p, s.proxies, depth=depth, title=f"{k} {p.index}: {p.name}")
+        g = render_graph(
+            p, s.proxies, depth=depth, title=f"{k} {p.index}: {p.name}", modules=tree is not None
+        )
         out.append(f"<details open><summary>Dataflow graph (depth {g.depth}, {g.nodes} nodes)</summary>")
         out.append(g.html() + "</details>")
     else:

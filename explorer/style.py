@@ -47,6 +47,8 @@ CSS = """
 .thx details>summary{cursor:pointer;list-style-position:outside;margin-left:1em}
 .thx .leaf{margin-left:1em}
 .thx .ty{color:#777}
+.thx .mod>summary .mp{font-weight:600;color:#0d47a1}
+.thx .mc{color:#37474f;background:#eceff1}
 .thx .b{display:inline-block;border:1px solid;border-radius:3px;padding:0 3px;margin-left:4px;
   font-size:11px;line-height:14px}
 .thx .src{color:#1f5f99;margin-left:6px;font-size:11px}

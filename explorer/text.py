@@ -73,6 +73,49 @@ def tree_text(
     return "\n".join(lines)
 
 
+def modules_text(
+    tree,
+    *,
+    depth: int | None = 0,
+    budget: int = DEFAULT_BUDGET,
+    times: dict[str, float] | None = None,
+    sources: bool = True,
+) -> str:
+    """A pass grouped by module (``tree``: its ``ModuleTree``): one line per module (path,
+    class, op count, time), its lines and submodules indented below it; the BoundSymbols'
+    subsymbols down to ``depth`` (None: all)."""
+    from explorer.modules import ModuleGroup
+
+    lines: list[str] = []
+    times = times or {}
+
+    def visit(items: list, level: int, sub: int) -> None:
+        for i, n in enumerate(items):
+            if len(lines) >= budget:
+                lines.append("  " * level + f"... {len(items) - i} more")
+                return
+            pad = "  " * level
+            if isinstance(n, ModuleGroup):
+                lines.append(f"{pad}[{n.summary(times)}]")
+                visit(n.items, level + 1, 0)
+                continue
+            extra = []
+            if n.executor:
+                extra.append(f"[{n.executor}]")
+            if n.tags:
+                extra.append("{" + ", ".join(n.tags) + "}")
+            if sources and n.source is not None:
+                extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
+            if n.id in times:
+                extra.append(f"({fmt_seconds(times[n.id])})")
+            lines.append(pad + n.line + ("    " + " ".join(extra) if extra else ""))
+            if n.children and (depth is None or sub < depth):
+                visit(n.children, level + 1, sub + 1)
+
+    visit(tree.items, 0, 0)
+    return "\n".join(lines)
+
+
 def passes_text(series: TraceSeries) -> str:
     out = []
     for p in series.passes:

@@ -5,6 +5,10 @@ An element budget keeps a 40,000-line trace light: nodes are chosen breadth firs
 top-level lines before any subsymbol) until the budget is spent, and every list that was cut
 ends with "... N more". Search hits and the selected line come first, with their parents
 open (up to half the budget); only the nodes shown are read.
+
+Grouped by module (``modules=pass_model.modules()``), each module is a ``<details>`` of its
+own: its path, class, op count and measured time, its lines and its submodules inside; modules
+are open down to ``module_depth`` levels, and a group counts as one element of the budget.
 """
 
 from __future__ import annotations
@@ -13,10 +17,23 @@ from collections.abc import Iterable
 from html import escape
 
 from explorer.model import Node, collector_paused, path_to
+from explorer.modules import ModuleGroup, ModuleTree
 from explorer.style import EXECUTORS, TAG_STYLE, css_class
 from explorer.text import DEFAULT_BUDGET, fmt_seconds, short_file
 
-__all__ = ["DEFAULT_BUDGET", "badges_html", "line_html", "split_comment", "tree_html"]
+MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
+
+MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "MODULE_DEPTH",
+    "badges_html",
+    "group_line_html",
+    "line_html",
+    "split_comment",
+    "tree_html",
+]
 
 
 @collector_paused()
@@ -29,24 +46,54 @@ def tree_html(
     selected: str | None = None,
     marks: dict[str, str] | None = None,
     times: dict[str, float] | None = None,
+    modules: ModuleTree | None = None,
+    module_depth: int = MODULE_DEPTH,
+    collapsed: Iterable[str] = (),
+    expanded: Iterable[str] = (),
 ) -> str:
     """The tree of ``nodes`` as HTML (to be placed inside an element of class ``thx``), at
     most ``budget`` nodes of it.
 
     ``hits`` and ``selected`` are node ids to highlight (hits in the order to prefer when not
-    all fit); ``marks`` maps node ids to a CSS class (``added``, ``rewritten``); ``times``
-    maps node ids to measured seconds.
+    all fit; a module's id is ``module:<path>``); ``marks`` maps node ids to a CSS class
+    (``added``, ``rewritten``); ``times`` maps node ids to measured seconds. With ``modules``
+    (the pass's ``ModuleTree``) the lines are grouped by module, modules open down to
+    ``module_depth`` levels except the paths in ``collapsed``; those in ``expanded`` are open.
     """
     included: set[int] = set()
     force_open: set[int] = set()
     hits = list(dict.fromkeys(hits))
     wanted = ([selected] if selected else []) + hits
+    top: list = modules.items if modules is not None else nodes
     if wanted:
-        _include_paths(nodes, wanted, included, force_open, budget // 2)
-    _choose(nodes, budget - len(included), included)
+        if modules is not None:
+            find = _module_paths(nodes, modules)
+        else:
+            index = {n.id: n for n in nodes}
+
+            def find(node_id: str) -> list:
+                return path_to(index, node_id)
+
+        _include_paths(find, wanted, included, force_open, budget // 2)
+    _choose(top, budget - len(included), included)
     r = _Renderer(included, force_open, open_depth, set(hits), selected, marks or {}, times or {})
-    body = r.list(nodes, 0)
+    r.module_open, r.collapsed, r.expanded = module_depth, set(collapsed), set(expanded)
+    body = r.list(top, 0, 0)
     return f'<div class="tree">{body or "<span class=note>(no bound symbols)</span>"}</div>'
+
+
+def _module_paths(nodes: list[Node], modules: ModuleTree):
+    """Finds a node or module id below the module groups (see ``ModuleTree.path_to``)."""
+    index = {n.id: n for n in nodes}
+
+    def find(node_id: str) -> list:
+        g = modules.group(node_id)
+        if g is not None:
+            return modules.chain(g)
+        below = path_to(index, node_id)
+        return modules.chain(modules.group_of.get(below[0].id)) + below if below else []
+
+    return find
 
 
 def _choose(nodes: list[Node], budget: int, included: set[int]) -> None:
@@ -66,15 +113,13 @@ def _choose(nodes: list[Node], budget: int, included: set[int]) -> None:
         frontier = [c for n in take for c in n.children]
 
 
-def _include_paths(
-    nodes: list[Node], wanted: list[str], included: set[int], force_open: set[int], budget: int
-) -> None:
+def _include_paths(find, wanted: list[str], included: set[int], force_open: set[int], budget: int) -> None:
     """Include wanted nodes and their ancestors, opening the ancestors, while they fit in
-    ``budget`` nodes. A node is found by walking down its id (a subsymbol's id extends its
-    parent's with ``/``), so only the branches that lead to it are read."""
-    top = {n.id: n for n in nodes}
+    ``budget`` nodes. ``find`` gives the path down to an id: a node is found by walking down
+    its id (a subsymbol's id extends its parent's with ``/``), so only the branches that lead
+    to it are read."""
     for node_id in wanted:
-        path = path_to(top, node_id)
+        path = find(node_id)
         new = [n for n in path if id(n) not in included]
         if len(included) + len(new) > budget:
             break
@@ -91,8 +136,13 @@ class _Renderer:
         self.selected = selected
         self.marks = marks
         self.times = times
+        self.module_open = 0
+        self.collapsed: set[str] = set()
+        self.expanded: set[str] = set()
 
-    def list(self, nodes: list[Node], depth: int) -> str:
+    def list(self, nodes: list, depth: int, module_depth: int = 0) -> str:
+        """``depth``: how deep the BoundSymbols are below the top level (0: top-level lines);
+        ``module_depth``: how many module groups enclose them."""
         parts = []
         skipped = 0
         for n in nodes:
@@ -100,7 +150,10 @@ class _Renderer:
                 if skipped:
                     parts.append(_more(skipped))
                     skipped = 0
-                parts.append(self.node(n, depth))
+                if isinstance(n, ModuleGroup):
+                    parts.append(self.group(n, module_depth))
+                else:
+                    parts.append(self.node(n, depth))
             else:
                 skipped += 1
         if skipped:
@@ -128,6 +181,37 @@ class _Renderer:
             f'<details class="n {" ".join(cls)}" data-id="{did}"{" open" if is_open else ""}>'
             f'<summary>{head}</summary><div class="kids">{kids}</div></details>'
         )
+
+    def group(self, g: ModuleGroup, module_depth: int) -> str:
+        cls = ["n", "mod"]
+        if g.id in self.hits:
+            cls.append("hit")
+        if g.id == self.selected:
+            cls.append("sel")
+        if g.path in self.collapsed:
+            is_open = False
+        else:
+            is_open = module_depth < self.module_open or g.path in self.expanded or id(g) in self.force_open
+        kids = self.list(g.items, 0, module_depth + 1)
+        return (
+            f'<details class="{" ".join(cls)}" data-id="{escape(g.id)}"{" open" if is_open else ""}>'
+            f"<summary>{group_line_html(g, self.times)}</summary>"
+            f'<div class="kids">{kids}</div></details>'
+        )
+
+
+def group_line_html(g: ModuleGroup, times: dict[str, float] | None = None) -> str:
+    """A module's line: path, class, op count and (when measured) time."""
+    ops = g.op_count()
+    parts = [
+        f'<span class="ln mp">{escape(g.name)}</span>',
+        f'<span class="b mc">{escape(g.cls)}</span>',
+        f'<span class="note"> {ops} op{"" if ops == 1 else "s"}</span>',
+    ]
+    t = g.seconds(times)
+    if t is not None:
+        parts.append(f'<span class="tm">{fmt_seconds(t)}</span>')
+    return "".join(parts)
 
 
 def _more(n: int) -> str:

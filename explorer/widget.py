@@ -7,6 +7,11 @@ dial (tree: open levels; graph: opened levels); a search box (symbol, proxy name
 details (metadata, executor and who declined, its source line with the code around it) show
 below. A cache panel lists the compiled entries and why each was compiled. Everything is
 rendered into a few HTML widgets from the ``TraceModel``.
+
+"by module" groups the tree by nn.Module and draws the graph in module clusters. Search finds
+module paths too (``layers.0.self_attn``); a selected module shows its parameters and where
+the prologue unpacks and checks them, and "collapse module" / "expand module" folds it (one
+node in the graph, a closed group in the tree) or opens it.
 """
 
 from __future__ import annotations
@@ -18,21 +23,23 @@ from html import escape
 
 import ipywidgets as w
 
-from explorer.graph import render_graph
+from explorer.graph import ModulePlan, render_graph
 from explorer.html import (
     STATIC_BUDGET,
     cache_html,
     details_html,
     diff_html,
     model_html,
+    module_details_html,
     pass_header_html,
     passes_strip_html,
     source_html,
     wrap,
 )
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.modules import ModuleGroup, is_module_id
 from explorer.text import fmt_seconds, model_text, short_file
-from explorer.tree import DEFAULT_BUDGET, tree_html
+from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
 
 VIEWS = ("tree", "graph", "source", "diff", "timing")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
@@ -83,14 +90,18 @@ class Explorer:
         budget: int = DEFAULT_BUDGET,
         notes: list[str] | None = None,
         source=None,
+        modules: bool = False,
     ):
         """``source``: the jitted function the model came from; with it, a dropdown switches
-        between its cache entries."""
+        between its cache entries. ``modules``: open grouped by module."""
         if view not in VIEWS:
             raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
         self.model = model
         self.budget = budget
         self.hits: list[Node] = []
+        self.module_hits: list[ModuleGroup] = []
+        self.collapsed: set[str] = set()  # module paths folded by hand
+        self.expanded: set[str] = set()  # module paths opened by hand
         self.more_hits = False  # whether the search stopped at MAX_LISTED hits
         self.selected: str | None = None
         kinds = model.kinds or ["computation"]
@@ -111,6 +122,16 @@ class Explorer:
             options=VIEWS, value=view, description="view", style={"button_width": "auto"}
         )
         self.depth = w.IntSlider(min=0, max=6, value=depth, description="depth", continuous_update=False)
+        self.by_module = w.ToggleButton(
+            value=modules,
+            description="by module",
+            icon="sitemap",
+            tooltip="group by nn.Module",
+            layout=layout,
+        )
+        self.fold_button = w.Button(
+            description="collapse module", layout=w.Layout(width="auto", display="none")
+        )
         self.query = w.Text(
             placeholder="symbol, proxy name, text or file.py:line",
             description="search",
@@ -141,6 +162,8 @@ class Explorer:
         self.next_button.on_click(lambda _: self.step(+1))
         self.view.observe(lambda _: self._render_main(), "value")
         self.depth.observe(lambda _: self._render_main(), "value")
+        self.by_module.observe(lambda _: self._render_main(), "value")
+        self.fold_button.on_click(lambda _: self.toggle_module())
         self.query.observe(lambda _: self._on_search(), "value")
         self.matches.observe(self._on_select, "value")
         self.entry.observe(self._on_entry, "value")
@@ -152,11 +175,12 @@ class Explorer:
                 self.kind,
                 w.HBox([self.prev_button, self.pass_slider, self.next_button]),
                 self.passes,
-                w.HBox([self.view, self.depth]),
+                w.HBox([self.view, self.depth, self.by_module]),
                 self.query,
                 self.status,
                 self.main,
                 self.matches,
+                self.fold_button,
                 self.details,
                 self.cache,
             ],
@@ -191,6 +215,60 @@ class Explorer:
         self.selected = node_id
         self._render_details()
         self._render_main()
+
+    def module_tree(self):
+        """The current pass grouped by module, or None when it is not grouped (or has no scopes)."""
+        p = self.current
+        if p is None or not self.by_module.value:
+            return None
+        tree = p.modules()
+        return tree if tree.has_modules else None
+
+    def _find(self, p: PassModel, node_id: str | None):
+        if node_id is None:
+            return None
+        if is_module_id(node_id):
+            return p.modules().group(node_id)
+        return p.find(node_id)
+
+    def module_is_open(self, path: str) -> bool:
+        """Whether the module of ``path`` is shown open in the current view."""
+        if path in self.collapsed:
+            return False
+        if path in self.expanded:
+            return True
+        g = self.current.modules().groups.get(path) if self.current is not None else None
+        if g is None:
+            return False
+        if self.view.value == "graph":
+            siblings = g.parent.items if g.parent is not None else self.current.modules().items
+            return any(k == "open" and x is g for k, x in ModulePlan().entries(siblings, g.depth))
+        return g.depth < MODULE_DEPTH
+
+    def toggle_module(self, path: str | None = None) -> None:
+        """Collapse the module of ``path`` (default: the selected one) if it is open, else open it."""
+        if path is None:
+            if not is_module_id(self.selected):
+                return
+            path = self.selected.split(":", 1)[1]
+        if self.module_is_open(path):
+            self.expanded.discard(path)
+            self.collapsed.add(path)
+        else:
+            self.collapsed.discard(path)
+            self.expanded.add(path)
+        self._render_fold_button()
+        self._render_main()
+
+    def _render_fold_button(self) -> None:
+        if not is_module_id(self.selected):
+            self.fold_button.layout.display = "none"
+            return
+        path = self.selected.split(":", 1)[1]
+        self.fold_button.description = (
+            "collapse module " if self.module_is_open(path) else "expand module "
+        ) + (path or "<root>")
+        self.fold_button.layout.display = "flex"
 
     def show_entry(self, index: int) -> None:
         """Show another cache entry of the jitted function (rebuilds the model)."""
@@ -254,7 +332,7 @@ class Explorer:
         self.next_button.disabled = p.index == len(s.passes) - 1
         self.passes.value = wrap(passes_strip_html(s, p.index) + pass_header_html(s, p))
         self._search()
-        if self.selected is not None and p.find(self.selected) is None:
+        if self.selected is not None and self._find(p, self.selected) is None:
             self.selected = None
         self._fill_matches()
         self._render_main()
@@ -266,11 +344,13 @@ class Explorer:
         found = search(p, q, self.series.proxies, limit=MAX_LISTED + 1) if p is not None and q.strip() else []
         self.more_hits = len(found) > MAX_LISTED
         self.hits = found[:MAX_LISTED]
+        self.module_hits = p.modules().search(q, MAX_LISTED) if p is not None and q.strip() else []
 
     def _fill_matches(self) -> None:
         p = self.current
         nodes = self.hits if self.query.value.strip() else (p.nodes if p is not None else [])
-        options = [(_option_label(n), n.id) for n in nodes[:MAX_LISTED]]
+        options = [(f"module {g.summary(self._times())}", g.id) for g in self.module_hits]
+        options += [(_option_label(n), n.id) for n in nodes[:MAX_LISTED]]
         self._updating = True
         try:
             self.matches.options = options
@@ -282,8 +362,10 @@ class Explorer:
         if q:
             count = f"more than {MAX_LISTED}" if self.more_hits else str(len(self.hits))
             more = f" (listing the first {MAX_LISTED})" if self.more_hits else ""
+            mods = len(self.module_hits)
+            mods = f"{mods} module{'' if mods == 1 else 's'} and " if mods else ""
             self.status.value = wrap(
-                f'<span class="note">{count} bound symbols match <code>{escape(q)}</code>{more}</span>'
+                f'<span class="note">{mods}{count} bound symbols match <code>{escape(q)}</code>{more}</span>'
             )
         elif len(nodes) > MAX_LISTED:
             self.status.value = wrap(
@@ -308,6 +390,9 @@ class Explorer:
             return
         view = self.view.value
         hits = dict.fromkeys(n.id for n in self.hits)  # in trace order: the first ones are shown
+        tree = self.module_tree()
+        if tree is not None:
+            hits = dict.fromkeys(g.id for g in self.module_hits) | hits
         if view == "tree":
             marks = {}
             if p.diff is not None:
@@ -320,10 +405,16 @@ class Explorer:
                 selected=self.selected,
                 marks=marks,
                 times=self._times(),
+                modules=tree,
+                collapsed=self.collapsed,
+                expanded=self.expanded,
             )
         elif view == "graph":
             highlight = set(hits) | ({self.selected} if self.selected else set())
-            g = render_graph(p, s.proxies, depth=self.depth.value, highlight=highlight)
+            plan = ModulePlan(collapsed=self.collapsed, expanded=self.expanded)
+            g = render_graph(
+                p, s.proxies, depth=self.depth.value, highlight=highlight, modules=tree is not None, plan=plan
+            )
             body = g.html()
         elif view == "source":
             body = source_html(p, self.budget)
@@ -360,7 +451,11 @@ class Explorer:
 
     def _render_details(self) -> None:
         p, s = self.current, self.series
-        n = p.find(self.selected) if (p is not None and self.selected) else None
+        n = self._find(p, self.selected) if p is not None else None
+        self._render_fold_button()
+        if isinstance(n, ModuleGroup):
+            self.details.value = wrap(module_details_html(n, p, self.model, s.kind, self._times()))
+            return
         if n is None:
             self.details.value = wrap(
                 '<div class="note">Select a bound symbol above to see its details.</div>'
@@ -387,7 +482,9 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs: the trace kind shown here
-        bundle["text/html"] = model_html(self.model, budget=STATIC_BUDGET, kind=self.kind.value)
+        bundle["text/html"] = model_html(
+            self.model, budget=STATIC_BUDGET, kind=self.kind.value, modules=self.by_module.value
+        )
         bundle["text/plain"] = model_text(self.model)
         return bundle
 

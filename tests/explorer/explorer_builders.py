@@ -103,3 +103,54 @@ def hand_trace(n: int = 3) -> Trace:
             y = ltorch.add(y, 1) if i % 2 == 0 else ltorch.mul(y, 2)
         t.output = y
     return t
+
+
+def tiny_llama(layers: int = 2):
+    """A jitted transformers ``LlamaForCausalLM`` (hidden size 64, random weights, nothing
+    downloaded) called once on 8 tokens with a ``StaticCache``, as notebook 03 does."""
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    import thunder
+
+    transformers.logging.set_verbosity_error()
+    config = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=256,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    llama = LlamaForCausalLM(config).eval()
+    cache = StaticCache(config=config, max_cache_len=32)
+    jllama = thunder.jit(llama)
+    with torch.no_grad():
+        jllama(
+            torch.randint(0, 256, (1, 8)),
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=torch.arange(8),
+        )
+    return jllama
+
+
+class Layer(torch.nn.Module):
+    """Four elementwise ops, no parameters: a layer of ``Stack``."""
+
+    def forward(self, x):
+        return (x.sin() * 1.5 + 0.25).tanh()
+
+
+class Stack(torch.nn.Module):
+    """``n // 4`` Layers in an ``nn.Sequential``: ``n`` BoundSymbols, each in a module of
+    its own (``layers.0`` ... ``layers.<n // 4 - 1>``)."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*(Layer() for _ in range(n // 4)))
+
+    def forward(self, x):
+        return self.layers(x)

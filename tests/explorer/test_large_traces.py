@@ -10,11 +10,11 @@ import re
 
 import pytest
 import torch
-from explorer_builders import many_ops
+from explorer_builders import Stack, many_ops
 
 import thunder
 from explorer.compilation import model_of
-from explorer.graph import DEFAULT_MAX_NODES, render_graph
+from explorer.graph import DEFAULT_MAX_NODES, graph_dot, render_graph
 from explorer.html import (
     STATIC_BUDGET,
     compilation_html,
@@ -187,3 +187,38 @@ def test_timing_view_keeps_to_its_budget(model):
         assert f"... {len(final.nodes) - REPORT_TIMING_ROWS} more" in page
     finally:
         model.timings.clear()
+
+
+STACK_OPS = 12_000  # 3,000 modules of 4 ops each (tracing 40,000 through module hooks takes ~25 s)
+
+
+def test_module_views_keep_to_their_budgets():
+    jm = thunder.jit(Stack(STACK_OPS))
+    x = torch.rand(4)
+    torch.testing.assert_close(jm(x), Stack(STACK_OPS)(x))  # no parameters: the same function
+    model = model_of(jm)
+    s = model.series["computation"]
+    p = s.final
+    tree = p.modules()
+    assert len(tree.groups) == STACK_OPS // 4 + 2  # the Stack, its Sequential, each Layer
+    h = tree_html(p.nodes, modules=tree)
+    assert _ids(h) == DEFAULT_BUDGET and len(h) < MB
+    # the repeated layers after the first are one node
+    dot, count, _, _ = graph_dot(p, s.proxies, modules=True)
+    assert count == 5 and f"{STACK_OPS // 4 - 1} \u00d7 Layer, {STACK_OPS - 4} ops" in dot
+    ex = Explorer(model, modules=True)
+    assert _ids(ex.main.value) == DEFAULT_BUDGET
+    last = f"layers.{STACK_OPS // 4 - 1}"
+    ex.query.value = last
+    assert [g.path for g in ex.module_hits] == [last]
+    assert (
+        f'class="n mod hit" data-id="module:{last}"' in ex.main.value
+        and _ids(ex.main.value) <= DEFAULT_BUDGET
+    )
+    ex.matches.value = f"module:{last}"
+    assert f"module {last} (Layer)" in ex.details.value
+    ex.view.value = "graph"
+    assert ex.main.value.count('class="node"') < 20
+    static = ex._repr_mimebundle_()["text/html"]
+    kinds = static.split('<details class="kind"')[1:]
+    assert all(_ids(k) <= 2 * STATIC_BUDGET for k in kinds) and len(static) < 2 * MB

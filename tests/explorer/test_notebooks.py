@@ -22,7 +22,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [
     ROOT / "notebooks" / name
-    for name in ("01_first_trace.ipynb", "02_dataclass_outputs.ipynb", "03_setattr_and_kv_cache.ipynb")
+    for name in (
+        "01_first_trace.ipynb",
+        "02_dataclass_outputs.ipynb",
+        "03_setattr_and_kv_cache.ipynb",
+        "04_tensor_subclasses.ipynb",
+        "05_autograd.ipynb",
+        "07_real_models.ipynb",
+    )
 ]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

@@ -39,7 +39,8 @@ def test_one_widget_tree(ex):
 
     # a fixed set of controls, however many bound symbols the trace has
     assert count(ex.root) < 25
-    assert all(not isinstance(c, w.Button) or c in (ex.prev_button, ex.next_button) for c in _walk(ex.root))
+    buttons = (ex.prev_button, ex.next_button, ex.fold_button)
+    assert all(not isinstance(c, w.Button) or c in buttons for c in _walk(ex.root))
 
 
 def _walk(widget):

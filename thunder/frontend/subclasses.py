@@ -584,8 +584,8 @@ def _subclass_location(cls: type) -> SourceLocation | None:
     dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
     try:
         home = os.path.abspath(inspect.getsourcefile(cls) or "")
-    except TypeError:
-        home = ""
+    except (TypeError, OSError):  # a class of __main__ (a notebook cell's) has no source file to find
+        home = os.path.abspath(dispatch.co_filename) if dispatch is not None else ""
     found = None
     f = sys._getframe(2)
     while f is not None:

@@ -2,7 +2,8 @@
 
 A notebook cell runs ``%thunder_trace``; the test unfolds a BoundSymbol, steps to the next
 pass and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
-git ignores, and the test's tmp_path). It also steps through the passes of a saved report
+git ignores, and the test's tmp_path). Another opens a tiny Llama grouped by module, unfolds
+and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. It also steps through the passes of a saved report
 (CSS radio buttons, no script). Never a downloaded browser: ``executable_path`` is the
 system's chromium.
 """
@@ -39,6 +40,7 @@ ARGS = [
 ]
 TOKEN = "explorer-test-token"
 NB = Path(__file__).with_name("explore.ipynb")
+MODULES_NB = Path(__file__).with_name("modules.ipynb")
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
 
@@ -52,6 +54,7 @@ def _api(base: str, path: str, method: str = "GET") -> int:
 def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(NB, root / NB.name)
+    shutil.copy(MODULES_NB, root / MODULES_NB.name)
     cfg = root / ".cfg"
     (cfg / "labconfig").mkdir(parents=True)
     (cfg / "labconfig" / "page_config.json").write_text(
@@ -135,17 +138,28 @@ def _save(page, tmp_path: Path, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
-def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
-    page = browser
-    page.goto(f"{lab}/lab/tree/{NB.name}?token={TOKEN}")
-    page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext")
+def _run_all(page, lab: str, name: str):
+    """Open notebook ``name`` in JupyterLab, run all its cells; the explorer's root element."""
+    # a workspace of its own: only this notebook opens (not the ones an earlier test left open)
+    page.goto(f"{lab}/lab/workspaces/{Path(name).stem}/tree/{name}?token={TOKEN}")
+    page.wait_for_function(
+        "(name) => window.jupyterapp?.shell.currentWidget?.context?.path === name"
+        " && window.jupyterapp.shell.currentWidget.sessionContext",
+        arg=name,
+    )
     page.evaluate(
         """async () => { const nb = window.jupyterapp.shell.currentWidget;
         await nb.sessionContext.ready;
         await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"""
     )
-    ex = page.locator(".thunder-explorer")
+    ex = page.locator(".thunder-explorer:visible")  # not one of a notebook the workspace reopened
     ex.wait_for()
+    return ex
+
+
+def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
+    page = browser
+    ex = _run_all(page, lab, NB.name)
 
     # unfold a BoundSymbol: --depth 0 shows the tree closed
     node = ex.locator('details[data-id="t0"]').first
@@ -174,6 +188,50 @@ def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(ex.locator(".dadd").first).to_contain_text("torch.sin(x)")
     ex.scroll_into_view_if_needed()
     _save(page, tmp_path, "explorer-lab.png")
+
+
+def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
+    page = browser
+    ex = _run_all(page, lab, MODULES_NB.name)
+    tree = ex.locator(".tree")
+    model = tree.locator('details[data-id="module:model"]')
+    sync_api.expect(model).to_have_attribute("open", "")  # the jitted module and its children open
+    layer = tree.locator('details[data-id="module:model.layers.0"]')
+    assert layer.get_attribute("open") is None
+    summary = layer.locator(":scope > summary")
+    assert "model.layers.0" in summary.inner_text() and "LlamaDecoderLayer" in summary.inner_text()
+    attn = layer.locator(':scope > .kids > details[data-id="module:model.layers.0.self_attn"]')
+    assert not attn.is_visible()
+    summary.click()  # unfold the layer: its attention shows
+    sync_api.expect(attn).to_be_visible()
+    summary.click()  # and collapse it again
+    sync_api.expect(attn).to_be_hidden()
+
+    # find the second layer by its path, select it, and collapse it in the graph
+    search = ex.locator("input[placeholder^='symbol']")
+    search.fill("model.layers.1")
+    search.press("Enter")
+    sync_api.expect(ex).to_contain_text("modules and")
+    ex.locator(".widget-select select").select_option(
+        label="module model.layers.1 (LlamaDecoderLayer), 57 ops"
+    )
+    sync_api.expect(ex).to_contain_text("module model.layers.1 (LlamaDecoderLayer)")
+    sync_api.expect(ex).to_contain_text("t_model_layers_1_self_attn_q_proj_weight")
+    ex.get_by_role("button", name="graph", exact=True).click()
+    graph = ex.locator(".graph svg")
+    graph.wait_for()
+    # a repeated layer is folded into one node: its attention is not drawn
+    folded, inner = "(LlamaDecoderLayer) 57 ops", "model.layers.1.self_attn"
+    sync_api.expect(graph).to_contain_text(folded)
+    sync_api.expect(graph).not_to_contain_text(inner)
+    ex.get_by_role("button", name="expand module model.layers.1").click()
+    sync_api.expect(graph).to_contain_text(inner)
+    sync_api.expect(graph).not_to_contain_text(folded)
+    ex.get_by_role("button", name="collapse module model.layers.1").click()
+    sync_api.expect(graph).to_contain_text(folded)
+    sync_api.expect(graph).not_to_contain_text(inner)
+    ex.scroll_into_view_if_needed()
+    _save(page, tmp_path, "explorer-lab-modules.png")
 
 
 def test_report_steps_through_passes_without_script(browser, tmp_path):
