@@ -453,7 +453,7 @@ import thunder.ops.prims as prims
 
 def backward(g_t7):
   # g_t7: "ScaleTensor[cpu f32[]] (_x: cpu f32[], _scale: cpu f32[])"
-  prims.check_tensor_subclass(g_t7, ScaleTensor, (), torch.float32, torch.device('cpu'), False, ('_x', '_scale'), None)
+  prims.check_tensor_subclass(g_t7, ScaleTensor, (), torch.float32, torch.device('cpu'), None, ('_x', '_scale'), None)
   (g_t7__x, g_t7__scale) = prims.flatten_tensor_subclass(g_t7)  # g_t7__x: "cpu f32[]", g_t7__scale: "cpu f32[]"
   prims.check_tensor(g_t7__x, (), torch.float32, torch.device('cpu'), False)
   prims.check_tensor(g_t7__scale, (), torch.float32, torch.device('cpu'), False)
@@ -560,6 +560,8 @@ def test_gradients_of_a_plain_input_through_a_frozen_subclass_weight(maker):
 def test_a_gradient_of_another_class_than_the_output_is_a_clear_error():
     x = scale_tensor(3, 3, requires_grad=True)
     out = thunder.jit(lambda x: x * 2)(x)
+    cot = ScaleTensor(torch.randn(3, 3), torch.tensor(3.0)).requires_grad_()  # of the class: fine
+    assert_same(torch.autograd.grad(out, x, cot, retain_graph=True)[0], torch.autograd.grad(x * 2, x, cot)[0])
     with pytest.raises(CotangentMismatchError, match="expected a ScaleTensor, got Tensor"):
         torch.autograd.grad(out, x, torch.ones(3, 3))
 

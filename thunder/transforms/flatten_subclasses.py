@@ -266,7 +266,7 @@ def _flatten_split(bundle: TraceBundle) -> TraceBundle:
 
 
 def _check_class(p: SubclassProxy) -> BoundSymbol:
-    meta = (p.meta_shape, p.meta_dtype, p.meta_device, False)
+    meta = (p.meta_shape, p.meta_dtype, p.meta_device, None)  # (a gradient may require grad)
     return BoundSymbol(pyops.check_tensor_subclass, (p, p.subclass, *meta, tuple(p.inner), p.ctx), {}, None)
 
 
