@@ -423,6 +423,12 @@ GRAD_CASES = {
     "softmax": lambda x, w: x.softmax(-1) * w,
     "view": lambda x, w: x.view(9) * 2,
     "self_matmul": lambda x, w: (x @ x).sum(1),
+    "addmm": lambda x, w: torch.addmm(w, x, w),
+    "transpose": lambda x, w: x.transpose(0, 1) @ w,
+    "permute": lambda x, w: x.unsqueeze(0).permute(2, 0, 1) * 2,
+    "cat": lambda x, w: torch.cat([x, x * 2]).sum(0),
+    "pow_sqrt": lambda x, w: (x**2 + 1).sqrt() + x.pow(3),
+    "to_float64": lambda x, w: x.to(torch.float64) * 2,
     "no_grad_region": lambda x, w: _doubled_without_grad(x) * w,
 }
 
