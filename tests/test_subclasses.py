@@ -429,6 +429,10 @@ GRAD_CASES = {
     "cat": lambda x, w: torch.cat([x, x * 2]).sum(0),
     "pow_sqrt": lambda x, w: (x**2 + 1).sqrt() + x.pow(3),
     "to_float64": lambda x, w: x.to(torch.float64) * 2,
+    # the backward's where(cond, g, 0): torch wraps the 0 into a tensor inside the dispatch
+    "relu": lambda x, w: torch.relu(x) * w,
+    "amax": lambda x, w: x.amax(1),
+    "where": lambda x, w: torch.where(w > 0, x, w),
     "no_grad_region": lambda x, w: _doubled_without_grad(x) * w,
 }
 
@@ -527,9 +531,9 @@ def test_a_module_with_a_subclass_weight_trains(maker):
 
 @pytest.mark.parametrize("maker", list(MAKERS), ids=str)
 def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
-    """relu's rule meets a number torch wraps into a tensor inside the dispatch (not a value
-    of the trace): the program keeps torch's autograd over whole subclass ops, as eager."""
-    fn = lambda x, w: torch.relu(x) * w  # noqa: E731
+    """abs's rule (sign) reaches the subclass's dispatch as aten.sign, which thunder has no
+    symbol for yet: the program keeps torch's autograd over whole subclass ops, as eager."""
+    fn = lambda x, w: x.abs() * w  # noqa: E731
     x, w = MAKERS[maker](3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
     expected = fn(x, w)
     cot = torch.randn(expected.shape)  # any gradient works here, as in eager

@@ -629,7 +629,9 @@ def dispatchable(sym: Symbol, args, kwargs) -> bool:
 
 class _AfterTracing:
     """What ``Subclasses`` reads of an acquisition, for ops resolved after it: the trace they
-    are recorded in. There are no new inputs: a dispatch that uses a real tensor is refused."""
+    are recorded in. A real tensor the dispatch uses (a number torch wrapped into a tensor, a
+    tensor the subclass holds) is the object itself, named in the trace's ``ctx_objects``:
+    there are no new inputs, and it is read when the trace runs, as eager reads it then."""
 
     inputs = None
 
@@ -641,11 +643,15 @@ class _AfterTracing:
 
     def capture(self, t):
         p = proxy_of(t)
-        if p is None:
-            raise UnsupportedOpError(
-                f"thunder: a {type(t).__qualname__} tensor made inside __torch_dispatch__ is used by an op of a "
-                "backward; only values of the trace can be used there"
+        if p is not None:
+            return p
+        if not is_plain_tensor(t):
+            raise UnsupportedValueError(
+                f"thunder: a {type(t).__qualname__} that is not a value of the trace is used by an op of a backward"
             )
+        trace = self.computation
+        p = TensorProxy(trace.add_name("held"), tuple(t.shape), t.dtype, t.device)
+        trace.ctx_objects = {**trace.ctx_objects, p.name: t}
         return p
 
 
