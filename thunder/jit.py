@@ -31,7 +31,6 @@ from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.split import split_forward_backward
-from thunder.transforms.subclass_grad import SubclassGradError
 
 # After this many cache entries a warning says why the function keeps retracing.
 RECOMPILE_WARNING = 8
@@ -99,11 +98,11 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     t0 = time.perf_counter()
     try:
         joint = differentiate(comp)
-    except (SubclassGradError, NoVJPError) as e:
-        if has_subclasses(comp):
+    except Exception as e:
+        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
             ctx.extra["autograd_records"] = True
             return bundle
-        if isinstance(e, SubclassGradError):
+        if not isinstance(e, NoVJPError):
             raise
         ctx.extra["grad_error"] = e
         return bundle
