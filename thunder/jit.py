@@ -19,15 +19,17 @@ import torch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
-from thunder.executors import pythonex, torchex
+from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
+from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.split import split_forward_backward
@@ -35,16 +37,31 @@ from thunder.transforms.split import split_forward_backward
 # After this many cache entries a warning says why the function keeps retracing.
 RECOMPILE_WARNING = 8
 
-EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
+EXECUTORS: dict[str, Executor] = {
+    "nvfuser": nvfuserex.executor,
+    "torchcompile": torchcompileex.executor,
+    "torch": torchex.executor,
+    "python": pythonex.executor,
+}
+
+
+def default_executors() -> list[Executor]:
+    """nvFuser where it is available (CUDA and the nvfuser package), then torch."""
+    nvfuser = EXECUTORS["nvfuser"]
+    return [nvfuser, torchex.executor] if nvfuser.unavailable_reason() is None else [torchex.executor]
 
 
 def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
+    """The executors in the order they are asked; ``None`` means ``default_executors()``.
+    The torch executor (runs every prim) and the Python executor always come last."""
     chosen = []
-    for e in executors or ["torch"]:
+    for e in default_executors() if executors is None else executors:
         if isinstance(e, str):
             if e not in EXECUTORS:
                 raise ValueError(f"thunder: unknown executor {e!r}; available: {sorted(EXECUTORS)}")
             e = EXECUTORS[e]
+        if isinstance(e, FusionExecutor) and (why := e.unavailable_reason()) is not None:
+            raise RuntimeError(f"thunder: the {e.name} executor is not available here: {why}")
         chosen.append(e)
     if torchex.executor not in chosen:
         chosen.append(torchex.executor)  # the fallback that runs every prim
@@ -82,6 +99,10 @@ class CompileStats:
 
 def _claim(trace: Trace, ctx: PassContext) -> Trace:
     return claim(trace, ctx.executors)
+
+
+def _fuse(trace: Trace, ctx: PassContext) -> Trace:
+    return fuse(trace, ctx.executors)
 
 
 def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
@@ -141,6 +162,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("claim", on(KINDS, _claim, context=True)),
+    Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
     Pass("del_last_used", on(("computation", "backward"), del_last_used)),
 )
 
