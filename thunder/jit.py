@@ -108,20 +108,23 @@ def _fuse(trace: Trace, ctx: PassContext) -> Trace:
 def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     """The joint forward-and-backward trace, when an input requires grad under grad mode.
 
-    A program with tensor subclass values keeps torch's autograd over the ops it runs (its
-    subclass ops whole, as eager differentiates them: ``flatten_subclasses.py``), so it gets
-    no joint trace. A prim without a VJP rule leaves the computation as it is and notes the
-    error, which ``backward()`` raises."""
+    Tensor-subclass ops are differentiated as their torch-level ops
+    (``transforms/subclass_grad.py``); a subclass program whose gradient cannot be traced
+    keeps torch's autograd over the ops it runs (its subclass ops whole, as eager
+    differentiates them: ``flatten_subclasses.py``) and gets no joint trace. A prim without a
+    VJP rule leaves the computation as it is and notes the error, which ``backward()`` raises."""
     comp = bundle.computation
     if not needs_grad(comp):
-        return bundle
-    if has_subclasses(comp):
-        ctx.extra["autograd_records"] = True
         return bundle
     t0 = time.perf_counter()
     try:
         joint = differentiate(comp)
-    except NoVJPError as e:
+    except Exception as e:
+        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
+            ctx.extra["autograd_records"] = True
+            return bundle
+        if not isinstance(e, NoVJPError):
+            raise
         ctx.extra["grad_error"] = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
