@@ -1,14 +1,16 @@
 """The pipeline: acquire -> passes -> callables -> cache.
 
-``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries newest first:
-an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch), its
-computation runs, its epilogue builds the result. A miss traces again: acquisition makes the
-bundle of traces, and ``PIPELINE``, the declared list of passes, runs over it.
+``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries most recently
+used first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a
+mismatch, or failing to unpack them), its computation runs, its epilogue builds the result. A
+miss traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared
+list of passes, runs over it. The cache is bounded (``thunder/cache.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import time
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
@@ -35,9 +38,6 @@ from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.split import split_forward_backward
-
-# After this many cache entries a warning says why the function keeps retracing.
-RECOMPILE_WARNING = 8
 
 EXECUTORS: dict[str, Executor] = {
     "nvfuser": nvfuserex.executor,
@@ -70,7 +70,7 @@ def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Execut
     return chosen + [pythonex.executor]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class CacheEntry:
     """One compilation: its traces (first to last, per kind) and the compiled callables."""
 
@@ -110,20 +110,23 @@ def _fuse(trace: Trace, ctx: PassContext) -> Trace:
 def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     """The joint forward-and-backward trace, when an input requires grad under grad mode.
 
-    A program with tensor subclass values keeps torch's autograd over the ops it runs (its
-    subclass ops whole, as eager differentiates them: ``flatten_subclasses.py``), so it gets
-    no joint trace. A prim without a VJP rule leaves the computation as it is and notes the
-    error, which ``backward()`` raises."""
+    Tensor-subclass ops are differentiated as their torch-level ops
+    (``transforms/subclass_grad.py``); a subclass program whose gradient cannot be traced
+    keeps torch's autograd over the ops it runs (its subclass ops whole, as eager
+    differentiates them: ``flatten_subclasses.py``) and gets no joint trace. A prim without a
+    VJP rule leaves the computation as it is and notes the error, which ``backward()`` raises."""
     comp = bundle.computation
     if not needs_grad(comp):
-        return bundle
-    if has_subclasses(comp):
-        ctx.extra["autograd_records"] = True
         return bundle
     t0 = time.perf_counter()
     try:
         joint = differentiate(comp)
-    except NoVJPError as e:
+    except Exception as e:
+        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
+            ctx.extra["autograd_records"] = True
+            return bundle
+        if not isinstance(e, NoVJPError):
+            raise
         ctx.extra["grad_error"] = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
@@ -169,35 +172,64 @@ PIPELINE: tuple[Pass, ...] = (
 class ThunderFunction:
     """The jitted callable. ``thunder.last_traces(jfn)`` and friends read its cache."""
 
-    def __init__(self, fn: Callable, *, executors=None, module: torch.nn.Module | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        executors=None,
+        module: torch.nn.Module | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ):
         self.fn = fn
         self.module = module
         self.executors = resolve_executors(executors)
-        self.stats = CompileStats()
+        self._cache = Cache(cache_size)
+        self.stats = CompileStats(entries=self._cache.entries)
         self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
-        self._entries = self.stats.entries
+        self._entries = self._cache.entries
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args, **kwargs):
         self.stats.calls += 1
-        for entry in reversed(self._entries):
+        order = self._cache.order
+        for entry in reversed(order):
             try:
                 cargs, eargs = entry.prologue(*args, **kwargs)
-            except PrologueCheckFailed:
+            except Exception:  # a failed check, or inputs it cannot even unpack (a missing submodule)
                 continue
+            if entry is not order[-1]:
+                self._cache.touch(entry)
             self.stats.cache_hits += 1
             out = entry.computation(*cargs)
             if entry.epilogue is None:
                 return out[0]
             return entry.epilogue(*out, *eargs)
-        self.stats.cache_misses += 1
-        with _collection_paused():
-            entry = self.compile(args, kwargs)
-        cargs, eargs = entry.prologue(*args, **kwargs)
+        with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
+            for entry in reversed([e for e in self._cache.order if all(e is not o for o in order)]):
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:
+                    continue
+                self.stats.cache_hits += 1
+                break
+            else:
+                self.stats.cache_misses += 1
+                with _collection_paused():
+                    entry = self.compile(args, kwargs)
+                cargs, eargs = entry.prologue(*args, **kwargs)
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+
+    def __deepcopy__(self, memo):
+        # a fresh function with an empty cache: entries name the objects they were traced for
+        return ThunderFunction(
+            copy.deepcopy(self.fn, memo),
+            executors=self.executors,
+            module=copy.deepcopy(self.module, memo),
+            cache_size=self._cache.limit,
+        )
 
     def _repr_pretty_(self, p, cycle) -> None:
         # IPython shows the last computation trace; the explorer, once imported, adds HTML
@@ -205,10 +237,11 @@ class ThunderFunction:
 
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
-        reasons = []
+        reasons, checks = [], []
         for i, e in enumerate(self._entries):
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
+            checks.append((_check_text(failed) if failed is not None else reason, reason))
             # an int the function writes back changed (a counter): trace it as a value, and
             # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
@@ -245,11 +278,13 @@ class ThunderFunction:
             written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
-        self._entries.append(entry)
-        if len(self._entries) == RECOMPILE_WARNING:
+        self._cache.add(entry)
+        n = self.stats.cache_misses
+        if n % RECOMPILE_WARNING == 0:
+            kept = f"; {self._cache.limit} entries are kept" if n >= self._cache.limit else ""
             warnings.warn(
-                f"thunder: {self.__name__} has been compiled {RECOMPILE_WARNING} times; the last retrace was "
-                f"because {reasons[-1] if reasons else 'of new inputs'}. A value that changes on every call "
+                f"thunder: {self.__name__} has been compiled {n} times{kept}; the check that keeps failing: "
+                f"{keeps_failing(checks)}. A value that changes on every call "
                 "(a Python int counter, a new shape) makes every call trace again.",
                 stacklevel=3,
             )
@@ -291,6 +326,12 @@ def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
     )
 
 
+def _check_text(bsym: BoundSymbol) -> str:
+    from thunder.core.printing import Printer, bsym_line
+
+    return bsym_line(bsym, Printer())
+
+
 def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
     """The BoundSymbol of the compiled trace ``fn`` whose line raised ``exc`` (by the line map)."""
     program = getattr(fn, "__thunder_program__", None)
@@ -323,13 +364,23 @@ def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | Non
 class ThunderModule(torch.nn.Module):
     """``thunder.jit(module)``: calls run the compiled forward; parameters stay the module's."""
 
-    def __init__(self, module: torch.nn.Module, *, executors=None):
+    def __init__(self, module: torch.nn.Module, *, executors=None, cache_size: int = DEFAULT_CACHE_SIZE):
         super().__init__()
         self._model = module
-        self._jfn = ThunderFunction(module, executors=executors, module=module)
+        self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
 
     def forward(self, *args, **kwargs):
         return self._jfn(*args, **kwargs)
+
+    def __deepcopy__(self, memo):
+        """An independent copy: a deep copy of the module, jitted afresh (the cached programs
+        unpack the original module's parameters, so they are not copied)."""
+        jfn = self._jfn
+        new = ThunderModule(
+            copy.deepcopy(self._model, memo), executors=jfn.executors, cache_size=jfn._cache.limit
+        )
+        new.training = self.training
+        return new
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(_text_of(self))
@@ -347,13 +398,22 @@ class ThunderModule(torch.nn.Module):
             return getattr(self._modules["_model"], name)
 
 
-def jit(fn: Callable | torch.nn.Module, *, executors: Sequence[str | Executor] | None = None):
-    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``."""
+def jit(
+    fn: Callable | torch.nn.Module,
+    *,
+    executors: Sequence[str | Executor] | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+):
+    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``.
+
+    ``cache_size``: how many compiled entries are kept; beyond it the least recently used
+    one is dropped (a call that needs it again traces again).
+    """
     if isinstance(fn, torch.nn.Module):
-        return ThunderModule(fn, executors=executors)
+        return ThunderModule(fn, executors=executors, cache_size=cache_size)
     if not callable(fn):
         raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
-    return ThunderFunction(fn, executors=executors)
+    return ThunderFunction(fn, executors=executors, cache_size=cache_size)
 
 
 def _jfn(obj) -> ThunderFunction:
