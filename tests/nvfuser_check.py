@@ -40,6 +40,7 @@ import thunder  # noqa: E402
 from thunder.core.proxies import NumberProxy, TensorProxy  # noqa: E402
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from thunder.core.symbol import Symbol  # noqa: E402
+from thunder.core.tags import Tag  # noqa: E402
 from thunder.executors.nvfuser import (  # noqa: E402
     contiguous_descriptor,
     define_fusion,
@@ -153,7 +154,7 @@ def _proxies(x) -> list:
 
 def regions(trace, tally: Tally):
     """(members, inputs, outputs) for each run of consecutive prims nvFuser can take."""
-    flat = [b for b in flatten(trace.bound_symbols) if "del" not in b.sym.tags]
+    flat = [b for b in flatten(trace.bound_symbols) if Tag.DEL not in b.sym.tags]
     runs, run = [], []
     for b in flat:
         reason = unsupported_reason(b) if b.sym in PRIMS else "not a prim (no decomposition)"

@@ -88,6 +88,11 @@ def test_support_checks_and_their_reasons():
         "index shape (2, 4) differs from the input's (3, 4) outside dimension 1; "
         "nvFuser's take_along_axis does not broadcast"
     )
+    # nvFuser's slice takes step 1 only (make check-nvfuser found diagonal's strided slice)
+    assert reason_for(lambda a: a[1:3], x, prim=prims.slice_prim) is None
+    assert reason_for(lambda a: a[::2], x, prim=prims.slice_prim) == (
+        "nvFuser slices with step 1 only (this one steps by (2, 1))"
+    )
     # a cast to a dtype nvFuser lacks is refused for the dtype argument itself
     assert reason_for(lambda a: a.to(torch.uint8), x, prim=prims.convert_element_type) == (
         "nvFuser has no uint8 dtype"

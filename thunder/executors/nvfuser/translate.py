@@ -291,11 +291,23 @@ def _transpose(em, bsym):
     return em.op("permute", em.get(a), dims=list(permutation))
 
 
-def _slice(em, bsym):
+def _slice_strides(bsym) -> list[int]:
     a, start, end, *rest = bsym.args
     strides = rest[0] if rest else bsym.kwargs.get("strides")
-    strides = list(strides) if strides else [1] * len(start)
+    return list(strides) if strides else [1] * len(start)
+
+
+def _slice(em, bsym):
+    a, start, end, *_ = bsym.args
+    strides = _slice_strides(bsym)
     return em.op("slice", em.get(a), start_indices=list(start), end_indices=list(end), strides=strides)
+
+
+def _slice_check(bsym) -> str | None:
+    strides = _slice_strides(bsym)
+    if any(s != 1 for s in strides):
+        return f"nvFuser slices with step 1 only (this one steps by {tuple(strides)})"
+    return None
 
 
 def _squeeze(em, bsym):
@@ -313,7 +325,7 @@ def _cat(em, bsym):
 TRANSLATIONS[prims.broadcast_in_dim] = Translation(_broadcast_in_dim)
 TRANSLATIONS[prims.reshape] = Translation(_reshape)
 TRANSLATIONS[prims.transpose] = Translation(_transpose)
-TRANSLATIONS[prims.slice_prim] = Translation(_slice)
+TRANSLATIONS[prims.slice_prim] = Translation(_slice, _slice_check)
 TRANSLATIONS[prims.squeeze] = Translation(_squeeze)
 TRANSLATIONS[prims.cat] = Translation(_cat)
 
