@@ -130,6 +130,9 @@ class Node:
     tags = property(lambda self: self._facts.tags, doc="Tags worth showing (see NOTABLE_TAGS).")
     source = property(lambda self: self._facts.source, doc="The user's source line, if recorded.")
     info = property(lambda self: self._facts.info, doc="BoundSymbol.info, as plain data.")
+    bsym_info = property(
+        lambda self: self._facts.bsym.info, doc="BoundSymbol.info as it is (read without converting it)."
+    )
     sym = property(lambda self: self._facts.bsym.sym.name)
     module = property(lambda self: self._facts.bsym.sym.module)
     header = property(lambda self: self._facts.bsym.header)
@@ -386,6 +389,7 @@ class TraceModel:
     timings: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     timing_device: str | None = None
     entry_index: int | None = None
+    _pairs: dict = dataclasses.field(default_factory=dict, repr=False)  # backward pass -> Pair
 
     # -- building -------------------------------------------------------------------------
     @staticmethod
@@ -407,6 +411,19 @@ class TraceModel:
     @property
     def kinds(self) -> list[str]:
         return list(self.series)
+
+    def pair(self, backward_index: int = -1):
+        """The forward and backward passes as a pair (``explorer.pair.Pair``): the backward
+        pass ``backward_index`` and the forward pass the same pass made; None without a backward."""
+        from explorer.pair import pair_of
+
+        bs = self.series.get("backward")
+        if bs is None:
+            return None
+        index = range(len(bs.passes))[backward_index]
+        if index not in self._pairs:
+            self._pairs[index] = pair_of(self, index)
+        return self._pairs[index]
 
     def input_links(self) -> dict[str, list[str]]:
         """Computation input -> ids of the final prologue's lines that unpack or check it."""
@@ -451,6 +468,7 @@ class TraceModel:
             "timing_device": self.timing_device,
             "entry_index": self.entry_index,
             "input_links": self.input_links(),
+            "pair": pair.to_dict() if (pair := self.pair()) is not None else None,
         }
 
     def to_json(self, **kwargs) -> str:
