@@ -286,7 +286,14 @@ class _DotWriter:
         info = self.proxies.get(name)
         label = name + (f"\n{info.label()}" if info else "")
         nid = f"{self.prefix}in_{len(self.producer)}"
-        self.lines.append(f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"];')
+        border = ""
+        if info is not None and info.subclass:  # a tensor subclass: its inner tensors below it
+            label += "".join(f"\n{x}" for x in info.inner_labels())
+            border = f' color="{TAG_STYLE["tensor_subclass"][1]}" penwidth=2.2'
+            self.seen_styles.add(("tag", "tensor_subclass"))
+        self.lines.append(
+            f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"{border}];'
+        )
         self.producer[name] = nid
 
     def return_node(self, output: list[str], indent: int = 1) -> None:
@@ -470,7 +477,12 @@ class _DotWriter:
             labels = []
             for name in names[:2]:
                 info = self.proxies.get(name)
-                labels.append(info.label() if info is not None else name)
+                if info is None:
+                    labels.append(name)
+                elif info.subclass:  # its inner tensors too
+                    labels.append(f"{info.label()}\n({', '.join(info.inner_labels())})")
+                else:
+                    labels.append(info.label())
             if len(names) > 2:
                 labels.append(f"+{len(names) - 2}")
             tip = ", ".join(names)

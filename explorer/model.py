@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
+from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag
 
 TRACE_KINDS = ("prologue", "computation", "epilogue", "backward")
@@ -62,7 +63,9 @@ def _is_proxy(x) -> bool:
 
 @dataclasses.dataclass
 class ProxyInfo:
-    """What is known about one named value: ``kind`` is tensor, number or object."""
+    """What is known about one named value: ``kind`` is tensor, number or object. A tensor
+    subclass value also has its class's name in ``subclass`` and its inner tensors (attribute
+    -> ProxyInfo, in ``__tensor_flatten__``'s order) in ``inner``."""
 
     name: str
     kind: str
@@ -71,12 +74,14 @@ class ProxyInfo:
     dtype: str | None = None
     device: str | None = None
     requires_grad: bool | None = None
+    subclass: str | None = None
+    inner: dict[str, ProxyInfo] | None = None
 
     @staticmethod
     def of(p) -> ProxyInfo:
         if isinstance(p, TensorProxy):
             shape = list(p.meta_shape)
-            return ProxyInfo(
+            info = ProxyInfo(
                 p.name,
                 "tensor",
                 p.type_string(),
@@ -85,14 +90,24 @@ class ProxyInfo:
                 str(p.meta_device),
                 bool(p.meta_requires_grad),
             )
+            if isinstance(p, SubclassProxy):
+                info.subclass = p.subclass.__name__
+                info.inner = {k: ProxyInfo.of(v) for k, v in p.inner.items()}
+            return info
         kind = "number" if isinstance(p, NumberProxy) else "object" if isinstance(p, AnyProxy) else "value"
         return ProxyInfo(p.name, kind, p.type_string())
 
     def label(self) -> str:
-        """``f32[2, 3]`` for a tensor, the type's own name for anything else (edge labels)."""
+        """``f32[2, 3]`` for a tensor, ``ScaleTensor f32[2, 3]`` for a tensor subclass, the
+        type's own name for anything else (edge labels)."""
         if self.kind == "tensor":
-            return f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
+            plain = f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
+            return f"{self.subclass} {plain}" if self.subclass else plain
         return self.type.rsplit(".", 1)[-1]
+
+    def inner_labels(self) -> list[str]:
+        """A tensor subclass's inner tensors, ``["_x f32[2, 2]", "_scale f32[]"]`` ([] for others)."""
+        return [f"{k} {v.label()}" for k, v in (self.inner or {}).items()]
 
 
 @dataclasses.dataclass
