@@ -14,7 +14,8 @@ default modules deeper than ``module_depth`` are, and so are repeated layers aft
 
 Executors are told apart by colour *and* by shape / border (dashed: not claimed by any
 executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
-own and a bold border.
+own and a bold border. A tensor-subclass value is drawn with its inner tensors: an input as
+``ScaleTensor f32[2, 2]`` over ``_x f32[2, 2]`` and ``_scale f32[]``, an edge with both.
 """
 
 from __future__ import annotations

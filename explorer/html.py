@@ -55,13 +55,13 @@ def model_html(
     budget: int = STATIC_BUDGET,
     kind: str | None = None,
     modules: bool = False,
+    pair_open: bool = False,
 ) -> str:
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
     most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
     module (its lines closed). A compilation with a backward ends with its forward and
-    backward side by side (``explorer.pair_view``), open when ``kind`` is ``"pair"``."""
-    pair_open = kind == "pair"
+    backward side by side (``explorer.pair_view``), open with ``pair_open``."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']

@@ -529,12 +529,12 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs: the trace kind shown here
-        pair = self.view.value in ("pair", "pair-graph")
         bundle["text/html"] = model_html(
             self.model,
             budget=STATIC_BUDGET,
-            kind="pair" if pair else self.kind.value,
+            kind=self.kind.value,
             modules=self.by_module.value,
+            pair_open=self.view.value in ("pair", "pair-graph"),
         )
         bundle["text/plain"] = model_text(self.model)
         return bundle

@@ -3,7 +3,9 @@
 A notebook cell runs ``%thunder_trace``; the test unfolds a BoundSymbol, steps to the next
 pass and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
 git ignores, and the test's tmp_path). Another opens a tiny Llama grouped by module, unfolds
-and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. It also steps through the passes of a saved report
+and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. A
+third opens the forward and backward side by side and follows the links between them (a
+backward op to the forward op it differentiates, and back). It also steps through the passes of a saved report
 (CSS radio buttons, no script). Never a downloaded browser: ``executable_path`` is the
 system's chromium.
 """
