@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PKGS := graphviz chromium chromium-driver
 
-.PHONY: lab demo test lint system venv clean check-nvfuser check-nvfuser-legacy
+.PHONY: lab demo test lint system venv clean check-nvfuser check-nvfuser-legacy check-torchcompile
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -30,6 +30,11 @@ system:
 
 test: system $(STAMP)
 	$(VPY) -m pytest -q
+
+# Every op of the op database through the torch.compile executor (about 8 minutes; `make test`
+# takes every tenth op).
+check-torchcompile: $(STAMP)
+	THUNDER_EVERY_OP=1 $(VPY) -m pytest -q tests/test_torchcompile.py -k op_database
 
 lint: $(STAMP)
 	$(VPY) -m ruff check thunder explorer tests bench

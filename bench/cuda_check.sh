@@ -1,10 +1,28 @@
 #!/usr/bin/env bash
-# One prepared run for a machine with a GPU (python3.12 + torch already there, no network):
-# the CUDA tests, then the overhead benchmark on the device. Writes to $OUT when set.
+# One prepared run for a machine with a GPU (python3 + torch + Triton already there, nvFuser
+# maybe, no network): the CUDA tests (nvFuser regions executed when nvFuser loads, torch.compile
+# regions on the device), then, measured in one run, the speedups against eager of the
+# torch.compile executor (and of nvFuser if it loads) on a GELU MLP, layer norm, softmax and the
+# GPT-style block, forward and forward+backward, then the overhead benchmark on the device.
+# Each step has its own time limit so that one that hangs leaves the others their turn.
+# Writes its logs to $OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
-python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_models.py 2>&1 | tee "$out/cuda_tests.log"
-python3 bench/overhead.py --no-compile 2>&1 | tee "$out/overhead.log"
+py=${PYTHON:-python3}
+$py - <<'EOF' 2>&1 | tee "$out/cuda_env.log"
+import torch
+print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+from thunder.executors.nvfuserex import executor
+print("nvfuser:", executor.unavailable_reason() or "available")
+EOF
+timeout 150 $py -m pytest -q -p no:cacheprovider -p no:logging -rs tests/test_cuda.py tests/test_models.py \
+  2>&1 | tee "$out/cuda_tests.log"
+timeout 240 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda \
+  tests/test_nvfuser_fusion.py tests/test_nvfuser_translate.py tests/test_torchcompile.py \
+  2>&1 | tee "$out/cuda_fusion_tests.log"
+timeout 240 $py bench/fusion.py --device cuda --number 20 --repeat 10 \
+  --programs "GELU MLP" "layer norm" "softmax" "GPT block" 2>&1 | grep -v '^DEBUG' | tee "$out/fusion_cuda.log"
+timeout 60 $py bench/overhead.py --no-compile 2>&1 | tee "$out/overhead.log"

@@ -6,10 +6,10 @@ run the cached entry's program on the real inputs, on the device the inputs are 
 ``torch.cuda.synchronize()`` around each line on CUDA, so a line's time includes its
 kernels). A fusion region is one line, so it gets one time.
 
-A program that writes to its inputs (in-place ops, epilogue write-backs) is measured on
-deep copies of them, so measuring never changes the user's objects; if the copies do not
-pass the prologue's checks (an identity check on a cached object), nothing is measured and
-the note says why.
+Measuring never changes the user's state: when the program writes (in-place ops into
+its inputs, module buffers or captured tensors; epilogue write-backs of attributes, a
+BatchNorm's ``num_batches_tracked``), the tensors it writes are saved before and put back
+after every run, and so are the attribute dictionaries and containers the epilogue writes.
 """
 
 from __future__ import annotations
@@ -96,17 +96,56 @@ def instrument(trace, clock: _Clock):
     return ns[trace.name]
 
 
-def _writes_inputs(entry) -> bool:
-    for trs in (entry.computation_traces, entry.epilogue_traces):
-        if not trs:
-            continue
-        stack = list(trs[-1].bound_symbols)
-        while stack:
-            b = stack.pop()
-            if b.has_tag(Tag.INPLACE) or b.has_tag(Tag.WRITEBACK):
-                return True
-            stack.extend(b.subsymbols)
-    return False
+def _written_names(trace) -> set[str]:
+    """Names of the proxies the writes of ``trace`` (in-place ops, write-backs) touch."""
+    names: set[str] = set()
+    stack = list(trace.bound_symbols)
+    while stack:
+        b = stack.pop()
+        if b.has_tag(Tag.INPLACE) or b.has_tag(Tag.WRITEBACK):
+            names.update(p.name for p in b.flat_proxy_args)
+        stack.extend(b.subsymbols)
+    return names
+
+
+class _Saved:
+    """What one run of the entry's program writes, saved so that it can be put back: the
+    computation's input tensors that it writes in place, and the attributes and items of
+    the objects and containers the epilogue receives."""
+
+    def __init__(self, entry, args, kwargs):
+        cargs, eargs = entry.prologue(*args, **kwargs)
+        comp = entry.computation_traces[-1]
+        written = _written_names(comp)
+        self.tensors = [
+            (t, t.detach().clone())
+            for p, t in zip(comp.args, cargs)
+            if getattr(p, "name", None) in written and isinstance(t, torch.Tensor)
+        ]
+        self.dicts = []
+        if getattr(entry, "epilogue", None) is not None:
+            for obj in eargs:
+                if isinstance(obj, torch.Tensor):
+                    continue
+                if isinstance(obj, (list, dict)):
+                    self.dicts.append((obj, copy.copy(obj)))
+                d = getattr(obj, "__dict__", None)
+                if isinstance(d, dict):
+                    self.dicts.append((d, dict(d)))
+                    for table in ("_buffers", "_parameters", "_modules"):
+                        if isinstance(d.get(table), dict):
+                            self.dicts.append((d[table], dict(d[table])))
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for t, saved in self.tensors:
+                t.copy_(saved)
+        for live, saved in self.dicts:
+            if isinstance(live, list):
+                live[:] = saved
+            elif live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items()):
+                live.clear()
+                live.update(saved)
 
 
 def _on_cuda(values) -> bool:
@@ -127,9 +166,12 @@ def measure(
     kwargs = kwargs or {}
     e = thunder.compile_stats(jfn).entries[entry]
     note = ""
-    if _writes_inputs(e):
-        args, kwargs = copy.deepcopy((args, kwargs))
-        note = "on copies of the inputs: the program writes to them"
+    try:
+        saved = _Saved(e, args, kwargs)
+        if saved.tensors or saved.dicts:
+            note = "what the program writes was put back after every run"
+    except Exception:  # the prologue rejects these inputs: the timed run below says where
+        saved = None
     kinds = [("prologue", e.prologue_traces), ("computation", e.computation_traces)]
     if getattr(e, "epilogue", None) is not None:
         kinds.append(("epilogue", e.epilogue_traces))
@@ -143,11 +185,15 @@ def measure(
             cargs, eargs = fns["prologue"](*args, **kwargs)
         except Exception as err:
             return _rejected(e.prologue_traces[-1], clocks["prologue"], device, err)
-        out = fns["computation"](*cargs)
-        if "epilogue" in fns:
-            fns["epilogue"](*out, *eargs)
-        if on_cuda:
-            torch.cuda.synchronize()
+        try:
+            out = fns["computation"](*cargs)
+            if "epilogue" in fns:
+                fns["epilogue"](*out, *eargs)
+            if on_cuda:
+                torch.cuda.synchronize()
+        finally:
+            if saved is not None:
+                saved.restore()
         if r > 0 or runs == 1:
             for c in clocks.values():
                 c.keep_best()

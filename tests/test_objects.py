@@ -95,10 +95,12 @@ def prologue(*args, **kwargs):
   prims.check_type(cache, {cls})
   cache_pos = prims.unpack_attr(cache, 'pos')  # cache_pos: "int"
   prims.check_literal(cache_pos, 0)
+  prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   x = prims.unpack_item(args, 0)  # x: "cpu f32[2]"
-  prims.check_tensor(x, (2,), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(x, (2,), torch.float32, 'cpu', False)
   t_cache_k = prims.unpack_attr(cache, 'k')  # t_cache_k: "cpu f32[2, 4]"
-  prims.check_tensor(t_cache_k, (2, 4), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
+  prims.check_no_alias(x, t_cache_k)
   prims.check_grad_enabled(True)
   return ((x, t_cache_k), (cache,))
 """
@@ -120,7 +122,7 @@ def test_setattr_golden_and_state_against_eager():
     pro = str(thunder.last_prologue_traces(jfn)[0])
     assert pro == SETATTR_PROLOGUE_FIRST.replace("{cls}", class_name(KVCache)).replace(
         "tests.test_objects.KVCache", f"{KVCache.__module__}.KVCache"
-    )
+    ).replace("{mod}", KVCache.__module__.replace(".", "_"))  # the globals step reads (Output)
     _verify_all(jfn)
     # the next position: pos changed, so the prologue misses and the function is traced again
     for _ in range(2):

@@ -191,7 +191,7 @@ def test_the_prologue_checks_the_class_the_context_and_every_inner_tensor():
         in pro
     )
     assert "(x__x, x__scale) = prims.flatten_tensor_subclass(x)" in pro
-    assert "prims.check_tensor(x__scale, (), torch.float32, torch.device('cpu'), False)" in pro
+    assert "prims.check_tensor(x__scale, (), torch.float32, 'cpu', False)" in pro
     for other in (
         ScaleTensor(torch.randn(3), torch.tensor([2.0])),  # an inner tensor of another shape
         ScaleTensor(torch.randn(3), torch.tensor(2.0, dtype=torch.float64)),  # another dtype
@@ -280,8 +280,8 @@ def prologue(*args, **kwargs):
   x = prims.unpack_item(args, 0)  # x: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
   prims.check_tensor_subclass(x, ScaleTensor, (2, 2), torch.float32, torch.device('cpu'), False, ('_x', '_scale'), None)
   (x__x, x__scale) = prims.flatten_tensor_subclass(x)  # x__x: "cpu f32[2, 2]", x__scale: "cpu f32[]"
-  prims.check_tensor(x__x, (2, 2), torch.float32, torch.device('cpu'), False)
-  prims.check_tensor(x__scale, (), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(x__x, (2, 2), torch.float32, 'cpu', False)
+  prims.check_tensor(x__scale, (), torch.float32, 'cpu', False)
   prims.check_grad_enabled(True)
   return ((x,), ())
 """

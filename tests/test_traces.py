@@ -59,8 +59,8 @@ def prologue(*args, **kwargs):
     # prims.check_keys(kwargs, ())
   x = args[0]  # x: "cpu f32[3]"
     # x = prims.unpack_item(args, 0)  # x: "cpu f32[3]"
-  pythonex.check_tensor(x, (3,), torch.float32, torch.device('cpu'), False)
-    # prims.check_tensor(x, (3,), torch.float32, torch.device('cpu'), False)
+  pythonex.check_tensor(x, (3,), torch.float32, 'cpu', False)
+    # prims.check_tensor(x, (3,), torch.float32, 'cpu', False)
   pythonex.check_grad_enabled(True)
     # prims.check_grad_enabled(True)
   return ((x,), ())

@@ -1,13 +1,15 @@
 """The pipeline: acquire -> passes -> callables -> cache.
 
-``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries newest first:
-an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch), its
-computation runs, its epilogue builds the result. A miss traces again: acquisition makes the
-bundle of traces, and ``PIPELINE``, the declared list of passes, runs over it.
+``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries most recently
+used first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a
+mismatch, or failing to unpack them), its computation runs, its epilogue builds the result. A
+miss traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared
+list of passes, runs over it. The cache is bounded (``thunder/cache.py``).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 import traceback
@@ -16,42 +18,57 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
-from thunder.executors import pythonex, torchex
+from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
+from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.split import split_forward_backward
 
-# After this many cache entries a warning says why the function keeps retracing.
-RECOMPILE_WARNING = 8
+EXECUTORS: dict[str, Executor] = {
+    "nvfuser": nvfuserex.executor,
+    "torchcompile": torchcompileex.executor,
+    "torch": torchex.executor,
+    "python": pythonex.executor,
+}
 
-EXECUTORS: dict[str, Executor] = {"torch": torchex.executor, "python": pythonex.executor}
+
+def default_executors() -> list[Executor]:
+    """nvFuser where it is available (CUDA and the nvfuser package), then torch."""
+    nvfuser = EXECUTORS["nvfuser"]
+    return [nvfuser, torchex.executor] if nvfuser.unavailable_reason() is None else [torchex.executor]
 
 
 def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
+    """The executors in the order they are asked; ``None`` means ``default_executors()``.
+    The torch executor (runs every prim) and the Python executor always come last."""
     chosen = []
-    for e in executors or ["torch"]:
+    for e in default_executors() if executors is None else executors:
         if isinstance(e, str):
             if e not in EXECUTORS:
                 raise ValueError(f"thunder: unknown executor {e!r}; available: {sorted(EXECUTORS)}")
             e = EXECUTORS[e]
+        if isinstance(e, FusionExecutor) and (why := e.unavailable_reason()) is not None:
+            raise RuntimeError(f"thunder: the {e.name} executor is not available here: {why}")
         chosen.append(e)
     if torchex.executor not in chosen:
         chosen.append(torchex.executor)  # the fallback that runs every prim
     return chosen + [pythonex.executor]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class CacheEntry:
     """One compilation: its traces (first to last, per kind) and the compiled callables."""
 
@@ -82,6 +99,10 @@ class CompileStats:
 
 def _claim(trace: Trace, ctx: PassContext) -> Trace:
     return claim(trace, ctx.executors)
+
+
+def _fuse(trace: Trace, ctx: PassContext) -> Trace:
+    return fuse(trace, ctx.executors)
 
 
 def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
@@ -138,6 +159,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("claim", on(KINDS, _claim, context=True)),
+    Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
     Pass("del_last_used", on(("computation", "backward"), del_last_used)),
 )
 
@@ -145,34 +167,63 @@ PIPELINE: tuple[Pass, ...] = (
 class ThunderFunction:
     """The jitted callable. ``thunder.last_traces(jfn)`` and friends read its cache."""
 
-    def __init__(self, fn: Callable, *, executors=None, module: torch.nn.Module | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        executors=None,
+        module: torch.nn.Module | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ):
         self.fn = fn
         self.module = module
         self.executors = resolve_executors(executors)
-        self.stats = CompileStats()
+        self._cache = Cache(cache_size)
+        self.stats = CompileStats(entries=self._cache.entries)
         self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
-        self._entries = self.stats.entries
+        self._entries = self._cache.entries
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args, **kwargs):
         self.stats.calls += 1
-        for entry in reversed(self._entries):
+        order = self._cache.order
+        for entry in reversed(order):
             try:
                 cargs, eargs = entry.prologue(*args, **kwargs)
-            except PrologueCheckFailed:
+            except Exception:  # a failed check, or inputs it cannot even unpack (a missing submodule)
                 continue
+            if entry is not order[-1]:
+                self._cache.touch(entry)
             self.stats.cache_hits += 1
             out = entry.computation(*cargs)
             if entry.epilogue is None:
                 return out[0]
             return entry.epilogue(*out, *eargs)
-        self.stats.cache_misses += 1
-        entry = self.compile(args, kwargs)
-        cargs, eargs = entry.prologue(*args, **kwargs)
+        with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
+            for entry in reversed([e for e in self._cache.order if all(e is not o for o in order)]):
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:
+                    continue
+                self.stats.cache_hits += 1
+                break
+            else:
+                self.stats.cache_misses += 1
+                entry = self.compile(args, kwargs)
+                cargs, eargs = entry.prologue(*args, **kwargs)
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+
+    def __deepcopy__(self, memo):
+        # a fresh function with an empty cache: entries name the objects they were traced for
+        return ThunderFunction(
+            copy.deepcopy(self.fn, memo),
+            executors=self.executors,
+            module=copy.deepcopy(self.module, memo),
+            cache_size=self._cache.limit,
+        )
 
     def _repr_pretty_(self, p, cycle) -> None:
         # IPython shows the last computation trace; the explorer, once imported, adds HTML
@@ -180,10 +231,11 @@ class ThunderFunction:
 
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
-        reasons = []
+        reasons, checks = [], []
         for i, e in enumerate(self._entries):
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
+            checks.append((_check_text(failed) if failed is not None else reason, reason))
             # an int the function writes back changed (a counter): trace it as a value, and
             # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
@@ -220,11 +272,13 @@ class ThunderFunction:
             written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
-        self._entries.append(entry)
-        if len(self._entries) == RECOMPILE_WARNING:
+        self._cache.add(entry)
+        n = self.stats.cache_misses
+        if n % RECOMPILE_WARNING == 0:
+            kept = f"; {self._cache.limit} entries are kept" if n >= self._cache.limit else ""
             warnings.warn(
-                f"thunder: {self.__name__} has been compiled {RECOMPILE_WARNING} times; the last retrace was "
-                f"because {reasons[-1] if reasons else 'of new inputs'}. A value that changes on every call "
+                f"thunder: {self.__name__} has been compiled {n} times{kept}; the check that keeps failing: "
+                f"{keeps_failing(checks)}. A value that changes on every call "
                 "(a Python int counter, a new shape) makes every call trace again.",
                 stacklevel=3,
             )
@@ -250,6 +304,12 @@ def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
         and len(out) == 1
         and out[0] is epi.args[0]
     )
+
+
+def _check_text(bsym: BoundSymbol) -> str:
+    from thunder.core.printing import Printer, bsym_line
+
+    return bsym_line(bsym, Printer())
 
 
 def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
@@ -284,13 +344,23 @@ def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | Non
 class ThunderModule(torch.nn.Module):
     """``thunder.jit(module)``: calls run the compiled forward; parameters stay the module's."""
 
-    def __init__(self, module: torch.nn.Module, *, executors=None):
+    def __init__(self, module: torch.nn.Module, *, executors=None, cache_size: int = DEFAULT_CACHE_SIZE):
         super().__init__()
         self._model = module
-        self._jfn = ThunderFunction(module, executors=executors, module=module)
+        self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
 
     def forward(self, *args, **kwargs):
         return self._jfn(*args, **kwargs)
+
+    def __deepcopy__(self, memo):
+        """An independent copy: a deep copy of the module, jitted afresh (the cached programs
+        unpack the original module's parameters, so they are not copied)."""
+        jfn = self._jfn
+        new = ThunderModule(
+            copy.deepcopy(self._model, memo), executors=jfn.executors, cache_size=jfn._cache.limit
+        )
+        new.training = self.training
+        return new
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(_text_of(self))
@@ -308,13 +378,22 @@ class ThunderModule(torch.nn.Module):
             return getattr(self._modules["_model"], name)
 
 
-def jit(fn: Callable | torch.nn.Module, *, executors: Sequence[str | Executor] | None = None):
-    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``."""
+def jit(
+    fn: Callable | torch.nn.Module,
+    *,
+    executors: Sequence[str | Executor] | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+):
+    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``.
+
+    ``cache_size``: how many compiled entries are kept; beyond it the least recently used
+    one is dropped (a call that needs it again traces again).
+    """
     if isinstance(fn, torch.nn.Module):
-        return ThunderModule(fn, executors=executors)
+        return ThunderModule(fn, executors=executors, cache_size=cache_size)
     if not callable(fn):
         raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
-    return ThunderFunction(fn, executors=executors)
+    return ThunderFunction(fn, executors=executors, cache_size=cache_size)
 
 
 def _jfn(obj) -> ThunderFunction:

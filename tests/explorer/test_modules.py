@@ -136,7 +136,7 @@ def test_tree_html_folds_modules(gpt):
 
 
 GOLDEN_GPT_1_LAYER = """\
-[<root> (GPT), 33 ops]
+[<root> (GPT), 34 ops]
   [tok (Embedding), 1 op]
     t0 = torch.nn.functional.embedding(idx, t_tok_weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)  # t0: "cpu f32[2, 8, 32]"    [torch]
   t1 = torch.arange(8, device=torch.device('cpu'))  # t1: "cpu i64[8]"    [torch] {saved_for_backward}
@@ -144,10 +144,10 @@ GOLDEN_GPT_1_LAYER = """\
     t2 = torch.nn.functional.embedding(t1, t_pos_weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False)  # t2: "cpu f32[8, 32]"    [torch]
   t3 = torch.add(t0, t2)  # t3: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
   del t0, t2    {del}
-  [blocks.0 (Block), 27 ops]
+  [blocks.0 (Block), 28 ops]
     [blocks.0.ln1 (LayerNorm), 1 op]
       t14 = torch.nn.functional.layer_norm(t3, (32,), weight=t_blocks_0_ln1_weight, bias=t_blocks_0_ln1_bias, eps=1e-05)  # t14: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
-    [blocks.0.attn (Attention), 20 ops]
+    [blocks.0.attn (Attention), 21 ops]
       [blocks.0.attn.qkv (Linear), 1 op]
         t15 = torch.nn.functional.linear(t14, t_blocks_0_attn_qkv_weight, t_blocks_0_attn_qkv_bias)  # t15: "cpu f32[2, 8, 96]"    [torch]
       (t16, t17, t18) = torch.split(t15, 32, dim=2)  # t16: "cpu f32[2, 8, 32]", t17: "cpu f32[2, 8, 32]", t18: "cpu f32[2, 8, 32]"    [torch]
@@ -181,27 +181,29 @@ GOLDEN_GPT_1_LAYER = """\
       t44 = torch.matmul(t43, t24)  # t44: "cpu f32[2, 4, 8, 8]"    [torch]
       t45 = torch.transpose(t44, 1, 2)  # t45: "cpu f32[2, 8, 4, 8]"    [torch]
       del t44    {del}
-      t46 = torch.Tensor.reshape(t45, 2, 8, 32)  # t46: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+      t46 = torch.clone(t45)  # t46: "cpu f32[2, 8, 4, 8]"    [torch]
       del t45    {del}
+      t47 = torch.Tensor.reshape(t46, 2, 8, 32)  # t47: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+      del t46    {del}
       [blocks.0.attn.proj (Linear), 1 op]
-        t47 = torch.nn.functional.linear(t46, t_blocks_0_attn_proj_weight, t_blocks_0_attn_proj_bias)  # t47: "cpu f32[2, 8, 32]"    [torch]
-    t48 = torch.add(t3, t47)  # t48: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
-    del t47    {del}
+        t48 = torch.nn.functional.linear(t47, t_blocks_0_attn_proj_weight, t_blocks_0_attn_proj_bias)  # t48: "cpu f32[2, 8, 32]"    [torch]
+    t49 = torch.add(t3, t48)  # t49: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    del t48    {del}
     [blocks.0.ln2 (LayerNorm), 1 op]
-      t59 = torch.nn.functional.layer_norm(t48, (32,), weight=t_blocks_0_ln2_weight, bias=t_blocks_0_ln2_bias, eps=1e-05)  # t59: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+      t60 = torch.nn.functional.layer_norm(t49, (32,), weight=t_blocks_0_ln2_weight, bias=t_blocks_0_ln2_bias, eps=1e-05)  # t60: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     [blocks.0.mlp (Sequential), 3 ops]
       [blocks.0.mlp.0 (Linear), 1 op]
-        t60 = torch.nn.functional.linear(t59, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t60: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
+        t61 = torch.nn.functional.linear(t60, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t61: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
       [blocks.0.mlp.1 (GELU), 1 op]
-        t65 = torch.nn.functional.gelu(t60, approximate='none')  # t65: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
+        t66 = torch.nn.functional.gelu(t61, approximate='none')  # t66: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
       [blocks.0.mlp.2 (Linear), 1 op]
-        t66 = torch.nn.functional.linear(t65, t_blocks_0_mlp_2_weight, t_blocks_0_mlp_2_bias)  # t66: "cpu f32[2, 8, 32]"    [torch]
-    t67 = torch.add(t48, t66)  # t67: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
-    del t66    {del}
+        t67 = torch.nn.functional.linear(t66, t_blocks_0_mlp_2_weight, t_blocks_0_mlp_2_bias)  # t67: "cpu f32[2, 8, 32]"    [torch]
+    t68 = torch.add(t49, t67)  # t68: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    del t67    {del}
   [ln (LayerNorm), 1 op]
-    t78 = torch.nn.functional.layer_norm(t67, (32,), weight=t_ln_weight, bias=t_ln_bias, eps=1e-05)  # t78: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    t79 = torch.nn.functional.layer_norm(t68, (32,), weight=t_ln_weight, bias=t_ln_bias, eps=1e-05)  # t79: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
   [head (Linear), 1 op]
-    t79 = torch.nn.functional.linear(t78, t_head_weight, None)  # t79: "cpu f32[2, 8, 50]"    [torch]
+    t80 = torch.nn.functional.linear(t79, t_head_weight, None)  # t80: "cpu f32[2, 8, 50]"    [torch]
 """
 
 
@@ -218,7 +220,7 @@ def test_graph_draws_module_clusters_and_folds_repeated_layers(gpt):
     assert clusters[:4] == ["<root> (GPT)", "tok (Embedding)", "pos (Embedding)", "blocks.0 (Block)"]
     assert "blocks.0.attn (Attention)" in clusters and "blocks.1 (Block)" not in clusters
     # blocks.1 repeats blocks.0: one node, and its weights are not drawn as inputs
-    (folded,) = re.findall(r'(n\d+) \[label="blocks\.1\\n\(Block\) 27 ops" shape=folder', dot)
+    (folded,) = re.findall(r'(n\d+) \[label="blocks\.1\\n\(Block\) 28 ops" shape=folder', dot)
     assert "t_blocks_0_attn_qkv_weight" in dot and "t_blocks_1_attn_qkv_weight" not in dot
     assert re.search(rf"n\d+ -> {folded} ", dot) and re.search(rf"{folded} -> n\d+ ", dot)
     # modules deeper than the module depth are one node, unless they hold one line only
@@ -230,27 +232,27 @@ def test_graph_draws_module_clusters_and_folds_repeated_layers(gpt):
     dot, count2, _, _ = graph_dot(
         p, s.proxies, modules=True, plan=ModulePlan(collapsed={"blocks.0"}, expanded={"blocks.1"})
     )
-    assert 'label="blocks.0\\n(Block) 27 ops" shape=folder' in dot and "blocks.1 (Block)" in dot
+    assert 'label="blocks.0\\n(Block) 28 ops" shape=folder' in dot and "blocks.1 (Block)" in dot
     assert count2 == count
     # highlighting a module
     dot, *_ = graph_dot(p, s.proxies, modules=True, highlight={"module:blocks.1", "module:blocks.0.attn"})
-    assert re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
+    assert re.search(r'blocks\.1\\n\(Block\) 28 ops" shape=folder [^\]]*penwidth=3\.5', dot)
     assert re.search(r'label="blocks\.0\.attn \(Attention\)"[^;]*penwidth=2\.5', dot)
     # a line found inside a folded layer lights up that layer's node
     softmax = next(n for n in p.nodes if n.sym == "softmax" and "blocks.1" in p.modules().group_of[n.id].path)
     dot, *_ = graph_dot(p, s.proxies, modules=True, highlight={softmax.id + "/" + softmax.children[0].id})
-    assert re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
+    assert re.search(r'blocks\.1\\n\(Block\) 28 ops" shape=folder [^\]]*penwidth=3\.5', dot)
     dot, *_ = graph_dot(p, s.proxies, modules=True)
-    assert not re.search(r'blocks\.1\\n\(Block\) 27 ops" shape=folder [^\]]*penwidth=3\.5', dot)
+    assert not re.search(r'blocks\.1\\n\(Block\) 28 ops" shape=folder [^\]]*penwidth=3\.5', dot)
 
 
 def test_a_deep_stack_folds_its_layers_into_one_node():
     s, p = _final(_gpt(layers=5))
     dot, *_ = graph_dot(p, s.proxies, modules=True)
-    assert 'label="blocks.1 \u2026 blocks.4\\n4 \u00d7 Block, 108 ops" shape=folder' in dot
+    assert 'label="blocks.1 \u2026 blocks.4\\n4 \u00d7 Block, 112 ops" shape=folder' in dot
     dot, *_ = graph_dot(p, s.proxies, modules=True, plan=ModulePlan(expanded={"blocks.2"}))
-    assert 'label="blocks.1\\n(Block) 27 ops"' in dot and "blocks.2 (Block)" in dot
-    assert 'label="blocks.3 \u2026 blocks.4\\n2 \u00d7 Block, 54 ops"' in dot
+    assert 'label="blocks.1\\n(Block) 28 ops"' in dot and "blocks.2 (Block)" in dot
+    assert 'label="blocks.3 \u2026 blocks.4\\n2 \u00d7 Block, 56 ops"' in dot
     dot, *_ = graph_dot(p, s.proxies, modules=True, plan=ModulePlan(repeats=5))
     assert "shape=folder" not in dot and "blocks.4 (Block)" in dot  # every layer open
 
@@ -303,7 +305,7 @@ def test_widget_by_module(gpt):
     assert 'data-id="module:blocks.0"' in ex.main.value
     ex.query.value = "blocks.1.attn"
     assert [g.path for g in ex.module_hits] == ["blocks.1.attn", "blocks.1.attn.qkv", "blocks.1.attn.proj"]
-    assert ex.matches.options[0] == ("module blocks.1.attn (Attention), 20 ops", "module:blocks.1.attn")
+    assert ex.matches.options[0] == ("module blocks.1.attn (Attention), 21 ops", "module:blocks.1.attn")
     assert "3 modules and 0 bound symbols match" in ex.status.value
     assert 'class="n mod hit" data-id="module:blocks.1.attn"' in ex.main.value
     ex.matches.value = "module:blocks.1.attn"

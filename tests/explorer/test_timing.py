@@ -24,7 +24,7 @@ def test_times_every_line(jfn):
     assert model.timing_device == "cpu"
 
 
-def test_program_that_writes_its_inputs_is_timed_on_copies():
+def test_measuring_a_program_that_writes_its_inputs_leaves_them_as_they_were():
     def fn(x, buf):
         buf.add_(1)
         return x * 2
@@ -35,7 +35,36 @@ def test_program_that_writes_its_inputs_is_timed_on_copies():
     assert torch.equal(buf, torch.ones(3))
     m = measure(jfn, (x, buf))
     assert torch.equal(buf, torch.ones(3))  # measuring did not write to the user's tensor
-    assert "copies" in m.note
+    assert "put back" in m.note and m.times["computation"]
+
+
+WRITTEN_GLOBAL = torch.zeros(2)
+
+
+class _Writing(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(2)
+        self.last = torch.zeros(2)
+
+    def forward(self, x):
+        self.last = x.sum(0)  # an attribute the epilogue sets
+        WRITTEN_GLOBAL.add_(1)  # a captured tensor written in place
+        return self.bn(x)  # running statistics and num_batches_tracked written
+
+
+def test_measuring_leaves_module_buffers_attributes_and_globals_as_one_call_did():
+    m = _Writing()
+    jm = thunder.jit(m)
+    x = torch.randn(4, 2)
+    jm(x)
+    before = (m.bn.running_mean.clone(), int(m.bn.num_batches_tracked), m.last, WRITTEN_GLOBAL.clone())
+    assert before[1] == 1
+    measured = measure(jm, (x,), repeat=4)
+    assert measured.times["computation"] and "put back" in measured.note
+    torch.testing.assert_close(m.bn.running_mean, before[0])
+    assert int(m.bn.num_batches_tracked) == 1 and m.last is before[2]
+    torch.testing.assert_close(WRITTEN_GLOBAL, before[3])
 
 
 def test_a_prologue_that_rejects_the_inputs_reports_each_line_it_ran(jfn):

@@ -71,6 +71,8 @@ def on(kinds: str | Sequence[str], fn: Callable[..., Trace], *, context: bool = 
                 continue
             t0 = time.perf_counter()
             out = fn(trace, ctx) if context else fn(trace)
+            if out is trace:
+                continue  # nothing to do here: the trace (and the time of the pass that made it) stays
             _stamp(out, getattr(fn, "__name__", "pass"), time.perf_counter() - t0)
             changes[kind] = out
         return bundle.replace(**changes)

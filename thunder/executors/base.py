@@ -78,6 +78,7 @@ def executor_symbol(
     *,
     printer=None,
     module_path: str | None = None,
+    imports: tuple[str, ...] | None = None,
 ) -> Symbol:
     """A symbol printed as ``path`` (``torch.nn.functional.linear``) that calls ``impl``.
 
@@ -85,4 +86,6 @@ def executor_symbol(
     (``torchex`` -> ``thunder.executors.torchex``); ``None`` when it imports as written.
     """
     module, _, name = path.rpartition(".")
-    return Symbol(name, module, impl=impl, executor=executor, printer=printer, module_path=module_path)
+    return Symbol(
+        name, module, impl=impl, executor=executor, printer=printer, module_path=module_path, imports=imports
+    )

@@ -39,11 +39,12 @@ _INHERITED_INFO = frozenset({"differentiates", "vjp", "recomputes"})
 def claim(trace: Trace, executors: Sequence[Executor]) -> Trace:
     out = trace.derive("Transform for execution")
     for bsym in trace.bound_symbols:
-        out.bound_symbols.extend(_claim_one(bsym, executors))
+        out.bound_symbols.extend(claim_bsym(bsym, executors))
     return out
 
 
-def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSymbol]:
+def claim_bsym(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSymbol]:
+    """``bsym`` claimed whole by the first executor that can, else its subsymbols, each so."""
     declined = {}
     for ex in executors:
         claimed = ex.claim(bsym)
@@ -69,5 +70,5 @@ def _claim_one(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
                 scope=sub.scope or bsym.scope,
                 info={**noted, **sub.info},
             )
-        result.extend(_claim_one(sub, executors))
+        result.extend(claim_bsym(sub, executors))
     return result

@@ -7,9 +7,12 @@ the compiled prologue is as fast as hand-written code. A failed check raises
 
 from __future__ import annotations
 
+import collections
+import enum
 import operator
 
 import torch
+from torch.nn.modules import module as _module_module
 
 from thunder.core.printing import type_comment
 from thunder.core.subclass import subclass_name, subclass_of
@@ -33,16 +36,25 @@ def check_keys(d, keys):
 
 
 def check_tensor(t, shape, dtype, device, requires_grad):
+    """``device`` is a string (``'cpu'``, ``'cuda:0'``): a literal in the printed prologue, so
+    the check builds no ``torch.device`` on every call."""
     if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:  # not a tensor subclass either
         raise PrologueCheckFailed(f"expected a tensor, got {type(t).__name__}")
     if t.shape != shape:
         raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(t.shape)}")
     if t.dtype is not dtype:
         raise PrologueCheckFailed(f"expected dtype {dtype}, got {t.dtype}")
-    if t.device != device:
+    if t.device != (_DEVICES.get(device) or _device(device)):
         raise PrologueCheckFailed(f"expected device {device}, got {t.device}")
     if t.requires_grad is not requires_grad:
         raise PrologueCheckFailed(f"expected requires_grad={requires_grad}, got {t.requires_grad}")
+
+
+_DEVICES: dict[str, torch.device] = {}
+
+
+def _device(name: str) -> torch.device:
+    return _DEVICES.setdefault(name, torch.device(name))
 
 
 def check_literal(x, value):
@@ -146,6 +158,149 @@ def check_hasattr(x, name, expected):
         raise PrologueCheckFailed(
             f"the {type(x).__qualname__} object {have} attribute {name!r} (traced without)"
         )
+
+
+_is = operator.is_
+
+
+def check_module(m, cls, state):
+    """``m`` is a ``cls`` whose plain attributes are as recorded in ``state`` and that has no
+    hooks (unless it was traced with them: then the hook dictionaries are among them)."""
+    d = m.__dict__
+    if type(m) is not cls or (
+        (d["_forward_hooks"] or d["_forward_pre_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"])
+        and not state.hooks
+    ):
+        _module_changed(m, cls)
+    try:
+        if all(map(_is, state.get(d), state.values)):  # unchanged: the very same objects
+            return
+    except KeyError:
+        pass
+    _compare_items(d, state.names, state.values, cls.__qualname__)
+
+
+def _module_changed(m, cls):
+    if type(m) is not cls:
+        raise PrologueCheckFailed(f"expected a module of type {cls.__qualname__}, got {type(m).__qualname__}")
+    raise PrologueCheckFailed(f"hooks were registered on the {cls.__qualname__} module since it was traced")
+
+
+def check_state(obj, cls, state):
+    """``obj`` is a ``cls`` whose attributes are as recorded in ``state``."""
+    if type(obj) is not cls:
+        raise PrologueCheckFailed(
+            f"expected an object of type {cls.__qualname__}, got {type(obj).__qualname__}"
+        )
+    d = obj.__dict__
+    try:
+        if all(map(_is, state.get(d), state.values)):
+            return
+    except KeyError:
+        pass
+    _compare_items(d, state.names, state.values, cls.__qualname__)
+
+
+def check_items(d, state):
+    """The dict ``d`` (a module's globals) holds what ``state`` recorded."""
+    try:
+        if all(map(_is, state.get(d), state.values)):
+            return
+    except KeyError:
+        pass
+    _compare_items(d, state.names, state.values, "the globals")
+
+
+def check_cell(cell, state):
+    """The closure variable ``state.names[0]`` still holds ``state.values[0]``."""
+    try:
+        v = cell.cell_contents
+    except ValueError:
+        raise PrologueCheckFailed(f"the closure variable {state.names[0]!r} is no longer set") from None
+    value = state.values[0]
+    if v is not value and not same(v, value):
+        raise PrologueCheckFailed(
+            f"the closure variable {state.names[0]} is {_brief(v)}, traced with {_brief(value)}"
+        )
+
+
+def check_no_alias(*ts):
+    ptrs = {t.untyped_storage().data_ptr() for t in ts}
+    if len(ptrs) < len(ts) and len({t.untyped_storage().data_ptr() for t in ts if t.numel()}) < sum(
+        1 for t in ts if t.numel()
+    ):
+        raise PrologueCheckFailed(
+            "tensor arguments share memory; the program was traced for separate tensors"
+        )
+
+
+def check_strides(t, strides):
+    if t.stride() != strides:
+        raise PrologueCheckFailed(f"expected strides {strides}, got {t.stride()}")
+
+
+def check_not_leaf(t):
+    if t.is_leaf:
+        raise PrologueCheckFailed("expected a tensor computed by autograd (written in place), got a leaf")
+
+
+def check_no_module_hooks():
+    m = _module_module
+    if (
+        m._global_forward_hooks
+        or m._global_forward_pre_hooks
+        or m._global_backward_hooks
+        or m._global_backward_pre_hooks
+        or m._global_forward_hooks_always_called
+    ) and any(
+        h not in pyops.TRACING_HOOKS
+        for table in (
+            m._global_forward_hooks,
+            m._global_forward_pre_hooks,
+            m._global_backward_hooks,
+            m._global_backward_pre_hooks,
+        )
+        for h in table.values()
+    ):
+        raise PrologueCheckFailed("global module hooks were registered since the function was traced")
+
+
+def _compare_items(d, names, values, what: str):
+    for name, value in zip(names, values):
+        if name not in d:
+            raise PrologueCheckFailed(f"{what}: {name!r} is no longer set")
+        v = d[name]
+        if v is not value and not same(v, value):
+            raise PrologueCheckFailed(f"{what}: {name} is {_brief(v)}, traced with {_brief(value)}")
+
+
+_EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)
+
+
+def same(a, b) -> bool:
+    """``a`` equals the recorded ``b`` exactly: same types throughout, equal values; objects
+    (tensors, functions, instances) only when they are the same object."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    if t is dict or t is collections.OrderedDict:
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if t is set or t is frozenset:
+        return a == b and all(type(x) in _EXACT for x in a)
+    if t is float:
+        return a == b or (a != a and b != b)  # nan
+    if t in _EXACT or isinstance(a, enum.Enum):
+        return a == b
+    return False
+
+
+def _brief(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def python_setitem(obj, key, value):
@@ -261,6 +416,10 @@ for _prim, _fn in (
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_hasattr, check_hasattr),
+    (pyops.check_no_module_hooks, check_no_module_hooks),
+    (pyops.check_no_alias, check_no_alias),
+    (pyops.check_not_leaf, check_not_leaf),
+    (pyops.check_strides, check_strides),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),
@@ -273,6 +432,23 @@ for _prim, _fn in (
     (pyops.object_setattr, object_setattr),
 ):
     _register(_prim, _fn)
+
+for _prim, _fn in (
+    (pyops.check_module, check_module),
+    (pyops.check_state, check_state),
+    (pyops.check_items, check_items),
+    (pyops.check_cell, check_cell),
+):
+    _sym = executor_symbol(
+        f"pythonex.{_prim.name}",
+        _fn,
+        "python",
+        printer=pyops.print_state_check,
+        module_path=__name__,
+        imports=("pythonex",),
+    )
+    executor.register(_prim, Impl(_sym))
+    EAGER_IMPLS[_prim] = _fn
 
 _register(pyops.flatten_tensor_subclass, flatten_tensor_subclass)
 _register(pyops.unflatten_tensor_subclass, unflatten_tensor_subclass, printer=_print_unflatten)

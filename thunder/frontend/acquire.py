@@ -1,15 +1,16 @@
 """Acquisition: run the user's function natively with proxies under ``AcquisitionMode`` and
 produce the prologue, computation and epilogue traces.
 
-Nothing of the user's is changed: module parameters and buffers are swapped for proxies
-only while tracing and always restored; a failed trace leaves every input as it was.
+Nothing of the user's is changed: modules run as shadows (``thunder/frontend/modules.py``),
+object inputs as wrappers (``thunder/frontend/objects.py``); a failed trace leaves every
+input as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import weakref
-from contextlib import ExitStack, contextmanager
+import functools
+from contextlib import contextmanager
 
 import torch
 
@@ -19,12 +20,14 @@ from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, sanitize_name, tracectx
+from thunder.core.trace import Trace, tracectx
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
-from thunder.frontend.inputs import Inputs, Unpack
+from thunder.frontend.guards import code_reads, guard_code_reads
+from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
+from thunder.frontend.modules import ModuleShadows
 from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
@@ -33,6 +36,7 @@ from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.values import value_reads
 from thunder.ops import prims
+from thunder.ops import python as pyops
 
 
 @dataclasses.dataclass
@@ -45,6 +49,7 @@ class View:
     kwargs: dict
     index: int
     value: TensorProxy
+    func: object = None  # the torch callable that made it (replayed on meta tensors for its layout)
 
 
 @dataclasses.dataclass
@@ -72,7 +77,12 @@ class Acquisition:
         self.written_numbers: set[str] = set()
         # attribute writes in module forwards: (holder, "set"/"del", name, value)
         self.module_writes: list[tuple] = []
-        self.module_paths: dict[int, str] = {}  # id(module) -> its path, for module scopes
+        self.layout_reads: dict[str, tuple] = {}  # input name -> (proxy, strides) views were decided on
+        self.grad_writes: set[str] = set()  # inputs that require grad written under grad mode
+        self.first_writes: dict[str, tuple] = {}  # proxy name -> (op, source) of its first in-place write
+        self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
+        self.shadows = ModuleShadows(self)
+        self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
@@ -94,6 +104,9 @@ class Acquisition:
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
         if is_wrapper(v):
             return holder_of(v)
+        holder = self.shadows.holder_of(v)
+        if holder is not None:
+            return holder
         return self.inputs.container_holders.get(id(v))
 
     # -- values met in ops ----------------------------------------------------------------
@@ -148,25 +161,72 @@ class Acquisition:
             value = self._cast_for_inplace(value, current, op)
         if value is current:
             return original
+        self._refuse_leaf_write(original, op)
         self.latest[id(current)] = value
+        self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
             self.latest[id(original)] = value
         self._keepalive += [original, current]
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            from thunder.ops.ltorch.inplace import VIEW_WRITES
+            from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
             write = VIEW_WRITES.get(view.op)
+            if view.op in PIECE_WRITES:
+                write = functools.partial(PIECE_WRITES[view.op], index=view.index)
             if write is None:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
-                    "on tensors and on views made by indexing (x[i] / x[:, a:b])" + at(user_location())
+                    "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
+                    "squeeze, select, narrow, split, chunk and unbind" + at(user_location())
                 )
-            self.rebind(view.base, write(self.current(view.base), *view.args, value), op)
+            self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
+
+    def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
+        """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
+        ``torch.ones(3, requires_grad=True)``) while grad mode is on."""
+        src = self.inputs.sources.get(p.name)
+        real = src[2] if src is not None else None
+        if not (isinstance(real, torch.Tensor) and real.requires_grad and torch.is_grad_enabled()):
+            return
+        self.grad_writes.add(p.name)  # the prologue checks it is still not a leaf
+        if real.is_leaf:
+            raise RuntimeError(
+                f"thunder: {op} writes into {p.name}: a leaf Variable that requires grad is being used in an "
+                "in-place operation (as eager PyTorch says)" + at(user_location())
+            )
+
+    def meta_of(self, p: TensorProxy):
+        """A meta tensor laid out as eager's tensor for ``p``: its chain of views replayed
+        from an input with the caller's strides (computed tensors are contiguous); None when a
+        view in the chain cannot be replayed."""
+        chain = []
+        while (view := self.views.get(p.name)) is not None and view.value is p:
+            if view.func is None:
+                return None
+            chain.append(view)
+            p = view.base
+        src = self.inputs.sources.get(p.name)
+        real = src[2] if src is not None else None
+        if isinstance(real, torch.Tensor) and is_plain_tensor(real):  # an input: as the caller laid it out
+            m = torch.empty_strided(real.shape, real.stride(), device="meta")
+            self.layout_reads[p.name] = (p, real.stride())  # the prologue checks the strides
+        else:
+            m = torch.empty(p.meta_shape, device="meta")
+        try:
+            for view in reversed(chain):
+                m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
+        except Exception:  # arguments that are proxies (reshape_as(other)): not replayable
+            return None
+        return m
+
+    def is_contiguous(self, p: TensorProxy) -> bool:
+        m = self.meta_of(p)
+        return m is None or m.is_contiguous()
 
     def add_view(self, view: View) -> None:
         self.views[view.value.name] = view
@@ -182,7 +242,7 @@ class Acquisition:
                 continue
             self.latest[id(stale)] = fresh
             self._keepalive.append(stale)
-            self.add_view(View(new, view.op, view.args, view.kwargs, view.index, fresh))
+            self.add_view(View(new, view.op, view.args, view.kwargs, view.index, fresh, view.func))
             self._refresh_views(stale, fresh)
 
     def _cast_for_inplace(self, value: TensorProxy, current: TensorProxy, op: str) -> TensorProxy:
@@ -198,158 +258,6 @@ class Acquisition:
 
             value = ltorch.expand(value, current.meta_shape)
         return value
-
-    # -- modules --------------------------------------------------------------------------
-    @contextmanager
-    def module_proxies(self, module: torch.nn.Module, root=None, prefix: str = "", scope_path: str = ""):
-        """Swap ``module``'s parameters and buffers for proxies; always restore them.
-
-        ``root``: the module's proxy when it is an argument (``None``: the jitted module, a
-        name in the prologue's namespace); ``prefix`` starts its tensors' names and
-        ``scope_path`` its submodules' paths in module scopes.
-        Attribute writes in ``forward`` (``self.calls += 1``, ``self.running = ...``) change the
-        real submodules while tracing: each submodule's ``__dict__`` and tables are snapshot
-        before, diffed after (the writes go to ``module_writes`` for the epilogue) and always
-        restored, so no proxy stays in a module.
-        """
-        from thunder.core.proxies import AnyProxy
-
-        inputs = self.inputs
-        if root is None:
-            root = AnyProxy(inputs.prologue.add_name("module"), type(module))
-            inputs.module_proxy = root
-            inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
-        saved = []
-        swapped: list = []  # (module, attribute, real int) replaced by DynamicInts
-        snapshots = []
-        made: dict[int, TensorProxy] = {}
-        reals: dict[int, torch.Tensor] = {}  # id(proxy) -> the parameter or buffer it stands for
-        holders = {"": root}
-        try:
-            for path, mod in module.named_modules(remove_duplicate=False):
-                self.module_paths.setdefault(id(mod), ".".join(p for p in (scope_path, path) if p))
-                holder = holders.get(path)
-                if holder is None:
-                    parent_path, _, name = path.rpartition(".")
-                    holder = AnyProxy(
-                        inputs.computation.add_name(f"m_{prefix}" + path.replace(".", "_")), type(mod)
-                    )
-                    inputs.prologue.names.add(holder.name)
-                    inputs.sources[holder.name] = (
-                        holder,
-                        Unpack(holders[parent_path], "submodule", name),
-                        mod,
-                    )
-                    holders[path] = holder
-                if all(m is not mod for _, m, *_ in snapshots):  # a shared submodule: once
-                    self._dynamic_attrs(mod, holder, swapped)
-                    snapshots.append(
-                        (holder, mod, dict(mod.__dict__), dict(mod._parameters), dict(mod._buffers))
-                    )
-                for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
-                    for name, t in list(table.items()):
-                        if t is None:
-                            continue
-                        p = made.get(id(t))
-                        if p is None:
-                            full = f"{path}.{name}" if path else name
-                            p = inputs.tensor(
-                                t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name)
-                            )
-                            made[id(t)] = p
-                            reals[id(p)] = t
-                            inputs.seen.setdefault(id(t), p)
-                        saved.append((table, name, t))
-                        table[name] = p
-            placed = [
-                (holder, mod, dict(mod._parameters), dict(mod._buffers)) for holder, mod, *_ in snapshots
-            ]
-            yield root
-            self._diff_modules(snapshots, placed, reals)
-        finally:
-            for table, name, t in reversed(saved):
-                table[name] = t
-            for _, mod, d, params, buffers in snapshots:
-                _restore(mod._parameters, params)
-                _restore(mod._buffers, buffers)
-                _restore(mod.__dict__, d)
-            for mod, name, v in swapped:
-                mod.__dict__[name] = v
-
-    def _dynamic_attrs(self, mod, holder, swapped: list) -> None:
-        """Int attributes that changed between calls (counters) become DynamicInts."""
-        for name, v in list(mod.__dict__.items()):
-            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in self.inputs.dynamic:
-                mod.__dict__[name] = self.inputs.dynamic_int(
-                    v, f"{holder.name}_{name}", Unpack(holder, "attr", name)
-                )
-                swapped.append((mod, name, v))
-
-    def _diff_modules(self, snapshots, placed, reals) -> None:
-        """Record the attribute writes made in ``forward`` (and check the values they replaced)."""
-        for (holder, mod, before, _, _), (_, _, params, buffers) in zip(snapshots, placed):
-            for name, v in mod._parameters.items():
-                if params.get(name, _ABSENT) is not v:
-                    raise UnsupportedValueError(
-                        f"thunder: forward assigns the parameter {type(mod).__qualname__}.{name}; assigning "
-                        "parameters while tracing is not supported"
-                    )
-            for name, v in mod._buffers.items():
-                if buffers.get(name, _ABSENT) is not v:
-                    self.module_writes.append((holder, "set", name, v))
-            for name in buffers:
-                if name not in mod._buffers:
-                    self.module_writes.append((holder, "del", name, None))
-            for name, v in mod.__dict__.items():
-                old = before.get(name, _ABSENT)
-                if old is v or _rereads(old, v, reals):
-                    continue
-                if name in ("_parameters", "_buffers", "_modules"):
-                    raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
-                self.module_writes.append((holder, "set", name, v))
-                self._guard_module_attr(holder, name, old)
-            for name, old in before.items():
-                if name not in mod.__dict__:
-                    self.module_writes.append((holder, "del", name, None))
-                    self._guard_module_attr(holder, name, old)
-
-    def _guard_module_attr(self, holder, name: str, old) -> None:
-        # the module ran natively, so its reads were not recorded: the value a write replaced
-        # was most likely read (``self.calls += 1``), and the prologue checks it
-        if old is _ABSENT:
-            self.inputs.guard_absent(holder, name)
-        elif _is_literal_value(old):
-            guard = self.inputs.guard_attr(holder, name, old)
-            if type(old) is int:
-                self.written_numbers.add(guard)
-
-
-_ABSENT = object()
-
-
-def _is_literal_value(v) -> bool:
-    from thunder.frontend.inputs import _LITERAL_TYPES
-
-    return isinstance(v, _LITERAL_TYPES)
-
-
-def _rereads(old, new, reals: dict) -> bool:
-    """``new`` is ``old`` with the module's tensors read again: nothing to write back. (An
-    ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds them
-    swapped for the proxies tracing puts in their place.)"""
-    if isinstance(new, TensorProxy):
-        return reals.get(id(new)) is old
-    if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
-        return _rereads(old(), new(), reals)
-    if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):
-        return all(o is n or _rereads(o, n, reals) for o, n in zip(old, new))
-    return False
-
-
-def _restore(d: dict, snapshot: dict) -> None:
-    if d.keys() != snapshot.keys() or any(d[k] is not v for k, v in snapshot.items()):
-        d.clear()
-        d.update(snapshot)
 
 
 @contextmanager
@@ -401,25 +309,28 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state.fn = module if module is not None else fn
     comp = state.computation
     with tracectx(comp), _compiling_flag():
-        # modules met as arguments (or read from one) swap in proxies until the end; the
-        # stack restores them (and records their writes) before the epilogue is built
-        with ExitStack() as modules:
-            state.inputs.on_module = lambda m, holder, path: modules.enter_context(
-                state.module_proxies(m, holder, path + "_", scope_path=path)
-            )
-            pargs, pkwargs = state.inputs.bind_arguments(
-                module.forward if module is not None else fn, args, kwargs
-            )
-            if module is not None:
-                modules.enter_context(state.module_proxies(module))
-            with (
-                module_scopes(comp, state.module_paths),
-                traced_functions(comp),
-                AcquisitionMode(state),
-                value_reads(state),
-            ):
-                result = fn(*pargs, **pkwargs)
+        # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
+        state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_", path)
+        pargs, pkwargs = state.inputs.bind_arguments(
+            module.forward if module is not None else fn, args, kwargs
+        )
+        if module is not None:
+            fn = state.shadows.shadow(module)
+        # the globals and closure cells the user's code may read, as the call begins
+        guard_code_reads(
+            state.inputs,
+            code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order}),
+        )
+        with (
+            module_scopes(comp, state.module_paths),
+            traced_functions(comp),
+            AcquisitionMode(state),
+            value_reads(state),
+        ):
+            result = fn(*pargs, **pkwargs)
+        state.shadows.finish()
         _write_back_inputs(state)
+        _guard_written_inputs(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
@@ -450,6 +361,9 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
     return out
 
 
+_ABSENT = object()
+
+
 def _container_writes(copy, holder, before: list) -> list[tuple]:
     if isinstance(copy, tuple):
         return []
@@ -473,6 +387,45 @@ def _write_back_inputs(state: Acquisition) -> None:
                     prims.copy_, (new, p), {}, None, source=None, tags=frozenset({Tag.INPLACE, Tag.WRITEBACK})
                 )
             )
+
+
+def _guard_written_inputs(state: Acquisition) -> None:
+    """Checks for the inputs the function writes in place: one that requires grad is still not
+    a leaf; argument tensors that share memory (views of one tensor) are refused when the
+    function writes into one of them, and when it writes into any argument the prologue checks
+    that they share none (the same tensor passed twice is one input, checked by identity)."""
+    inputs = state.inputs
+    args = []
+    for p in inputs.tensor_inputs:
+        src = inputs.sources.get(p.name)
+        if src is not None and _is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
+            args.append((p, src[2]))
+    written = {id(p) for p, _ in args if state.current(p) is not p}
+    for p, strides in state.layout_reads.values():  # views or copies were decided on its layout
+        inputs.checks.append(BoundSymbol(pyops.check_strides, (p, strides), {}, None))
+        inputs.guards.append(p)
+    for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
+        if p.name in state.grad_writes:
+            inputs.checks.append(BoundSymbol(pyops.check_not_leaf, (p,), {}, None))
+            inputs.guards.append(p)
+    if len(args) < 2 or not written:
+        return
+    by_storage: dict[int, list] = {}
+    for p, t in args:
+        if t.numel():
+            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(p)
+    for group in by_storage.values():
+        hit = next((p for p in group if id(p) in written), None) if len(group) > 1 else None
+        if hit is not None:
+            op, where = state.first_writes.get(hit.name, ("an in-place op", None))
+            others = ", ".join(p.name for p in group if p is not hit)
+            raise UnsupportedValueError(
+                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {others} "
+                "(views of one tensor); in-place writes into arguments that share memory are not "
+                "supported: pass separate tensors (.clone())" + (at(where) if where is not None else "")
+            )
+    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(p for p, _ in args), {}, None))
+    inputs.guards.append(args[0][0])
 
 
 def _used_inputs(comp: Trace, state: Acquisition) -> list:

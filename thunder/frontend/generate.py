@@ -20,14 +20,14 @@ import torch
 
 from thunder.core.trace import current_trace
 
-_MISSING = object()
+NO_OWN_FORWARD = object()  # a module without a forward of its own in its __dict__
 
 
 @contextmanager
 def compiled_forward(module: torch.nn.Module, compiled):
     """Within the block, ``module(...)`` calls ``compiled`` (which traces the real forward)."""
-    own = module.__dict__.get("forward", _MISSING)
-    real = own if own is not _MISSING else type(module).forward.__get__(module)
+    own = module.__dict__.get("forward", NO_OWN_FORWARD)
+    real = own if own is not NO_OWN_FORWARD else type(module).forward.__get__(module)
 
     @functools.wraps(real)
     def forward(*args, **kwargs):
@@ -35,11 +35,12 @@ def compiled_forward(module: torch.nn.Module, compiled):
             return real(*args, **kwargs)
         return compiled(*args, **kwargs)
 
+    forward.replaced = own  # tracing runs the module's own forward (thunder/frontend/modules.py)
     module.forward = forward
     try:
         yield
     finally:
-        if own is _MISSING:
+        if own is NO_OWN_FORWARD:
             del module.forward
         else:
             module.forward = own

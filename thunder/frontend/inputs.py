@@ -87,6 +87,7 @@ class Inputs:
         self.containers: list[tuple[Any, AnyProxy, list]] = []
         self.container_holders: dict[int, AnyProxy] = {}  # id(copy) -> holder
         self.guards: list[AnyProxy] = []  # values the prologue always checks
+        self.global_checks: list[BoundSymbol] = []  # checks on global state (no input to unpack)
         # ``(module, holder, path)``: set by acquisition to swap an argument module's state
         self.on_module = None
         # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
@@ -202,12 +203,13 @@ class Inputs:
         holder = AnyProxy(self._name(path or "p", "p"), type(v))
         self.sources[holder.name] = (holder, unpack, v)
         if isinstance(v, torch.nn.Module) and self.on_module is not None:
-            # checked by identity; its parameters and buffers become inputs like the jitted module's
+            # checked by identity; it runs as a shadow whose parameters and buffers are inputs
+            # like the jitted module's (thunder/frontend/modules.py)
             self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
-            self.seen[id(v)] = v
             self._keepalive.append(v)
-            self.on_module(v, holder, holder.name)
-            return v
+            shadow = self.on_module(v, holder, holder.name)
+            self.seen[id(v)] = shadow
+            return shadow
         if _is_constant_object(v):
             self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
             self.seen[id(v)] = v
@@ -369,6 +371,7 @@ class Inputs:
             emit(p)
         for p in epilogue_inputs:
             emit(p)
+        pro.bound_symbols += self.global_checks
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
@@ -436,7 +439,7 @@ def _tensor_check(p: TensorProxy) -> BoundSymbol:
         )
     return BoundSymbol(
         pyops.check_tensor,
-        (p, p.meta_shape, p.meta_dtype, p.meta_device, p.meta_requires_grad),
+        (p, p.meta_shape, p.meta_dtype, str(p.meta_device), p.meta_requires_grad),
         {},
         None,
         tags=frozenset({Tag.PROLOGUE_CHECK}),

@@ -25,6 +25,7 @@ from thunder.frontend.errors import DataDependentError, ThunderError, Unsupporte
 from thunder.frontend.values import read_scalar
 from thunder.ops import custom
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
 
 T = torch.Tensor
@@ -278,6 +279,10 @@ class AcquisitionMode(TorchFunctionMode):
                 f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
             )
         target = TORCH_TO_THUNDER.get(func)
+        if func is T.contiguous and isinstance(args[0], TensorProxy) and not state.is_contiguous(args[0]):
+            from thunder.ops import ltorch
+
+            return ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
         if target is not None:
             # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
             inplace = False
@@ -287,7 +292,7 @@ class AcquisitionMode(TorchFunctionMode):
             result = self._call(func, target, args, kwargs)
             if inplace or _writes_first(func):
                 return state.rebind(args[0], result, describe(func))
-            self._track_views(target, args, kwargs, result)
+            self._track_views(func, target, args, kwargs, result)
             return result
         name = getattr(func, "__name__", "")
         if func is T.__setitem__:
@@ -329,7 +334,14 @@ class AcquisitionMode(TorchFunctionMode):
             return getattr(torch.Tensor, name).__get__(t)
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
-            return PROPERTY_TO_THUNDER[name](t)
+            result = PROPERTY_TO_THUNDER[name](t)
+            view = PROPERTY_VIEWS.get(name)
+            if view is not None and isinstance(t, TensorProxy) and result is not t:
+                from thunder.frontend.acquire import View
+
+                op, args, func = view(t)
+                self.state.add_view(View(t, op, args, {}, 0, result, func))
+            return result
         if name == "data":
             from thunder.ops import ltorch
 
@@ -347,16 +359,30 @@ class AcquisitionMode(TorchFunctionMode):
         self.state.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
-    def _track_views(self, target, args, kwargs, result):
+    def _eager_views(self, func, args, kwargs) -> bool:
+        """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors)."""
+        m = self.state.meta_of(args[0])
+        if m is None:
+            return True
+        try:
+            out = func(m, *args[1:], **kwargs)
+        except Exception:  # arguments that are proxies: taken as a view, as before
+            return True
+        root = m if m._base is None else m._base
+        return out._base is root  # (a copy made first, then viewed, has another base)
+
+    def _track_views(self, func, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
             from thunder.frontend.acquire import View
-            from thunder.ops.ltorch.inplace import COPYING_CALLS
+            from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return
+            if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
+                return  # eager copied (reshape of a non-contiguous tensor)
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
-                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf))
+                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))

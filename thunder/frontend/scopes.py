@@ -18,6 +18,7 @@ import torch
 
 from thunder.core.symbol import ModuleScope
 from thunder.core.trace import Trace
+from thunder.ops.python import TRACING_HOOKS
 
 _local = threading.local()
 
@@ -52,6 +53,9 @@ def _post_hook(module, args, output):
     s = getattr(_local, "scopes", None)
     if s is not None:
         s.leave()
+
+
+TRACING_HOOKS.update((_pre_hook, _post_hook))  # not the user's: the prologue ignores them
 
 
 @contextmanager

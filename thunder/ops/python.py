@@ -7,8 +7,10 @@ They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisit
 
 from __future__ import annotations
 
+import operator
+
 from thunder.core.printing import type_comment
-from thunder.core.proxies import AnyProxy, NumberProxy
+from thunder.core.proxies import AnyProxy, NumberProxy, Proxy
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
 from thunder.core.trace import current_trace
@@ -74,6 +76,72 @@ check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_C
 check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
 check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
+
+
+class StateCheck:
+    """Names and the values they held when the function was traced, for one prologue check
+    (``thunder/frontend/guards.py``). ``get`` reads them all at once from a dict; a cached
+    call first tests them for identity, then (when that fails) compares them exactly."""
+
+    __slots__ = ("names", "values", "get", "hooks")
+
+    def __init__(self, names, values, *, hooks: bool = False):
+        self.names = tuple(names)
+        self.values = tuple(values)
+        if len(self.names) > 1:
+            self.get = operator.itemgetter(*self.names)
+        elif self.names:
+            name = self.names[0]
+            self.get = lambda d: (d[name],)
+        else:
+            self.get = lambda d: ()
+        self.hooks = hooks  # traced with hooks on the module: they are among the names
+
+    def __repr__(self) -> str:
+        return f"StateCheck({', '.join(f'{n}={v!r}' for n, v in zip(self.names, self.values))})"
+
+
+def print_state_check(bsym, printer) -> str:
+    """``check_module(m, Linear, _m_state)  # training=True, p=0.5``: the recorded values are
+    one object in the program's namespace, shown in the comment."""
+    *head, check = bsym.args
+    holder = head[0].name if head and isinstance(head[0], Proxy) else "state"
+    state = printer.name_object(check, f"_{holder}_state")
+    call = f"{bsym.sym.id}({', '.join([*(printer.value(a) for a in head), state])})"
+    shown = ", ".join(f"{n}={_short(printer, v)}" for n, v in zip(check.names, check.values))
+    return f"{call}  # {shown}" if shown else call
+
+
+def _short(printer, v) -> str:
+    text = printer.value(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# The state the traced code read without taking it as an input (``thunder/frontend/guards.py``):
+# a module's type, plain attributes and hooks; an object's or a globals dict's entries; a closure cell.
+check_module = _python_prim(
+    "check_module", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
+check_state = _python_prim(
+    "check_state", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
+check_items = _python_prim(
+    "check_items", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
+check_cell = _python_prim(
+    "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
+# the argument tensors share no memory (they were distinct when traced and the program
+# writes into one of them): ``check_no_alias(a, b)``
+check_no_alias = _python_prim("check_no_alias", _no_output, Tag.PROLOGUE_CHECK)
+# a tensor whose layout decided whether a reshape or contiguous() was a view has the same strides
+check_strides = _python_prim("check_strides", _no_output, Tag.PROLOGUE_CHECK)
+# a tensor that requires grad written in place was not a leaf when traced
+check_not_leaf = _python_prim("check_not_leaf", _no_output, Tag.PROLOGUE_CHECK)
+# no global module hooks (``nn.modules.module.register_module_forward_hook``) were added,
+# besides the ones tracing itself registers (module scopes) while a trace runs in some thread
+check_no_module_hooks = _python_prim("check_no_module_hooks", _no_output, Tag.PROLOGUE_CHECK)
+TRACING_HOOKS: set = set()
 
 
 def _setattr_meta(obj, name, value):

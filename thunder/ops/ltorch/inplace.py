@@ -15,16 +15,35 @@ from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number, in_graph_of
 from thunder.ops.ltorch.shape import (
     _normalize_index,
+    _shape_arg,
     advanced_layout,
+    chunk,
+    flatten,
     getitem,
     has_advanced_index,
     int_index,
+    movedim,
+    narrow,
+    permute,
+    ravel,
+    reshape,
+    reshape_as,
+    select,
+    split,
+    squeeze,
     static_index,
+    t,
+    transpose,
+    unbind,
+    unflatten,
+    unsqueeze,
+    view,
     wrap_index,
 )
 from thunder.ops.meta import (
     ShapeError,
     broadcast_shapes,
+    canonical_dim,
     device_of,
     dtype_of,
     is_tensor,
@@ -158,9 +177,98 @@ def write_indexed(a, key, value, accumulate: bool, op: str):
     return prims.index_put(a, indices, v, accumulate)
 
 
-# How a value written into a view reaches its base, per view op: ``x[key] = value`` for
-# views made by indexing. A write into a view made by another op is refused.
-VIEW_WRITES = {getitem: setitem}
+def _permute_back(base, *args, value, dims=None):
+    dims = _shape_arg(args) if dims is None else tuple(dims)
+    n = len(shape_of(base))
+    perm = [canonical_dim(d, n, "torch.permute") for d in dims]
+    inverse = [0] * n
+    for i, d in enumerate(perm):
+        inverse[d] = i
+    return permute(value, inverse)
+
+
+def _movedim_back(base, source, destination, *, value):
+    return movedim(value, destination, source)
+
+
+def _reshape_back(base, *args, value, **kwargs):
+    return reshape(value, shape_of(base))
+
+
+def _dim_key(base, dim, index, op):
+    d = canonical_dim(dim, len(shape_of(base)), op)
+    return (slice(None),) * d + (index,)
+
+
+def _select_back(base, dim, index, *, value):
+    return setitem(base, _dim_key(base, dim, index, "torch.select"), value)
+
+
+def _narrow_back(base, dim, start, length, *, value):
+    if is_tensor(start):
+        raise ShapeError("torch.narrow: a write into a narrow with a tensor start is not supported")
+    start = (
+        start + shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.narrow")]
+        if start < 0
+        else start
+    )
+    return setitem(base, _dim_key(base, dim, slice(start, start + length), "torch.narrow"), value)
+
+
+def _piece_key(base, dim, index, sizes):
+    d = canonical_dim(dim, len(shape_of(base)), "torch.split")
+    start = sum(sizes[:index])
+    return (slice(None),) * d + (slice(start, start + sizes[index]),)
+
+
+def _split_sizes(n: int, split_size_or_sections) -> list[int]:
+    if isinstance(split_size_or_sections, int):
+        k = split_size_or_sections
+        return [min(k, n - i) for i in range(0, n, k)] or [0]
+    return list(split_size_or_sections)
+
+
+def _split_back(base, split_size_or_sections, dim=0, *, value, index):
+    n = shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.split")]
+    return setitem(base, _piece_key(base, dim, index, _split_sizes(n, split_size_or_sections)), value)
+
+
+def _chunk_back(base, chunks, dim=0, *, value, index):
+    n = shape_of(base)[canonical_dim(dim, len(shape_of(base)), "torch.chunk")]
+    return _split_back(base, -(-n // chunks), dim, value=value, index=index)
+
+
+def _unbind_back(base, dim=0, *, value, index):
+    return setitem(base, _dim_key(base, dim, index, "torch.unbind"), value)
+
+
+# How a value written into one output of a view op with several outputs reaches the base.
+PIECE_WRITES = {split: _split_back, chunk: _chunk_back, unbind: _unbind_back}
+# View ops whose result is a view or a copy depending on the memory layout (eager's rule,
+# replayed on meta tensors by the frontend): a copy is not tracked as a view.
+LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
+
+# How a value written into a view reaches its base, per view op: the base with the value put
+# where the view reads it (``x[key] = value`` for indexing, the inverse permutation for
+# ``x.T``, ``x.mT``, ``transpose``, ``permute``; ``reshape`` and ``flatten`` where eager
+# made a view, see LAYOUT_VIEWS). A write into a view made by another op is refused.
+VIEW_WRITES = {
+    getitem: lambda base, key, *, value: setitem(base, key, value),
+    permute: _permute_back,
+    transpose: lambda base, d0, d1, *, value: transpose(value, d0, d1),
+    t: lambda base, *, value: t(value),
+    movedim: _movedim_back,
+    view: _reshape_back,
+    reshape: _reshape_back,
+    reshape_as: _reshape_back,
+    flatten: _reshape_back,
+    ravel: _reshape_back,
+    unflatten: _reshape_back,
+    unsqueeze: _reshape_back,
+    squeeze: _reshape_back,
+    select: _select_back,
+    narrow: _narrow_back,
+}
 # Calls of view ops whose result is a copy in eager (indexing with tensors or lists gathers):
 # writes into them stay in them, and writes into their base do not reach them.
 COPYING_CALLS = {getitem: lambda a, key: has_advanced_index(key)}

@@ -134,6 +134,12 @@ def t(a):
 
 tensor_property("T")(lambda a: permute(a, tuple(reversed(range(len(shape_of(a)))))))
 tensor_property("mT")(lambda a: transpose(a, -2, -1))
+# The view op, its arguments and the torch callable each view-making property is (``x.T``: ``x.permute(...)``), so
+# writes through it reach its base and it sees writes into its base (frontend/acquire.py).
+PROPERTY_VIEWS = {
+    "T": lambda a: (permute, (tuple(reversed(range(len(shape_of(a))))),), torch.permute),
+    "mT": lambda a: (transpose, (-2, -1), torch.transpose),
+}
 
 
 @torchsymbol(

@@ -1,0 +1,111 @@
+"""The cache is bounded (least recently used entry evicted), its warning repeats with the check
+that keeps failing, a jitted module deep-copies into an independent one, and threads calling
+one jitted module never see each other's tracing."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import thunder
+from thunder.cache import DEFAULT_CACHE_SIZE
+
+
+def scale(x, n):
+    return x * n
+
+
+def test_the_cache_keeps_the_least_recently_used_entries_out():
+    jfn = thunder.jit(lambda x: x + 1, cache_size=2)
+    a, b, c = torch.ones(1), torch.ones(2), torch.ones(3)
+    jfn(a), jfn(b), jfn(a)  # a is now the most recently used
+    jfn(c)  # evicts b
+    stats = thunder.compile_stats(jfn)
+    assert len(stats.entries) == 2 and stats.cache_misses == 3
+    jfn(a), jfn(c)
+    assert stats.cache_misses == 3  # both still cached
+    torch.testing.assert_close(jfn(b), b + 1)  # b was evicted: traced again
+    assert stats.cache_misses == 4 and len(stats.entries) == 2
+
+
+def test_a_default_limit_bounds_every_function():
+    jfn = thunder.jit(lambda x: x * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in range(1, DEFAULT_CACHE_SIZE + 5):
+            torch.testing.assert_close(jfn(torch.ones(n)), torch.full((n,), 2.0))
+    assert len(thunder.compile_stats(jfn).entries) == DEFAULT_CACHE_SIZE
+
+
+def test_cache_size_must_be_positive():
+    with pytest.raises(ValueError, match="cache_size"):
+        thunder.jit(scale, cache_size=0)
+
+
+def test_the_recompile_warning_repeats_with_the_failing_check():
+    jfn = thunder.jit(scale)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(17):
+            jfn(torch.ones(2), n)
+    messages = [str(w.message) for w in caught if "compiled" in str(w.message)]
+    assert len(messages) == 2
+    assert "compiled 8 times" in messages[0] and "check_literal(n, " in messages[0]
+    assert "compiled 16 times; 16 entries are kept" in messages[1] and "check_literal(n, " in messages[1]
+    assert "got 15" in messages[1]
+
+
+def test_deepcopy_of_a_jitted_module_is_independent():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    jm(x)
+    jc = copy.deepcopy(jm)
+    torch.testing.assert_close(jc(x), m(x))
+    with torch.no_grad():
+        jc._model[0].weight.add_(1)  # the copy's parameters, not the original's
+    torch.testing.assert_close(jc(x), jc._model(x))
+    torch.testing.assert_close(jm(x), m(x))
+    assert not torch.equal(jc(x), jm(x))
+    assert jc.training is jm.training and not jc._model[0].training
+
+
+def test_a_thread_never_sees_another_threads_trace():
+    torch.manual_seed(0)
+    tracing, proceed = threading.Event(), threading.Event()
+
+    class Slow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if x.shape[0] == 3:  # the second trace stops here until the other thread has looked
+                tracing.set()
+                proceed.wait(10)
+            return self.fc(x)
+
+    m = Slow()
+    jm = thunder.jit(m)
+    x2, x3 = torch.randn(2, 4), torch.randn(3, 4)
+    jm(x2)
+    results = {}
+    t = threading.Thread(target=lambda: results.setdefault("traced", jm(x3)))
+    t.start()
+    try:
+        assert tracing.wait(10)
+        # meanwhile: the module as the user has it, eager and through the cached program
+        assert type(m.fc.weight) is nn.Parameter and type(m.fc._parameters["bias"]) is nn.Parameter
+        torch.testing.assert_close(m(x2), m.fc(x2))
+        torch.testing.assert_close(jm(x2), m.fc(x2))
+    finally:
+        proceed.set()
+        t.join(10)
+    torch.testing.assert_close(results["traced"], m.fc(x3))
+    assert thunder.compile_stats(jm).cache_misses == 2

@@ -1,0 +1,295 @@
+"""Everything a cached program read is guarded: a call after the state changed gives eager's
+answer (a cache miss and a new trace), never the old program's.
+
+Module state (train/eval, plain attributes, hooks, submodule types, a config object held by
+a module), globals and closure cells the user's code reads (tensors by identity, Python
+values by value)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from torch import nn
+
+import thunder
+
+
+def _check(jm, m, *args):
+    torch.manual_seed(0)
+    got = jm(*args)
+    torch.manual_seed(0)
+    torch.testing.assert_close(got, m(*args))
+
+
+def _dropped_out(out, full) -> bool:
+    """``out`` is ``full`` with some elements zeroed and the rest doubled (dropout, p=0.5)."""
+    kept = out != 0
+    return bool(kept.any() and (~kept).any() and torch.allclose(out[kept], 2 * full[kept]))
+
+
+def test_train_eval_toggle_dropout():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    jm = thunder.jit(m)
+    x = torch.randn(16, 4)
+    full = m[0](x).detach()
+    assert _dropped_out(jm(x).detach(), full)
+    m.eval()
+    torch.testing.assert_close(jm(x), m(x))  # no dropout now
+    m.train()
+    assert _dropped_out(jm(x).detach(), full)
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+def test_train_eval_toggle_batchnorm():
+    torch.manual_seed(0)
+    m, ref = nn.BatchNorm1d(4), nn.BatchNorm1d(4)
+    jm = thunder.jit(m)
+    x = torch.randn(8, 4)
+    for mode in ("train", "eval", "train", "eval"):
+        getattr(m, mode)()
+        getattr(ref, mode)()
+        torch.testing.assert_close(jm(x), ref(x))
+        torch.testing.assert_close(m.running_mean, ref.running_mean)
+        assert int(m.num_batches_tracked) == int(ref.num_batches_tracked)
+
+
+def test_train_eval_of_a_submodule_only():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(1.0))
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    assert torch.count_nonzero(jm(x)) == 0
+    m[1].eval()
+    torch.testing.assert_close(jm(x), m(x))
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = 1.0
+        self.use_relu = False
+
+    def forward(self, x):
+        y = self.fc(x) * self.scale
+        return y.relu() if self.use_relu else y
+
+
+@pytest.mark.parametrize("attr, value", [("scale", 2.0), ("scale", 2), ("use_relu", True)])
+def test_plain_attribute_changed(attr, value):
+    m = Scaled()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    setattr(m, attr, value)
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+@pytest.mark.parametrize("kind", ["forward", "pre", "submodule"])
+def test_hook_added_after_the_first_call(kind):
+    m = Scaled()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    if kind == "forward":
+        handle = m.register_forward_hook(lambda mod, args, out: out + 10)
+    elif kind == "pre":
+        handle = m.register_forward_pre_hook(lambda mod, args: (args[0] * 3,))
+    else:
+        handle = m.fc.register_forward_hook(lambda mod, args, out: out - 5)
+    _check(jm, m, x)
+    handle.remove()
+    _check(jm, m, x)
+
+
+def test_global_module_hook_added_after_the_first_call():
+    m = Scaled()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: out * 2 if isinstance(mod, nn.Linear) else None
+    )
+    try:
+        _check(jm, m, x)
+    finally:
+        handle.remove()
+    _check(jm, m, x)
+
+
+def test_submodule_replaced_by_another_type_retraces():
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    m[1] = nn.Tanh()
+    _check(jm, m, x)
+    m[0] = nn.Identity()  # a submodule with parameters replaced by one without
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 3
+
+
+class Config:
+    def __init__(self):
+        self.mult = 2.0
+        self.inner = type("Inner", (), {})()
+        self.inner.shift = 1.0
+
+
+class WithConfig(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+
+    def forward(self, x):
+        return x * self.config.mult + self.config.inner.shift
+
+
+def test_config_object_attributes_changed():
+    m = WithConfig()
+    jm = thunder.jit(m)
+    x = torch.randn(3)
+    _check(jm, m, x)
+    m.config.mult = 5.0
+    _check(jm, m, x)
+    m.config.inner.shift = -1.0
+    _check(jm, m, x)
+
+
+G_TENSOR = torch.ones(4)
+G_FLAG = True
+G_SCALE = 2
+
+
+def _helper(x):
+    return x * G_SCALE  # read through a helper the traced function calls
+
+
+def uses_globals(x):
+    y = _helper(x) + G_TENSOR
+    return y if G_FLAG else -y
+
+
+def test_global_tensor_rebound():
+    global G_TENSOR
+    jfn = thunder.jit(uses_globals)
+    x = torch.randn(4)
+    old = G_TENSOR
+    try:
+        torch.testing.assert_close(jfn(x), uses_globals(x))
+        G_TENSOR = torch.full((4,), 7.0)  # same metadata, another tensor
+        torch.testing.assert_close(jfn(x), uses_globals(x))
+        G_TENSOR.add_(1)  # written in place: the program reads the tensor itself
+        torch.testing.assert_close(jfn(x), uses_globals(x))
+    finally:
+        G_TENSOR = old
+
+
+@pytest.mark.parametrize("name, value", [("G_FLAG", False), ("G_SCALE", 3), ("G_SCALE", 2.0)])
+def test_global_flag_or_number_changed(name, value):
+    jfn = thunder.jit(uses_globals)
+    x = torch.randn(4)
+    old = globals()[name]
+    try:
+        torch.testing.assert_close(jfn(x), uses_globals(x))
+        globals()[name] = value
+        torch.testing.assert_close(jfn(x), uses_globals(x))
+        assert thunder.compile_stats(jfn).cache_misses == 2
+    finally:
+        globals()[name] = old
+
+
+def test_closure_variables_rebound():
+    bias = torch.ones(3)
+    scale = 2.0
+
+    def f(x):
+        return x * scale + bias
+
+    jfn = thunder.jit(f)
+    x = torch.randn(3)
+    torch.testing.assert_close(jfn(x), f(x))
+    bias = torch.zeros(3)
+    torch.testing.assert_close(jfn(x), f(x))
+    scale = -1.0
+    torch.testing.assert_close(jfn(x), f(x))
+    assert thunder.compile_stats(jfn).cache_misses == 3
+
+
+def test_a_module_forward_reads_a_global():
+    class M(nn.Module):
+        def forward(self, x):
+            return x * G_SCALE
+
+    global G_SCALE
+    m = M()
+    jm = thunder.jit(m)
+    x = torch.randn(3)
+    old = G_SCALE
+    try:
+        _check(jm, m, x)
+        G_SCALE = 10
+        _check(jm, m, x)
+    finally:
+        G_SCALE = old
+
+
+def test_unchanged_state_hits_the_cache():
+    m = nn.Sequential(Scaled(), nn.Dropout(0.0), WithConfig())
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        _check(jm, m, x)
+    jfn = thunder.jit(uses_globals)
+    for _ in range(3):
+        jfn(torch.randn(4))
+    assert thunder.compile_stats(jm).cache_misses == 1 and thunder.compile_stats(jfn).cache_misses == 1
+
+
+def test_a_failed_trace_leaves_the_module_as_it_was():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            self.fc.weight.data.zero_()
+            self.last = x
+            if x.sum() > 0:  # data-dependent: the trace fails here
+                return x
+            return self.fc(x)
+
+    m = Counter()
+    w = m.fc.weight.detach().clone()
+    before = dict(vars(m))
+    with pytest.raises(Exception, match="data-dependent"):
+        thunder.jit(m)(torch.ones(2))
+    assert vars(m) == before and "last" not in vars(m) and m.calls == 0
+    assert torch.equal(m.fc.weight, w)
+
+
+settings = types.ModuleType("settings")  # stands for the user's own config module
+settings.__file__ = __file__
+settings.SCALE = 2.0
+settings.ENABLED = True
+
+
+def uses_settings(x):
+    return x * settings.SCALE if settings.ENABLED else x
+
+
+def test_attributes_of_the_users_own_module_changed():
+    jfn = thunder.jit(uses_settings)
+    x = torch.randn(3)
+    try:
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+        settings.SCALE = 5.0
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+        settings.ENABLED = False
+        torch.testing.assert_close(jfn(x), uses_settings(x))
+    finally:
+        settings.SCALE, settings.ENABLED = 2.0, True

@@ -1,0 +1,298 @@
+"""The torch.compile executor on CPU: regions compiled by Inductor (no Dynamo) match eager,
+forward and through autograd, keep their members (source lines, module scopes), and compile
+once per input signature.
+
+Inductor's first compilation of a graph in a fresh cache takes seconds of C++ compiling;
+later runs find it in the on-disk cache. The op database's fusible ops, one compilation each,
+are the ``slow`` test at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+from opdb import OPS, Maker  # tests/ is on sys.path
+from test_models import GPT, MLP, Block
+
+import thunder
+from thunder.core.tags import Tag
+from thunder.core.verify import verify
+from thunder.executors.fusion import FusionExecutor
+from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion, TorchCompileExecutor
+from thunder.ops import prims
+
+
+def _regions(jfn):
+    return [b for b in thunder.last_traces(jfn)[-1].bound_symbols if b.has_tag(Tag.FUSION)]
+
+
+def _members(region):
+    return [m.sym.name for m in region.subsymbols]
+
+
+def _verify(jfn):
+    for t in thunder.last_traces(jfn):
+        verify(t)
+
+
+def chain(x, y):
+    a = torch.sin(x) * y
+    b = torch.nn.functional.gelu(a + 1)
+    return b.exp().sum(-1)
+
+
+CHAIN_GOLDEN = """\
+# Constructed by Delete Last Used
+import torch
+
+def computation(x, y):
+  # x: "cpu f32[4, 5]"
+  # y: "cpu f32[4, 5]"
+  t9 = TorchCompile0(x, y)  # t9: "cpu f32[4]"
+    # t0 = ltorch.sin(x)  # t0: "cpu f32[4, 5]"
+      # t0 = prims.sin(x)  # t0: "cpu f32[4, 5]"
+    # t1 = ltorch.mul(t0, y)  # t1: "cpu f32[4, 5]"
+      # t1 = prims.mul(t0, y)  # t1: "cpu f32[4, 5]"
+    # t2 = ltorch.add(t1, 1)  # t2: "cpu f32[4, 5]"
+      # t2 = prims.add(t1, 1)  # t2: "cpu f32[4, 5]"
+    # t7 = ltorch.gelu(t2)  # t7: "cpu f32[4, 5]"
+      # t3 = prims.mul(t2, 0.5)  # t3: "cpu f32[4, 5]"
+      # t4 = prims.mul(t2, 0.7071067811865475)  # t4: "cpu f32[4, 5]"
+      # t5 = prims.erf(t4)  # t5: "cpu f32[4, 5]"
+      # t6 = prims.add(t5, 1)  # t6: "cpu f32[4, 5]"
+      # t7 = prims.mul(t3, t6)  # t7: "cpu f32[4, 5]"
+    # t8 = ltorch.exp(t7)  # t8: "cpu f32[4, 5]"
+      # t8 = prims.exp(t7)  # t8: "cpu f32[4, 5]"
+    # t9 = ltorch.sum(t8, -1)  # t9: "cpu f32[4]"
+      # t9 = prims.sum(t8, (1,))  # t9: "cpu f32[4]"
+  return (t9,)
+"""
+
+
+def test_a_chain_is_one_region_printed_with_its_members():
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    torch.testing.assert_close(jfn(x, y), chain(x, y))
+    _verify(jfn)
+    final = thunder.last_traces(jfn)[-1]
+    assert str(final) == CHAIN_GOLDEN
+    (region,) = _regions(jfn)
+    assert region.info["claimed_by"] == "torchcompile"
+    assert [m.info["claimed_by"] for m in region.subsymbols] == ["torchcompile"] * 6
+    lines = [m.source.lineno for m in region.subsymbols]
+    first = chain.__code__.co_firstlineno
+    assert lines == [first + 1, first + 1, first + 2, first + 2, first + 3, first + 3]
+
+
+def test_an_op_left_to_torch_splits_regions_along_the_dependencies():
+    # cumsum stays with torch (NOT_FUSED): the mul after it needs it, the cos does not, so
+    # cos joins sin's region across it and mul starts another
+    def fn(x):
+        a = x.sin()
+        c = a.cumsum(0)
+        d = x.cos()
+        return (c * d).exp(), d
+
+    assert prims.cumsum in NOT_FUSED
+    jfn = thunder.jit(fn, executors=["torchcompile"])
+    x = torch.randn(6)
+    torch.testing.assert_close(jfn(x), fn(x))
+    _verify(jfn)
+    r0, r1 = _regions(jfn)
+    assert (r0.sym.name, _members(r0), [p.name for p in r0.args]) == ("TorchCompile0", ["sin", "cos"], ["x"])
+    assert [p.name for p in r0.output] == ["t0", "t2"]
+    assert (r1.sym.name, _members(r1), [p.name for p in r1.args], r1.output.name) == (
+        "TorchCompile1",
+        ["mul", "exp"],
+        ["t1", "t2"],
+        "t4",
+    )
+    ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
+    assert ids == ["torchcompile.TorchCompile0", "torch.cumsum", "torchcompile.TorchCompile1"]
+    cumsum = thunder.last_traces(jfn)[-1].bound_symbols[1]
+    assert cumsum.info["declined"]["torchcompile"].startswith("torchcompile does not fuse ltorch.cumsum")
+
+
+def test_compiled_once_per_signature_and_never_through_dynamo():
+    from torch._dynamo.utils import counters
+
+    frames = counters["frames"]["total"]
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    for _ in range(3):
+        torch.testing.assert_close(jfn(x, y), chain(x, y))
+    (region,) = _regions(jfn)
+    compiled = region.sym.impl
+    assert isinstance(compiled, InductorRegion) and len(compiled.compiled) == 1
+    # the same metadata with other strides: the same trace, one more compilation
+    xt = torch.randn(5, 4).t()
+    torch.testing.assert_close(jfn(xt, y), chain(xt, y))
+    assert len(compiled.compiled) == 2
+    assert counters["frames"]["total"] == frames
+    assert "TorchCompile0: Inductor region of 6 operations, 2 compiled" in repr(compiled)
+
+
+def _train_step(fn, model, *inputs):
+    out = fn(*inputs)
+    out.float().pow(2).mean().backward()
+    grads = {n: p.grad for n, p in model.named_parameters()}
+    model.zero_grad(set_to_none=True)
+    return out, grads
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (MLP(), torch.randn(8, 32)),
+        lambda: (Block(), torch.randn(2, 8, 32)),
+        lambda: (GPT(), torch.randint(0, 50, (2, 8))),
+    ],
+    ids=["mlp", "gpt_block", "gpt"],
+)
+def test_models_forward_and_gradients_match_eager(make):
+    model, x = make()
+    jm = thunder.jit(model, executors=["torchcompile"])
+    with torch.no_grad():
+        torch.testing.assert_close(jm(x), model(x), rtol=1e-5, atol=1e-5)
+    out, grads = _train_step(jm, model, x)
+    ref, ref_grads = _train_step(model, model, x)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    assert grads.keys() == ref_grads.keys()
+    torch.testing.assert_close(grads, ref_grads, rtol=1e-4, atol=1e-5)
+    _verify(jm)
+    assert _regions(jm)
+    if thunder.last_backward_traces(jm):  # thunder's own backward, when it makes one, is fused too
+        assert any(b.has_tag(Tag.FUSION) for b in thunder.last_backward_traces(jm)[-1].bound_symbols)
+
+
+def test_a_region_keeps_its_members_scopes():
+    model = GPT()
+    jm = thunder.jit(model, executors=["torchcompile"])
+    jm(torch.randint(0, 50, (2, 8)))
+    regions = _regions(jm)
+    assert regions
+    paths = set()
+    for r in regions:
+        for m in r.subsymbols:
+            assert m.scope is not None, f"{m.sym.id} in {r.sym.name} lost its scope"
+            # the region's scope is the innermost module call holding all its members
+            assert r.scope is None or any(s is r.scope for s in m.scope.chain())
+            paths.add(m.scope.path)
+    assert {"tok", "pos", "blocks.0.ln1", "blocks.0.attn.qkv", "blocks.1.mlp.1", "head"} <= paths
+    assert all(r.scope is not None and r.scope.path == "" and r.scope.cls == "GPT" for r in regions)
+
+
+def test_a_region_inside_one_module_has_that_scope():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
+    jm = thunder.jit(lambda x: model(x).cumsum(-1) * 2 + 1, executors=["torchcompile"])
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(jm(x), model(x).cumsum(-1) * 2 + 1)
+    r0, r1 = _regions(jm)
+    assert [m.scope.cls for m in r0.subsymbols] == ["Linear", "GELU"]
+    assert r0.scope.cls == "Sequential" and r1.scope is None  # mul and add are outside any module
+
+
+def test_one_op_that_torch_runs_whole_is_left_to_torch():
+    def fn(x):
+        return torch.nn.functional.layer_norm(x, (4,))
+
+    jfn = thunder.jit(fn, executors=["torchcompile"])
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(jfn(x), fn(x))
+    assert _regions(jfn) == []
+    (ln,) = [b for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
+    assert ln.info["claimed_by"] == "torch"
+    assert ln.info["declined"]["torchcompile"] == (
+        "torchcompile did not fuse it: a region of one op that torch runs whole has nothing to fuse"
+    )
+    # with a second op there is something to fuse
+    jfn = thunder.jit(lambda x: fn(x) * 2, executors=["torchcompile"])
+    torch.testing.assert_close(jfn(x), fn(x) * 2)
+    (region,) = _regions(jfn)
+    assert _members(region) == ["layer_norm", "mul"]
+
+
+def test_transformers_gpt2_matches_eager():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=16)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    ids = torch.randint(0, 100, (2, 6))
+    jm = thunder.jit(model, executors=["torchcompile"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.no_grad():
+            out = jm(ids, use_cache=False)
+            ref = model(ids, use_cache=False)
+        torch.testing.assert_close(out.logits, ref.logits, rtol=1e-5, atol=1e-5)
+        jm(ids, use_cache=False, labels=ids).loss.backward()
+        grads = {n: p.grad for n, p in model.named_parameters()}
+        model.zero_grad(set_to_none=True)
+        model(ids, use_cache=False, labels=ids).loss.backward()
+    torch.testing.assert_close(grads, {n: p.grad for n, p in model.named_parameters()}, rtol=1e-4, atol=1e-5)
+    _verify(jm)
+    assert _regions(jm)
+
+
+def _fusible(info) -> bool:
+    return not info.cuda and info.values and torch.float32 in info.dtypes
+
+
+# Compiling every op takes Inductor about 8 minutes on a CI machine: the suite takes every tenth
+# op; THUNDER_EVERY_OP=1 (``make check-torchcompile``) takes them all.
+_COMPILED_OPS = [i for i in OPS if not i.cuda and torch.float32 in i.dtypes]
+if os.environ.get("THUNDER_EVERY_OP") != "1":
+    _COMPILED_OPS = _COMPILED_OPS[::10]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("info", _COMPILED_OPS, ids=lambda i: i.id)
+def test_op_database_through_torchcompile(info):
+    """Each op (float32, first sample) with the torch.compile executor equals eager; even
+    alone (its regions of one op are compiled here, not left to torch)."""
+    from test_ops import _compare, _split_tensors
+
+    sample = info.samples(Maker(torch.float32))[0]
+    tensors, rebuild = _split_tensors(sample)
+
+    def fn(*ts):
+        args, kwargs = rebuild(ts)
+        return info.op(*args, **kwargs)
+
+    torch.manual_seed(0)
+    expected = (info.ref or info.op)(*sample.args, **sample.kwargs)
+    torch.manual_seed(0)
+    jfn = thunder.jit(fn, executors=[EveryRegion("torchcompile")])
+    _compare(info, torch.float32, sample, jfn(*tensors), expected, f"{info.id} through torchcompile")
+    _verify(jfn)
+
+
+class EveryRegion(TorchCompileExecutor):
+    """The torch.compile executor compiling regions of one op too."""
+
+    def region_reason(self, region):
+        return FusionExecutor.region_reason(self, region)
+
+
+def test_a_library_operator_stays_outside_and_independent_work_joins_across_it():
+    from test_custom_ops import scaled_rows
+
+    def fn(x, s):
+        a = x.sin() * 2
+        b = scaled_rows(a, s, 2)
+        return b.cos() + x.exp()[:2]
+
+    jfn = thunder.jit(fn, executors=["torchcompile"])
+    x, s = torch.randn(4, 3), torch.tensor(1.5)
+    torch.testing.assert_close(jfn(x, s), fn(x, s))
+    _verify(jfn)
+    r0, r1 = _regions(jfn)
+    # exp(x)[:2] does not need the operator: it joins the first region, which returns it
+    assert _members(r0) == ["sin", "mul", "exp", "getitem"]
+    assert [p.name for p in r0.args] == ["x"] and [p.name for p in r0.output] == ["t1", "t5"]
+    assert _members(r1) == ["cos", "add"] and [p.name for p in r1.args] == ["t2", "t5"]
+    ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
+    assert ids[1] == "torch.ops.thunder_test.scaled_rows.default"

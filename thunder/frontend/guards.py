@@ -1,0 +1,264 @@
+"""Guards on state the traced code read without it being an input: the plain attributes of
+modules and of the objects they hold (a config), globals and closure cells.
+
+The state is checked as a whole, by value, in one prologue line per object:
+
+    pythonex.check_module(m_fc1, torch_nn_modules_linear_Linear, ('training', 'in_features', 'out_features'), (True, 64, 64))
+    pythonex.check_items(g___main__, ('SCALE', 'helper'), (2.0, _helper))
+
+Each value is recorded as it was when the call began: literals (numbers, strings, None,
+dtypes, and tuples of them), functions, classes and other objects as themselves, mutable
+containers (lists, dicts, sets) as deep copies. A cached call first tests every value for
+identity in one C-level pass (``all(map(operator.is_, ...))``), which is what an unchanged
+state gives; only when that fails does it compare values exactly (type and value, so
+``2`` does not pass for ``2.0``), which is what a re-set value or a container needs.
+
+Objects held by attributes (instances of Python classes, such as a transformers config) get
+a check of their own state, two levels deep; objects further down, and objects inside
+containers, are checked by identity only.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import os
+import sysconfig
+import types
+from typing import Any
+
+import torch
+
+from thunder.ops.python import StateCheck
+
+# What nn.Module.__init__ puts into every module's __dict__, besides ``training``: the
+# parameters, buffers and submodules are checked as inputs, the hooks on their own.
+MODULE_MACHINERY = frozenset(k for k in torch.nn.Module().__dict__ if k != "training")
+# The hook dictionaries a module call reads (``Module._call_impl``).
+CALL_HOOKS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks_with_kwargs",
+)
+# The global hooks every module call reads (torch.nn.modules.module).
+GLOBAL_HOOKS = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_forward_hooks_always_called",
+    "_global_forward_hooks_with_kwargs",
+)
+
+_VALUE_TYPES = (
+    int,
+    float,
+    bool,
+    str,
+    bytes,
+    complex,
+    type(None),
+    type(Ellipsis),
+    slice,
+    range,
+    torch.dtype,
+    torch.device,
+    torch.Size,
+    torch.memory_format,
+    torch.layout,
+    enum.Enum,
+)
+_CONTAINERS = (list, tuple, dict, collections.OrderedDict, set, frozenset)
+# objects checked by identity only: their own state is not the program's input
+_IDENTITY_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    torch.Tensor,
+    torch.nn.Module,
+)
+# classes from these packages are machinery (loggers, locks), not program state
+_MACHINERY_PACKAGES = ("logging", "threading", "torch", "thunder", "weakref", "_thread", "abc", "typing")
+
+
+def state_check(items: dict, *, hooks: bool = False) -> StateCheck:
+    """The check of ``items`` (name -> snapshot)."""
+    return StateCheck(items.keys(), items.values(), hooks=hooks)
+
+
+def snapshot(v):
+    """What a guard compares ``v`` with on later calls: ``v`` itself when it cannot change
+    without being replaced (literals, tuples of them, objects checked by identity), else a
+    deep copy of the container."""
+    if is_immutable(v):
+        return v
+    t = type(v)
+    if t in (list, tuple, set, frozenset):
+        return t(snapshot(x) for x in v)
+    if t is dict or t is collections.OrderedDict:
+        return t((k, snapshot(x)) for k, x in v.items())
+    return v
+
+
+def is_immutable(v) -> bool:
+    if isinstance(v, _VALUE_TYPES):
+        return True
+    t = type(v)
+    if t is tuple or t is frozenset:
+        return all(is_immutable(x) for x in v)
+    return not isinstance(v, _CONTAINERS)
+
+
+def is_plain_object(v) -> bool:
+    """An instance of a Python class whose attributes are program state (a config)."""
+    t = type(v)
+    if isinstance(v, _VALUE_TYPES + _CONTAINERS + _IDENTITY_TYPES) or t.__module__ == "builtins":
+        return False
+    if t.__module__.split(".")[0] in _MACHINERY_PACKAGES:
+        return False
+    try:
+        object.__getattribute__(v, "__dict__")
+    except AttributeError:
+        return False
+    return True
+
+
+# -- globals and closure cells read by the user's code ------------------------------------
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # thunder itself
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """Code outside the standard library, installed packages and thunder: its globals and
+    closures are guarded (a library's module state is taken as fixed)."""
+    return not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIRS)
+
+
+def _codes(code: types.CodeType):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+@dataclasses.dataclass
+class CodeReads:
+    """The globals (per globals dict) and closure cells the user's functions may read, with
+    their values as the call began."""
+
+    globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
+
+
+def code_reads(functions, classes=()) -> CodeReads:
+    """What ``functions``, the methods of ``classes`` and the user functions they reach
+    through globals and closures read of globals and closure cells, and of the user's own
+    modules they import (``config.FLAG``). Names bound to modules are left out (``torch``,
+    ``F``): rebinding an imported module is not guarded."""
+    reads = CodeReads()
+    todo = list(functions)
+    for cls in classes:
+        for klass in cls.__mro__:
+            for v in vars(klass).values():
+                if isinstance(v, (staticmethod, classmethod)):
+                    v = v.__func__
+                if isinstance(v, types.FunctionType):
+                    todo.append(v)
+    seen: set[int] = set()
+    while todo:
+        fn = todo.pop()
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
+            continue
+        seen.add(id(fn))
+        g = fn.__globals__
+        _, values = reads.globals.setdefault(id(g), (g, {}))
+        for code in _codes(fn.__code__):
+            modules = []
+            for name in code.co_names:
+                if name in values or name not in g:
+                    continue
+                v = g[name]
+                if isinstance(v, types.ModuleType):
+                    if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
+                        modules.append(v)
+                    continue
+                values[name] = snapshot(v)
+                todo.extend(_reached(v))
+            for mod in modules:
+                d = vars(mod)
+                _, read = reads.globals.setdefault(id(d), (d, {}))
+                for name in code.co_names:
+                    v = d.get(name, _MISSING)
+                    if (
+                        v is _MISSING
+                        or name in read
+                        or isinstance(v, types.ModuleType)
+                        or name.startswith("__")
+                    ):
+                        continue
+                    read[name] = snapshot(v)
+                    todo.extend(_reached(v))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            if name == "__class__":  # the class a method using super() is defined in: fixed
+                continue
+            try:
+                v = cell.cell_contents
+            except ValueError:  # not set yet (a recursive helper defined later)
+                continue
+            reads.cells.append((cell, name, snapshot(v)))
+            todo.extend(_reached(v))
+    return reads
+
+
+_MISSING = object()
+
+
+def _is_user_module(mod: types.ModuleType) -> bool:
+    path = getattr(mod, "__file__", None)
+    return path is not None and not os.path.abspath(path).startswith(_LIBRARY_DIRS)
+
+
+def _reached(v) -> list:
+    """Functions whose code the traced code may run through ``v``."""
+    if isinstance(v, (types.FunctionType, types.MethodType)):
+        return [v]
+    if isinstance(v, type) and not issubclass(v, torch.nn.Module):  # modules: their shadows are guarded
+        return [f for k in v.__mro__ for f in vars(k).values() if isinstance(f, types.FunctionType)]
+    return []
+
+
+def guard_code_reads(inputs, reads: CodeReads) -> None:
+    """Prologue checks for ``reads``: one line per globals dict, one per closure cell."""
+    from thunder.core.proxies import AnyProxy
+    from thunder.core.symbol import BoundSymbol
+    from thunder.core.trace import sanitize_name
+    from thunder.ops import python as pyops
+
+    def holder(name: str, obj, t: type) -> AnyProxy:
+        p = AnyProxy(inputs.prologue.add_name(sanitize_name(name)), t)
+        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, p.name: obj}
+        inputs.guards.append(p)
+        return p
+
+    for g, values in reads.globals.values():
+        if values:
+            h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
+            inputs.checks.append(BoundSymbol(pyops.check_items, (h, state_check(values)), {}, None))
+    for cell, name, value in reads.cells:
+        h = holder(f"cell_{name}", cell, types.CellType)
+        inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))

@@ -1,0 +1,358 @@
+"""Modules while tracing: the traced code runs *shadows* of the user's modules.
+
+A shadow is an object of the module's own class whose ``__dict__`` is a copy of the
+module's, with proxies in place of its parameters, buffers and tensor attributes and
+shadows in place of its submodules (shared submodules stay shared). The user's modules are
+never changed while tracing: another thread calling them, or calling the cached program,
+at the same moment sees nothing of the trace, and a failed trace leaves them as they were.
+
+What ``forward`` writes lands in the shadows; afterwards each shadow is compared with how it
+started, and the writes (``self.calls += 1``, ``self.running = ...``, a new buffer value)
+go to the epilogue, which applies them to the real modules.
+
+What the trace read of each module is checked by the prologue: its parameters, buffers and
+tensor attributes as inputs, and its type, plain attributes and hooks in one line
+(``pythonex.check_module``, see ``thunder/frontend/guards.py``). The state checked is the
+state as the call began: a module attribute changed between calls (``m.eval()``,
+``m.scale = 2.0``, a new forward hook, a submodule replaced) is a cache miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import weakref
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import AnyProxy, TensorProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import sanitize_name
+from thunder.frontend.errors import UnsupportedValueError
+from thunder.frontend.fastpaths import FAST_PATHS
+from thunder.frontend.generate import NO_OWN_FORWARD
+from thunder.frontend.guards import (
+    CALL_HOOKS,
+    GLOBAL_HOOKS,
+    MODULE_MACHINERY,
+    is_plain_object,
+    snapshot,
+    state_check,
+)
+from thunder.frontend.inputs import _LITERAL_TYPES, Unpack
+from thunder.ops import python as pyops
+
+_ABSENT = object()
+# how deep the state of objects held by attributes (a config, its sub-configs) is checked
+_OBJECT_DEPTH = 2
+
+
+@dataclasses.dataclass
+class ObjectState:
+    """The attributes of a plain object (a config) as the call began, and the objects they hold."""
+
+    obj: Any
+    values: dict[str, Any]  # name -> snapshot
+    children: dict[str, ObjectState]
+
+
+def object_state(obj, depth: int = 0) -> ObjectState:
+    values, children = {}, {}
+    for name, v in object.__getattribute__(obj, "__dict__").items():
+        values[name] = snapshot(v)
+        if depth + 1 < _OBJECT_DEPTH and is_plain_object(v):
+            children[name] = object_state(v, depth + 1)
+    return ObjectState(obj, values, children)
+
+
+@dataclasses.dataclass
+class Shadow:
+    """One module of a traced tree: the real module, its shadow and what is known of both."""
+
+    real: torch.nn.Module
+    shadow: torch.nn.Module
+    holder: AnyProxy
+    state: dict[str, Any]  # the real module's plain attributes as the call began (snapshots)
+    objects: dict[str, ObjectState]  # plain objects held by attributes
+    initial: dict[str, Any]  # the shadow's __dict__ as made
+    params: dict[str, Any]  # the shadow's _parameters as made
+    buffers: dict[str, Any]
+    modules: dict[str, Any]
+    inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
+
+
+class ModuleShadows:
+    """The shadows made for one trace, by the id of the real module."""
+
+    def __init__(self, state):
+        self.state = state
+        self.by_id: dict[int, Shadow] = {}
+        self.of_shadow: dict[int, Shadow] = {}  # id(shadow) -> its record
+        self.order: list[Shadow] = []
+
+    def real_of(self, v):
+        """The user's module for a shadow (``v`` itself otherwise)."""
+        s = self.of_shadow.get(id(v))
+        return s.real if s is not None else v
+
+    def holder_of(self, v) -> AnyProxy | None:
+        s = self.of_shadow.get(id(v))
+        return s.holder if s is not None else None
+
+    # -- making shadows -----------------------------------------------------------------
+    def shadow(
+        self, module: torch.nn.Module, root: AnyProxy | None = None, prefix: str = "", scope_path: str = ""
+    ):
+        """The shadow of ``module`` and its submodules. ``root``: the module's proxy when it
+        is an argument (``None``: the jitted module, a name in the prologue's namespace);
+        ``prefix`` starts its tensors' names and ``scope_path`` its submodules' paths in
+        module scopes (``thunder/frontend/scopes.py``)."""
+        inputs = self.state.inputs
+        if root is None:
+            root = AnyProxy(inputs.prologue.add_name("module"), type(module))
+            inputs.module_proxy = root
+            inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, root.name: module}
+        if not self.order:
+            self._guard_global_hooks()
+        holders = {"": root}
+        made: list[Shadow] = []
+        for path, mod in module.named_modules(remove_duplicate=False):
+            holder = holders.get(path)
+            if holder is None:
+                parent_path, _, name = path.rpartition(".")
+                holder = AnyProxy(
+                    inputs.computation.add_name(f"m_{prefix}" + path.replace(".", "_")), type(mod)
+                )
+                inputs.prologue.names.add(holder.name)
+                inputs.sources[holder.name] = (holder, Unpack(holders[parent_path], "submodule", name), mod)
+                holders[path] = holder
+            known = self.by_id.get(id(mod))
+            if known is not None:  # a module met again (shared): it must stay the same object
+                if known.holder is not holder:
+                    inputs.checks.append(BoundSymbol(pyops.check_is, (holder, known.holder), {}, None))
+                    inputs.guards.append(holder)
+                continue
+            record = self._make(mod, holder, path, prefix)
+            made.append(record)
+        paths = self.state.module_paths
+        for path, mod in module.named_modules(remove_duplicate=False):
+            paths.setdefault(id(self.by_id[id(mod)].shadow), ".".join(p for p in (scope_path, path) if p))
+        for record in made:  # submodules: their shadows (the tree is complete now)
+            subs = {
+                k: (self.by_id[id(m)].shadow if m is not None else None)
+                for k, m in record.real._modules.items()
+            }
+            record.shadow.__dict__["_modules"] = subs
+            record.modules = dict(subs)
+            for k, v in list(record.shadow.__dict__.items()):  # modules held outside _modules
+                if isinstance(v, torch.nn.Module) and id(v) in self.by_id:
+                    record.shadow.__dict__[k] = self.by_id[id(v)].shadow
+            record.initial = dict(record.shadow.__dict__)
+        return self.by_id[id(module)].shadow
+
+    def _make(self, mod, holder: AnyProxy, path: str, prefix: str) -> Shadow:
+        inputs = self.state.inputs
+        shadow = object.__new__(type(mod))
+        d = dict(mod.__dict__)
+        state, objects, as_inputs = {}, {}, set()
+        tensors: dict[int, TensorProxy] = self.state.module_tensors
+        for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
+            made = {}
+            for name, t in table.items():
+                if t is None:
+                    made[name] = None
+                    continue
+                p = tensors.get(id(t))
+                if p is None:
+                    full = f"{path}.{name}" if path else name
+                    p = inputs.tensor(t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name))
+                    tensors[id(t)] = p
+                    inputs.seen.setdefault(id(t), p)
+                else:  # a tied parameter: the prologue checks it is still the same tensor
+                    alias = AnyProxy(inputs.computation.add_name(f"{holder.name}_{name}"), type(t))
+                    inputs.prologue.names.add(alias.name)
+                    inputs.sources[alias.name] = (alias, Unpack(holder, kind, name), t)
+                    inputs.checks.append(BoundSymbol(pyops.check_is, (alias, p), {}, None))
+                    inputs.guards.append(alias)
+                made[name] = p
+            d["_parameters" if kind == "param" else "_buffers"] = made
+        for name in MODULE_MACHINERY:
+            v = d.get(name)
+            if isinstance(v, (dict, set)) and name not in ("_parameters", "_buffers", "_modules"):
+                d[name] = type(v)(v)  # hooks registered while tracing stay in the shadow
+        own = getattr(d.get("forward"), "replaced", _ABSENT)
+        if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
+            del d["forward"]
+            if own is not NO_OWN_FORWARD:
+                d["forward"] = own
+        for name, v in mod.__dict__.items():
+            if name in MODULE_MACHINERY or (name == "forward" and own is not _ABSENT):
+                continue
+            if type(v) is torch.Tensor or isinstance(v, torch.nn.Parameter):
+                p = tensors.get(id(v))
+                if p is None:
+                    path_name = f"{path}.{name}" if path else name
+                    p = inputs.tensor(
+                        v, f"t_{prefix}" + path_name.replace(".", "_"), Unpack(holder, "attr", name)
+                    )
+                    tensors[id(v)] = p
+                    inputs.seen.setdefault(id(v), p)
+                d[name] = p
+                as_inputs.add(name)
+                continue
+            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
+                # a counter that changed between calls: traced as a value (frontend/numbers.py)
+                d[name] = inputs.dynamic_int(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
+                as_inputs.add(name)
+                continue
+            state[name] = snapshot(v)
+            if is_plain_object(v):
+                objects[name] = object_state(v)
+        fast = FAST_PATHS.get(type(mod))
+        if fast is not None and "forward" not in d:  # eager's input-dependent path, as traced
+            d["forward"] = types.MethodType(fast, shadow)
+        shadow.__dict__.update(d)
+        record = Shadow(
+            mod,
+            shadow,
+            holder,
+            state,
+            objects,
+            {},
+            dict(d["_parameters"]),
+            dict(d["_buffers"]),
+            {},
+            as_inputs,
+        )
+        self.by_id[id(mod)] = record
+        self.of_shadow[id(shadow)] = record
+        self.order.append(record)
+        return record
+
+    def _guard_global_hooks(self) -> None:
+        from torch.nn.modules import module as module_module
+
+        inputs = self.state.inputs
+        if not any(getattr(module_module, name, None) for name in GLOBAL_HOOKS):
+            inputs.global_checks.append(BoundSymbol(pyops.check_no_module_hooks, (), {}, None))
+            return
+        holder = AnyProxy(inputs.prologue.add_name("g_torch_nn_modules_module"), dict)
+        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, holder.name: module_module.__dict__}
+        hooks = {n: snapshot(getattr(module_module, n)) for n in GLOBAL_HOOKS if hasattr(module_module, n)}
+        inputs.checks.append(BoundSymbol(pyops.check_items, (holder, state_check(hooks)), {}, None))
+        inputs.guards.append(holder)
+
+    # -- after the trace ----------------------------------------------------------------
+    def finish(self) -> None:
+        """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
+        for record in self.order:
+            written = self._diff(record)
+            self._guard(record, written)
+
+    def _diff(self, record: Shadow) -> set[str]:
+        state = self.state
+        shadow, holder, mod = record.shadow, record.holder, record.real
+        written = set()
+        for name, v in shadow._parameters.items():
+            if record.params.get(name, _ABSENT) is not v:
+                raise UnsupportedValueError(
+                    f"thunder: forward assigns the parameter {type(mod).__qualname__}.{name}; assigning "
+                    "parameters while tracing is not supported"
+                )
+        for name, v in shadow._buffers.items():
+            if record.buffers.get(name, _ABSENT) is not v:
+                state.module_writes.append((holder, "set", name, v))
+        for name in record.buffers:
+            if name not in shadow._buffers:
+                state.module_writes.append((holder, "del", name, None))
+        if shadow._modules != record.modules or any(
+            shadow._modules[k] is not v for k, v in record.modules.items()
+        ):
+            raise UnsupportedValueError(
+                f"thunder: forward of {type(mod).__qualname__} adds or replaces submodules; not supported while tracing"
+            )
+        d = shadow.__dict__
+        reals = {id(p): t for t, p in self._tensors()}
+        for name, v in d.items():
+            old = record.initial.get(name, _ABSENT)
+            if old is v or _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
+                continue
+            if name in ("_parameters", "_buffers", "_modules"):
+                raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
+            state.module_writes.append((holder, "set", name, v))
+            written.add(name)
+            self._guard_written(record, name)
+        for name in record.initial:
+            if name not in d:
+                state.module_writes.append((holder, "del", name, None))
+                written.add(name)
+                self._guard_written(record, name)
+        return written
+
+    def _tensors(self):
+        """(real tensor, its proxy) for every parameter, buffer and tensor attribute."""
+        for record in self.order:
+            real = record.real
+            for table in (real._parameters, real._buffers):
+                for t in table.values():
+                    if t is not None:
+                        yield t, self.state.module_tensors[id(t)]
+            for name in record.inputs:
+                t = real.__dict__.get(name)
+                if isinstance(t, torch.Tensor) and id(t) in self.state.module_tensors:
+                    yield t, self.state.module_tensors[id(t)]
+
+    def _guard_written(self, record: Shadow, name: str) -> None:
+        # the value a write replaced was most likely read (``self.calls += 1``): the prologue
+        # checks it on its own line, so a counter that changed is named (see numbers.py)
+        inputs = self.state.inputs
+        if name in record.inputs:  # a tensor (an input) or a counter traced as a value
+            return
+        old = record.state.get(name, _ABSENT)
+        if old is _ABSENT:
+            inputs.guard_absent(record.holder, name)
+        elif isinstance(old, _LITERAL_TYPES):
+            guard = inputs.guard_attr(record.holder, name, old)
+            if type(old) is int:
+                self.state.written_numbers.add(guard)
+
+    def _guard(self, record: Shadow, written: set[str]) -> None:
+        inputs = self.state.inputs
+        state = {k: v for k, v in record.state.items() if k not in written}
+        hooks = [n for n in CALL_HOOKS if record.real.__dict__.get(n)]
+        if hooks:  # traced with hooks: they are checked by value, every one of them
+            for n in CALL_HOOKS:
+                if n in record.real.__dict__:
+                    state[n] = snapshot(record.real.__dict__[n])
+        check = state_check(state, hooks=bool(hooks))
+        bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
+        inputs.checks.append(bsym)
+        inputs.guards.append(record.holder)
+        for name, obj in record.objects.items():
+            if name in state:
+                self._guard_object(record.holder, name, obj)
+
+    def _guard_object(self, parent: AnyProxy, name: str, obj: ObjectState) -> None:
+        inputs = self.state.inputs
+        holder = AnyProxy(inputs.computation.add_name(f"{parent.name}_{name}"), type(obj.obj))
+        inputs.prologue.names.add(holder.name)
+        inputs.sources[holder.name] = (holder, Unpack(parent, "attr", name), obj.obj)
+        check = state_check(obj.values)
+        inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
+        inputs.guards.append(holder)
+        for child_name, child in obj.children.items():
+            self._guard_object(holder, child_name, child)
+
+
+def _rereads(old, new, reals: dict) -> bool:
+    """``new`` is ``old`` with the module's tensors read again: nothing to write back. (An
+    ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds
+    proxies in place of its parameters.)"""
+    if isinstance(new, TensorProxy):
+        return reals.get(id(new)) is old
+    if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
+        return _rereads(old(), new(), reals)
+    if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):
+        return all(o is n or _rereads(o, n, reals) for o, n in zip(old, new))
+    return False
