@@ -111,9 +111,15 @@ def _side_text(pair: Pair, p: PassModel, side: str, budget: int, out: list[str])
             if saved:
                 extra.append("reads saved: " + ", ".join(saved))
             targets = pair.targets(n)
-            if targets:
+            if targets and pair.target(n) is None:  # a fusion region: its parts link, below
+                extra.append(f"-> {_ops(len(targets))}, below")
+            elif targets:
                 extra.append("-> " + ", ".join(targets))
         out.append(pad + n.line + ("    " + " ".join(extra) if extra else ""))
+
+
+def _ops(n: int) -> str:
+    return f"{n} forward op{'' if n == 1 else 's'}"
 
 
 def _rows(nodes: list[Node], budget: int):
@@ -273,7 +279,8 @@ class _PairRenderer:
         else:
             targets = pair.targets(n)
             lines = {t: m.line for t in targets if (m := pair.forward.find(t)) is not None}
-        first = self.anchors[other].get(targets[0]) if targets and side == "backward" else None
+        region = side == "backward" and bool(targets) and pair.target(n) is None
+        first = self.anchors[other].get(targets[0]) if targets and side == "backward" and not region else None
         head = f'<span class="ln">{code}</span>'
         if first is not None:  # the line itself leads to the forward op it differentiates
             head = f'<a class="go" href="#{first}">{head}</a>'
@@ -281,7 +288,9 @@ class _PairRenderer:
         if comment:
             parts.append(f'<span class="ty ln">  # {escape(comment)}</span>')
         parts.append(badges_html(n, skip=("backward",) if side == "backward" else ()))
-        if targets:
+        if region:  # a fusion region: its parts link, below
+            parts.append(f'<span class="note"> \u2192 {_ops(len(targets))}, below</span>')
+        elif targets:
             arrow = "\u2190" if side == "forward" else "\u2192"
             parts.append(f'<span class="note"> {arrow}</span>')
             parts += [self._link(other, t, lines.get(t)) for t in targets]

@@ -277,4 +277,28 @@ def test_links_inside_a_fusion_region():
     assert '    t4 = torch.cos(x)  # t4: "cpu f32[2]"    reads saved: x -> t0' in text
     html = pair_html(pair, prefix="z")
     assert f'data-side="backward" data-id="{region.id}/t4">' in html
-    assert len(re.findall(r'class="lk" href="#z-b\d+"', html)) == 3
+    assert len(re.findall(r'class="lk" href="#z-b\d+"', html)) == 3  # the forward's, to the parts
+    assert "\u2192 2 forward ops, below" in html and "-> 2 forward ops, below" in text
+
+
+@pytest.mark.slow  # Inductor compiles the regions on the first call (seconds)
+def test_links_between_torch_compile_regions():
+    jfn = thunder.jit(small, executors=["torchcompile", "torch"])
+    jfn(torch.randn(2, 3, requires_grad=True), torch.randn(3, 2, requires_grad=True)).backward()
+    pair = model_of(jfn).pair()
+    (fw_region,) = [n for n in pair.forward.nodes if "fusion" in n.tags]
+    (bw_region,) = [n for n in pair.backward.nodes if "fusion" in n.tags]
+    assert pair.saved == _saved_of(jfn)
+    linked = 0
+    for n in bw_region.children:  # each part links to a part of the forward's region made of its rule's op
+        t = pair.target(n)
+        assert t is not None and t.startswith(fw_region.id + "/"), n.line
+        vjp = n.bsym_info.get("vjp")
+        assert vjp is None or vjp in _forward_syms(pair, t), (n.line, vjp, t)
+        linked += vjp is not None
+    assert linked >= 5
+    cos = next(n for n in bw_region.children if n.sym_id == "prims.cos")
+    assert pair.forward.find(pair.target(cos)).sym_id == "ltorch.sin"
+    html = pair_html(pair, prefix="c")
+    assert f'data-side="forward" data-id="{fw_region.id}/t1">' in html
+    assert f'data-to="{fw_region.id}/t1"' in html
