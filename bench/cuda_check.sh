@@ -3,7 +3,8 @@
 # maybe, no network): the CUDA tests (nvFuser regions executed when nvFuser loads, torch.compile
 # regions on the device), then, measured in one run, the speedups against eager of the
 # torch.compile executor (and of nvFuser if it loads) on a GELU MLP, layer norm, softmax and the
-# GPT-style block, forward and forward+backward, then the overhead benchmark on the device.
+# GPT-style block, forward and forward+backward, the overhead benchmark on the device, the
+# CUDA-marked explorer and subclass tests, and notebook 06 run on the device.
 # Each step has its own time limit so that one that hangs leaves the others their turn.
 # Writes its logs to $OUT when set.
 set -uo pipefail
@@ -26,3 +27,18 @@ timeout 240 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda \
 timeout 240 $py bench/fusion.py --device cuda --number 20 --repeat 10 \
   --programs "GELU MLP" "layer norm" "softmax" "GPT block" 2>&1 | grep -v '^DEBUG' | tee "$out/fusion_cuda.log"
 timeout 60 $py bench/overhead.py --no-compile 2>&1 | tee "$out/overhead.log"
+timeout 120 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests/explorer tests/test_subclasses.py \
+  2>&1 | tee "$out/cuda_explorer_tests.log"
+# notebook 06 on the device (needs nbclient and ipykernel; its outputs say which device ran it)
+timeout 180 $py - <<'PYEOF' 2>&1 | tee "$out/notebook06.log"
+import sys
+sys.path.insert(0, "tests/explorer")
+from pathlib import Path
+import test_notebooks as T
+nb = T.run_notebook(Path("notebooks/06_fusion_and_cuda.ipynb"), timeout=170)
+print("errors:", T._errors(nb))
+for c in nb.cells:
+    for o in c.get("outputs", []):
+        if o.get("output_type") == "stream":
+            print(o["text"][:1500])
+PYEOF

@@ -58,6 +58,19 @@ def scale_tensor(*shape, scale: float = 2.0, dtype=torch.float32, requires_grad:
     return out.requires_grad_() if requires_grad else out
 
 
+class DequantizingTensor(ScaleTensor):
+    """Like ScaleTensor, but every op returns plain tensors (the dequantized result)."""
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return DequantizingTensor(inner["_x"], inner["_scale"], outer_size, outer_stride)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        args, kwargs = pytree.tree_map_only(cls, lambda a: a._x * a._scale, (args, kwargs or {}))
+        return func(*args, **kwargs)
+
+
 class OffsetTensor(torch.Tensor):
     """Its value is ``_x + offset``; the offset is the flatten context (a Python float)."""
 

@@ -2,9 +2,9 @@
 ``thunder.executors.nvfuser``; each region's repro), and, on CUDA with nvFuser installed,
 regions executed by nvFuser against eager (marked ``cuda``, skipped elsewhere).
 
-On CPU the regions are formed by a copy of the executor that calls itself available and runs
-each region as torch calls: the partitioning and the repros are the real ones, only the
-execution is not.
+On CPU the regions are formed by ``nvfuserex.preview()``, the executor that calls itself
+available and runs each region as torch calls: the partitioning and the repros are the real
+ones, only the execution is not.
 """
 
 from __future__ import annotations
@@ -17,29 +17,8 @@ import thunder
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
 from thunder.executors import nvfuser
-from thunder.executors.nvfuserex import NvFuserExecutor, NvFuserRegion
 from thunder.executors.nvfuserex import executor as nvfuser_executor
-
-
-class NvFuserOnCpu(NvFuserExecutor):
-    """nvFuser's choices and regions; a region runs its torch program (no GPU here)."""
-
-    def __init__(self):
-        super().__init__("nvfuser")
-        self.regions: list[NvFuserRegion] = []
-
-    def unavailable_reason(self):
-        return None
-
-    def compile_region(self, region):
-        r = NvFuserRegion(region)
-        self.regions.append(r)
-
-        def run(*args):
-            out = r.torch_program(*args)
-            return out[0] if r.single else out
-
-        return run
+from thunder.executors.nvfuserex import preview
 
 
 def _regions(jfn):
@@ -48,7 +27,7 @@ def _regions(jfn):
 
 def test_nvfuser_regions_of_a_gpt_block_and_their_repros():
     model, x = Block(), torch.randn(2, 8, 32)
-    ex = NvFuserOnCpu()
+    ex = preview()
     jm = thunder.jit(model, executors=[ex])
     with torch.no_grad():
         torch.testing.assert_close(jm(x), model(x), rtol=1e-5, atol=1e-5)
@@ -79,7 +58,7 @@ def test_nvfuser_partitioning_respects_what_it_declines():
         d = x.cos()
         return c * d
 
-    jfn = thunder.jit(fn, executors=[NvFuserOnCpu()])
+    jfn = thunder.jit(fn, executors=[preview()])
     x = torch.randn(5)
     torch.testing.assert_close(jfn(x), fn(x))
     r0, r1 = _regions(jfn)

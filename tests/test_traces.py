@@ -113,6 +113,34 @@ def test_every_pass_verifies_and_round_trips():
         torch.testing.assert_close(trace.python_callable()(x, y), tuple(expected))
 
 
+def test_compiled_code_has_the_printed_programs_line_numbers():
+    # the callable is compiled without the subsymbol comments (empty lines in their place):
+    # every line number still means the same line, and the BoundSymbol, of str(trace)
+    def g(x):
+        with torch.no_grad():
+            y = torch.softmax(x, 0)
+        return torch.nn.functional.gelu(y) + x
+
+    jfn = thunder.jit(g)
+    jfn(torch.randn(4))
+    blanks = 0
+    for trace in thunder.last_traces(jfn) + thunder.last_prologue_traces(jfn):
+        full = trace.program()
+        compiled = trace.python_callable().__thunder_program__
+        assert (compiled.spans, compiled.line_map, compiled.body_start) == (
+            full.spans,
+            full.line_map,
+            full.body_start,
+        )
+        lines, full_lines = compiled.source.splitlines(), full.source.splitlines()
+        assert len(lines) == len(full_lines)
+        blanked = [f for c, f in zip(lines, full_lines) if c != f]
+        assert all(c == "" for c, f in zip(lines, full_lines) if c != f)
+        assert all(f.lstrip().startswith("# ") for f in blanked)
+        blanks += len(blanked)
+    assert blanks > 0
+
+
 def test_source_lines_are_kept_through_every_pass():
     def g(x):
         y = x.cos()  # the line the trace must remember

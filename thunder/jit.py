@@ -9,8 +9,10 @@ list of passes, runs over it. The cache is bounded (``thunder/cache.py``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import gc
 import time
 import traceback
 import warnings
@@ -108,20 +110,23 @@ def _fuse(trace: Trace, ctx: PassContext) -> Trace:
 def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     """The joint forward-and-backward trace, when an input requires grad under grad mode.
 
-    A program with tensor subclass values keeps torch's autograd over the ops it runs (its
-    subclass ops whole, as eager differentiates them: ``flatten_subclasses.py``), so it gets
-    no joint trace. A prim without a VJP rule leaves the computation as it is and notes the
-    error, which ``backward()`` raises."""
+    Tensor-subclass ops are differentiated as their torch-level ops
+    (``transforms/subclass_grad.py``); a subclass program whose gradient cannot be traced
+    keeps torch's autograd over the ops it runs (its subclass ops whole, as eager
+    differentiates them: ``flatten_subclasses.py``) and gets no joint trace. A prim without a
+    VJP rule leaves the computation as it is and notes the error, which ``backward()`` raises."""
     comp = bundle.computation
     if not needs_grad(comp):
-        return bundle
-    if has_subclasses(comp):
-        ctx.extra["autograd_records"] = True
         return bundle
     t0 = time.perf_counter()
     try:
         joint = differentiate(comp)
-    except NoVJPError as e:
+    except Exception as e:
+        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
+            ctx.extra["autograd_records"] = True
+            return bundle
+        if not isinstance(e, NoVJPError):
+            raise
         ctx.extra["grad_error"] = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
@@ -211,7 +216,8 @@ class ThunderFunction:
                 break
             else:
                 self.stats.cache_misses += 1
-                entry = self.compile(args, kwargs)
+                with _collection_paused():
+                    entry = self.compile(args, kwargs)
                 cargs, eargs = entry.prologue(*args, **kwargs)
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
@@ -283,6 +289,20 @@ class ThunderFunction:
                 stacklevel=3,
             )
         return entry
+
+
+@contextlib.contextmanager
+def _collection_paused():
+    """No cyclic garbage collection while a compilation makes its many long-lived objects
+    (proxies, BoundSymbols, traces): the young generations would be walked over and over,
+    about a tenth of a first call's time. The collector runs as usual afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _text_of(obj) -> str:

@@ -28,6 +28,7 @@ NOTEBOOKS = [
         "03_setattr_and_kv_cache.ipynb",
         "04_tensor_subclasses.ipynb",
         "05_autograd.ipynb",
+        "06_fusion_and_cuda.ipynb",
         "07_real_models.ipynb",
     )
 ]

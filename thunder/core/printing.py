@@ -21,8 +21,7 @@ import re
 
 import torch
 
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, proxies_in
 from thunder.core.tags import Tag
 
 
@@ -38,9 +37,12 @@ _DTYPES = {d: f"torch.{str(d).split('.')[-1]}" for d in vars(torch).values() if 
 class Printer:
     """Turns values into source text; remembers objects the source refers to by name."""
 
-    def __init__(self):
+    def __init__(self, *, blank_comments: bool = False):
         self.ctx: dict[str, object] = {}
         self._names: dict[int, str] = {}
+        # subsymbols (and headers) print as empty lines: the code to compile, whose line
+        # numbers are the full program's (see ``Trace.python_callable``)
+        self.blank_comments = blank_comments
 
     def name_object(self, obj, preferred: str) -> str:
         key = id(obj)
@@ -59,6 +61,9 @@ class Printer:
         t = type(x)
         if x is None or t is bool or t is int or t is str:
             return repr(x)
+        if t is tuple:
+            inner = ", ".join([self.value(v) for v in x])
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
         if t is float:
             if math.isnan(x) or math.isinf(x):
                 return f"float('{x}')"
@@ -71,11 +76,8 @@ class Printer:
             return f"torch.device({str(x)!r})"
         if isinstance(x, torch.Size):  # not a tuple: a prologue compares the type too
             return f"torch.Size({self.value(list(x))})"
-        if t is tuple:
-            inner = ", ".join(self.value(v) for v in x)
-            return f"({inner},)" if len(x) == 1 else f"({inner})"
         if t is list:
-            return "[" + ", ".join(self.value(v) for v in x) + "]"
+            return "[" + ", ".join([self.value(v) for v in x]) + "]"
         if t is dict:
             return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
         if t is slice:
@@ -102,8 +104,10 @@ class Printer:
         return self.name_object(x, "_" + re.sub(r"\W", "_", getattr(x, "__name__", type(x).__name__)))
 
     def call(self, sym_id: str, args, kwargs) -> str:
-        parts = [self.value(a) for a in args]
-        parts += [f"{k}={self.value(v)}" for k, v in kwargs.items()]
+        value = self.value
+        parts = [a.name if isinstance(a, Proxy) else value(a) for a in args]
+        if kwargs:
+            parts += [f"{k}={value(v)}" for k, v in kwargs.items()]
         return f"{sym_id}({', '.join(parts)})"
 
 
@@ -133,24 +137,41 @@ def bsym_line(bsym, printer: Printer) -> str:
     if custom is not None:
         return custom(bsym, printer)
     call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
-    out = output_str(printer, bsym.output)
+    output = bsym.output
+    if isinstance(output, Proxy):  # the common case, one value
+        return f'{output.name} = {call}  # {output.name}: "{output.type_string()}"'
+    out = output_str(printer, output)
     line = f"{out} = {call}" if out else call
-    comment = type_comment(tree_leaves(bsym.output))
+    comment = type_comment(proxies_in(output))
     return f"{line}  # {comment}" if comment else line
 
 
 def bsym_lines(bsym, indent: int, printer: Printer | None = None, *, comment: bool = False) -> list[str]:
     """The line for ``bsym`` and, below it as comments, its subsymbols, nested."""
-    printer = printer or Printer()
+    lines: list[str] = []
+    _add_lines(bsym, indent, printer or Printer(), comment, lines)
+    return lines
+
+
+def _add_lines(bsym, indent: int, printer: Printer, comment: bool, lines: list[str]) -> None:
+    if comment and printer.blank_comments:  # one empty line per comment line
+        lines += [""] * _comment_lines(bsym)
+        return
     pad = "  " * indent
-    lines = []
     if bsym.header:
         lines += [f"{pad}# {h}" for h in bsym.header.splitlines()]
     text = bsym_line(bsym, printer)
     lines.append(f"{pad}# {text}" if comment else f"{pad}{text}")
     for sub in bsym.subsymbols:
-        lines += bsym_lines(sub, indent + 1, printer, comment=True)
-    return lines
+        _add_lines(sub, indent + 1, printer, True, lines)
+
+
+def _comment_lines(bsym) -> int:
+    """How many lines ``bsym`` prints as a comment: its header, its line, its subsymbols'."""
+    n = 1 + (len(bsym.header.splitlines()) if bsym.header else 0)
+    for sub in bsym.subsymbols:
+        n += _comment_lines(sub)
+    return n
 
 
 @dataclasses.dataclass

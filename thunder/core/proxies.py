@@ -115,10 +115,17 @@ class TensorProxy(torch.Tensor, Proxy):
         device = torch.device(device) if not isinstance(device, torch.device) else device
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", 0)
+        shape = tuple(shape)
         t = torch.Tensor._make_wrapper_subclass(
-            cls, tuple(shape), dtype=dtype, device=device, requires_grad=requires_grad
+            cls, shape, dtype=dtype, device=device, requires_grad=requires_grad
         )
         t._thunder_name = name
+        # shape, dtype and device never change (a proxy never reaches the dispatcher): kept
+        # as plain attributes, read by every meta function and printed on every line
+        t.meta_shape = tuple(map(int, shape))  # the sizes torch accepted, as Python ints
+        t.meta_dtype = dtype
+        t.meta_device = device
+        t._type_string = None
         return t
 
     def __init__(self, *args, **kwargs):  # made by __new__; Proxy.__init__ does not apply
@@ -150,30 +157,17 @@ class TensorProxy(torch.Tensor, Proxy):
             "functorch transforms, C++ extensions); it is not supported." + where
         )
 
-    # Metadata read without going through any torch-function machinery.
-    @property
-    def meta_shape(self) -> tuple[int, ...]:
-        with torch._C.DisableTorchFunction():
-            return tuple(torch.Tensor.size(self))
-
-    @property
-    def meta_dtype(self) -> torch.dtype:
-        with torch._C.DisableTorchFunction():
-            return torch.Tensor.dtype.__get__(self)
-
-    @property
-    def meta_device(self) -> torch.device:
-        with torch._C.DisableTorchFunction():
-            return torch.Tensor.device.__get__(self)
-
     @property
     def meta_requires_grad(self) -> bool:
         with torch._C.DisableTorchFunction():
             return torch.Tensor.requires_grad.__get__(self)
 
     def type_string(self) -> str:
-        shape = ", ".join(str(s) for s in self.meta_shape)
-        return f"{device_str(self.meta_device)} {dtype_short(self.meta_dtype)}[{shape}]"
+        s = self._type_string
+        if s is None:
+            shape = ", ".join(str(d) for d in self.meta_shape)
+            s = self._type_string = f"{device_str(self.meta_device)} {dtype_short(self.meta_dtype)}[{shape}]"
+        return s
 
     def __repr__(self, *, tensor_contents=None) -> str:  # noqa: ARG002 - torch passes this kwarg
         return f'<TensorProxy {self.name}: "{self.type_string()}">'
@@ -196,11 +190,20 @@ def proxies_in(x) -> list:
     return out
 
 
+# Leaf types that are never proxies (skipped without a call).
+_PLAIN = frozenset({type(None), int, float, bool, str, torch.dtype, torch.device})
+
+
 def _collect(x, out: list) -> None:
     t = type(x)
     if t is tuple or t is list:
         for v in x:
-            _collect(v, out)
+            if type(v) in _PLAIN:
+                continue
+            if isinstance(v, Proxy):
+                out.append(v)
+            else:
+                _collect(v, out)
     elif t is dict:
         for v in x.values():
             _collect(v, out)
@@ -208,7 +211,7 @@ def _collect(x, out: list) -> None:
         _collect((x.start, x.stop, x.step), out)
     elif isinstance(x, Proxy):
         out.append(x)
-    elif x is None or t in (int, float, bool, str, torch.dtype, torch.device):
+    elif t in _PLAIN:
         return
     else:
         out.extend(p for p in tree_leaves(x) if isinstance(p, Proxy))

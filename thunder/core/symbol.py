@@ -69,9 +69,7 @@ class Symbol:
         set_(self, "__doc__", self.doc or getattr(fn, "__doc__", None))
 
     def __call__(self, *args, **kwargs):
-        from thunder.core.trace import current_trace
-
-        trc = current_trace()
+        trc = _current_trace()
         if trc is None:
             return self.eager(*args, **kwargs)
         return trc.record(self, args, kwargs)
@@ -89,6 +87,16 @@ class Symbol:
 
     def __reduce__(self):
         return (_symbol_by_id, (self.id,))
+
+
+def _current_trace():
+    """``thunder.core.trace.current_trace`` (which imports this module): found on the first
+    call, then called directly (every op recorded goes through here)."""
+    global _current_trace
+    from thunder.core.trace import current_trace
+
+    _current_trace = current_trace
+    return current_trace()
 
 
 # Every declared op (prims, torch language, aten), by id: what the tables are checked against.

@@ -201,8 +201,12 @@ class Trace:
         return "\n".join(lines[:-1] + [more, lines[-1]]) + "\n"
 
     def python_callable(self):
-        """The trace compiled to a Python function; ``fn.__thunder_program__`` is its Program."""
-        program = self.program()
+        """The trace compiled to a Python function; ``fn.__thunder_program__`` is the Program
+        it was compiled from: ``self.program()`` with its comment lines (subsymbols, headers)
+        left empty, which are most of a large trace's text. Every line number, span and the
+        line map are the full program's, so a line of the compiled code (in a traceback) is
+        the same line of ``str(trace)``."""
+        program = self.program(Printer(blank_comments=True))
         code = compile(program.source, f"thunder.{self.name}", "exec")
         ns = program.namespace()
         exec(code, ns)

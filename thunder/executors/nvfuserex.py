@@ -9,10 +9,14 @@ executors=["nvfuser"])`` raises with that reason.
 
 A region is defined once per input signature (which dimensions have extent 1; the other
 extents stay symbolic, so one definition serves every size) and run with
-``fd.execute(inputs)``. Inputs that are not contiguous are made contiguous first. nvFuser's
-outputs carry no autograd history, so with grad enabled and an input that requires grad the
-region runs its torch program instead (correct, not fused) until thunder computes gradients
-itself.
+``fd.execute(inputs)``. Inputs that are not contiguous are made contiguous first. Training
+fuses the forward and the backward traces (they run with grad mode off, inside thunder's
+autograd.Function); a region called with grad mode on and an input that requires grad (a
+program whose gradients thunder leaves to torch's autograd) runs its torch program instead:
+correct, not fused.
+
+``preview()`` forms nvFuser's regions on a machine without CUDA or nvFuser: the same choices
+and repros, each region run as torch calls, to read what nvFuser would fuse.
 
 Before::
 
@@ -102,6 +106,35 @@ class NvFuserRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: nvFuser region of {len(self.prims)} prims, {len(self.definitions)} defined>"
+
+
+class NvFuserPreview(NvFuserExecutor):
+    """nvFuser's regions and repros without nvFuser: each region runs its torch program.
+
+    ``regions`` lists the compiled regions (their ``prims``, ``inputs``, ``outputs`` and
+    ``repro()``) in the order they were formed."""
+
+    def __init__(self):
+        super().__init__("nvfuser")
+        self.regions: list[NvFuserRegion] = []
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def compile_region(self, region: Region):
+        r = NvFuserRegion(region)
+        self.regions.append(r)
+
+        def run(*args):
+            out = r.torch_program(*args)
+            return out[0] if r.single else out
+
+        return run
+
+
+def preview() -> NvFuserPreview:
+    """A fresh previewing nvFuser executor: ``thunder.jit(fn, executors=[preview()])``."""
+    return NvFuserPreview()
 
 
 executor = NvFuserExecutor("nvfuser")

@@ -108,7 +108,7 @@ def check_tensor_subclass(x, cls, shape, dtype, device, requires_grad, names, ct
         raise PrologueCheckFailed(f"expected dtype {dtype}, got {x.dtype}")
     if x.device != device:
         raise PrologueCheckFailed(f"expected device {device}, got {x.device}")
-    if x.requires_grad is not requires_grad:
+    if requires_grad is not None and x.requires_grad is not requires_grad:  # (None: either)
         raise PrologueCheckFailed(f"expected requires_grad={requires_grad}, got {x.requires_grad}")
     got_names, got_ctx = x.__tensor_flatten__()
     if tuple(got_names) != names:

@@ -18,6 +18,7 @@ import torch
 
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.trace import Trace
+from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.transforms.grad import differentiable_outputs
 
 
@@ -37,6 +38,10 @@ def no_grad_computation(trace: Trace) -> Callable:
 
 
 class DoubleBackwardError(RuntimeError):
+    pass
+
+
+class CotangentMismatchError(TypeError):
     pass
 
 
@@ -128,9 +133,16 @@ def grad_computation(
                 values[i] = t
             for i, v in zip(other_saved, ctx.other_saved):
                 values[i] = v
-        if all_diff:
-            return bw_fn(*values, *cotangents)
-        return bw_fn(*values, *[cotangents[j] for j in diff])
+        try:
+            if all_diff:
+                return bw_fn(*values, *cotangents)
+            return bw_fn(*values, *[cotangents[j] for j in diff])
+        except PrologueCheckFailed as e:  # the backward's checks of subclass cotangents
+            raise CotangentMismatchError(
+                f"thunder: the backward of {name} was traced for the gradient of each tensor-subclass output "
+                f"to be a tensor of the same subclass with inner tensors like the output's (what out.backward() "
+                f"passes), but {e}; pass such a gradient, or compute this gradient outside thunder.jit"
+            ) from e
 
     fn = type(
         f"ThunderFunction_{name}",

@@ -37,11 +37,12 @@ import torch
 
 from thunder.core.printing import output_str, type_comment
 from thunder.core.proxies import TensorProxy, dispatch_hook
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
-from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol, register
+from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, SourceLocation, Symbol, register
 from thunder.core.tags import Tag
+from thunder.core.trace import current_trace
 from thunder.frontend.errors import (
     DataDependentError,
     ThunderError,
@@ -167,6 +168,8 @@ def _module_name(cls: type) -> str:
 
 def _torch_path(func) -> tuple[str, object, bool]:
     """(how ``func`` prints, what runs, whether the printed path resolves to it)."""
+    if isinstance(func, Symbol):  # a thunder op of a backward (``ScaleTensor.prims.mul``)
+        return func.id, _runnable(func), False
     func = _OPERATORS.get(func, func)
     if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
         return f"torch.Tensor.{func.__self__.__name__}.__get__", func, True
@@ -606,3 +609,71 @@ def _where(call: _Call) -> str:
             f"{inside.function}" + (f": {code}" if code else "")
         )
     return text
+
+
+# -- ops on subclass values met after tracing (a backward's) --------------------------------
+def _runnable(sym: Symbol):
+    """What computes the thunder op ``sym`` on tensors: the torch callable of a torch-language
+    op, or a prim's eager implementation."""
+    if sym.torch_impl is not None:
+        return resolve_path(sym.torch_impl)
+    return sym.eager
+
+
+def dispatchable(sym: Symbol, args, kwargs) -> bool:
+    """Whether ``sym`` runs whole on tensors here (else its decomposition is resolved op by op)."""
+    if sym.torch_impl is not None:
+        return sym.impl_check is None or bool(sym.impl_check(*args, **kwargs))
+    return sym.meta is not None and sym in EAGER_IMPLS
+
+
+class _AfterTracing:
+    """What ``Subclasses`` reads of an acquisition, for ops resolved after it: the trace they
+    are recorded in. A real tensor the dispatch uses (a number torch wrapped into a tensor, a
+    tensor the subclass holds) is the object itself, named in the trace's ``ctx_objects``:
+    there are no new inputs, and it is read when the trace runs, as eager reads it then."""
+
+    inputs = None
+
+    def __init__(self, trace):
+        self.computation = trace
+
+    def current(self, p):
+        return p
+
+    def capture(self, t):
+        p = proxy_of(t)
+        if p is not None:
+            return p
+        if not is_plain_tensor(t):
+            raise UnsupportedValueError(
+                f"thunder: a {type(t).__qualname__} that is not a value of the trace is used by an op of a backward"
+            )
+        trace = self.computation
+        p = TensorProxy(trace.add_name("held"), tuple(t.shape), t.dtype, t.device)
+        trace.ctx_objects = {**trace.ctx_objects, p.name: t}
+        return p
+
+
+def instance_of(p: SubclassProxy) -> torch.Tensor:
+    """The instance of the subclass value ``p`` (built around its inner proxies if new)."""
+    if p.instance is None:
+        attach(p.subclass.__tensor_unflatten__(dict(p.inner), p.ctx, p.meta_shape, p.outer_stride), p)
+    return p.instance
+
+
+def dispatch_op(sym: Symbol, args, kwargs):
+    """``sym`` on subclass values after tracing, as their ``__torch_dispatch__`` resolves it:
+    one BoundSymbol in the current trace (``t5 = ScaleTensor.prims.mul(g_t4, 2)``, its
+    subsymbols the aten ops of the dispatch). Returns its output proxies."""
+    subclasses = Subclasses(_AfterTracing(current_trace()))
+    rargs, rkwargs = tree_map(
+        lambda v: instance_of(v) if isinstance(v, SubclassProxy) else v, (tuple(args), dict(kwargs))
+    )
+    out = subclasses.call(sym, rargs, rkwargs, None)
+
+    def proxy(v):
+        p = proxy_of(v) if isinstance(v, torch.Tensor) else None
+        return v if p is None else p
+
+    return tree_map(proxy, out)

@@ -6,7 +6,6 @@ not used for ops defined here.
 
 from __future__ import annotations
 
-import functools
 from numbers import Number
 
 import torch
@@ -45,11 +44,12 @@ def differentiable(dtype: torch.dtype) -> bool:
 
 def new_tensor(shape, dtype: torch.dtype, device, *inputs) -> TensorProxy:
     """An output proxy; it requires grad if grad is on and a floating input requires it."""
-    rg = (
-        differentiable(dtype)
-        and torch.is_grad_enabled()
-        and any(is_tensor(i) and requires_grad_of(i) for i in inputs)
-    )
+    rg = False
+    if (dtype.is_floating_point or dtype.is_complex) and torch.is_grad_enabled():
+        for i in inputs:
+            if isinstance(i, torch.Tensor) and requires_grad_of(i):
+                rg = True
+                break
     trc = current_trace()
     return TensorProxy(trc.make_name("t"), shape, dtype, device, rg)
 
@@ -107,14 +107,23 @@ def _number_dtype(x) -> torch.dtype:
 
 
 def _promote_all(dtypes) -> torch.dtype | None:
-    return functools.reduce(torch.promote_types, dtypes) if dtypes else None
+    if not dtypes:
+        return None
+    res = dtypes[0]
+    for d in dtypes[1:]:
+        if d is not res:  # promoting a dtype with itself gives it back: no call
+            res = torch.promote_types(res, d)
+    return res
 
 
 def result_dtype(*args) -> torch.dtype:
     """torch's type promotion: dimensioned tensors, then zero-dim tensors, then numbers."""
-    dims = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) > 0]
-    zeros = [dtype_of(a) for a in args if is_tensor(a) and len(shape_of(a)) == 0]
-    nums = [_number_dtype(a) for a in args if isinstance(a, Number)]
+    dims, zeros, nums = [], [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            (dims if len(shape_of(a)) > 0 else zeros).append(dtype_of(a))
+        elif isinstance(a, Number):
+            nums.append(_number_dtype(a))
     res = _promote_all(dims)
     for group, is_number in ((_promote_all(zeros), False), (_promote_all(nums), True)):
         if group is None:
@@ -142,7 +151,7 @@ def common_device(op: str, *args) -> torch.device:
         d = device_of(a)
         if dev is None:
             dev = d
-        elif d != dev:
+        elif d is not dev and d != dev:
             if d.type == "cpu" and len(shape_of(a)) == 0:
                 continue
             if dev.type == "cpu" and all(

@@ -117,19 +117,26 @@ imag = elementwise_unary("imag", Rule.REAL)
 
 # -- elementwise binary -------------------------------------------------------------------
 def _binary_meta(name: str, rule: Rule):
+    op = f"prims.{name}"
+
     def meta(a, b):
-        if not (is_tensor(a) or is_tensor(b)):
-            raise ShapeError(f"prims.{name}: expected at least one tensor")
-        for x in (a, b):
-            if not (is_tensor(x) or isinstance(x, Number)):
-                raise ShapeError(f"prims.{name}: expected a tensor or a number, got {type(x).__name__}")
-        shape = broadcast_shapes(*(shape_of(x) for x in (a, b) if is_tensor(x)), op=f"prims.{name}")
+        ta, tb = is_tensor(a), is_tensor(b)
+        if not (ta or tb):
+            raise ShapeError(f"{op}: expected at least one tensor")
+        for x, t in ((a, ta), (b, tb)):
+            if not (t or isinstance(x, Number)):
+                raise ShapeError(f"{op}: expected a tensor or a number, got {type(x).__name__}")
+        if ta and tb:
+            sa, sb = shape_of(a), shape_of(b)
+            shape = sa if sa == sb else broadcast_shapes(sa, sb, op=op)
+        else:
+            shape = shape_of(a if ta else b)
         dt = result_dtype(a, b)
         if rule is Rule.BOOL:
             dt = torch.bool
         elif rule is Rule.FLOAT and not (dt.is_floating_point or dt.is_complex):
             dt = torch.get_default_dtype()
-        return new_tensor(shape, dt, common_device(f"prims.{name}", a, b), a, b)
+        return new_tensor(shape, dt, common_device(op, a, b), a, b)
 
     meta.__name__ = f"{name}_meta"
     return meta

@@ -26,6 +26,7 @@ from thunder.ops.python import python_del
 def del_last_used(trace: Trace, *, executor_symbol=None) -> Trace:
     out = trace.derive("Delete Last Used")
     keep = {p.name for p in proxies_in(trace.output)} | {p.name for p in proxies_in(trace.args)}
+    keep |= set(trace.ctx_objects)  # (objects the program names, not its values)
     seen: set[str] = set(keep)
     new: list[BoundSymbol] = []
     for bsym in reversed(trace.bound_symbols):

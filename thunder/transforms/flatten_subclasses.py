@@ -26,12 +26,24 @@ After::
       t3 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t2, '_scale': x__scale}, None, (2, 2), (2, 1))
       return t3
 
-Gradients: autograd must see a subclass op as the op itself (eager differentiates
-``torch.add`` on the subclass, above its dispatch), never the aten ops on inner tensors.
-With a backward trace, each side is flattened on its own (``flatten_trace`` with the values
-crossing the forward/backward boundary kept as instances). Without one (the compiled program
-runs under torch's autograd), a program whose subclass ops need gradients keeps them whole
-and the torch executor runs each one on the real subclass values, as eager does.
+Gradients: a subclass op is differentiated as the op itself (eager differentiates
+``torch.add`` on the subclass, above its dispatch), never through the aten ops on inner
+tensors (``subclass_grad.py``). With a backward trace, this pass runs after the split and
+flattens each side on its own: autograd hands over real instances (the subclass inputs, the
+outputs, the values saved for the backward, the cotangents), so each side flattens them where
+it starts and rebuilds them where it ends, and is flat in between::
+
+    def forward(x):
+      (x__x, x__scale) = prims.flatten_tensor_subclass(x)
+      t0 = aten.mul.Tensor(x__x, x__scale)
+      ...
+      t7 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t6, '_scale': x__scale}, None, (), ())
+      return ((t7,), ())
+
+The backward first checks that each subclass cotangent is of the class and inner metadata
+it was traced for. Without a backward trace (a gradient thunder could not trace: the compiled
+program runs under torch's autograd), a program whose subclass ops need gradients keeps them
+whole and the torch executor runs each one on the real subclass values, as eager does.
 """
 
 from __future__ import annotations
@@ -65,11 +77,12 @@ def unflatten_bsym(p: SubclassProxy) -> BoundSymbol:
     )
 
 
-def _flat(values) -> list:
-    """Subclass values replaced by their inner tensors; each name once."""
+def _flat(values, keep: frozenset[str] = frozenset()) -> list:
+    """Subclass values (but those named in ``keep``) replaced by their inner tensors; each name once."""
     out, seen = [], set()
     for v in values:
-        for x in v.inner.values() if isinstance(v, SubclassProxy) else (v,):
+        opened = isinstance(v, SubclassProxy) and v.name not in keep
+        for x in v.inner.values() if opened else (v,):
             name = getattr(x, "name", None)
             if name is None or name not in seen:
                 out.append(x)
@@ -111,21 +124,35 @@ def flatten_trace(trace: Trace, keep: frozenset[str] = frozenset()) -> Trace:
     """
     out = trace.derive("Flatten tensor subclasses")
     kept_args = [p for p in trace.args if isinstance(p, SubclassProxy) and p.name in keep]
-    out.args = [p for p in trace.args if p.name in keep] + _flat(p for p in trace.args if p.name not in keep)
-    body = [flatten_bsym(p) for p in kept_args]
+    out.args = _flat(trace.args, keep)  # in order: the caller passes them by position
+    body, defined = [], {p.name for p in out.args}
+    for p in kept_args:
+        b = flatten_bsym(p)
+        # an inner tensor two kept values share (``x`` and ``x * 2`` hold the same scale) is
+        # defined by the first flatten; the others give that slot a name of its own
+        parts = tuple(t if t.name not in defined else _renamed(t, out) for t in b.output)
+        defined.update(t.name for t in parts)
+        body.append(b if all(a is t for a, t in zip(parts, b.output)) else b.from_bsym(output=parts))
     for bsym in trace.bound_symbols:
         body += _parts(bsym)
     outputs = list(tree_leaves(trace.output))
-    arg_names = {p.name for p in trace.args}
+    built = {p.name for p in trace.args}
     for p in outputs:
-        if isinstance(p, SubclassProxy) and p.name in keep and p.name not in arg_names:
+        if isinstance(p, SubclassProxy) and p.name in keep and p.name not in built:
+            built.add(p.name)  # (a value both returned and saved for the backward: once)
             body.append(unflatten_bsym(p))
     out.bound_symbols = body
+    if all(p.name in keep for p in outputs if isinstance(p, SubclassProxy)):
+        return out  # nothing to flatten in the output: its structure stays
     out.output = tuple(
         _flat(p for p in outputs if getattr(p, "name", None) not in keep)
         + [p for p in outputs if getattr(p, "name", None) in keep]
     )
     return out
+
+
+def _renamed(t: TensorProxy, trace: Trace) -> TensorProxy:
+    return TensorProxy(trace.add_name(t.name), t.meta_shape, t.meta_dtype, t.meta_device)
 
 
 def has_subclasses(trace: Trace) -> bool:
@@ -167,9 +194,11 @@ def flatten_tensor_subclasses(bundle: TraceBundle, ctx: PassContext) -> TraceBun
     """The flattening pass over a bundle: the computation (and the backward, where there is
     one) flattened; the prologue passes inner tensors; the epilogue rebuilds subclass results."""
     comp = bundle.computation
+    if bundle.backward is not None:
+        return _flatten_split(bundle)
     if not has_subclasses(comp):
         return bundle
-    if bundle.backward is None and needs_autograd(comp):
+    if needs_autograd(comp):
         _check_runs_whole(comp)
         return bundle  # torch's autograd differentiates each subclass op as in eager
     epi = bundle.epilogue
@@ -205,7 +234,41 @@ def flatten_tensor_subclasses(bundle: TraceBundle, ctx: PassContext) -> TraceBun
     )
     changes["epilogue"] = new_epi
 
-    if bundle.backward is not None:
-        bw = bundle.backward
-        changes["backward"] = flatten_trace(bw, frozenset(p.name for p in proxies_in((bw.args, bw.output))))
     return bundle.replace(**changes)
+
+
+def _boundary(trace: Trace) -> frozenset[str]:
+    return frozenset(p.name for p in proxies_in((trace.args, trace.output)) if isinstance(p, SubclassProxy))
+
+
+def _flatten_split(bundle: TraceBundle) -> TraceBundle:
+    """After the forward/backward split: autograd hands each side real instances (a subclass
+    input must be the Function's input for its gradient to reach it, a subclass output its
+    output), so both keep them at their boundary and are flat inside; the prologue and the
+    epilogue stay as they are. The backward checks each subclass cotangent is what it was
+    traced for (``out.backward()`` passes one of the output's class)."""
+    fw, bw = bundle.computation, bundle.backward
+    if not (has_subclasses(fw) or has_subclasses(bw)):
+        return bundle
+    new_bw = flatten_trace(bw, _boundary(bw))
+    cotangents = set(bw.info.get("cotangents", ()))
+    checked = [p for p in bw.args if p.name in cotangents and isinstance(p, SubclassProxy)]
+    if checked:
+        n = sum(isinstance(p, SubclassProxy) for p in bw.args)  # the flattens the body starts with
+        body = new_bw.bound_symbols
+        new_bw.bound_symbols = (
+            [_check_class(p) for p in checked]
+            + body[:n]
+            + [_check_inner(t) for p in checked for t in p.inner.values()]
+            + body[n:]
+        )
+    return bundle.replace(computation=flatten_trace(fw, _boundary(fw)), backward=new_bw)
+
+
+def _check_class(p: SubclassProxy) -> BoundSymbol:
+    meta = (p.meta_shape, p.meta_dtype, p.meta_device, None)  # (a gradient may require grad)
+    return BoundSymbol(pyops.check_tensor_subclass, (p, p.subclass, *meta, tuple(p.inner), p.ctx), {}, None)
+
+
+def _check_inner(t: TensorProxy) -> BoundSymbol:
+    return BoundSymbol(pyops.check_tensor, (t, t.meta_shape, t.meta_dtype, t.meta_device, False), {}, None)

@@ -46,6 +46,13 @@ from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
 from thunder.ops.vjp import VJPS
 from thunder.transforms.dce import dce
+from thunder.transforms.subclass_grad import (
+    SubclassGradError,
+    cotangent,
+    has_subclass_ops,
+    resolve_backward,
+    torch_level,
+)
 
 
 class NoVJPError(ThunderError, NotImplementedError):
@@ -255,8 +262,9 @@ def _forward_values_used(backward: list[BoundSymbol], grads, defined: set[str]) 
     used = _names(grads)
     for b in backward:
         used |= _names((b.args, b.kwargs))
+    defined = set(defined)
     for b in backward:
-        defined = defined | _names(b.output)
+        defined.update(p.name for p in proxies_in(b.output))
     return used - defined
 
 
@@ -331,25 +339,39 @@ def differentiate(trace: Trace) -> Trace:
         (len(trace.output) + j, arg_names.index(b.args[1].name)) for j, b in enumerate(writebacks)
     ]
 
+    # tensor-subclass ops are differentiated as their torch-level ops (subclass_grad.py)
+    subclasses = has_subclass_ops(forward)
+    differentiated = [f for b in forward for f in torch_level(b, joint)] if subclasses else forward
+
     backprop = _Backprop(joint)
     cotangents = []
     for o in differentiable_outputs(outputs, trace.args):
-        ct = TensorProxy(joint.add_name(f"g_{o.name}"), o.meta_shape, o.meta_dtype, o.meta_device)
+        ct = cotangent(o, joint)
         cotangents.append(ct)
         backprop.cot[o.name] = ct
     joint.grad_enabled = False  # the backward records no grad-mode blocks of its own
     with tracectx(joint), torch.no_grad():
-        backprop.run(forward, None)
-    joint.grad_enabled = trace.grad_enabled
+        backprop.run(differentiated, None)
     grads = tuple(backprop.cot.get(p.name) if _requires_grad(p) else None for p in trace.args)
 
     # drop what no gradient needs (rules compute every argument's gradient)
     scratch = joint.derive("scratch")
     scratch.bound_symbols, scratch.output = joint.bound_symbols, grads
     backward = dce(scratch).bound_symbols
-    forward, backward = _resolve_intermediates(
-        forward, backward, grads, _names(trace.args), _names(cotangents)
+    opened, backward = _resolve_intermediates(
+        differentiated, backward, grads, _names(trace.args), _names(cotangents)
     )
+    if subclasses:
+        if opened is not differentiated:
+            raise SubclassGradError(
+                "thunder: a tensor-subclass program draws random numbers that its backward needs; "
+                "thunder does not trace its gradient"
+            )
+        del joint.bound_symbols[:]  # (the list the trace records into)
+        backward, grads = resolve_backward(backward, grads, joint)
+    else:
+        forward = opened
+    joint.grad_enabled = trace.grad_enabled
 
     joint.bound_symbols = forward + backward
     joint.args = list(trace.args) + cotangents

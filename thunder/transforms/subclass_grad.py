@@ -1,0 +1,203 @@
+"""Gradients through tensor-subclass ops, for the grad pass (``thunder/transforms/grad.py``).
+
+A subclass op is differentiated as eager's autograd sees it: as the torch-level op, above
+the subclass's ``__torch_dispatch__``. ``torch_level`` gives its torch-language op on the same
+values, whose rules make the backward; the aten ops the dispatch ran are never
+differentiated (they may have no VJP rule). The backward's ops that meet subclass values (a
+subclass cotangent, a saved subclass input) are then resolved through the subclass's own
+dispatch (``resolve_backward``), as eager runs its backward formulas on subclass values.
+
+Forward op and the form its gradient is taken from::
+
+    t3 = ScaleTensor.torch.mul(x, 2)        t3 = ltorch.mul(x, 2)
+                                              # t3 = prims.mul(x, 2)
+
+Its backward, ``prims.mul(g_t3, 2)`` with the ScaleTensor cotangent ``g_t3``, resolved::
+
+    t6 = ScaleTensor.prims.mul(g_t3, 2)
+      # (g_t3__x, g_t3__scale) = prims.flatten_tensor_subclass(g_t3)
+      # t4 = aten.mul.Tensor(g_t3__x, g_t3__scale)
+      # t5 = aten.mul.Tensor(t4, 2)
+      # ...
+
+The flattening pass later opens these BoundSymbols on each side of the forward/backward
+split. What this cannot handle raises ``SubclassGradError``: the program then keeps torch's
+autograd over whole subclass ops (``thunder/jit.py``), never a gradient computed otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core.proxies import Proxy, TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.subclass import SubclassProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
+from thunder.core.trace import Trace, tracectx
+from thunder.frontend.errors import ThunderError, at
+from thunder.frontend.subclasses import dispatch_op, dispatchable
+from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+
+
+class SubclassGradError(ThunderError, NotImplementedError):
+    """A subclass op whose gradient thunder cannot trace."""
+
+
+def _sub(x, env: dict):
+    return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
+
+
+def _renamed(b: BoundSymbol, env: dict) -> BoundSymbol:
+    if not env:
+        return b
+    return b.from_bsym(
+        args=_sub(b.args, env),
+        kwargs=_sub(b.kwargs, env),
+        output=_sub(b.output, env),
+        subsymbols=[_renamed(s, env) for s in b.subsymbols],
+    )
+
+
+def _torch_op(fn):
+    """The torch-language op (or adapter) thunder maps the torch callable ``fn`` to."""
+    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
+        return PROPERTY_TO_THUNDER.get(fn.__self__.__name__)
+    try:
+        return TORCH_TO_THUNDER.get(fn)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+def _same_value_kind(got, want) -> bool:
+    """The same shape, and a gradient flows through both or neither (a dispatch that returns a
+    plain tensor made below autograd would cut the gradient eager's autograd gives)."""
+    if isinstance(want, TensorProxy):
+        return (
+            isinstance(got, TensorProxy)
+            and (got.meta_shape, got.meta_dtype) == (want.meta_shape, want.meta_dtype)
+            and (got.meta_requires_grad or not want.meta_requires_grad)
+            and (want.meta_requires_grad or not got.meta_requires_grad)
+        )
+    return not isinstance(got, torch.Tensor) and got == want
+
+
+def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
+    """The forward BoundSymbol ``b`` as the grad pass differentiates it: a subclass op as its
+    torch-language op on the same values (its outputs are ``b``'s), anything else as it is."""
+    if b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) and any(
+        isinstance(p, TensorProxy) and p.meta_requires_grad for p in proxies_in((b.args, b.output))
+    ):
+        raise SubclassGradError(
+            f"thunder: a {b.args[0].__qualname__} is built from tensors that require grad (or itself requires "
+            "grad); thunder does not trace gradients through building a tensor subclass" + at(b.source)
+        )
+    if not b.has_tag(Tag.TENSOR_SUBCLASS) or Tag.NO_GRAD in b.tags:
+        return [b]  # (under no_grad nothing flows through it)
+    target = _torch_op(b.sym.impl)
+    if target is None:
+        raise SubclassGradError(
+            f"thunder: cannot differentiate {b.sym.id}: thunder has no torch-language op for it"
+            + at(b.source)
+        )
+    # recorded apart, with names the trace does not use
+    scratch = Trace("scratch")
+    scratch.names, scratch._counters, scratch.grad_enabled = trace.names, trace._counters, True
+    try:
+        with tracectx(scratch), torch.enable_grad():
+            out = target(*b.args, **b.kwargs)
+    except Exception as e:  # (an op whose torch-language form refuses these arguments)
+        raise SubclassGradError(f"thunder: cannot differentiate {b.sym.id}: {e}" + at(b.source)) from e
+    got, want = tree_leaves(out), tree_leaves(b.output)
+    inputs = {p.name for p in proxies_in((b.args, b.kwargs))}
+    if (
+        not scratch.bound_symbols
+        or len(got) != len(want)
+        or not all(_same_value_kind(g, w) for g, w in zip(got, want))
+        or any(isinstance(g, Proxy) and g.name in inputs for g in got)
+    ):
+        raise SubclassGradError(
+            f"thunder: cannot differentiate {b.sym.id}: its torch-language op gives other values than the "
+            "subclass's dispatch" + at(b.source)
+        )
+    env = {g.name: w for g, w in zip(got, want) if isinstance(g, Proxy)}
+    return [_renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
+
+
+def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
+    return any(b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) for b in bsyms)
+
+
+def cotangent(o: TensorProxy, trace: Trace) -> TensorProxy:
+    """The cotangent proxy of the output ``o``: for a subclass output, a value of the same
+    subclass with inner tensors like ``o``'s (what ``out.backward()`` passes in eager)."""
+    name = trace.add_name(f"g_{o.name}")
+    if not isinstance(o, SubclassProxy):
+        return TensorProxy(name, o.meta_shape, o.meta_dtype, o.meta_device)
+    inner = {
+        attr: TensorProxy(trace.add_name(f"{name}_{attr}"), t.meta_shape, t.meta_dtype, t.meta_device)
+        for attr, t in o.inner.items()
+    }
+    return SubclassProxy(
+        name, o.subclass, inner, o.ctx, o.meta_shape, o.meta_dtype, o.meta_device, False, o.outer_stride
+    )
+
+
+def resolve_backward(bsyms: list[BoundSymbol], grads, trace: Trace) -> tuple[list[BoundSymbol], tuple]:
+    """The backward ``bsyms`` with every op that meets a subclass value resolved through the
+    subclass's dispatch (recorded with ``trace``'s names), and ``grads`` renamed to match."""
+    env: dict = {}
+    out: list[BoundSymbol] = []
+    with tracectx(trace), torch.no_grad():
+        for b in bsyms:
+            out += _resolve(b, env, trace, b)
+    return out, _sub(grads, env)
+
+
+def _resolve(b: BoundSymbol, env: dict, trace: Trace, top: BoundSymbol) -> list[BoundSymbol]:
+    args, kwargs = _sub((b.args, b.kwargs), env)
+    if not any(isinstance(p, SubclassProxy) for p in proxies_in((args, kwargs))):
+        return [_mark(_renamed(b, env), top)]
+    if not dispatchable(b.sym, args, kwargs):
+        if not b.subsymbols:
+            raise SubclassGradError(
+                f"thunder: the backward applies {b.sym.id} to a tensor subclass value, and it has no torch "
+                "implementation to run through the subclass's __torch_dispatch__" + at(top.source)
+            )
+        return [r for s in b.subsymbols for r in _resolve(s, env, trace, top)]
+    start = len(trace.bound_symbols)
+    try:
+        new_out = dispatch_op(b.sym, args, kwargs)
+    except Exception as e:
+        del trace.bound_symbols[start:]
+        if b.subsymbols:  # its decomposition may use aten ops the subclass handles
+            return [r for s in b.subsymbols for r in _resolve(s, env, trace, top)]
+        raise SubclassGradError(
+            f"thunder: the backward applies {b.sym.id} to a tensor subclass value, and its __torch_dispatch__ "
+            f"could not be traced: {e}" + at(top.source)
+        ) from e
+    new = trace.bound_symbols[start:]
+    del trace.bound_symbols[start:]
+    old_leaves, new_leaves = tree_leaves(b.output), tree_leaves(new_out)
+    if len(old_leaves) != len(new_leaves):
+        raise SubclassGradError(
+            f"thunder: {b.sym.id} on a tensor subclass value gives other outputs" + at(top.source)
+        )
+    for o, n in zip(old_leaves, new_leaves):
+        if isinstance(o, TensorProxy):
+            if not isinstance(n, TensorProxy) or (n.meta_shape, n.meta_dtype) != (o.meta_shape, o.meta_dtype):
+                raise SubclassGradError(
+                    f"thunder: {b.sym.id} on a tensor subclass value gives a value of another shape or dtype "
+                    "than on plain tensors" + at(top.source)
+                )
+            env[o.name] = n
+    return [_mark(n, top) for n in new]
+
+
+def _mark(b: BoundSymbol, top: BoundSymbol) -> BoundSymbol:
+    """``b`` stands for (part of) the backward BoundSymbol ``top``: its tags, line and notes."""
+    if b is top:
+        return b
+    return b.from_bsym(
+        tags=b.tags | top.tags, source=top.source, scope=top.scope, info={**b.info, **top.info}
+    )
