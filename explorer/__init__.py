@@ -7,6 +7,7 @@
     explorer.explore(jfn, modules=True)       # ... grouped by nn.Module (tree and graph)
     explorer.graph_of(jfn, modules=True)      # module clusters, repeated layers folded
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
+    explorer.pair_of(jfn)                     # forward and backward side by side, links between
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
@@ -25,6 +26,15 @@ def model_of(obj, *, entry: int | None = None):
     from explorer.compilation import model_of
 
     return model_of(obj, entry=entry)
+
+
+def pair_of(obj, *, backward_index: int = -1, entry: int | None = None):
+    """The forward and backward of a jitted function (or a TraceModel) as a pair
+    (``explorer.pair.Pair``): shows them side by side in a notebook, ``.text()`` and
+    ``.graph()``; None when nothing was differentiated."""
+    from explorer.compilation import model_of
+
+    return model_of(obj, entry=entry).pair(backward_index)
 
 
 def explore(
@@ -125,4 +135,4 @@ from explorer.display import register_displays  # noqa: E402
 register_displays()
 
 
-__all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "to_html"]
+__all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "pair_of", "to_html"]

@@ -14,7 +14,8 @@ default modules deeper than ``module_depth`` are, and so are repeated layers aft
 
 Executors are told apart by colour *and* by shape / border (dashed: not claimed by any
 executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
-own and a bold border.
+own and a bold border. A tensor-subclass value is drawn with its inner tensors: an input as
+``ScaleTensor f32[2, 2]`` over ``_x f32[2, 2]`` and ``_scale f32[]``, an edge with both.
 """
 
 from __future__ import annotations
@@ -228,8 +229,9 @@ def graph_dot(
 
 
 class _DotWriter:
-    def __init__(self, proxies, max_nodes, highlight):
+    def __init__(self, proxies, max_nodes, highlight, prefix: str = ""):
         self.proxies = proxies
+        self.prefix = prefix  # of every node and cluster name: two writers can share one graph
         self.max_nodes = max_nodes
         self.highlight = highlight
         self.lines: list[str] = []
@@ -284,17 +286,27 @@ class _DotWriter:
     def input_node(self, name: str) -> None:
         info = self.proxies.get(name)
         label = name + (f"\n{info.label()}" if info else "")
-        nid = f"in_{len(self.producer)}"
-        self.lines.append(f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"];')
+        nid = f"{self.prefix}in_{len(self.producer)}"
+        border = ""
+        if info is not None and info.subclass:  # a tensor subclass: its inner tensors below it
+            label += "".join(f"\n{x}" for x in info.inner_labels())
+            border = f' color="{TAG_STYLE["tensor_subclass"][1]}" penwidth=2.2'
+            self.seen_styles.add(("tag", "tensor_subclass"))
+        self.lines.append(
+            f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"{border}];'
+        )
         self.producer[name] = nid
 
-    def return_node(self, output: list[str]) -> None:
-        self.lines.append('  ret [label="return" shape=Msquare style=filled fillcolor="#f5f5f5"];')
+    def return_node(self, output: list[str], indent: int = 1) -> None:
+        ret = f"{self.prefix}ret"
+        self.lines.append(
+            f'{"  " * indent}{ret} [label="return" shape=Msquare style=filled fillcolor="#f5f5f5"];'
+        )
         self._resolve_reads()
         for name in output:
             src = self.producer.get(name)
             if src is not None:
-                self.edge_list.append((src, "ret", name))
+                self.edge_list.append((src, ret, name))
 
     def nodes(self, nodes: list[Node], depth: int, indent: int, executor: str | None = None) -> None:
         """Draw ``nodes`` opened down to ``depth``; ``executor`` is the enclosing claim's."""
@@ -317,7 +329,7 @@ class _DotWriter:
         if self.count >= self.max_nodes:
             self.cut += 1
             return
-        nid = f"n{self.count}"
+        nid = f"{self.prefix}n{self.count}"
         self.count += 1
         self.lines.append(f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)}];")
         self.reads.append((nid, n.inputs))
@@ -362,7 +374,7 @@ class _DotWriter:
         label = f"{g.name} ({g.cls})"
         pen = 2.5 if g.id in self.highlight else 1.2
         self.lines.append(
-            f'{pad}subgraph cluster_{self.clusters} {{ label={_q(_short(label, 70))} style="rounded,dotted" '
+            f'{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(_short(label, 70))} style="rounded,dotted" '
             f'color="{MODULE_BORDER}" penwidth={pen} fontname="Helvetica" fontsize=10 '
             f"tooltip={_q(f'module {g.summary()}')};"
         )
@@ -376,7 +388,7 @@ class _DotWriter:
         if self.count >= self.max_nodes:
             self.cut += 1
             return
-        nid = f"n{self.count}"
+        nid = f"{self.prefix}n{self.count}"
         self.count += 1
         ops = sum(g.op_count() for g in groups)
         first, last = groups[0], groups[-1]
@@ -417,7 +429,7 @@ class _DotWriter:
             label += f" [{executor}]"
         style = 'style="filled,bold" fillcolor="#f3faf0"' if fusion else 'style="rounded,dashed"'
         self.lines.append(
-            f"{pad}subgraph cluster_{self.clusters} {{ label={_q(label)} {style} color={_q(border)} "
+            f"{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(label)} {style} color={_q(border)} "
             f'fontname="Courier" fontsize=10 tooltip={_q(outer.line)};'
         )
         self.nodes(inner.children, depth - 1, indent + 1, executor)
@@ -455,7 +467,10 @@ class _DotWriter:
             f"fillcolor={_q(fill)} color={_q(border)} penwidth={penwidth} tooltip={_q(n.line)}"
         )
 
-    def edges(self) -> None:
+    def edges(self, attrs=None) -> None:
+        """The edges, one per (producer, consumer) pair; ``attrs(src, dst, names)`` gives DOT
+        attributes ({name: quoted value}) that replace or add to an edge's (the pair graph
+        draws the saved values crossing the cut its way)."""
         merged: dict[tuple[str, str], list[str]] = {}
         for src, dst, name in self.edge_list:
             merged.setdefault((src, dst), []).append(name)
@@ -463,11 +478,19 @@ class _DotWriter:
             labels = []
             for name in names[:2]:
                 info = self.proxies.get(name)
-                labels.append(info.label() if info is not None else name)
+                if info is None:
+                    labels.append(name)
+                elif info.subclass:  # its inner tensors too
+                    labels.append(f"{info.label()}\n({', '.join(info.inner_labels())})")
+                else:
+                    labels.append(info.label())
             if len(names) > 2:
                 labels.append(f"+{len(names) - 2}")
             tip = ", ".join(names)
-            self.lines.append(f"  {src} -> {dst} [label={_q(' '.join(labels))} tooltip={_q(tip)}];")
+            a = {"label": _q(" ".join(labels)), "tooltip": _q(tip)}
+            if attrs is not None:
+                a.update(attrs(src, dst, names))
+            self.lines.append(f"  {src} -> {dst} [{' '.join(f'{k}={v}' for k, v in a.items())}];")
 
     def legend(self) -> None:
         items = []

@@ -12,6 +12,7 @@ from html import escape
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
+from explorer.pair_view import pair_html, pair_summary
 from explorer.style import stylesheet
 from explorer.text import fmt_seconds, source_diff, source_text
 from explorer.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
@@ -54,11 +55,13 @@ def model_html(
     budget: int = STATIC_BUDGET,
     kind: str | None = None,
     modules: bool = False,
+    pair_open: bool = False,
 ) -> str:
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
     most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
-    module (its lines closed)."""
+    module (its lines closed). A compilation with a backward ends with its forward and
+    backward side by side (``explorer.pair_view``), open with ``pair_open``."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
@@ -92,6 +95,13 @@ def model_html(
                 )
             parts.append("</details>")
         parts.append("</details>")
+    pair = model.pair()
+    if pair is not None:
+        parts.append(
+            f'<details class="pairs"{" open" if pair_open else ""}><summary><b>forward and backward</b> '
+            f'<span class="note">{escape(pair_summary(pair))}</span></summary>'
+            f"{pair_html(pair, budget=budget)}</details>"
+        )
     if model.entries:
         parts.append(cache_html(model))
     return wrap("".join(parts))

@@ -33,7 +33,7 @@ class MagicUsageError(ValueError):
 
 USAGE = (
     "usage: %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] "
-    "[--view tree|graph|source|diff|timing] [--modules] fn(args)"
+    "[--view tree|graph|source|diff|timing|pair|pair-graph] [--modules] fn(args)"
 )
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
+from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag
 
 TRACE_KINDS = ("prologue", "computation", "epilogue", "backward")
@@ -62,7 +63,9 @@ def _is_proxy(x) -> bool:
 
 @dataclasses.dataclass
 class ProxyInfo:
-    """What is known about one named value: ``kind`` is tensor, number or object."""
+    """What is known about one named value: ``kind`` is tensor, number or object. A tensor
+    subclass value also has its class's name in ``subclass`` and its inner tensors (attribute
+    -> ProxyInfo, in ``__tensor_flatten__``'s order) in ``inner``."""
 
     name: str
     kind: str
@@ -71,12 +74,14 @@ class ProxyInfo:
     dtype: str | None = None
     device: str | None = None
     requires_grad: bool | None = None
+    subclass: str | None = None
+    inner: dict[str, ProxyInfo] | None = None
 
     @staticmethod
     def of(p) -> ProxyInfo:
         if isinstance(p, TensorProxy):
             shape = list(p.meta_shape)
-            return ProxyInfo(
+            info = ProxyInfo(
                 p.name,
                 "tensor",
                 p.type_string(),
@@ -85,14 +90,24 @@ class ProxyInfo:
                 str(p.meta_device),
                 bool(p.meta_requires_grad),
             )
+            if isinstance(p, SubclassProxy):
+                info.subclass = p.subclass.__name__
+                info.inner = {k: ProxyInfo.of(v) for k, v in p.inner.items()}
+            return info
         kind = "number" if isinstance(p, NumberProxy) else "object" if isinstance(p, AnyProxy) else "value"
         return ProxyInfo(p.name, kind, p.type_string())
 
     def label(self) -> str:
-        """``f32[2, 3]`` for a tensor, the type's own name for anything else (edge labels)."""
+        """``f32[2, 3]`` for a tensor, ``ScaleTensor f32[2, 3]`` for a tensor subclass, the
+        type's own name for anything else (edge labels)."""
         if self.kind == "tensor":
-            return f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
+            plain = f"{self.dtype}[{', '.join(str(s) for s in self.shape)}]"
+            return f"{self.subclass} {plain}" if self.subclass else plain
         return self.type.rsplit(".", 1)[-1]
+
+    def inner_labels(self) -> list[str]:
+        """A tensor subclass's inner tensors, ``["_x f32[2, 2]", "_scale f32[]"]`` ([] for others)."""
+        return [f"{k} {v.label()}" for k, v in (self.inner or {}).items()]
 
 
 @dataclasses.dataclass
@@ -130,6 +145,9 @@ class Node:
     tags = property(lambda self: self._facts.tags, doc="Tags worth showing (see NOTABLE_TAGS).")
     source = property(lambda self: self._facts.source, doc="The user's source line, if recorded.")
     info = property(lambda self: self._facts.info, doc="BoundSymbol.info, as plain data.")
+    bsym_info = property(
+        lambda self: self._facts.bsym.info, doc="BoundSymbol.info as it is (read without converting it)."
+    )
     sym = property(lambda self: self._facts.bsym.sym.name)
     module = property(lambda self: self._facts.bsym.sym.module)
     header = property(lambda self: self._facts.bsym.header)
@@ -386,6 +404,7 @@ class TraceModel:
     timings: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     timing_device: str | None = None
     entry_index: int | None = None
+    _pairs: dict = dataclasses.field(default_factory=dict, repr=False)  # backward pass -> Pair
 
     # -- building -------------------------------------------------------------------------
     @staticmethod
@@ -407,6 +426,19 @@ class TraceModel:
     @property
     def kinds(self) -> list[str]:
         return list(self.series)
+
+    def pair(self, backward_index: int = -1):
+        """The forward and backward passes as a pair (``explorer.pair.Pair``): the backward
+        pass ``backward_index`` and the forward pass the same pass made; None without a backward."""
+        from explorer.pair import pair_of
+
+        bs = self.series.get("backward")
+        if bs is None:
+            return None
+        index = range(len(bs.passes))[backward_index]
+        if index not in self._pairs:
+            self._pairs[index] = pair_of(self, index)
+        return self._pairs[index]
 
     def input_links(self) -> dict[str, list[str]]:
         """Computation input -> ids of the final prologue's lines that unpack or check it."""
@@ -451,6 +483,7 @@ class TraceModel:
             "timing_device": self.timing_device,
             "entry_index": self.entry_index,
             "input_links": self.input_links(),
+            "pair": pair.to_dict() if (pair := self.pair()) is not None else None,
         }
 
     def to_json(self, **kwargs) -> str:

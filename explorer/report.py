@@ -1,6 +1,7 @@
 """A self-contained HTML report: ``explorer.to_html(jfn, "report.html")``.
 
-One page, no CDN, no script: trace kinds and passes are CSS radio buttons (a label per
+One page, no CDN, no script: trace kinds (and, with a backward, the forward and backward side
+by side, linked by page anchors) and passes are CSS radio buttons (a label per
 pass, "previous" / "next" labels in each pane), trees fold with ``<details>``, graphs are
 inline SVG laid out by ``dot``. It reads the same offline, in any browser, from a file.
 """
@@ -13,6 +14,7 @@ from html import escape
 from explorer.graph import count_nodes, render_graph
 from explorer.html import cache_html, diff_html, pass_header_html, source_html
 from explorer.model import PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.pair_view import pair_graph, pair_html
 from explorer.style import stylesheet
 from explorer.text import fmt_seconds
 from explorer.tree import DEFAULT_BUDGET, tree_html
@@ -32,6 +34,7 @@ body{margin:16px 22px;background:#fff}
 .thx .graph{overflow:auto;border:1px solid #eee;max-height:900px}
 """
 TIMING_ROWS = 30  # the slowest lines listed in each final pass
+PAIR_TAB = "pair"  # the tab of the forward and backward side by side (a name no trace kind has)
 
 
 def _id(*parts) -> str:
@@ -55,7 +58,7 @@ def report_html(
     ``graphs``: "all" (a graph per pass), "final" (final passes only), "none", or "auto"
     (all passes of a series when its final trace has at most 300 bound symbols, else final).
     ``kind``: the trace kind the page opens on (default: the one an Explorer shows, else the
-    computation). Each tree, list of changes, text diff and printed trace shows at most
+    computation; ``"pair"``: the forward and backward side by side). Each tree, list of changes, text diff and printed trace shows at most
     ``budget`` elements, so the page of a 40,000-line program stays a few MB. ``modules``:
     trees grouped by module and graphs in module clusters (where scopes were recorded).
     """
@@ -72,7 +75,8 @@ def report_html(
 
         model = model_of(obj)
     kinds = list(model.series)
-    if kind is not None and kind not in model.series:
+    pair = model.pair()
+    if kind is not None and kind not in model.series and not (kind == PAIR_TAB and pair is not None):
         raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds) or 'none'}")
     rules = []
     parts = [f"<h1>thunder: {escape(title or model.title)}</h1>"]
@@ -87,13 +91,17 @@ def report_html(
 
     # trace-kind radios come first so each section (a later sibling) can be shown by them
     default_kind = kind or ("computation" if "computation" in kinds else (kinds[0] if kinds else None))
-    for k in kinds:
+    tabs = kinds + ([PAIR_TAB] if pair is not None else [])
+    for k in tabs:
         checked = " checked" if k == default_kind else ""
         parts.append(f'<input type="radio" class="rad" name="kind" id="{_id(k)}"{checked}>')
     parts.append('<div class="tabs">')
     for k in kinds:
         s = model.series[k]
         parts.append(f'<label for="{_id(k)}">{escape(k)} ({len(s.passes)} passes)</label>')
+    if pair is not None:
+        parts.append(f'<label for="{_id(PAIR_TAB)}">forward + backward</label>')
+    for k in tabs:
         rules.append(f"#{_id(k)}:checked~.kind.{_id('k', k)}{{display:block}}")
         rules.append(
             f"#{_id(k)}:checked~.tabs label[for={_id(k)}]{{background:#e3f2fd;border-color:#1976d2}}"
@@ -103,6 +111,8 @@ def report_html(
         s = model.series[k]
         at = shown.get(k, len(s.passes) - 1)
         parts.append(_series_html(model, s, at, rules, graphs, graph_depth, open_depth, budget, modules))
+    if pair is not None:
+        parts.append(_pair_section(pair, graphs, graph_depth, budget))
     if model.entries:
         parts.append(cache_html(model))
     css = stylesheet() + REPORT_CSS + "\n".join(rules)
@@ -112,6 +122,24 @@ def report_html(
         f"<title>thunder: {escape(model.title)}</title><style>{css}</style></head>"
         f'<body><div class="thx">{body}</div></body></html>\n'
     )
+
+
+def _pair_section(pair, graphs: str, graph_depth: int, budget: int) -> str:
+    """The final forward and backward side by side, and their graph (unless ``graphs`` is "none")."""
+    out = [f'<div class="kind {_id("k", PAIR_TAB)}">', pair_html(pair, budget=budget)]
+    if graphs != "none":
+        depth = (
+            graph_depth
+            if max(count_nodes(p.nodes, graph_depth, 250) for p in (pair.forward, pair.backward)) <= 250
+            else 0
+        )
+        g = pair_graph(pair, depth=depth)
+        out.append(
+            f"<details open><summary>Dataflow graph of both (depth {g.depth}, {g.nodes} nodes)</summary>"
+        )
+        out.append(g.html() + "</details>")
+    out.append("</div>")
+    return "".join(out)
 
 
 def _series_html(

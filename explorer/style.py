@@ -27,6 +27,7 @@ TAG_STYLE: dict[str, tuple[str, str, str | None, str]] = {
     "fusion": ("fusion", "#2e7d32", None, "bold"),
     "backward": ("backward", "#1565c0", None, ""),
     "saved_for_backward": ("saved", "#a66b00", None, ""),
+    "recomputed": ("recomputed", "#6a1b9a", None, ""),
     "prologue_check": ("check", "#666666", "diamond", ""),
     "unpack": ("unpack", "#666666", "invhouse", ""),
     "inplace": ("in-place", "#c62828", None, ""),

@@ -377,4 +377,9 @@ def model_text(model: TraceModel) -> str:
         f = s.final
         out.append(f"\n{kind}: {len(s.passes)} passes, final has {len(f.nodes)} bound symbols")
         out.append(passes_text(s))
+    pair = model.pair()
+    if pair is not None:
+        from explorer.pair_view import pair_summary  # (it imports this module)
+
+        out.append(f"\npair: {pair_summary(pair)}\nsaved for backward: {', '.join(pair.saved) or 'nothing'}")
     return "\n".join(out)

@@ -234,12 +234,15 @@ def line_html(n: Node, seconds: float | None = None) -> str:
     return "".join(parts)
 
 
-def badges_html(n: Node) -> str:
+def badges_html(n: Node, skip=()) -> str:
+    """The executor and tag badges of a line (but the tags in ``skip``)."""
     parts = []
     if n.executor:
         cls = f"x-{css_class(n.executor)}" if n.executor in EXECUTORS else "x-other"
         parts.append(f'<span class="b {cls}">{escape(n.executor)}</span>')
     for t in n.tags:
+        if t in skip:
+            continue
         text = TAG_STYLE.get(t, (t,))[0]
         parts.append(f'<span class="b g-{css_class(t)}">{escape(text)}</span>')
     return "".join(parts)

@@ -8,6 +8,11 @@ details (metadata, executor and who declined, its source line with the code arou
 below. A cache panel lists the compiled entries and why each was compiled. Everything is
 rendered into a few HTML widgets from the ``TraceModel``.
 
+"pair" shows the forward and the backward side by side, the values saved for backward
+highlighted in both, each backward line linked to the forward op it differentiates (a line
+selected on one side lights up the lines it links to on the other); "pair-graph" draws both,
+the saved values as edges across the cut.
+
 "by module" groups the tree by nn.Module and draws the graph in module clusters. Search finds
 module paths too (``layers.0.self_attn``); a selected module shows its parameters and where
 the prologue unpacks and checks them, and "collapse module" / "expand module" folds it (one
@@ -38,10 +43,11 @@ from explorer.html import (
 )
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
+from explorer.pair_view import pair_graph, pair_html
 from explorer.text import fmt_seconds, model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
 
-VIEWS = ("tree", "graph", "source", "diff", "timing")
+VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
 TIMING_ROWS = 200  # the slowest lines in the timing view
 
@@ -223,6 +229,45 @@ class Explorer:
             return None
         tree = p.modules()
         return tree if tree.has_modules else None
+
+    def current_pair(self):
+        """The forward and backward shown by the pair views (``explorer.pair.Pair``): those of
+        the pass shown when it is a backward pass or a forward pass after the split, else the
+        final ones; None without a backward."""
+        bs, p = self.model.series.get("backward"), self.current
+        if bs is None:
+            return None
+        if p is not None and self.kind.value == "backward":
+            return self.model.pair(p.index)
+        if p is not None and self.kind.value == "computation":
+            k = p.index - (len(self.series.passes) - len(bs.passes))
+            if 0 <= k < len(bs.passes):
+                return self.model.pair(k)
+        return self.model.pair()
+
+    def _pair_selected(self) -> tuple[str, str] | None:
+        side = {"computation": "forward", "backward": "backward"}.get(self.kind.value)
+        return (side, self.selected) if side is not None and self.selected is not None else None
+
+    def _pair_html(self, view: str) -> str:
+        pair = self.current_pair()
+        if pair is None:
+            return (
+                '<div class="note">No backward trace: no input of this compilation requires grad '
+                "(or it ran under <code>torch.no_grad()</code>).</div>"
+            )
+        selected = self._pair_selected()
+        if view == "pair":
+            return pair_html(pair, budget=self.budget, selected=selected)
+        highlight: set[str] = set()
+        if selected is not None:
+            side, node_id = selected
+            highlight.add(node_id)
+            if side == "forward":
+                highlight.update(pair.sources(node_id))
+            elif (n := pair.backward.find(node_id)) is not None:
+                highlight.update(pair.targets(n))
+        return pair_graph(pair, depth=self.depth.value, highlight=highlight).html()
 
     def _find(self, p: PassModel, node_id: str | None):
         if node_id is None:
@@ -420,6 +465,8 @@ class Explorer:
             body = source_html(p, self.budget)
         elif view == "diff":
             body = diff_html(p, self.previous, budget=self.budget)
+        elif view in ("pair", "pair-graph"):
+            body = self._pair_html(view)
         else:
             body = self._timing_html()
         self.main.value = wrap(body)
@@ -483,7 +530,11 @@ class Explorer:
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs: the trace kind shown here
         bundle["text/html"] = model_html(
-            self.model, budget=STATIC_BUDGET, kind=self.kind.value, modules=self.by_module.value
+            self.model,
+            budget=STATIC_BUDGET,
+            kind=self.kind.value,
+            modules=self.by_module.value,
+            pair_open=self.view.value in ("pair", "pair-graph"),
         )
         bundle["text/plain"] = model_text(self.model)
         return bundle

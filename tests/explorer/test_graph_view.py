@@ -1,4 +1,5 @@
-"""The graphviz view read by its DOT text; layout, the timeout fallback, a missing ``dot``."""
+"""The graphviz view read by its DOT text; layout, the timeout fallback, a missing ``dot``,
+tensor-subclass values drawn with their inner tensors."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import subprocess
 import pytest
 import torch
 from explorer_builders import hand_trace
+from subclass_examples import scale_tensor
 
 import explorer.graph as graph
+import thunder
 from explorer.compilation import model_of
 from explorer.graph import count_nodes, graph_dot, render_graph
 from explorer.model import TraceModel
@@ -122,3 +125,33 @@ def test_missing_dot_says_how_to_install(jfn, monkeypatch):
     assert g.svg is None
     assert "apt-get install graphviz" in g.messages[-1] and "brew install graphviz" in g.messages[-1]
     assert "apt-get install graphviz" in g.html()
+
+
+def test_subclass_values_are_drawn_with_their_inner_tensors():
+    jfn = thunder.jit(lambda x: (x + 1) * 2)
+    jfn(scale_tensor(2, 2))
+    model = model_of(jfn)
+    s = model.series["computation"]
+    first = s.passes[0]
+    info = s.proxies["x"]
+    assert (info.label(), info.inner_labels()) == ("ScaleTensor f32[2, 2]", ["_x f32[2, 2]", "_scale f32[]"])
+    dot, *_ = graph_dot(first, s.proxies)
+    # the input: the subclass and its inner tensors, with the subclass's border
+    assert (
+        'in_0 [label="x\\nScaleTensor f32[2, 2]\\n_x f32[2, 2]\\n_scale f32[]" shape=ellipse style=filled '
+        'fillcolor="#f1f8e9" color="#b0127a" penwidth=2.2];'
+    ) in dot
+    # a subclass value between two subclass ops, and the one returned
+    inner = "ScaleTensor f32[2, 2]\\n(_x f32[2, 2], _scale f32[])"
+    assert f'in_0 -> n0 [label="{inner}" tooltip="x"];' in dot
+    assert f'n0 -> n1 [label="{inner}" tooltip="t3"];' in dot and f'n1 -> ret [label="{inner}"' in dot
+    # opened, the flatten reads the subclass and makes plain tensors
+    opened, *_ = graph_dot(first, s.proxies, depth=1)
+    flatten = re.search(r'(n\d+) \[label="x__x, x__scale =\\nprims.flatten_tensor_subclass"', opened).group(1)
+    assert f'in_0 -> {flatten} [label="{inner}" tooltip="x"];' in opened
+    assert re.search(rf'{flatten} -> n\d+ \[label="f32\[2, 2\]" tooltip="x__x"\];', opened)
+    # after the flattening pass the inputs are the inner tensors, drawn as plain tensors
+    final, *_ = graph_dot(s.final, s.proxies)
+    assert 'in_0 [label="x__x\\nf32[2, 2]" shape=ellipse style=filled fillcolor="#f1f8e9"];' in final
+    assert "ScaleTensor" not in final
+    assert model.to_dict()["series"]["computation"]["proxies"]["x"]["inner"]["_scale"]["dtype"] == "f32"

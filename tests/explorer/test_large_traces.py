@@ -22,6 +22,9 @@ from explorer.html import (
     source_html,
     trace_html,
 )
+from explorer.pair import shown
+from explorer.pair_view import LISTED_NAMES, pair_graph, pair_html, pair_text
+from explorer.pair_view import MAX_NODES as PAIR_MAX_NODES
 from explorer.report import TIMING_ROWS as REPORT_TIMING_ROWS
 from explorer.report import report_html
 from explorer.text import source_diff
@@ -222,3 +225,38 @@ def test_module_views_keep_to_their_budgets():
     static = ex._repr_mimebundle_()["text/html"]
     kinds = static.split('<details class="kind"')[1:]
     assert all(_ids(k) <= 2 * STATIC_BUDGET for k in kinds) and len(static) < 2 * MB
+
+
+GRAD_OPS = 4_000  # the grad pass over 40,000 ops takes minutes; 4,000 still overflow every budget
+
+
+def test_pair_views_keep_to_their_budgets():
+    jfn = thunder.jit(lambda x: many_ops(x, GRAD_OPS))
+    jfn(torch.rand(4, requires_grad=True))
+    model = model_of(jfn)
+    pair = model.pair()
+    fw, bw = shown(pair.forward.nodes), shown(pair.backward.nodes)
+    assert len(fw) == GRAD_OPS and len(bw) > GRAD_OPS and len(pair.saved) > LISTED_NAMES
+    text = pair_text(pair).splitlines()
+    assert (
+        text[1].endswith(f", ... {len(pair.saved) - LISTED_NAMES} more")
+        and text[1].count(",") == LISTED_NAMES
+    )
+    assert all(len(line) < 10_000 for line in text)
+    assert len(text) <= DEFAULT_BUDGET + 12  # the summary, saved, signatures, cotangents, returns, the cuts
+    assert f"  ... {GRAD_OPS - DEFAULT_BUDGET // 2} more" in text
+    html = pair_html(pair)
+    assert html.count('<div class="pl') == DEFAULT_BUDGET and len(html) < 2 * MB
+    assert f"... {len(bw) - DEFAULT_BUDGET // 2} more" in html
+    # links to lines beyond the budget name them without an anchor
+    assert 'class="lk" title=' in html and "(not shown here)" in html
+    g = pair_graph(pair)
+    assert g.nodes == PAIR_MAX_NODES and g.svg is not None
+    assert any("where the backward starts" in m for m in g.messages)
+    ex = Explorer(model, view="pair")
+    assert ex.main.value.count('<div class="pl') == DEFAULT_BUDGET
+    static = ex._repr_mimebundle_()["text/html"]
+    assert static.split('<details class="pairs" open>')[1].count('<div class="pl') == STATIC_BUDGET
+    page = report_html(model, graphs="none")
+    section = page.split('<div class="kind rk_pair">')[1]
+    assert section.count('<div class="pl') == DEFAULT_BUDGET

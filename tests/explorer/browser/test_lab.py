@@ -3,7 +3,9 @@
 A notebook cell runs ``%thunder_trace``; the test unfolds a BoundSymbol, steps to the next
 pass and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
 git ignores, and the test's tmp_path). Another opens a tiny Llama grouped by module, unfolds
-and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. It also steps through the passes of a saved report
+and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. A
+third opens the forward and backward side by side and follows the links between them (a
+backward op to the forward op it differentiates, and back). It also steps through the passes of a saved report
 (CSS radio buttons, no script). Never a downloaded browser: ``executable_path`` is the
 system's chromium.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,6 +44,7 @@ ARGS = [
 TOKEN = "explorer-test-token"
 NB = Path(__file__).with_name("explore.ipynb")
 MODULES_NB = Path(__file__).with_name("modules.ipynb")
+PAIR_NB = Path(__file__).with_name("pair.ipynb")
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
 
@@ -55,6 +59,7 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(NB, root / NB.name)
     shutil.copy(MODULES_NB, root / MODULES_NB.name)
+    shutil.copy(PAIR_NB, root / PAIR_NB.name)
     cfg = root / ".cfg"
     (cfg / "labconfig").mkdir(parents=True)
     (cfg / "labconfig" / "page_config.json").write_text(
@@ -138,6 +143,11 @@ def _save(page, tmp_path: Path, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
+def _option_labels(select) -> list[str]:
+    """The texts of a select's options (the widget writes spaces as no-break spaces)."""
+    return select.evaluate("s => [...s.options].map(o => o.text.replaceAll('\\u00a0', ' '))")
+
+
 def _run_all(page, lab: str, name: str):
     """Open notebook ``name`` in JupyterLab, run all its cells; the explorer's root element."""
     # a workspace of its own: only this notebook opens (not the ones an earlier test left open)
@@ -212,16 +222,20 @@ def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     search.fill("model.layers.1")
     search.press("Enter")
     sync_api.expect(ex).to_contain_text("modules and")
-    ex.locator(".widget-select select").select_option(
-        label="module model.layers.1 (LlamaDecoderLayer), 57 ops"
-    )
+    select = ex.locator(".widget-select select")
+    sync_api.expect(select.locator("option").first).to_contain_text("module model.layers.1")
+    labels = _option_labels(select)
+    # the layer's op count follows the compiler's decompositions: read it, do not write it here
+    label = next(t for t in labels if t.startswith("module model.layers.1 (LlamaDecoderLayer), "))
+    ops = int(re.fullmatch(r".*, (\d+) ops", label).group(1))
+    select.select_option(index=labels.index(label))
     sync_api.expect(ex).to_contain_text("module model.layers.1 (LlamaDecoderLayer)")
     sync_api.expect(ex).to_contain_text("t_model_layers_1_self_attn_q_proj_weight")
     ex.get_by_role("button", name="graph", exact=True).click()
     graph = ex.locator(".graph svg")
     graph.wait_for()
     # a repeated layer is folded into one node: its attention is not drawn
-    folded, inner = "(LlamaDecoderLayer) 57 ops", "model.layers.1.self_attn"
+    folded, inner = f"(LlamaDecoderLayer) {ops} ops", "model.layers.1.self_attn"
     sync_api.expect(graph).to_contain_text(folded)
     sync_api.expect(graph).not_to_contain_text(inner)
     ex.get_by_role("button", name="expand module model.layers.1").click()
@@ -232,6 +246,37 @@ def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(graph).not_to_contain_text(inner)
     ex.scroll_into_view_if_needed()
     _save(page, tmp_path, "explorer-lab-modules.png")
+
+
+TARGET_BLUE = "rgb(187, 222, 251)"  # how the pair view lights the line a link leads to (#bbdefb)
+
+
+def test_pair_links_backward_to_forward_in_jupyterlab(lab, browser, tmp_path):
+    page = browser
+    ex = _run_all(page, lab, PAIR_NB.name)
+    fw = ex.locator('.pcol[data-side="forward"]')
+    bw = ex.locator('.pcol[data-side="backward"]')
+    sin = fw.locator('.pl[data-id="t1"]')  # t1 = torch.sin(t0): saved for backward
+    sync_api.expect(sin).to_have_class(re.compile(r"\bsaved\b"))
+    sync_api.expect(bw.locator("div.ln", has_text="def backward(")).to_contain_text("t1")
+    assert not sin.evaluate("e => e.matches(':target')")
+    # click a backward op, the derivative of sin: the forward's sin lights up
+    bw.locator('.pl[data-id="t13"] a.go').click()
+    sync_api.expect(sin).to_have_css("background-color", TARGET_BLUE)
+    assert sin.evaluate("e => e.matches(':target')")
+    # and back: the forward's relu lists the backward op that differentiates it
+    fw.locator('.pl[data-id="t4"] a.lk[data-to="t8"]').click()
+    sync_api.expect(bw.locator('.pl[data-id="t8"]')).to_have_css("background-color", TARGET_BLUE)
+    sync_api.expect(sin).not_to_have_css("background-color", TARGET_BLUE)
+    # selecting a backward line in the widget lights up its forward op too
+    ex.get_by_role("button", name="backward", exact=True).click()
+    select = ex.locator(".widget-select select")
+    sync_api.expect(select.locator("option").first).to_contain_text("g_t5")  # the backward's lines
+    labels = _option_labels(select)
+    select.select_option(index=next(i for i, t in enumerate(labels) if t.startswith("t8 = ")))
+    sync_api.expect(ex.locator('.pcol[data-side="forward"] .pl.linked[data-id="t4"]')).to_be_visible()
+    ex.scroll_into_view_if_needed()
+    _save(page, tmp_path, "explorer-lab-pair.png")
 
 
 def test_report_steps_through_passes_without_script(browser, tmp_path):
