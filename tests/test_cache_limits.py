@@ -42,13 +42,25 @@ def test_a_default_limit_bounds_every_function():
     assert len(thunder.compile_stats(jfn).entries) == DEFAULT_CACHE_SIZE
 
 
+def test_a_decoding_loop_of_growing_lengths_compiles_each_length_once():
+    # a default-cache decode makes one entry per sequence length; a second sequence of the same
+    # lengths must hit every one (a smaller limit evicted each length before its reuse)
+    jfn = thunder.jit(lambda x: x.cumsum(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            for n in range(1, 33):
+                jfn(torch.ones(n))
+    assert thunder.compile_stats(jfn).cache_misses == 32
+
+
 def test_cache_size_must_be_positive():
     with pytest.raises(ValueError, match="cache_size"):
         thunder.jit(scale, cache_size=0)
 
 
 def test_the_recompile_warning_repeats_with_the_failing_check():
-    jfn = thunder.jit(scale)
+    jfn = thunder.jit(scale, cache_size=16)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(17):

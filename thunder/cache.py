@@ -15,7 +15,10 @@ import threading
 from collections import Counter
 
 # Entries kept per jitted function unless ``thunder.jit(fn, cache_size=...)`` says otherwise.
-DEFAULT_CACHE_SIZE = 16
+# A decoding loop with a cache that grows makes one entry per sequence length: 64 keeps a
+# 64-token generation compiled once per length (fewer would evict each length before its
+# next use, and every later step would compile again).
+DEFAULT_CACHE_SIZE = 64
 # Every this many compilations of one function, a warning says which check keeps failing.
 RECOMPILE_WARNING = 8
 
