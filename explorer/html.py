@@ -205,6 +205,12 @@ def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> 
         rows.append(("subsymbols", f"{len(n.children)} ({n.size() - 1} below in all)"))
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     out = [f'<div class="hd ln">{escape(n.line)}</div>', f'<table class="kv">{table}</table>']
+    repro = n.repro
+    if repro is not None:
+        out.append(
+            f"<details><summary>standalone repro of this region ({escape(n.executor or '')})</summary>"
+            f'<pre class="repro">{escape(repro)}</pre></details>'
+        )
     if n.source is not None:
         out.append(source_context_html(n.source.file, n.source.line, n.source.function))
     else:

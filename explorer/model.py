@@ -157,6 +157,12 @@ class Node:
     )
 
     @property
+    def repro(self) -> str | None:
+        """A fusion region's standalone script (nvFuser's ``repro()``), or None."""
+        make = getattr(self._facts.bsym.sym.impl, "repro", None)
+        return make() if callable(make) else None
+
+    @property
     def executor(self) -> str | None:
         b = self._facts.bsym
         return getattr(b.sym, "executor", None) or b.info.get("claimed_by")

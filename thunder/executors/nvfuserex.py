@@ -129,6 +129,7 @@ class NvFuserPreview(NvFuserExecutor):
             out = r.torch_program(*args)
             return out[0] if r.single else out
 
+        run.repro = r.repro  # as the real region's callable has it (the explorer shows it)
         return run
 
 
