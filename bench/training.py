@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import thunder
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from test_models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
+
+import thunder  # noqa: E402
 
 
 def mlp() -> nn.Module:
@@ -29,53 +34,6 @@ def mlp() -> nn.Module:
     for _ in range(4):
         layers += [nn.Linear(64, 64), nn.ReLU()]
     return nn.Sequential(*layers)
-
-
-class Attention(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
-        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
-        return self.proj(y)
-
-
-class Block(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = Attention(d, heads)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab=256, d=128, heads=4, layers=4, ctx=64):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-
-    def forward(self, idx):
-        t = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln(x))
 
 
 def step_fn(model, forward, x, target, loss_fn):
@@ -116,7 +74,7 @@ def main() -> None:
         ("MLP 4x64 [16,64]", mlp(), torch.randn(16, 64), torch.randn(16, 64), F.mse_loss, 400),
         (
             "GPT 4x128 T=64 B=2",
-            GPT(),
+            GPT(vocab=256, d=128, heads=4, layers=4, ctx=64),
             torch.randint(0, 256, (2, 64)),
             torch.randint(0, 256, (2, 64)),
             gpt_loss,

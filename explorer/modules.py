@@ -21,6 +21,7 @@ import re
 
 from explorer.model import Node, PassModel, collector_paused, path_to
 from explorer.text import fmt_seconds
+from thunder.core.symbol import common_scope
 from thunder.core.tags import Tag
 
 MODULE_ID_PREFIX = "module:"
@@ -147,7 +148,7 @@ class ModuleTree:
                 if is_del or Tag.DEL in b.tags:
                     g = last
                 else:
-                    scope = common_scope(b.subsymbols) if b.subsymbols else None
+                    scope = common_scope(b.subsymbols, by_path=True) if b.subsymbols else None
                     g = self._group(scope) if scope is not None else None
             (g.items if g is not None else self.items).append(n)
             self.group_of[n.id] = g
@@ -202,25 +203,6 @@ class ModuleTree:
             return []
         found = [g for g in self.groups.values() if q in g.path.lower() or q == g.cls.lower()]
         return found[:limit] if limit is not None else found
-
-
-def common_scope(bsyms):
-    """The innermost module call that holds the scopes of all ``bsyms`` (by path), or None."""
-    common: list | None = None
-    for b in bsyms:
-        if b.scope is None:
-            return None
-        chain = b.scope.chain()
-        if common is None:
-            common = chain
-            continue
-        k = 0
-        while k < min(len(common), len(chain)) and common[k].path == chain[k].path:
-            k += 1
-        common = common[:k]
-        if not common:
-            return None
-    return common[-1] if common else None
 
 
 def layer_runs(items: list) -> list[list[ModuleGroup]]:

@@ -214,6 +214,29 @@ class ModuleScope:
         return f"{self.path or '<root>'} ({self.cls})"
 
 
+def common_scope(bsyms, *, by_path: bool = False) -> ModuleScope | None:
+    """The innermost module call enclosing every one of ``bsyms`` (None when one of them was
+    recorded outside any module, or they share none). Calls are the same call by identity, or
+    with ``by_path`` the same module path (two calls of one module count as one)."""
+    common: list[ModuleScope] | None = None
+    for b in bsyms:
+        if b.scope is None:
+            return None
+        chain = b.scope.chain()
+        if common is None:
+            common = chain
+            continue
+        n = 0
+        while n < min(len(common), len(chain)) and (
+            common[n].path == chain[n].path if by_path else common[n] is chain[n]
+        ):
+            n += 1
+        common = common[:n]
+        if not common:
+            return None
+    return common[-1] if common else None
+
+
 @dataclasses.dataclass(eq=False)
 class BoundSymbol:
     """One call of ``sym`` in a trace."""

@@ -23,28 +23,10 @@ from collections.abc import Callable, Sequence
 from thunder.core.printing import Printer, output_str, type_comment
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbol import BoundSymbol, ModuleScope, Symbol
+from thunder.core.symbol import BoundSymbol, Symbol, common_scope
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
-
-
-def common_scope(bsyms: Sequence[BoundSymbol]) -> ModuleScope | None:
-    """The innermost module call enclosing every one of ``bsyms`` (None when one of them was
-    recorded outside any module, or they come from different jitted modules)."""
-    common: list[ModuleScope] | None = None
-    for b in bsyms:
-        if b.scope is None:
-            return None
-        chain = b.scope.chain()
-        if common is None:
-            common = chain
-            continue
-        n = 0
-        while n < min(len(common), len(chain)) and common[n] is chain[n]:
-            n += 1
-        common = common[:n]
-    return common[-1] if common else None
 
 
 def prims_of(bsym: BoundSymbol) -> list[BoundSymbol]:
