@@ -49,3 +49,26 @@ def test_transformer_encoder_without_mask_check_is_a_clear_error():
     enc = _encoder(False, mask_check=False)
     with torch.no_grad(), pytest.raises(UnsupportedValueError, match="mask_check=False"):
         thunder.jit(enc)(torch.randn(2, 5, 8), src_key_padding_mask=ALIGNED)
+
+
+def test_turning_the_fast_path_off_after_the_first_call_gives_eagers_ordinary_path():
+    # the traced forward took the fast path (zeros at padded positions); with the flag off
+    # eager computes the padded positions, and the cached program must not answer for it
+    enc = _encoder(False)
+    src = torch.randn(2, 5, 8)
+    jenc = thunder.jit(enc)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            jenc(src, src_key_padding_mask=ALIGNED), enc(src, src_key_padding_mask=ALIGNED)
+        )
+        try:
+            torch.backends.mha.set_fastpath_enabled(False)
+            expected = enc(src, src_key_padding_mask=ALIGNED)
+            assert expected[1, 3:].abs().sum() > 0  # the ordinary path: not zeros
+            torch.testing.assert_close(
+                jenc(src, src_key_padding_mask=ALIGNED), expected, atol=1e-5, rtol=1e-5
+            )
+        finally:
+            torch.backends.mha.set_fastpath_enabled(True)
+    assert thunder.compile_stats(jenc).cache_misses == 2
+    assert "check_torch_flag('mha_fastpath', False)" in str(thunder.last_prologue_traces(jenc)[-1])

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 import thunder
+from thunder.frontend.errors import UnsupportedOpError
 
 
 def _check(jm, m, *args):
@@ -293,3 +294,21 @@ def test_attributes_of_the_users_own_module_changed():
         torch.testing.assert_close(jfn(x), uses_settings(x))
     finally:
         settings.SCALE, settings.ENABLED = 2.0, True
+
+
+def test_a_call_under_autocast_misses_an_entry_traced_without_it():
+    # the cached program computes in float32; under autocast eager's matmul is bfloat16, so
+    # the entry must not answer (tracing under autocast is a clear refusal)
+    def f(x, w):
+        return (x @ w).sum(-1)
+
+    jf = thunder.jit(f)
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    assert jf(x, w).dtype is torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert f(x, w).dtype is torch.bfloat16
+        with pytest.raises(UnsupportedOpError, match="autocast"):
+            jf(x, w)
+    torch.testing.assert_close(jf(x, w), f(x, w))
+    assert jf.stats.cache_misses == 2 and jf.stats.cache_hits == 1
+    assert "check_torch_flag('autocast', False)" in str(thunder.last_prologue_traces(jf)[-1])

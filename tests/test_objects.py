@@ -102,6 +102,7 @@ def prologue(*args, **kwargs):
   prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
   prims.check_no_alias(x, t_cache_k)
   prims.check_grad_enabled(True)
+  prims.check_torch_flag('autocast', False)
   return ((x, t_cache_k), (cache,))
 """
 

@@ -93,6 +93,11 @@ def check_grad_enabled(flag):
         raise PrologueCheckFailed(f"traced with grad {'enabled' if flag else 'disabled'}")
 
 
+def check_torch_flag(name, value):
+    if pyops.TORCH_FLAGS[name]() is not value:
+        raise PrologueCheckFailed(f"traced with {name} {'on' if value else 'off'}")
+
+
 def check_default_dtype(dtype):
     if torch.get_default_dtype() is not dtype:
         raise PrologueCheckFailed(f"traced with default dtype {dtype}")
@@ -415,6 +420,7 @@ for _prim, _fn in (
     (pyops.check_is, check_is),
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
+    (pyops.check_torch_flag, check_torch_flag),
     (pyops.check_hasattr, check_hasattr),
     (pyops.check_no_module_hooks, check_no_module_hooks),
     (pyops.check_no_alias, check_no_alias),

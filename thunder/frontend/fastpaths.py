@@ -11,7 +11,8 @@ left-alignment test computed in the program. Where eager's result cannot be matc
 float mask on the fast path, ``mask_check=False``) the trace stops with a clear error.
 
 ``FAST_PATHS`` maps a module class to the forward traced for it in its shadow
-(``thunder/frontend/modules.py``).
+(``thunder/frontend/modules.py``), called with ``flag``, which reads a global torch flag such
+as ``torch.backends.mha.get_fastpath_enabled()`` and has the prologue check it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from thunder.core.source import user_location
 from thunder.frontend.errors import UnsupportedValueError, at
 
 
-def _encoder_takes_nested_path(enc: nn.TransformerEncoder, src, mask, padding_mask) -> bool:
-    """The input-independent part of ``TransformerEncoder.forward``'s fast-path checks."""
+def _encoder_takes_nested_path(enc: nn.TransformerEncoder, src, mask, padding_mask, flag) -> bool:
+    """The input-independent part of ``TransformerEncoder.forward``'s fast-path checks;
+    ``flag(name)`` reads a global torch flag and has the prologue check it."""
     first = enc.layers[0]
     if not (
-        torch.backends.mha.get_fastpath_enabled()
+        flag("mha_fastpath")
         and getattr(enc, "use_nested_tensor", False)
         and not first.training
         and src.dim() == 3
@@ -41,8 +43,8 @@ def _encoder_takes_nested_path(enc: nn.TransformerEncoder, src, mask, padding_ma
     return not (torch.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in weights)))
 
 
-def transformer_encoder_forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
-    if not _encoder_takes_nested_path(self, src, mask, src_key_padding_mask):
+def transformer_encoder_forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None, *, flag):
+    if not _encoder_takes_nested_path(self, src, mask, src_key_padding_mask, flag):
         return type(self).forward(self, src, mask, src_key_padding_mask, is_causal)
     name = f"{type(self).__qualname__} in eval mode with src_key_padding_mask"
     if src_key_padding_mask.dtype is not torch.bool:

@@ -373,6 +373,8 @@ class Inputs:
             emit(p)
         pro.bound_symbols += self.global_checks
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
+        # traced without autocast (tracing under it is refused): a call under it must miss
+        pro.bound_symbols.append(BoundSymbol(pyops.check_torch_flag, ("autocast", False), {}, None))
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
 

@@ -20,6 +20,7 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import weakref
 from typing import Any
@@ -211,7 +212,7 @@ class ModuleShadows:
                 objects[name] = object_state(v)
         fast = FAST_PATHS.get(type(mod))
         if fast is not None and "forward" not in d:  # eager's input-dependent path, as traced
-            d["forward"] = types.MethodType(fast, shadow)
+            d["forward"] = types.MethodType(functools.partial(fast, flag=self.guarded_flag), shadow)
         shadow.__dict__.update(d)
         record = Shadow(
             mod,
@@ -229,6 +230,15 @@ class ModuleShadows:
         self.of_shadow[id(shadow)] = record
         self.order.append(record)
         return record
+
+    def guarded_flag(self, name: str) -> bool:
+        """The value of a global torch flag (``pyops.TORCH_FLAGS``) the trace depends on; the
+        prologue checks it keeps that value."""
+        value = pyops.TORCH_FLAGS[name]()
+        checks = self.state.inputs.global_checks
+        if not any(b.sym is pyops.check_torch_flag and b.args[0] == name for b in checks):
+            checks.append(BoundSymbol(pyops.check_torch_flag, (name, value), {}, None))
+        return value
 
     def _guard_global_hooks(self) -> None:
         from torch.nn.modules import module as module_module

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import operator
 
+import torch
+
 from thunder.core.printing import type_comment
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy
 from thunder.core.symbol import Symbol, register
@@ -69,6 +71,15 @@ check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
 check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
 check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_torch_flag('autocast', False)``: global torch state a cached program was traced
+# under, by name: autocast changes the dtype of many ops, and the multi-head-attention
+# fast-path flag decides whether nn.TransformerEncoder pads with zeros
+# (thunder/frontend/fastpaths.py).
+TORCH_FLAGS = {
+    "autocast": torch._C._is_any_autocast_enabled,
+    "mha_fastpath": torch.backends.mha.get_fastpath_enabled,
+}
+check_torch_flag = _python_prim("check_torch_flag", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
 COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
