@@ -12,6 +12,7 @@ import types
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import thunder
 from thunder.frontend.errors import UnsupportedOpError
@@ -200,6 +201,24 @@ def test_global_flag_or_number_changed(name, value):
         assert thunder.compile_stats(jfn).cache_misses == 2
     finally:
         globals()[name] = old
+
+
+def uses_an_imported_module(x):
+    return F.gelu(x)
+
+
+def test_a_global_name_of_an_imported_module_rebound():
+    global F
+    jfn = thunder.jit(uses_an_imported_module)
+    x = torch.randn(4)
+    old = F
+    try:
+        torch.testing.assert_close(jfn(x), uses_an_imported_module(x))
+        F = types.SimpleNamespace(gelu=torch.sigmoid)
+        torch.testing.assert_close(jfn(x), uses_an_imported_module(x))
+        assert thunder.compile_stats(jfn).cache_misses == 2
+    finally:
+        F = old
 
 
 def test_closure_variables_rebound():

@@ -166,8 +166,8 @@ class CodeReads:
 def code_reads(functions, classes=()) -> CodeReads:
     """What ``functions``, the methods of ``classes`` and the user functions they reach
     through globals and closures read of globals and closure cells, and of the user's own
-    modules they import (``config.FLAG``). Names bound to modules are left out (``torch``,
-    ``F``): rebinding an imported module is not guarded."""
+    modules they import (``config.FLAG``). A name bound to a module (``torch``, ``F``) is
+    checked by identity: rebinding it to another object misses the cache."""
     reads = CodeReads()
     todo = list(functions)
     for cls in classes:
@@ -193,11 +193,11 @@ def code_reads(functions, classes=()) -> CodeReads:
                 if name in values or name not in g:
                     continue
                 v = g[name]
+                values[name] = snapshot(v)
                 if isinstance(v, types.ModuleType):
                     if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
                         modules.append(v)
                     continue
-                values[name] = snapshot(v)
                 todo.extend(_reached(v))
             for mod in modules:
                 d = vars(mod)
