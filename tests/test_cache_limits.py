@@ -54,6 +54,35 @@ def test_a_decoding_loop_of_growing_lengths_compiles_each_length_once():
     assert thunder.compile_stats(jfn).cache_misses == 32
 
 
+def test_an_entry_tried_in_vain_fails_on_the_arguments_before_module_state():
+    # a decoding loop keeps one entry per cache length and tries them most recent first: each
+    # entry that does not fit must fail at the argument's shape, not after checking every
+    # submodule and config (which made a cached decode step 3x slower than eager)
+    class Cache:
+        def __init__(self, n):
+            self.k = torch.zeros(n, 4)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.scale = 2.0
+
+        def forward(self, x, cache):
+            return self.fc(x) * self.scale + cache.k.sum(0)
+
+    jm = thunder.jit(Block())
+    for n in (1, 2, 3):
+        jm(torch.randn(2, 4), Cache(n))
+    lines = [str(b) for b in thunder.last_prologue_traces(jm)[-1].bound_symbols]
+    first_module_check = min(i for i, line in enumerate(lines) if "check_module" in line)
+    cache_check = next(i for i, line in enumerate(lines) if "check_tensor(t_cache_k" in line)
+    assert cache_check < first_module_check
+    calls = thunder.compile_stats(jm).cache_hits
+    jm(torch.randn(2, 4), Cache(1))  # the oldest entry, after two that fail at the cache
+    assert thunder.compile_stats(jm).cache_hits == calls + 1
+
+
 def test_cache_size_must_be_positive():
     with pytest.raises(ValueError, match="cache_size"):
         thunder.jit(scale, cache_size=0)

@@ -95,12 +95,12 @@ def prologue(*args, **kwargs):
   prims.check_type(cache, {cls})
   cache_pos = prims.unpack_attr(cache, 'pos')  # cache_pos: "int"
   prims.check_literal(cache_pos, 0)
-  prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   x = prims.unpack_item(args, 0)  # x: "cpu f32[2]"
   prims.check_tensor(x, (2,), torch.float32, 'cpu', False)
   t_cache_k = prims.unpack_attr(cache, 'k')  # t_cache_k: "cpu f32[2, 4]"
   prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
   prims.check_no_alias(x, t_cache_k)
+  prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   prims.check_grad_enabled(True)
   prims.check_torch_flag('autocast', False)
   return ((x, t_cache_k), (cache,))

@@ -363,6 +363,13 @@ class Inputs:
         for proxy, unpack, _ in self.sources.values():
             if _is_argument_path(unpack, self) and not isinstance(proxy, TensorProxy):
                 emit(proxy)
+        # the arguments' tensors before module state and globals: a call that misses an entry
+        # usually differs there (a longer cache in a decoding loop), and an entry tried in
+        # vain should fail at its first checks, not after every module's
+        for p in (*used, *checked, *epilogue_inputs):
+            if isinstance(p, TensorProxy) and p.name in self.sources:
+                if _is_argument_path(self.sources[p.name][1], self):
+                    emit(p)
         for p in self.guards:
             emit(p)
         for p in used:
