@@ -20,6 +20,7 @@ from test_models import GPT, MLP, Block
 import thunder
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
+from thunder.executors import torchcompileex
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion, TorchCompileExecutor
 from thunder.ops import prims
@@ -133,6 +134,68 @@ def test_compiled_once_per_signature_and_never_through_dynamo():
     assert len(compiled.compiled) == 2
     assert counters["frames"]["total"] == frames
     assert "TorchCompile0: Inductor region of 6 operations, 2 compiled" in repr(compiled)
+
+
+@pytest.fixture
+def background():
+    previous = torchcompileex.compile_in_background(True)
+    yield
+    torchcompileex.wait()
+    torchcompileex.compile_in_background(previous)
+
+
+def test_in_the_background_the_first_call_runs_the_torch_calls_until_inductor_is_done(background):
+    import threading
+
+    busy = threading.Event()
+    torchcompileex._worker.submit(busy.wait, 60)  # the worker is busy until the calls are checked
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    for _ in range(2):  # eager's answer, from the region's torch calls, before Inductor starts
+        torch.testing.assert_close(jfn(x, y), chain(x, y))
+    (region,) = _regions(jfn)
+    impl = region.sym.impl
+    assert impl.compiled == {} and len(impl.compiling) == 1  # one compilation asked for, not two
+    busy.set()
+    torchcompileex.wait()
+    ((key, fn),) = impl.compiled.items()
+    assert fn is not impl.program  # Inductor's function, used from now on
+    calls = []
+    impl.compiled[key] = lambda *a: calls.append(a) or fn(*a)
+    torch.testing.assert_close(jfn(x, y), chain(x, y))
+    assert len(calls) == 1
+
+
+def test_a_region_inductor_cannot_compile_in_the_background_warns_and_keeps_working(background, monkeypatch):
+    import torch._inductor.compile_fx as compile_fx_module
+
+    def fails(gm, example_inputs):
+        raise ValueError("no code for this")
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", fails)
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(jfn(x, y), chain(x, y))
+        torchcompileex.wait()
+    messages = [str(w.message) for w in caught]
+    assert any("could not compile TorchCompile0" in m and "no code for this" in m for m in messages)
+    (region,) = _regions(jfn)
+    assert list(region.sym.impl.compiled.values()) == [region.sym.impl.program]
+    torch.testing.assert_close(jfn(x, y), chain(x, y))
+
+
+def test_compiled_on_the_calling_thread_a_failure_is_an_error_naming_the_region(monkeypatch):
+    import torch._inductor.compile_fx as compile_fx_module
+
+    def fails(gm, example_inputs):
+        raise ValueError("no code for this")
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", fails)
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    with pytest.raises(RuntimeError, match=r"could not compile TorchCompile0, a region of 6 operations"):
+        jfn(torch.randn(4, 5), torch.randn(4, 5))
 
 
 def _train_step(fn, model, *inputs):

@@ -9,7 +9,15 @@ pays no guards on each call, only a dictionary lookup of its signature. With inp
 require grad, Inductor's compiled function is differentiable (it compiles the backward too).
 
 Compiling happens on a region's first call, when real inputs give the signature;
-``import torch._inductor`` (about 2 s) happens then too, never at ``import thunder``.
+``import torch._inductor`` (about 5 s with Dynamo, which it imports) happens then too, never
+at ``import thunder``. By default Inductor works in a background thread (one at a time, in
+order): until a signature's compiled function is ready, the region runs as its torch calls
+(the torch executor's kernels, eager's results), so a first call costs what the torch
+executor's does, not Inductor's seconds. ``wait()`` blocks until every compilation started
+has finished; ``compile_in_background(False)`` makes the first call compile and use
+Inductor's function (what the tests do, so Inductor's output is the one checked). A
+compilation that fails in the background warns once, with the region as torch calls, and
+the region keeps running those calls.
 
 Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
 stays with the torch executor. A region of one op that torch runs whole goes back to torch.
@@ -27,6 +35,10 @@ After::
 """
 
 from __future__ import annotations
+
+import concurrent.futures
+import threading
+import warnings
 
 import torch
 
@@ -111,11 +123,36 @@ class TorchCompileExecutor(FusionExecutor):
         return InductorRegion(region)
 
 
+_background = {"on": True}
+# one worker: Inductor compiles one graph at a time, in the order the regions asked; its
+# thread is joined at interpreter exit (concurrent.futures does that for its workers)
+_worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="thunder-inductor")
+_pending: set[concurrent.futures.Future] = set()
+_pending_lock = threading.Lock()
+
+
+def compile_in_background(flag: bool) -> bool:
+    """Whether Inductor compiles in a background thread (the region running as torch calls
+    meanwhile) or on the calling thread before the first call returns; returns the previous
+    setting."""
+    previous = _background["on"]
+    _background["on"] = bool(flag)
+    return previous
+
+
+def wait(timeout: float | None = None) -> None:
+    """Block until every Inductor compilation started so far has finished (or failed)."""
+    with _pending_lock:
+        futures = list(_pending)
+    concurrent.futures.wait(futures, timeout=timeout)
+
+
 class InductorRegion:
     """A region's callable: compiles on the first call with each new input signature.
 
     ``program`` is the region as a Python function of torch calls (what ``make_fx``
-    traces); ``compiled`` maps each signature to Inductor's function.
+    traces, and what runs while Inductor compiles in the background); ``compiled`` maps each
+    signature to Inductor's function once it is ready.
     """
 
     def __init__(self, region: Region):
@@ -128,6 +165,8 @@ class InductorRegion:
         self.trace = claim(region.trace(), [torchex.executor])
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
+        self.compiling: dict[tuple, concurrent.futures.Future] = {}
+        self.lock = threading.Lock()
 
     def __call__(self, *args):
         # Shapes, dtypes, devices and requires_grad of a region's inputs are fixed by its trace
@@ -136,26 +175,55 @@ class InductorRegion:
         key = (torch.is_grad_enabled(), *[a.stride() for a in args])
         fn = self.compiled.get(key)
         if fn is None:
-            fn = self.compiled[key] = self._compile(args)
+            fn = self._start(key, args)
         out = fn(*args)
         return out[0] if self.single else tuple(out)
 
-    def _compile(self, args):
+    def _start(self, key: tuple, args):
+        """Inductor's function for ``key`` when compiled here, else the torch calls while it
+        compiles in the background."""
+        # the metadata now (the inputs may change meanwhile), the fake tensors where Inductor runs
+        meta = [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
+        if not _background["on"]:
+            fn = self.compiled[key] = self._compile(meta, key[0])
+            return fn
+        with self.lock:
+            if key not in self.compiling:
+                future = _worker.submit(self._compile_later, key, meta)
+                self.compiling[key] = future
+                with _pending_lock:
+                    _pending.add(future)
+                future.add_done_callback(_forget)
+        return self.program
+
+    def _compile_later(self, key: tuple, meta) -> None:
+        try:
+            self.compiled[key] = self._compile(meta, key[0])
+        except RuntimeError as e:
+            warnings.warn(f"{e}\nthe region keeps running as these torch calls", stacklevel=1)
+            self.compiled[key] = self.program
+
+    def _compile(self, meta, grad: bool):
         from torch._guards import TracingContext, tracing
         from torch._inductor.compile_fx import compile_fx
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.proxy_tensor import make_fx
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+        # Traced on fake tensors of the inputs' metadata (nothing is computed), static shapes.
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        with fake_mode:
+            fakes = [
+                torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
+                for shape, stride, dtype, device, rg in meta
+            ]
         try:
-            # Traced on fake tensors of the inputs' metadata (nothing is computed), static
-            # shapes. Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache)
-            # take a graph only with the shape environment of a tracing context's fake mode.
-            fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-            fakes = [fake_mode.from_tensor(a, static_shapes=True) for a in args]
             with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
                 gm = make_fx(self.program)(*fakes)
-            with tracing(TracingContext(fake_mode)):
+            # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph
+            # only with the shape environment of a tracing context's fake mode; the grad mode
+            # of the call decides whether it compiles a backward too
+            with tracing(TracingContext(fake_mode)), torch.set_grad_enabled(grad):
                 return compile_fx(gm, fakes)
         except Exception as e:
             raise RuntimeError(
@@ -166,6 +234,11 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+
+
+def _forget(future: concurrent.futures.Future) -> None:
+    with _pending_lock:
+        _pending.discard(future)
 
 
 executor = TorchCompileExecutor("torchcompile")
