@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from contextlib import contextmanager
 
 import torch
@@ -170,8 +171,17 @@ class Acquisition:
         view = self.views.get(current.name) or self.views.get(original.name)
         if view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
+            from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, PIECE_WRITES, VIEW_WRITES
 
+            if view.op in BROADCASTING_VIEWS and math.prod(view.value.meta_shape) > math.prod(
+                view.base.meta_shape
+            ):
+                raise UnsupportedOpError(
+                    f"thunder: {op} writes into a view made by {view.op.name} in which more than one element "
+                    f"refers to a single memory location (shape {view.base.meta_shape} expanded to "
+                    f"{view.value.meta_shape}); in-place writes into it are not supported (eager PyTorch refuses "
+                    "add_, copy_ and the like on it): clone() it first" + at(user_location())
+                )
             write = VIEW_WRITES.get(view.op)
             if view.op in PIECE_WRITES:
                 write = functools.partial(PIECE_WRITES[view.op], index=view.index)
@@ -179,12 +189,29 @@ class Acquisition:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
-                    "squeeze, select, narrow, split, chunk and unbind" + at(user_location())
+                    "squeeze, select, narrow, split, chunk, unbind, diagonal and expand (without repeats)"
+                    + at(user_location())
                 )
             self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
+
+    def read_for_write(self, p):
+        """What an in-place op on ``p`` reads: ``p``, or a copy of it where ``p`` is (a view of)
+        an input that requires grad. Eager saves the value before the write for the backward
+        (``x.mul_(w)``: ``w``'s gradient needs the old ``x``), but the input itself is written
+        after the forward, so the backward must not read it."""
+        if not (isinstance(p, TensorProxy) and torch.is_grad_enabled() and p.meta_requires_grad):
+            return p
+        root = p
+        while (view := self.views.get(root.name)) is not None and view.value is root:
+            root = view.base
+        if root.name not in self.inputs.sources:
+            return p
+        from thunder.ops import ltorch
+
+        return ltorch.clone(p)
 
     def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
         """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
