@@ -100,7 +100,7 @@ def prologue(*args, **kwargs):
   prims.check_tensor(x, (2,), torch.float32, 'cpu', False)
   t_cache_k = prims.unpack_attr(cache, 'k')  # t_cache_k: "cpu f32[2, 4]"
   prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
-  prims.check_no_alias(x, t_cache_k)
+  prims.check_no_alias(t_cache_k, x, written=1)
   prims.check_grad_enabled(True)
   return ((x, t_cache_k), (cache,))
 """

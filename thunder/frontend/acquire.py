@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import torch
 
+from thunder.core.overlap import overlaps
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
@@ -418,9 +419,10 @@ def _write_back_inputs(state: Acquisition) -> None:
 
 def _guard_written_inputs(state: Acquisition) -> None:
     """Checks for the inputs the function writes in place: one that requires grad is still not
-    a leaf; argument tensors that share memory (views of one tensor) are refused when the
-    function writes into one of them, and when it writes into any argument the prologue checks
-    that they share none (the same tensor passed twice is one input, checked by identity)."""
+    a leaf; an argument written in place that overlaps another argument (views of one tensor
+    sharing elements) is refused, and the prologue checks that the written arguments overlap
+    no other (views of one tensor that do not overlap are separate tensors to the program; the
+    same tensor passed twice is one input, checked by identity)."""
     inputs = state.inputs
     args = []
     for p in inputs.tensor_inputs:
@@ -437,21 +439,17 @@ def _guard_written_inputs(state: Acquisition) -> None:
             inputs.guards.append(p)
     if len(args) < 2 or not written:
         return
-    by_storage: dict[int, list] = {}
-    for p, t in args:
-        if t.numel():
-            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(p)
-    for group in by_storage.values():
-        hit = next((p for p in group if id(p) in written), None) if len(group) > 1 else None
-        if hit is not None:
+    for hit, t in args:
+        others = [q.name for q, u in args if q is not hit and overlaps(t, u)] if id(hit) in written else []
+        if others:
             op, where = state.first_writes.get(hit.name, ("an in-place op", None))
-            others = ", ".join(p.name for p in group if p is not hit)
             raise UnsupportedValueError(
-                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {others} "
-                "(views of one tensor); in-place writes into arguments that share memory are not "
+                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {', '.join(others)} "
+                "(overlapping views of one tensor); in-place writes into arguments that overlap are not "
                 "supported: pass separate tensors (.clone())" + (at(where) if where is not None else "")
             )
-    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(p for p, _ in args), {}, None))
+    ordered = [p for p, _ in args if id(p) in written] + [p for p, _ in args if id(p) not in written]
+    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(ordered), {"written": len(written)}, None))
     inputs.guards.append(args[0][0])
 
 
