@@ -1,8 +1,9 @@
 """In-place writes through views reach their base as in eager, and views see writes into
 their base: ``x.T``, ``x.mT``, ``x.T[0]``, permutations, view, unsqueeze, squeeze, select,
-narrow, split, chunk, unbind, diagonal, expand without repeats; ``reshape``, ``flatten`` and
-``contiguous`` where eager made a view (a copy where eager copied). Writes into an expand whose
-elements repeat (one memory location) are refused naming the op, as eager refuses most."""
+narrow, split, chunk, unbind, diagonal, expand (a part of it in which no element repeats);
+``reshape``, ``flatten`` and ``contiguous`` where eager made a view (a copy where eager
+copied). Writes into a view whose elements repeat (one memory location twice, as in
+``x[0].expand(2, 3)``) are refused naming the op, as eager refuses add_, copy_ and the like."""
 
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ WRITES = {
     "diagonal setitem": lambda x: x.diagonal().__setitem__(1, -1.0),
     "diagonal of unsqueeze": lambda x: x.unsqueeze(0).diagonal(0, 0, 2).add_(9),
     "expand without repeats": lambda x: x.expand(1, 2, 3).mul_(2),
+    "one row of an expand": lambda x: x[:1].expand(2, 3)[1].add_(1),
+    "a column of an expand's .T": lambda x: x[:, 1:2].expand(2, 3).T[2].add_(5),
+    "a part of a row of broadcast_to": lambda x: x[1:].broadcast_to((2, 3))[0, 1:].sub_(4),
+    "the diagonal of an expand": lambda x: x[0].expand(3, 3).diagonal().mul_(2),
+    "a row of expand_as": lambda x: x[1:].expand_as(x)[0].fill_(-1.0),
     "broadcast_to without repeats": lambda x: x[0].broadcast_to((1, 3)).add_(1),
 }
 
@@ -107,10 +113,18 @@ def test_other_views_of_the_input_see_a_write_into_its_diagonal():
     torch.testing.assert_close(a, b)
 
 
-def test_gradients_through_a_write_into_a_diagonal_of_a_local_tensor():
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: y.diagonal().mul_(2),
+        lambda y: y[:1].expand(3, 3)[2].mul_(3),  # writes y[0]
+        lambda y: y.diagonal(1).copy_(y[2, :2] + y[2, 1:]),
+    ],
+)
+def test_gradients_through_a_write_into_a_view_of_a_local_tensor(write):
     def f(x):
         y = x * 1
-        y.diagonal().mul_(2)
+        write(y)
         return y
 
     x = torch.randn(3, 3, requires_grad=True)
@@ -130,6 +144,7 @@ def test_gradients_through_a_write_into_a_diagonal_of_a_local_tensor():
         lambda x, w: torch.diagonal(x, -1).copy_(w[:2] * w[1:]),
         lambda x, w: x.mul_(w),  # the backward needs x as it was before the write
         lambda x, w: x[0].mul_(w),
+        lambda x, w: x[1:].expand(2, 3)[0].mul_(w),  # writes x[1]
     ],
 )
 def test_gradients_through_a_write_into_a_non_leaf_input(write):
@@ -150,7 +165,12 @@ def test_gradients_through_a_write_into_a_non_leaf_input(write):
 
 @pytest.mark.parametrize(
     "make",
-    [lambda x: x[0].expand(2, 3), lambda x: x[:1].broadcast_to((2, 3)), lambda x: x[:, :1].expand_as(x)],
+    [
+        lambda x: x[0].expand(2, 3),
+        lambda x: x[:1].broadcast_to((2, 3)),
+        lambda x: x[:, :1].expand_as(x),
+        lambda x: x[0].expand(2, 3)[:, 1],  # a part of it that still repeats
+    ],
 )
 def test_a_write_into_an_expand_with_repeats_is_refused_as_in_eager(make):
     def f(x):
@@ -161,7 +181,8 @@ def test_a_write_into_an_expand_with_repeats_is_refused_as_in_eager(make):
         f(torch.zeros(2, 3))
     x = torch.zeros(2, 3)
     with pytest.raises(
-        UnsupportedOpError, match=r"(?s)add_ writes into a view made by .*test_views_writes.py"
+        UnsupportedOpError,
+        match=r"(?s)add_ writes into a view .*made by expand.*single memory location.*test_views_writes.py",
     ):
         thunder.jit(f)(x)
     assert torch.equal(x, torch.zeros(2, 3))

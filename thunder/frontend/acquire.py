@@ -170,19 +170,15 @@ class Acquisition:
             self.latest[id(original)] = value
         self._keepalive += [original, current]
         view = self.views.get(current.name) or self.views.get(original.name)
-        if view is not None:
+        through = self._through_repeats(view, op) if view is not None else None
+        if through is not None:
+            # a write below an expand with repeats: put the value where each element reads
+            root, chain = through
+            self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
+        elif view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, PIECE_WRITES, VIEW_WRITES
+            from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
-            if view.op in BROADCASTING_VIEWS and math.prod(view.value.meta_shape) > math.prod(
-                view.base.meta_shape
-            ):
-                raise UnsupportedOpError(
-                    f"thunder: {op} writes into a view made by {view.op.name} in which more than one element "
-                    f"refers to a single memory location (shape {view.base.meta_shape} expanded to "
-                    f"{view.value.meta_shape}); in-place writes into it are not supported (eager PyTorch refuses "
-                    "add_, copy_ and the like on it): clone() it first" + at(user_location())
-                )
             write = VIEW_WRITES.get(view.op)
             if view.op in PIECE_WRITES:
                 write = functools.partial(PIECE_WRITES[view.op], index=view.index)
@@ -190,8 +186,7 @@ class Acquisition:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
-                    "squeeze, select, narrow, split, chunk, unbind, diagonal and expand (without repeats)"
-                    + at(user_location())
+                    "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
                 )
             self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
@@ -213,6 +208,55 @@ class Acquisition:
         from thunder.ops import ltorch
 
         return ltorch.clone(p)
+
+    def _through_repeats(self, view: View, op: str):
+        """For a write into ``view.value`` whose chain of views passes an expand with repeats
+        (``x[0].expand(2, 3)[1]``): the base of the highest such expand and the views from it
+        down to the written one (bottom first); None when the chain has no such expand. A
+        written view whose own elements repeat (one memory location twice) is refused, as
+        eager refuses add_, copy_ and the like on it."""
+        from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS
+
+        chain, found, link = [], None, view
+        while link is not None:
+            chain.append(link)
+            if link.op in BROADCASTING_VIEWS and math.prod(link.value.meta_shape) > math.prod(
+                link.base.meta_shape
+            ):
+                found = len(chain)
+            p = link.base
+            link = self.views.get(p.name)
+            link = link if link is not None and link.value is p else None
+        if found is None:
+            return None
+        chain = chain[:found]
+        root = chain[-1].base
+        written = _replay(chain, torch.empty(root.meta_shape, device="meta"))
+        if written is None or any(n > 1 and s == 0 for n, s in zip(written.shape, written.stride())):
+            made = f"made by expand (shape {root.meta_shape} expanded to {chain[-1].value.meta_shape})"
+            raise UnsupportedOpError(
+                f"thunder: {op} writes into a view {made if len(chain) == 1 else 'of a view ' + made} in which "
+                "more than one element refers to a "
+                "single memory location; in-place writes into it are not supported (eager PyTorch refuses "
+                "add_, copy_ and the like on it): clone() it first" + at(user_location())
+            )
+        return root, chain
+
+    def _scatter_through(self, root: TensorProxy, chain: list, value: TensorProxy) -> TensorProxy:
+        """``root`` with ``value`` put where the bottom view of ``chain`` reads it: the same views
+        taken of the positions ``0 .. n-1`` of ``root`` say where (each at most once)."""
+        from thunder.ops import ltorch
+
+        n = math.prod(root.meta_shape)
+        where = ltorch.reshape(
+            prims.iota(n, start=0, step=1, dtype=torch.int64, device=root.meta_device), root.meta_shape
+        )
+        for link in reversed(chain):
+            where = tree_flatten(link.op(where, *link.args, **link.kwargs))[0][link.index]
+        flat = prims.index_copy(
+            ltorch.reshape(root, (n,)), ltorch.reshape(where, (-1,)), 0, ltorch.reshape(value, (-1,))
+        )
+        return ltorch.reshape(flat, root.meta_shape)
 
     def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
         """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
@@ -286,6 +330,23 @@ class Acquisition:
 
             value = ltorch.expand(value, current.meta_shape)
         return value
+
+
+def _replay(chain: list, m: torch.Tensor) -> torch.Tensor | None:
+    """The chain of views (bottom first) taken eagerly of the meta tensor ``m`` (tensor
+    arguments as meta tensors of their shape); None when a view cannot be replayed."""
+
+    def meta(a):
+        return torch.empty(a.meta_shape, device="meta") if isinstance(a, TensorProxy) else a
+
+    try:
+        for link in reversed(chain):
+            leaves, spec = tree_flatten((link.args, link.kwargs))
+            args, kwargs = tree_unflatten([meta(a) for a in leaves], spec)
+            m = tree_flatten(link.func(m, *args, **kwargs))[0][link.index]
+    except Exception:  # a view made without a torch callable (none recorded)
+        return None
+    return m
 
 
 @contextmanager
