@@ -449,6 +449,20 @@ op(
     ALL,
     T.diagonal,
 )
+op(
+    "diagonal_scatter",
+    torch.diagonal_scatter,
+    lambda m: [
+        s(m(3, 4), m(3)),
+        s(m(3, 4), m(2), 2),
+        s(m(4, 3), m(2), -2),
+        s(m(2, 3, 4), m(3, 2), 0, 2, 0),
+        s(m(3, 3), m(0), 5),
+        s(m(2, 3, 4), m(2, 3), offset=-1, dim1=-1, dim2=1),
+    ],
+    ALL,
+    T.diagonal_scatter,
+)
 op("diag", torch.diag, lambda m: [s(m(3)), s(m(3), 2), s(m(3, 4), -1), s(m(4, 3))], ALL, T.diag)
 op(
     "diag_embed",

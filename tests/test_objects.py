@@ -99,7 +99,7 @@ def prologue(*args, **kwargs):
   prims.check_tensor(x, (2,), torch.float32, 'cpu', False)
   t_cache_k = prims.unpack_attr(cache, 'k')  # t_cache_k: "cpu f32[2, 4]"
   prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
-  prims.check_no_alias(x, t_cache_k)
+  prims.check_no_alias(t_cache_k, x, written=1)
   prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   prims.check_grad_enabled(True)
   prims.check_torch_flag('autocast', False)

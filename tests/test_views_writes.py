@@ -1,7 +1,9 @@
 """In-place writes through views reach their base as in eager, and views see writes into
 their base: ``x.T``, ``x.mT``, ``x.T[0]``, permutations, view, unsqueeze, squeeze, select,
-narrow, split, chunk, unbind; ``reshape``, ``flatten`` and ``contiguous`` where eager made a
-view (a copy where eager copied). Writes into other views are refused naming the op."""
+narrow, split, chunk, unbind, diagonal, expand (a part of it in which no element repeats);
+``reshape``, ``flatten`` and ``contiguous`` where eager made a view (a copy where eager
+copied). Writes into a view whose elements repeat (one memory location twice, as in
+``x[0].expand(2, 3)``) are refused naming the op, as eager refuses add_, copy_ and the like."""
 
 from __future__ import annotations
 
@@ -33,6 +35,22 @@ WRITES = {
     "split sections": lambda x: x.split([1, 2], dim=1)[1].add_(5),
     "chunk": lambda x: x.chunk(3, dim=1)[2].fill_(7.0),
     "unbind": lambda x: x.unbind(1)[1].sub_(3),
+    "diagonal": lambda x: x.diagonal().add_(1),
+    "diagonal offset": lambda x: torch.diagonal(x, 1, 0, 1).mul_(2),
+    "diagonal negative offset of .T": lambda x: x.T.diagonal(-1).sub_(4),
+    "diagonal dims reversed": lambda x: torch.diagonal(x, offset=-1, dim1=1, dim2=0).add_(3),
+    "diagonal copy_": lambda x: x.diagonal().copy_(torch.tensor([10.0, 20.0])),
+    "diagonal fill_": lambda x: x.diagonal().fill_(0),
+    "diagonal zero_ of a row pair": lambda x: x[:, 1:].diagonal().zero_(),
+    "diagonal setitem": lambda x: x.diagonal().__setitem__(1, -1.0),
+    "diagonal of unsqueeze": lambda x: x.unsqueeze(0).diagonal(0, 0, 2).add_(9),
+    "expand without repeats": lambda x: x.expand(1, 2, 3).mul_(2),
+    "one row of an expand": lambda x: x[:1].expand(2, 3)[1].add_(1),
+    "a column of an expand's .T": lambda x: x[:, 1:2].expand(2, 3).T[2].add_(5),
+    "a part of a row of broadcast_to": lambda x: x[1:].broadcast_to((2, 3))[0, 1:].sub_(4),
+    "the diagonal of an expand": lambda x: x[0].expand(3, 3).diagonal().mul_(2),
+    "a row of expand_as": lambda x: x[1:].expand_as(x)[0].fill_(-1.0),
+    "broadcast_to without repeats": lambda x: x[0].broadcast_to((1, 3)).add_(1),
 }
 
 
@@ -82,14 +100,90 @@ def test_a_reshape_eager_copied_does_not_see_writes_into_its_base():
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("make", [lambda x: x.diagonal(), lambda x: x[0].expand(2, 3)])
-def test_a_write_into_another_view_is_refused(make):
+def test_other_views_of_the_input_see_a_write_into_its_diagonal():
+    def f(x):
+        row, t, d = x[1], x.T, x.diagonal(1)
+        x.diagonal().mul_(3)
+        d.add_(1)  # written after: reaches x and the other views too
+        return row * 1, t * 1, d * 1, x.diagonal() * 1
+
+    a, b = torch.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+    for got, want in zip(thunder.jit(f)(a), f(b)):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: y.diagonal().mul_(2),
+        lambda y: y[:1].expand(3, 3)[2].mul_(3),  # writes y[0]
+        lambda y: y.diagonal(1).copy_(y[2, :2] + y[2, 1:]),
+    ],
+)
+def test_gradients_through_a_write_into_a_view_of_a_local_tensor(write):
+    def f(x):
+        y = x * 1
+        write(y)
+        return y
+
+    x = torch.randn(3, 3, requires_grad=True)
+    e = x.detach().clone().requires_grad_()
+    g = torch.randn(3, 3)
+    out, want = thunder.jit(f)(x), f(e)
+    torch.testing.assert_close(out, want)
+    out.backward(g)
+    want.backward(g)
+    torch.testing.assert_close(x.grad, e.grad)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x, w: x.diagonal().mul_(w),
+        lambda x, w: torch.diagonal(x, -1).copy_(w[:2] * w[1:]),
+        lambda x, w: x.mul_(w),  # the backward needs x as it was before the write
+        lambda x, w: x[0].mul_(w),
+        lambda x, w: x[1:].expand(2, 3)[0].mul_(w),  # writes x[1]
+    ],
+)
+def test_gradients_through_a_write_into_a_non_leaf_input(write):
+    def f(x, w):
+        write(x, w)
+        return x.sum(0) * x[1]
+
+    got = []
+    for fn in (thunder.jit(f), f):
+        torch.manual_seed(0)
+        leaf, w = torch.randn(3, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+        x = leaf * 2
+        out = fn(x, w)
+        (x.sum() + (out * torch.arange(3.0)).sum()).backward()
+        got.append((out.detach(), x.detach(), leaf.grad, w.grad))
+    torch.testing.assert_close(got[0], got[1])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x[0].expand(2, 3),
+        lambda x: x[:1].broadcast_to((2, 3)),
+        lambda x: x[:, :1].expand_as(x),
+        lambda x: x[0].expand(2, 3)[:, 1],  # a part of it that still repeats
+    ],
+)
+def test_a_write_into_an_expand_with_repeats_is_refused_as_in_eager(make):
     def f(x):
         make(x).add_(1)
         return x
 
+    with pytest.raises(RuntimeError, match="single memory location"):  # eager's error
+        f(torch.zeros(2, 3))
     x = torch.zeros(2, 3)
-    with pytest.raises(UnsupportedOpError, match=r"(?s)writes into a view made by .*test_views_writes.py"):
+    with pytest.raises(
+        UnsupportedOpError,
+        match=r"(?s)add_ writes into a view .*made by expand.*single memory location.*test_views_writes.py",
+    ):
         thunder.jit(f)(x)
     assert torch.equal(x, torch.zeros(2, 3))
 

@@ -14,6 +14,7 @@ import operator
 import torch
 from torch.nn.modules import module as _module_module
 
+from thunder.core.overlap import overlaps
 from thunder.core.printing import type_comment
 from thunder.core.subclass import subclass_name, subclass_of
 from thunder.core.symbol import EAGER_IMPLS, Symbol
@@ -229,14 +230,18 @@ def check_cell(cell, state):
         )
 
 
-def check_no_alias(*ts):
-    ptrs = {t.untyped_storage().data_ptr() for t in ts}
-    if len(ptrs) < len(ts) and len({t.untyped_storage().data_ptr() for t in ts if t.numel()}) < sum(
-        1 for t in ts if t.numel()
-    ):
-        raise PrologueCheckFailed(
-            "tensor arguments share memory; the program was traced for separate tensors"
-        )
+def check_no_alias(*ts, written: int):
+    """No tensor among the first ``written`` of ``ts`` shares an element's memory with another
+    of ``ts``; views of one storage that do not overlap pass (checked only when storages repeat)."""
+    if len({t.untyped_storage().data_ptr() for t in ts}) == len(ts):
+        return
+    for i in range(written):
+        for j in range(len(ts)):
+            if j != i and (j > i or j >= written) and overlaps(ts[i], ts[j]):
+                raise PrologueCheckFailed(
+                    f"tensor arguments {i} and {j} of the check overlap in memory (views of one tensor sharing "
+                    "elements) and the program writes into one; it was traced for tensors that do not"
+                )
 
 
 def check_strides(t, strides):

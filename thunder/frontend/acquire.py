@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from contextlib import contextmanager
 
 import torch
 
+from thunder.core.overlap import overlaps
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
@@ -168,7 +170,12 @@ class Acquisition:
             self.latest[id(original)] = value
         self._keepalive += [original, current]
         view = self.views.get(current.name) or self.views.get(original.name)
-        if view is not None:
+        through = self._through_repeats(view, op) if view is not None else None
+        if through is not None:
+            # a write below an expand with repeats: put the value where each element reads
+            root, chain = through
+            self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
+        elif view is not None:
             # a write into a view reaches its base (and so every other view of that base)
             from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
@@ -179,12 +186,77 @@ class Acquisition:
                 raise UnsupportedOpError(
                     f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
-                    "squeeze, select, narrow, split, chunk and unbind" + at(user_location())
+                    "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
                 )
             self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
+
+    def read_for_write(self, p):
+        """What an in-place op on ``p`` reads: ``p``, or a copy of it where ``p`` is (a view of)
+        an input that requires grad. Eager saves the value before the write for the backward
+        (``x.mul_(w)``: ``w``'s gradient needs the old ``x``), but the input itself is written
+        after the forward, so the backward must not read it."""
+        if not (isinstance(p, TensorProxy) and torch.is_grad_enabled() and p.meta_requires_grad):
+            return p
+        root = p
+        while (view := self.views.get(root.name)) is not None and view.value is root:
+            root = view.base
+        if root.name not in self.inputs.sources:
+            return p
+        from thunder.ops import ltorch
+
+        return ltorch.clone(p)
+
+    def _through_repeats(self, view: View, op: str):
+        """For a write into ``view.value`` whose chain of views passes an expand with repeats
+        (``x[0].expand(2, 3)[1]``): the base of the highest such expand and the views from it
+        down to the written one (bottom first); None when the chain has no such expand. A
+        written view whose own elements repeat (one memory location twice) is refused, as
+        eager refuses add_, copy_ and the like on it."""
+        from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS
+
+        chain, found, link = [], None, view
+        while link is not None:
+            chain.append(link)
+            if link.op in BROADCASTING_VIEWS and math.prod(link.value.meta_shape) > math.prod(
+                link.base.meta_shape
+            ):
+                found = len(chain)
+            p = link.base
+            link = self.views.get(p.name)
+            link = link if link is not None and link.value is p else None
+        if found is None:
+            return None
+        chain = chain[:found]
+        root = chain[-1].base
+        written = _replay(chain, torch.empty(root.meta_shape, device="meta"))
+        if written is None or any(n > 1 and s == 0 for n, s in zip(written.shape, written.stride())):
+            made = f"made by expand (shape {root.meta_shape} expanded to {chain[-1].value.meta_shape})"
+            raise UnsupportedOpError(
+                f"thunder: {op} writes into a view {made if len(chain) == 1 else 'of a view ' + made} in which "
+                "more than one element refers to a "
+                "single memory location; in-place writes into it are not supported (eager PyTorch refuses "
+                "add_, copy_ and the like on it): clone() it first" + at(user_location())
+            )
+        return root, chain
+
+    def _scatter_through(self, root: TensorProxy, chain: list, value: TensorProxy) -> TensorProxy:
+        """``root`` with ``value`` put where the bottom view of ``chain`` reads it: the same views
+        taken of the positions ``0 .. n-1`` of ``root`` say where (each at most once)."""
+        from thunder.ops import ltorch
+
+        n = math.prod(root.meta_shape)
+        where = ltorch.reshape(
+            prims.iota(n, start=0, step=1, dtype=torch.int64, device=root.meta_device), root.meta_shape
+        )
+        for link in reversed(chain):
+            where = tree_flatten(link.op(where, *link.args, **link.kwargs))[0][link.index]
+        flat = prims.index_copy(
+            ltorch.reshape(root, (n,)), ltorch.reshape(where, (-1,)), 0, ltorch.reshape(value, (-1,))
+        )
+        return ltorch.reshape(flat, root.meta_shape)
 
     def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
         """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
@@ -258,6 +330,23 @@ class Acquisition:
 
             value = ltorch.expand(value, current.meta_shape)
         return value
+
+
+def _replay(chain: list, m: torch.Tensor) -> torch.Tensor | None:
+    """The chain of views (bottom first) taken eagerly of the meta tensor ``m`` (tensor
+    arguments as meta tensors of their shape); None when a view cannot be replayed."""
+
+    def meta(a):
+        return torch.empty(a.meta_shape, device="meta") if isinstance(a, TensorProxy) else a
+
+    try:
+        for link in reversed(chain):
+            leaves, spec = tree_flatten((link.args, link.kwargs))
+            args, kwargs = tree_unflatten([meta(a) for a in leaves], spec)
+            m = tree_flatten(link.func(m, *args, **kwargs))[0][link.index]
+    except Exception:  # a view made without a torch callable (none recorded)
+        return None
+    return m
 
 
 @contextmanager
@@ -391,9 +480,10 @@ def _write_back_inputs(state: Acquisition) -> None:
 
 def _guard_written_inputs(state: Acquisition) -> None:
     """Checks for the inputs the function writes in place: one that requires grad is still not
-    a leaf; argument tensors that share memory (views of one tensor) are refused when the
-    function writes into one of them, and when it writes into any argument the prologue checks
-    that they share none (the same tensor passed twice is one input, checked by identity)."""
+    a leaf; an argument written in place that overlaps another argument (views of one tensor
+    sharing elements) is refused, and the prologue checks that the written arguments overlap
+    no other (views of one tensor that do not overlap are separate tensors to the program; the
+    same tensor passed twice is one input, checked by identity)."""
     inputs = state.inputs
     args = []
     for p in inputs.tensor_inputs:
@@ -410,21 +500,17 @@ def _guard_written_inputs(state: Acquisition) -> None:
             inputs.guards.append(p)
     if len(args) < 2 or not written:
         return
-    by_storage: dict[int, list] = {}
-    for p, t in args:
-        if t.numel():
-            by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(p)
-    for group in by_storage.values():
-        hit = next((p for p in group if id(p) in written), None) if len(group) > 1 else None
-        if hit is not None:
+    for hit, t in args:
+        others = [q.name for q, u in args if q is not hit and overlaps(t, u)] if id(hit) in written else []
+        if others:
             op, where = state.first_writes.get(hit.name, ("an in-place op", None))
-            others = ", ".join(p.name for p in group if p is not hit)
             raise UnsupportedValueError(
-                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {others} "
-                "(views of one tensor); in-place writes into arguments that share memory are not "
+                f"thunder: {op} writes into the argument {hit.name}, which shares memory with {', '.join(others)} "
+                "(overlapping views of one tensor); in-place writes into arguments that overlap are not "
                 "supported: pass separate tensors (.clone())" + (at(where) if where is not None else "")
             )
-    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(p for p, _ in args), {}, None))
+    ordered = [p for p, _ in args if id(p) in written] + [p for p, _ in args if id(p) not in written]
+    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(ordered), {"written": len(written)}, None))
     inputs.guards.append(args[0][0])
 
 

@@ -289,9 +289,10 @@ class AcquisitionMode(TorchFunctionMode):
             if "inplace" in kwargs:
                 kwargs = dict(kwargs)
                 inplace = kwargs.pop("inplace") is True
-            result = self._call(func, target, args, kwargs)
             if inplace or _writes_first(func):
-                return state.rebind(args[0], result, describe(func))
+                operands = (state.read_for_write(args[0]), *args[1:])
+                return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
+            result = self._call(func, target, args, kwargs)
             self._track_views(func, target, args, kwargs, result)
             return result
         name = getattr(func, "__name__", "")
@@ -305,7 +306,7 @@ class AcquisitionMode(TorchFunctionMode):
         if name.endswith("_") and not name.endswith("__"):
             base = _inplace_base(name)
             if base is not None:
-                result = self._call(func, base, args, kwargs)
+                result = self._call(func, base, (state.read_for_write(args[0]), *args[1:]), kwargs)
                 return state.rebind(args[0], result, describe(func))
         if custom.is_custom_op(func):  # a library's operator: one opaque op (thunder/ops/custom.py)
             return self._call(func, custom.symbol_for(func), args, kwargs)

@@ -142,8 +142,8 @@ check_items = _python_prim(
 check_cell = _python_prim(
     "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
-# the argument tensors share no memory (they were distinct when traced and the program
-# writes into one of them): ``check_no_alias(a, b)``
+# the first ``written`` argument tensors (the program writes into them) share no element's
+# memory with the others (views of one tensor that do not overlap pass): ``check_no_alias(a, b, written=1)``
 check_no_alias = _python_prim("check_no_alias", _no_output, Tag.PROLOGUE_CHECK)
 # a tensor whose layout decided whether a reshape or contiguous() was a view has the same strides
 check_strides = _python_prim("check_strides", _no_output, Tag.PROLOGUE_CHECK)

@@ -13,11 +13,15 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import _cast_number, in_graph_of
+from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
 from thunder.ops.ltorch.shape import (
     _normalize_index,
     _shape_arg,
     advanced_layout,
+    broadcast_to,
     chunk,
+    expand,
+    expand_as,
     flatten,
     getitem,
     has_advanced_index,
@@ -242,16 +246,26 @@ def _unbind_back(base, dim=0, *, value, index):
     return setitem(base, _dim_key(base, dim, index, "torch.unbind"), value)
 
 
+def _diagonal_back(base, offset=0, dim1=0, dim2=1, *, value):
+    return diagonal_scatter(base, value, offset, dim1, dim2)
+
+
 # How a value written into one output of a view op with several outputs reaches the base.
 PIECE_WRITES = {split: _split_back, chunk: _chunk_back, unbind: _unbind_back}
 # View ops whose result is a view or a copy depending on the memory layout (eager's rule,
 # replayed on meta tensors by the frontend): a copy is not tracked as a view.
 LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
+# View ops that can repeat their base's elements (eager's stride 0: several elements of the
+# view are one memory location). A write into such a view that has more elements than its
+# base is refused (eager refuses add_, copy_, ... on it); one without repeats (only new dims
+# of size 1) reaches the base as a reshape.
+BROADCASTING_VIEWS = frozenset({expand, expand_as, broadcast_to})
 
 # How a value written into a view reaches its base, per view op: the base with the value put
 # where the view reads it (``x[key] = value`` for indexing, the inverse permutation for
 # ``x.T``, ``x.mT``, ``transpose``, ``permute``; ``reshape`` and ``flatten`` where eager
-# made a view, see LAYOUT_VIEWS). A write into a view made by another op is refused.
+# made a view, see LAYOUT_VIEWS; ``diagonal_scatter`` for ``diagonal``). A write into a view
+# made by another op is refused.
 VIEW_WRITES = {
     getitem: lambda base, key, *, value: setitem(base, key, value),
     permute: _permute_back,
@@ -268,6 +282,10 @@ VIEW_WRITES = {
     squeeze: _reshape_back,
     select: _select_back,
     narrow: _narrow_back,
+    diagonal: _diagonal_back,
+    expand: _reshape_back,
+    expand_as: _reshape_back,
+    broadcast_to: _reshape_back,
 }
 # Calls of view ops whose result is a copy in eager (indexing with tensors or lists gathers):
 # writes into them stay in them, and writes into their base do not reach them.

@@ -1,5 +1,5 @@
-"""Diagonals and triangles: ``diagonal``, ``diag``, ``diag_embed``, ``tril_indices``,
-``triu_indices`` (``tril``/``triu`` masks are in factories.py)."""
+"""Diagonals and triangles: ``diagonal`` and its inverse ``diagonal_scatter``, ``diag``,
+``diag_embed``, ``tril_indices``, ``triu_indices`` (``tril``/``triu`` masks are in factories.py)."""
 
 from __future__ import annotations
 
@@ -18,25 +18,53 @@ def _iota(n: int, device, start: int = 0):
     return prims.iota(n, start=start, step=1, dtype=torch.int64, device=device)
 
 
-@torchsymbol(torch.diagonal, T.diagonal, torch_impl="torch.diagonal", tags=(Tag.SHAPE, Tag.VIEW))
-def diagonal(a, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    """The ``offset`` diagonal of the (dim1, dim2) planes, as a last dim: with the two dims
-    moved last and flattened, the diagonal is a strided slice (step columns + 1)."""
-    op = "torch.diagonal"
+def _plane(a, offset: int, dim1: int, dim2: int, op: str):
+    """Where the ``offset`` diagonal of the (dim1, dim2) planes lies: with the two dims moved
+    last (``perm``) and flattened (``lead + (n * m,)``), it is ``length`` elements from
+    ``start`` with step ``m + 1``."""
     s = shape_of(a)
     d1, d2 = canonical_dim(dim1, len(s), op), canonical_dim(dim2, len(s), op)
     if d1 == d2:
         raise ShapeError(f"{op}: dim1 and dim2 cannot be the same dimension ({dim1}, {dim2})")
     rest = [i for i in range(len(s)) if i not in (d1, d2)]
     n, m = s[d1], s[d2]
-    x = prims.transpose(a, (*rest, d1, d2)) if (*rest, d1, d2) != tuple(range(len(s))) else a
-    lead = tuple(s[i] for i in rest)
-    x = prims.reshape(x, lead + (n * m,))
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
     start = (offset if offset >= 0 else -offset * m) if length else 0
+    return (*rest, d1, d2), tuple(s[i] for i in rest), n, m, length, start
+
+
+def _planes_last(a, perm: tuple):
+    return prims.transpose(a, perm) if perm != tuple(range(len(perm))) else a
+
+
+@torchsymbol(torch.diagonal, T.diagonal, torch_impl="torch.diagonal", tags=(Tag.SHAPE, Tag.VIEW))
+def diagonal(a, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """The ``offset`` diagonal of the (dim1, dim2) planes, as a last dim: with the two dims
+    moved last and flattened, the diagonal is a strided slice (step columns + 1)."""
+    perm, lead, n, m, length, start = _plane(a, offset, dim1, dim2, "torch.diagonal")
+    x = prims.reshape(_planes_last(a, perm), lead + (n * m,))
     stop = start + (length - 1) * (m + 1) + 1 if length else 0
     lo, hi, st = (0,) * len(lead) + (start,), lead + (stop,), (1,) * len(lead) + (m + 1,)
     return prims.slice(x, lo, hi, st)
+
+
+@torchsymbol(
+    torch.diagonal_scatter, T.diagonal_scatter, torch_impl="torch.diagonal_scatter", tags=(Tag.INDEXING,)
+)
+def diagonal_scatter(a, src, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """``a`` with ``src`` written where ``diagonal(a, offset, dim1, dim2)`` reads (the way a
+    write into a diagonal view reaches its base): ``index_copy`` into the flattened planes."""
+    op = "torch.diagonal_scatter"
+    perm, lead, n, m, length, start = _plane(a, offset, dim1, dim2, op)
+    if shape_of(src) != lead + (length,):
+        raise ShapeError(f"{op}: src has shape {shape_of(src)}, the diagonal has shape {lead + (length,)}")
+    if dtype_of(src) is not dtype_of(a):
+        src = prims.convert_element_type(src, dtype_of(a))
+    x = prims.reshape(_planes_last(a, perm), lead + (n * m,))
+    index = prims.iota(length, start=start, step=m + 1, dtype=torch.int64, device=device_of(a))
+    x = prims.reshape(prims.index_copy(x, index, len(lead), src), lead + (n, m))
+    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+    return _planes_last(x, inverse)
 
 
 def _embed(a, offset: int, dim1: int, dim2: int, op: str):
