@@ -368,6 +368,7 @@ op(
 )
 op("expand_as", T.expand_as, lambda m: [s(m(3, 1), m(2, 3, 4))], ALL)
 op("broadcast_to", torch.broadcast_to, lambda m: [s(m(3, 1), (2, 3, 4))], ALL, T.broadcast_to)
+op("broadcast_to", T.broadcast_to, lambda m: [s(m(3, 1), 2, 3, 4), s(m(3), 2, -1)], ALL, variant="sizes")
 op("contiguous", T.contiguous, unary(), ALL)
 op("clone", torch.clone, unary(), ALL, T.clone)
 op(

@@ -206,9 +206,12 @@ def expand_as(a, other):
     return expand(a, shape_of(other))
 
 
-@torchsymbol(torch.broadcast_to, T.broadcast_to, torch_impl="torch.broadcast_to", tags=(Tag.SHAPE, Tag.VIEW))
-def broadcast_to(a, shape):
-    return expand(a, tuple(shape))
+@torchsymbol(
+    torch.broadcast_to, T.broadcast_to, torch_impl="torch.Tensor.broadcast_to", tags=(Tag.SHAPE, Tag.VIEW)
+)
+def broadcast_to(a, *shape):
+    # ``x.broadcast_to(2, 3)`` and ``torch.broadcast_to(x, (2, 3))``
+    return expand(a, _shape_arg(shape))
 
 
 @torchsymbol(T.contiguous, torch_impl="torch.Tensor.contiguous", tags=(Tag.SHAPE,))
