@@ -130,3 +130,30 @@ def test_transformers_gpt2_training_steps():
             ref_opt.step()
     assert thunder.compile_stats(jm).cache_misses == 1
     assert thunder.last_backward_traces(jm)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_layer_norm_keeps_its_statistics_for_the_backward_as_eager_does(dtype):
+    # eager's autograd saves native_layer_norm's mean and 1/std; a backward that normalised
+    # the input again to get them made a layer norm training step twice as slow
+    ln = torch.nn.LayerNorm(16).to(dtype)
+    ref = copy.deepcopy(ln)
+    x = torch.randn(4, 16, dtype=dtype, requires_grad=True)
+    jln = thunder.jit(ln)
+    out = jln(x)
+    out.pow(2).sum().backward()
+    xr = x.detach().clone().requires_grad_()
+    ref(xr).pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+    _compare_grads(ln, ref, 1e-5, 1e-6)
+    forward, backward = thunder.last_traces(jln)[-1], thunder.last_backward_traces(jln)[-1]
+
+    def norms(trace):
+        return [b.sym.id for b in trace.bound_symbols if "layer_norm" in b.sym.id]
+
+    assert norms(forward) == ["torch.ops.aten.native_layer_norm.default"]
+    assert norms(backward) == ["torch.ops.aten.native_layer_norm_backward.default"]
+    # without a gradient the forward stays F.layer_norm
+    with torch.no_grad():
+        jln(x)
+    assert norms(thunder.last_traces(jln)[-1]) == ["torch.nn.functional.layer_norm"]

@@ -146,7 +146,7 @@ GOLDEN_GPT_1_LAYER = """\
   del t0, t2    {del}
   [blocks.0 (Block), 28 ops]
     [blocks.0.ln1 (LayerNorm), 1 op]
-      t14 = torch.nn.functional.layer_norm(t3, (32,), weight=t_blocks_0_ln1_weight, bias=t_blocks_0_ln1_bias, eps=1e-05)  # t14: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+      (t14, t92, t93) = torch.ops.aten.native_layer_norm.default(t3, (32,), t_blocks_0_ln1_weight, t_blocks_0_ln1_bias, 1e-05)  # t14: "cpu f32[2, 8, 32]", t92: "cpu f32[2, 8, 1]", t93: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
     [blocks.0.attn (Attention), 21 ops]
       [blocks.0.attn.qkv (Linear), 1 op]
         t15 = torch.nn.functional.linear(t14, t_blocks_0_attn_qkv_weight, t_blocks_0_attn_qkv_bias)  # t15: "cpu f32[2, 8, 96]"    [torch]
@@ -190,7 +190,7 @@ GOLDEN_GPT_1_LAYER = """\
     t49 = torch.add(t3, t48)  # t49: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     del t48    {del}
     [blocks.0.ln2 (LayerNorm), 1 op]
-      t60 = torch.nn.functional.layer_norm(t49, (32,), weight=t_blocks_0_ln2_weight, bias=t_blocks_0_ln2_bias, eps=1e-05)  # t60: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+      (t60, t105, t106) = torch.ops.aten.native_layer_norm.default(t49, (32,), t_blocks_0_ln2_weight, t_blocks_0_ln2_bias, 1e-05)  # t60: "cpu f32[2, 8, 32]", t105: "cpu f32[2, 8, 1]", t106: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
     [blocks.0.mlp (Sequential), 3 ops]
       [blocks.0.mlp.0 (Linear), 1 op]
         t61 = torch.nn.functional.linear(t60, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t61: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
@@ -201,7 +201,7 @@ GOLDEN_GPT_1_LAYER = """\
     t68 = torch.add(t49, t67)  # t68: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     del t67    {del}
   [ln (LayerNorm), 1 op]
-    t79 = torch.nn.functional.layer_norm(t68, (32,), weight=t_ln_weight, bias=t_ln_bias, eps=1e-05)  # t79: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
+    (t79, t118, t119) = torch.ops.aten.native_layer_norm.default(t68, (32,), t_ln_weight, t_ln_bias, 1e-05)  # t79: "cpu f32[2, 8, 32]", t118: "cpu f32[2, 8, 1]", t119: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
   [head (Linear), 1 op]
     t80 = torch.nn.functional.linear(t79, t_head_weight, None)  # t80: "cpu f32[2, 8, 50]"    [torch]
 """

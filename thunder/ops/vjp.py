@@ -708,13 +708,46 @@ VJPS[ltorch.log_softmax] = _softmax_rule(ltorch.log_softmax_backward)
 
 @_rule(ltorch.layer_norm)
 def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """The kernel's gradient, with the mean and 1/std recomputed from the input."""
+    """The kernel's gradient, with the mean and 1/std recomputed from the input (where the
+    forward is not ``native_layer_norm``, see ``AUGMENTED``)."""
     if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
         return NotImplemented
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     _, mean, rstd = ltorch.native_layer_norm(input, ns, None, None, eps)
     gi, gw, gb = ltorch.layer_norm_backward(g, input, ns, mean, rstd, weight, bias, (True, True, True))
     return gi, None, gw, gb, None
+
+
+@_rule(ltorch.native_layer_norm)
+def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
+    """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
+    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+        return NotImplemented
+    g_out = g[0]
+    if g_out is None:  # (the statistics are not differentiable)
+        return None, None, None, None, None
+    _, mean, rstd = out
+    ns = tuple(normalized_shape)
+    gi, gw, gb = ltorch.layer_norm_backward(g_out, input, ns, mean, rstd, weight, bias, (True, True, True))
+    return gi, None, gw, gb, None
+
+
+# Forwards that also compute what their backward needs, used by the grad pass in place of the
+# op where a gradient flows through it: ``make(*args, **kwargs)`` records one op whose first
+# output is the original op's (or returns None to keep the op). ``F.layer_norm`` becomes
+# ``native_layer_norm``, which keeps the mean and 1/std as eager's autograd does, instead of
+# a backward that normalises the input again to get them.
+AUGMENTED = SymbolTable("the forwards that keep what their backward needs")
+
+
+def _layer_norm_keeping_statistics(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+        return None
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    return ltorch.native_layer_norm(input, ns, weight, bias, eps)
+
+
+AUGMENTED[ltorch.layer_norm] = _layer_norm_keeping_statistics
 
 
 @_rule(ltorch.embedding)

@@ -44,10 +44,11 @@ from thunder.core.trace import Trace, tracectx
 from thunder.frontend.errors import ThunderError, at
 from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
-from thunder.ops.vjp import VJPS
+from thunder.ops.vjp import AUGMENTED, VJPS
 from thunder.transforms.dce import dce
 from thunder.transforms.subclass_grad import (
     SubclassGradError,
+    _renamed,
     cotangent,
     has_subclass_ops,
     resolve_backward,
@@ -328,6 +329,40 @@ def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forwar
     return out
 
 
+def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
+    """``forward`` with each op that has a forward keeping what its backward needs
+    (``thunder.ops.vjp.AUGMENTED``) replaced by it where a gradient flows through the op; the
+    replacement's first output is the op's own."""
+    out = []
+    for b in forward:
+        make = AUGMENTED.get(b.sym)
+        if (
+            make is None
+            or Tag.NO_GRAD in b.tags
+            or not isinstance(b.output, TensorProxy)
+            or not _requires_grad(b.output)
+        ):
+            out.append(b)
+            continue
+        scratch = Trace("scratch")  # recorded apart, with names the trace does not use
+        scratch.names, scratch._counters, scratch.grad_enabled = trace.names, trace._counters, True
+        args, kwargs = _bound_args(b)
+        with tracectx(scratch), torch.enable_grad():
+            result = make(*args, **kwargs)
+        if result is None:
+            out.append(b)
+            continue
+        (recorded,) = scratch.bound_symbols
+        renamed = _placed(_renamed(recorded, {tree_leaves(result)[0].name: b.output}), b)
+        out.append(renamed.from_bsym(tags=inherit(renamed.tags, b.tags, GRAD_MODE_TAGS)))
+    return out
+
+
+def _placed(r: BoundSymbol, b: BoundSymbol) -> BoundSymbol:
+    """``r`` and its subsymbols from ``b``'s user line and module call."""
+    return r.from_bsym(source=b.source, scope=b.scope, subsymbols=[_placed(s, b) for s in r.subsymbols])
+
+
 def differentiate(trace: Trace) -> Trace:
     joint = trace.derive("Grad (joint forward and backward)")
     joint.name = "joint"
@@ -342,6 +377,7 @@ def differentiate(trace: Trace) -> Trace:
     # tensor-subclass ops are differentiated as their torch-level ops (subclass_grad.py)
     subclasses = has_subclass_ops(forward)
     differentiated = [f for b in forward for f in torch_level(b, joint)] if subclasses else forward
+    differentiated = _augmented(differentiated, joint)
 
     backprop = _Backprop(joint)
     cotangents = []
