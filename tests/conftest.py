@@ -1,15 +1,9 @@
-"""Shared test set-up: every trace a test makes is verified after every pass; Inductor compiles
-on the calling thread, so the output a test checks is Inductor's (tests of the background
-compilation turn it back on)."""
+"""Shared test set-up: every trace a test makes is verified after every pass."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-
-from thunder.executors import torchcompileex
-
-torchcompileex.compile_in_background(False)
 
 
 @pytest.fixture(autouse=True)

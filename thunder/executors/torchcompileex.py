@@ -10,14 +10,18 @@ require grad, Inductor's compiled function is differentiable (it compiles the ba
 
 Compiling happens on a region's first call, when real inputs give the signature;
 ``import torch._inductor`` (about 5 s with Dynamo, which it imports) happens then too, never
-at ``import thunder``. By default Inductor works in a background thread (one at a time, in
-order): until a signature's compiled function is ready, the region runs as its torch calls
-(the torch executor's kernels, eager's results), so a first call costs what the torch
-executor's does, not Inductor's seconds. ``wait()`` blocks until every compilation started
-has finished; ``compile_in_background(False)`` makes the first call compile and use
-Inductor's function (what the tests do, so Inductor's output is the one checked). A
-compilation that fails in the background warns once, with the region as torch calls, and
-the region keeps running those calls.
+at ``import thunder``.
+
+``compile_in_background(True)`` (off by default) moves Inductor to a background thread (one
+compilation at a time, in order): until a signature's compiled function is ready, the region
+runs as its torch calls (the torch executor's kernels, eager's results), so a first call
+costs what the torch executor's does instead of Inductor's seconds. ``wait()`` blocks until
+every compilation started has finished. A compilation that fails in the background warns
+once, with the region as torch calls, and the region keeps running those calls. Why it is
+not the default: while Inductor traces a graph, torch.fx patches ``nn.Module.__call__`` and
+sets its "FX tracing" flag for the whole process, so a ``torch.compile``d function called
+meanwhile on another thread raises, and other code that asks whether FX is tracing gets yes.
+Call ``wait()`` before such code.
 
 Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
 stays with the torch executor. A region of one op that torch runs whole goes back to torch.
@@ -123,12 +127,26 @@ class TorchCompileExecutor(FusionExecutor):
         return InductorRegion(region)
 
 
-_background = {"on": True}
+_background = {"on": False}
 # one worker: Inductor compiles one graph at a time, in the order the regions asked; its
 # thread is joined at interpreter exit (concurrent.futures does that for its workers)
 _worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="thunder-inductor")
 _pending: set[concurrent.futures.Future] = set()
 _pending_lock = threading.Lock()
+
+
+def _finish_at_exit() -> None:
+    """At interpreter exit: drop the compilations not started and let the running one end
+    before Inductor's own worker pools shut down (this runs before their exit handlers)."""
+    _background["exiting"] = True
+    with _pending_lock:
+        futures = list(_pending)
+    for f in futures:
+        f.cancel()
+    concurrent.futures.wait(futures)
+
+
+threading._register_atexit(_finish_at_exit)
 
 
 def compile_in_background(flag: bool) -> bool:
@@ -200,7 +218,8 @@ class InductorRegion:
         try:
             self.compiled[key] = self._compile(meta, key[0])
         except RuntimeError as e:
-            warnings.warn(f"{e}\nthe region keeps running as these torch calls", stacklevel=1)
+            if not _background.get("exiting"):  # (at exit Inductor may fail to start; nothing waits)
+                warnings.warn(f"{e}\nthe region keeps running as these torch calls", stacklevel=1)
             self.compiled[key] = self.program
 
     def _compile(self, meta, grad: bool):
