@@ -20,6 +20,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.trace import Trace
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.transforms.grad import differentiable_outputs
+from thunder.transforms.saved_versions import SavedValueOverwrittenError
 
 
 def no_grad_computation(trace: Trace) -> Callable:
@@ -97,6 +98,9 @@ def grad_computation(
     tensor_saved = [i for i, p in enumerate(saved) if isinstance(p, TensorProxy)]
     other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
     n_saved = len(saved)
+    # values saved for backward and then written in place (transforms/saved_versions.py): the
+    # backward raises as eager's does, when a cotangent that reaches the op's backward is given
+    overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())]
 
     # the common case, kept cheap: every output computed once, every saved value a tensor,
     # every Function output differentiable, nothing written back
@@ -115,6 +119,9 @@ def grad_computation(
                 ctx.save_for_backward(*[values[i] for i in tensor_saved])
                 ctx.other_saved = [values[i] for i in other_saved]
         result = outs if plain_outputs else tuple(outs[k] for k in first)
+        if overwritten:  # the cotangents of outputs backward does not reach stay None
+            ctx.set_materialize_grads(False)
+            ctx.like = [(r.shape, r.dtype, r.device) for r in result]
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -124,6 +131,14 @@ def grad_computation(
             raise error
         if torch.is_grad_enabled():
             raise _double_backward(name)
+        if overwritten:
+            for message, reaching in overwritten:
+                if any(cotangents[j] is not None for j in reaching):
+                    raise SavedValueOverwrittenError(message)
+            cotangents = tuple(
+                torch.zeros(shape, dtype=dtype, device=device) if c is None else c
+                for c, (shape, dtype, device) in zip(cotangents, ctx.like)
+            )
         tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
         if all_tensors:
             values = tensors

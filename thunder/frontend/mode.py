@@ -241,6 +241,7 @@ class AcquisitionMode(TorchFunctionMode):
     def _handle(self, func, args, kwargs):
         state = self.state
         state.handling = func
+        state.mark_op_start()
         # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
