@@ -427,3 +427,33 @@ def test_ops_raise_at_backward_exactly_when_eager_does(info, which):
     assert got[0] == eager[0], f"eager: {eager[0]}; thunder: {got[0]}"
     if eager[0] == "ok":
         torch.testing.assert_close(got[1], eager[1], equal_nan=True)
+
+
+def test_a_write_after_the_call_names_what_the_backward_reads():
+    x, w = torch.rand(3, requires_grad=True), torch.rand(3, requires_grad=True)
+    out = thunder.jit(product)(x, w)
+    with torch.no_grad():
+        w.add_(1)
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)modified by an inplace operation.*backward of product reads the values of its inputs x, w",
+    ):
+        out.sum().backward()
+
+
+def test_an_input_saved_only_to_recompute_from_is_a_known_difference():
+    """Rematerialization saves ``x`` to recompute ``x * 2`` in the backward, where eager saves
+    ``x * 2`` itself: written in place after the call, ``x`` makes thunder's backward raise
+    (never compute with the new value) where eager's raises nothing."""
+
+    def f(x, w):
+        return (x * 2).sin() * w
+
+    def write_x(out, leaves):
+        with torch.no_grad():
+            leaves[0].add_(1)
+
+    x, w = torch.rand(3), torch.rand(3)
+    assert _outcome(f, x, w, after=write_x)[0] == "ok"
+    outcome, message = _outcome(thunder.jit(f), x, w, after=write_x)
+    assert outcome == "error" and "reads x only to recompute values that eager saves instead" in message

@@ -82,6 +82,28 @@ class _Layout:
         ]
 
 
+def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
+    """Which saved values the caller holds (inputs, outputs), for torch's version-check error."""
+    inputs = {p.name for p in fw.args if isinstance(p, TensorProxy)}
+    positions = {o.name: k for k, o in reversed(list(enumerate(outputs)))}
+    ins = [p.name for p in saved if p.name in inputs]
+    outs = [str(positions[p.name]) for p in saved if p.name in positions and p.name not in inputs]
+    held = [f"input{'s' * (len(ins) > 1)} {', '.join(ins)}"] if ins else []
+    held += [f"output{'s' * (len(outs) > 1)} {', '.join(outs)}"] if outs else []
+    note = (
+        f"thunder: the backward of {name} reads the values of its {' and '.join(held) or '(none)'} "
+        "from the call; one of them was written in place since."
+    )
+    recompute = fw.info.get("saved_to_recompute")
+    if recompute:
+        note += (
+            f" (It reads {', '.join(recompute)} only to recompute values that eager saves instead: a write into "
+            + ("it" if len(recompute) == 1 else "them")
+            + " makes eager's backward raise nothing.)"
+        )
+    return note
+
+
 def grad_computation(
     fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
 ) -> Callable:
@@ -101,6 +123,7 @@ def grad_computation(
     # values saved for backward and then written in place (transforms/saved_versions.py): the
     # backward raises as eager's does, when a cotangent that reaches the op's backward is given
     overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())]
+    caller_writable = _caller_writable(fw, saved, outputs, name)
 
     # the common case, kept cheap: every output computed once, every saved value a tensor,
     # every Function output differentiable, nothing written back
@@ -139,7 +162,12 @@ def grad_computation(
                 torch.zeros(shape, dtype=dtype, device=device) if c is None else c
                 for c, (shape, dtype, device) in zip(cotangents, ctx.like)
             )
-        tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        try:
+            tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
+            if "modified by an inplace operation" not in str(e):
+                raise
+            raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
         if all_tensors:
             values = tensors
         else:
