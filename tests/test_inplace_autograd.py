@@ -219,9 +219,39 @@ def read_under_no_grad(x, w):
     return y + z
 
 
+def setitem_into_a_saved_result(x, w):
+    y = x.exp()
+    y[0] = 0
+    return y
+
+
+def inplace_flag_of_a_functional(x, w):
+    y = x.sigmoid()  # saves its result
+    z = y * 2
+    torch.nn.functional.relu(y, inplace=True)
+    return z
+
+
+def copy_into_a_saved_input(x, w):
+    y = x * 2
+    z = y.sin()
+    y.copy_(w)  # the value of another tensor, written into y's storage
+    return z
+
+
+def zero_a_saved_result(x, w):
+    y = x.exp()
+    y.zero_()
+    return y
+
+
 @pytest.mark.parametrize(
     "fn, raises",
     [
+        (setitem_into_a_saved_result, True),
+        (inplace_flag_of_a_functional, True),
+        (copy_into_a_saved_input, True),
+        (zero_a_saved_result, True),
         (exp_then_add, True),
         (sin_input_overwritten, True),
         (add_saves_nothing, False),

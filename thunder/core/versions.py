@@ -7,8 +7,9 @@ in-place write is functional (``y.add_(1)`` is ``t1 = ltorch.add(y, 1)`` and ``y
 from then on), so the trace alone cannot tell; acquisition records here, per value, the
 storage it lives in and the storage's version it holds, and per storage its writes in order.
 
-``Versions.overwritten(value, reader_outputs, reader_args)`` answers the grad pass's question:
-which writes happened after the op that made ``reader_outputs`` read (or made) ``value``. The
+``Versions.overwritten(value, reader_outputs, reader_args)`` answers the question of
+``thunder/transforms/saved_versions.py``: which writes into ``value``'s storage happened after
+the op that made ``reader_outputs`` read (or made) ``value``. The
 in-place op itself does not count as a write after its own read of the tensor it writes
 (eager saves that tensor's old value for ``x.mul_(w)``), unless it reads that tensor twice
 (``a.mul_(a)`` saves ``a`` as the other operand too, and eager raises).
@@ -62,19 +63,20 @@ class Versions:
         version = len(self.writes.get(storage, ())) + 1
         self._open = (storage, version, target, op, source, [])
 
-    def bind(self, name: str) -> None:
-        """``name``, a value the write computed, holds (part of) the storage being written, at its
-        new version. (Values it did not compute, ``y.copy_(x)`` binding ``y`` to ``x`` itself,
-        keep their own storage.)"""
+    def bind(self, name: str, made: bool) -> None:
+        """The write gave its target the value ``name``. A value the write ``made`` holds (part of)
+        the storage, at its new version; one it did not make (``y.copy_(x)`` binding ``y`` to
+        ``x`` itself) keeps its own storage, and the write still moves the target's counter."""
         storage, version, *_ = self._open
-        self._of[name] = (storage, version)
+        if made:
+            self._of[name] = (storage, version)
         self._open[5].append(name)
 
     def end(self, made: set[str]) -> None:
         """Close the write; ``made``: every value recorded since the op began."""
         storage, version, target, op, source, bound = self._open
         self._open = None
-        if not bound:  # nothing new: no write (``x.copy_(x)``)
+        if not bound:  # the target kept its value (``x.copy_(x)``)
             return
         w = Write(op, source, storage, version, target, frozenset(made))
         self.writes.setdefault(storage, []).append(w)

@@ -187,8 +187,8 @@ class Acquisition:
             return original
         self._refuse_leaf_write(original, op)
         self.latest[id(current)] = value
-        if isinstance(value, TensorProxy) and value.name in self._made_since_op_start():
-            self.versions.bind(value.name)
+        if isinstance(value, TensorProxy):
+            self.versions.bind(value.name, value.name in self._made_since_op_start())
         self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
             self.latest[id(original)] = value
