@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 from thunder.core.proxies import TensorProxy, proxies_in
-from thunder.core.symbol import SourceLocation
+from thunder.core.symbol import BoundSymbol, SourceLocation
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions, Write
@@ -52,16 +52,28 @@ def _where(what: str, loc: SourceLocation | None) -> str:
     return f"\n  {what} at {loc.filename}:{loc.lineno} in {loc.function}" + (f": {code}" if code else "")
 
 
-def _message(value: TensorProxy, op: str, source: SourceLocation | None, writes: list[Write]) -> str:
+def _role(value: TensorProxy, op: BoundSymbol) -> str:
+    """What ``value`` is to ``op``: its result, or which of its arguments."""
+    outs = proxies_in(op.output)
+    if any(o.name == value.name for o in outs):
+        return "its result" if len(outs) == 1 else "one of its results"
+    for i, a in enumerate(op.args):
+        if any(p.name == value.name for p in proxies_in(a)):
+            return f"its argument {i}"
+    return "a value it reads"
+
+
+def _message(value: TensorProxy, op: BoundSymbol, writes: list[Write]) -> str:
     dtype = str(value.meta_dtype).removeprefix("torch.")
+    name = op.sym.id
     first = writes[0]
-    times = "" if len(writes) == 1 else f" ({len(writes)} in-place writes since it was saved)"
+    times = "" if len(writes) == 1 else f" ({len(writes)} in-place writes since)"
     return (
         "thunder: one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: {value.name} ({dtype} of shape {tuple(value.meta_shape)}), which {op} saved for its "
-        f"backward, was then written by {first.op}{times}; eager PyTorch raises this error at backward() too. "
-        "Write into a .clone() instead, or write before the op reads the tensor."
-        + _where(f"saved by {op}", source)
+        f"operation: {name} saved {_role(value, op)} ({value.name}, {dtype} of shape {tuple(value.meta_shape)}) "
+        f"for its backward, and {first.op} then wrote into it{times}; eager PyTorch raises this error at "
+        "backward() too. Write into a .clone() instead, or write before the op reads the tensor."
+        + _where(f"saved by {name}", op.source)
         + _where(f"written by {first.op}", first.source)
     )
 
@@ -104,7 +116,7 @@ def check_saved_versions(joint: Trace) -> Trace:
         for name, value in saved.items():
             writes = versions.overwritten(name, key, op_args)
             if writes:
-                message = _message(value, op.sym.id, op.source, writes)
+                message = _message(value, op, writes)
                 found.append((i, OverwrittenSave(message, tuple(sorted(reached.get(key, ()))))))
                 break
     if not found:
