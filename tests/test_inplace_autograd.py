@@ -487,3 +487,18 @@ def test_an_input_saved_only_to_recompute_from_is_a_known_difference():
     assert _outcome(f, x, w, after=write_x)[0] == "ok"
     outcome, message = _outcome(thunder.jit(f), x, w, after=write_x)
     assert outcome == "error" and "reads x only to recompute values that eager saves instead" in message
+
+
+def test_a_gradient_for_other_inputs_only_is_a_known_difference():
+    """The compiled backward is one autograd node: ``autograd.grad`` for ``w`` alone runs it
+    whole and raises, where eager skips exp's backward (it feeds only ``x``'s gradient)."""
+
+    def f(x, w):
+        y = x.exp()
+        y.add_(1)
+        return (y + w).sum()
+
+    x, w = torch.rand(3, requires_grad=True), torch.rand(3, requires_grad=True)
+    assert torch.equal(torch.autograd.grad(f(x, w), w)[0], torch.ones(3))
+    with pytest.raises(RuntimeError, match=INPLACE_ERROR):
+        torch.autograd.grad(thunder.jit(f)(x, w), w)

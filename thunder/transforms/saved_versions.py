@@ -12,6 +12,14 @@ message and the cotangents that reach that op's backward: the compiled backward 
 one of them is given (``thunder/executors/torch_autograd.py``), so a backward that does not
 pass through the op, and a program that never calls backward, are unaffected, as in eager.
 
+Thunder's rules read what eager saves for most ops (an op-database test checks every op);
+the ops where they knowingly differ are listed, with the reason, in
+``tests/test_inplace_autograd.py`` (``KNOWN_DIFFERENCES``). Writes by the caller after the
+call are torch's own check of what the compiled function saved
+(``thunder/executors/torch_autograd.py``). One more known difference: the compiled backward is
+one node, run whole, so ``torch.autograd.grad(loss, inputs=[w])`` raises when an op whose
+saved value was overwritten feeds only other inputs' gradients, where eager skips that op.
+
 Before (the joint trace of ``y = x.exp(); y.add_(1); return y``)::
 
     def joint(x, g_t1):
