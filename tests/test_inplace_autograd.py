@@ -502,3 +502,72 @@ def test_a_gradient_for_other_inputs_only_is_a_known_difference():
     assert torch.equal(torch.autograd.grad(f(x, w), w)[0], torch.ones(3))
     with pytest.raises(RuntimeError, match=INPLACE_ERROR):
         torch.autograd.grad(thunder.jit(f)(x, w), w)
+
+
+# -- the in-place variants of the op database's ops: a.op_(...), then (or not) a.add_(1) -----
+# The value an in-place op saves of the tensor it writes is a copy in eager (so no later write
+# reaches it) unless the op saves its result.
+_COMPARISON_INPLACE = "thunder's result of an in-place comparison no longer requires grad (eager's does)"
+_SHAPE_INPLACE = "thunder does not support in-place ops that change the shape"
+KNOWN_INPLACE_DIFFERENCES = {
+    **{
+        (n, later): _COMPARISON_INPLACE
+        for n in ("eq", "ne", "lt", "le", "gt", "ge")
+        for later in (False, True)
+    },
+    **{
+        (n, later): _COMPARISON_INPLACE
+        for n in ("logical_not", "logical_and", "logical_or", "logical_xor")
+        for later in (False, True)
+    },
+    **{
+        (n, later): _SHAPE_INPLACE
+        for n in ("t", "transpose", "unsqueeze", "squeeze")
+        for later in (False, True)
+    },
+    ("cumprod", True): _RESULT,
+    ("cumprod_zeros", True): _RESULT,
+    ("scatter_reduce", True): _RESULT,
+}
+
+
+def _inplace_cases():
+    seen = set()
+    for info in OPS:
+        name = getattr(info.op, "__name__", "")
+        if torch.float64 not in info.dtypes or not info.values or info.cuda or info.numerical_grad:
+            continue
+        if getattr(torch.Tensor, name + "_", None) is None or info.id in seen:
+            continue
+        seen.add(info.id)
+        for later in (False, True):
+            reason = KNOWN_INPLACE_DIFFERENCES.get((info.id, later))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(
+                info, name + "_", later, marks=marks, id=f"{name}_-{info.id}{'-then-add_' * later}"
+            )
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("info, method, later", list(_inplace_cases()))
+def test_inplace_ops_raise_at_backward_exactly_when_eager_does(info, method, later):
+    tensors, rebuild = _split_tensors(info.samples(Maker(torch.float64))[0])
+    if not tensors or not tensors[0].is_floating_point():
+        pytest.skip("the written tensor is not floating")
+
+    def f(*ts):
+        ts = [t * 1 if t.requires_grad else t for t in ts]
+        args, kwargs = rebuild(ts)
+        getattr(args[0], method)(*args[1:], **kwargs)
+        if later:
+            args[0].add_(1)
+        return args[0].sum()
+
+    try:
+        eager = _outcome(f, *tensors, loss=lambda out: out)
+    except Exception as e:  # eager refuses the write, or has nothing to differentiate
+        pytest.skip(f"eager: {type(e).__name__}: {e}")
+    got = _outcome(thunder.jit(f), *tensors, loss=lambda out: out)
+    assert got[0] == eager[0], f"eager: {eager[0]}; thunder: {got[0]}"
+    if eager[0] == "ok":
+        torch.testing.assert_close(got[1], eager[1], equal_nan=True)

@@ -9,10 +9,11 @@ storage it lives in and the storage's version it holds, and per storage its writ
 
 ``Versions.overwritten(value, reader_outputs, reader_args)`` answers the question of
 ``thunder/transforms/saved_versions.py``: which writes into ``value``'s storage happened after
-the op that made ``reader_outputs`` read (or made) ``value``. The
-in-place op itself does not count as a write after its own read of the tensor it writes
-(eager saves that tensor's old value for ``x.mul_(w)``), unless it reads that tensor twice
-(``a.mul_(a)`` saves ``a`` as the other operand too, and eager raises).
+the op that made ``reader_outputs`` read (or made) ``value``. The value an in-place op reads
+of the tensor it writes is never overwritten: eager saves a copy of it (``x.mul_(w)`` saves
+the old ``x`` for ``w``'s gradient, and neither this write nor a later one reaches the copy),
+unless the op reads that tensor twice (``a.mul_(a)`` saves ``a`` itself as the other operand,
+and eager raises).
 """
 
 from __future__ import annotations
@@ -91,11 +92,6 @@ class Versions:
         if not writes:
             return []
         own = next((self._made_by[n] for n in reader_outputs if n in self._made_by), None)
-        if (
-            own is not None
-            and own.storage == storage
-            and own.target == value
-            and reader_args.count(value) == 1
-        ):
-            version = max(version, own.version)
+        if own is not None and own.target == value and reader_args.count(value) == 1:
+            return []  # eager saves a copy of the old value (``original_self``): no write reaches it
         return [w for w in writes if w.version > version]
