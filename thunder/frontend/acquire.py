@@ -183,6 +183,12 @@ class Acquisition:
         current = self.current(original)
         if isinstance(value, TensorProxy):
             value = self._cast_for_inplace(value, current, op)
+            if current.meta_requires_grad and not value.meta_requires_grad and torch.is_grad_enabled():
+                # eager's in-place op keeps a tensor that requires grad in its graph, with a zero
+                # gradient where the new value does not depend on it (``x.eq_(y)``, ``x.fill_(2)``)
+                from thunder.ops.ltorch.factories import in_graph_of
+
+                value = in_graph_of(value, current)
         if value is current:
             return original
         self._refuse_leaf_write(original, op)
