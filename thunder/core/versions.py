@@ -44,9 +44,8 @@ class Versions:
         self._of: dict[str, tuple[str, int]] = {}  # value -> (storage, version); else its own, 0
         self.writes: dict[str, list[Write]] = {}  # storage -> its writes, in order
         self._made_by: dict[str, Write] = {}
-        self._open: tuple | None = (
-            None  # (storage, version, target, op, source, bound) of the write being made
-        )
+        # the write being made: (storage, version, target, op, source, values bound)
+        self._open: tuple | None = None
 
     def of(self, name: str) -> tuple[str, int]:
         return self._of.get(name, (name, 0))
