@@ -37,6 +37,7 @@ from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has
 from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
+from thunder.transforms.saved_versions import check_saved_versions
 from thunder.transforms.split import split_forward_backward
 
 EXECUTORS: dict[str, Executor] = {
@@ -160,6 +161,7 @@ def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
 PIPELINE: tuple[Pass, ...] = (
     Pass("dce", on("computation", dce)),
     Pass("grad", _grad),
+    Pass("saved_versions", on("computation", check_saved_versions)),
     Pass("split", _split),
     Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),

@@ -155,6 +155,11 @@ class Trace:
     def add_bsym(self, bsym: BoundSymbol) -> None:
         self._scopes[-1].append(bsym)
 
+    @property
+    def recording(self) -> list[BoundSymbol]:
+        """The list BoundSymbols are recorded into now (a decomposition's while it runs)."""
+        return self._scopes[-1]
+
     # -- deriving -------------------------------------------------------------------------
     def derive(self, pass_name: str) -> Trace:
         """A new, empty trace that shares this one's names, inputs and output (for passes)."""

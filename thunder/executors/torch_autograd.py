@@ -20,6 +20,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.trace import Trace
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.transforms.grad import differentiable_outputs
+from thunder.transforms.saved_versions import SavedValueOverwrittenError
 
 
 def no_grad_computation(trace: Trace) -> Callable:
@@ -81,6 +82,28 @@ class _Layout:
         ]
 
 
+def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
+    """Which saved values the caller holds (inputs, outputs), for torch's version-check error."""
+    inputs = {p.name for p in fw.args if isinstance(p, TensorProxy)}
+    positions = {o.name: k for k, o in reversed(list(enumerate(outputs)))}
+    ins = [p.name for p in saved if p.name in inputs]
+    outs = [str(positions[p.name]) for p in saved if p.name in positions and p.name not in inputs]
+    held = [f"input{'s' * (len(ins) > 1)} {', '.join(ins)}"] if ins else []
+    held += [f"output{'s' * (len(outs) > 1)} {', '.join(outs)}"] if outs else []
+    note = (
+        f"thunder: the backward of {name} reads the values of its {' and '.join(held) or '(none)'} "
+        "from the call; one of them was written in place since."
+    )
+    recompute = fw.info.get("saved_to_recompute")
+    if recompute:
+        note += (
+            f" (It reads {', '.join(recompute)} only to recompute values that eager saves instead: a write into "
+            + ("it" if len(recompute) == 1 else "them")
+            + " makes eager's backward raise nothing.)"
+        )
+    return note
+
+
 def grad_computation(
     fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
 ) -> Callable:
@@ -97,6 +120,10 @@ def grad_computation(
     tensor_saved = [i for i, p in enumerate(saved) if isinstance(p, TensorProxy)]
     other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
     n_saved = len(saved)
+    # values saved for backward and then written in place (transforms/saved_versions.py): the
+    # backward raises as eager's does, when a cotangent that reaches the op's backward is given
+    overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())]
+    caller_writable = _caller_writable(fw, saved, outputs, name)
 
     # the common case, kept cheap: every output computed once, every saved value a tensor,
     # every Function output differentiable, nothing written back
@@ -115,6 +142,9 @@ def grad_computation(
                 ctx.save_for_backward(*[values[i] for i in tensor_saved])
                 ctx.other_saved = [values[i] for i in other_saved]
         result = outs if plain_outputs else tuple(outs[k] for k in first)
+        if overwritten:  # the cotangents of outputs backward does not reach stay None
+            ctx.set_materialize_grads(False)
+            ctx.like = [(r.shape, r.dtype, r.device) for r in result]
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -124,7 +154,20 @@ def grad_computation(
             raise error
         if torch.is_grad_enabled():
             raise _double_backward(name)
-        tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        if overwritten:
+            for message, reaching in overwritten:
+                if any(cotangents[j] is not None for j in reaching):
+                    raise SavedValueOverwrittenError(message)
+            cotangents = tuple(
+                torch.zeros(shape, dtype=dtype, device=device) if c is None else c
+                for c, (shape, dtype, device) in zip(cotangents, ctx.like)
+            )
+        try:
+            tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
+            if "modified by an inplace operation" not in str(e):
+                raise
+            raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
         if all_tensors:
             values = tensors
         else:

@@ -16,13 +16,14 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.overlap import overlaps
-from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, tracectx
+from thunder.core.trace import Trace, current_trace, tracectx
+from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
@@ -82,6 +83,8 @@ class Acquisition:
         self.layout_reads: dict[str, tuple] = {}  # input name -> (proxy, strides) views were decided on
         self.grad_writes: set[str] = set()  # inputs that require grad written under grad mode
         self.first_writes: dict[str, tuple] = {}  # proxy name -> (op, source) of its first in-place write
+        self.versions = Versions()  # storages and version counters, for autograd's check of saved values
+        self.op_start: tuple[list, int] | None = None  # where the op being handled began recording
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
         self.shadows = ModuleShadows(self)
         self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
@@ -152,8 +155,29 @@ class Acquisition:
             self.inputs.captured[id(t)] = p
         return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 
+    def mark_op_start(self) -> None:
+        """Called as each torch call begins: what it records is its own (an in-place op's write)."""
+        t = current_trace()
+        self.op_start = (t.recording, len(t.recording)) if t is not None else None
+
+    def _made_since_op_start(self) -> set[str]:
+        if self.op_start is None:
+            return set()
+        scope, n = self.op_start
+        return {p.name for b in scope[n:] for p in proxies_in(b.output)}
+
     def rebind(self, target, value, op: str):
-        """After an in-place op: ``target`` now holds ``value`` (and so does its view base)."""
+        """After an in-place op: ``target`` now holds ``value`` (and so does its view base).
+        One call is one write of the storage's version counter (``thunder/core/versions.py``)."""
+        if self.versions.writing or not isinstance(target, TensorProxy):  # (the write reaching a view's base)
+            return self._rebind(target, value, op)
+        self.versions.begin(self.current(target).name, op, user_location())
+        try:
+            return self._rebind(target, value, op)
+        finally:
+            self.versions.end(self._made_since_op_start())
+
+    def _rebind(self, target, value, op: str):
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
         self.subclasses.refuse_write(target, op)
@@ -161,10 +185,18 @@ class Acquisition:
         current = self.current(original)
         if isinstance(value, TensorProxy):
             value = self._cast_for_inplace(value, current, op)
+            if current.meta_requires_grad and not value.meta_requires_grad and torch.is_grad_enabled():
+                # eager's in-place op keeps a tensor that requires grad in its graph, with a zero
+                # gradient where the new value does not depend on it (``x.eq_(y)``, ``x.fill_(2)``)
+                from thunder.ops.ltorch.factories import in_graph_of
+
+                value = in_graph_of(value, current)
         if value is current:
             return original
         self._refuse_leaf_write(original, op)
         self.latest[id(current)] = value
+        if isinstance(value, TensorProxy):
+            self.versions.bind(value.name, value.name in self._made_since_op_start())
         self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
             self.latest[id(original)] = value
@@ -188,7 +220,9 @@ class Acquisition:
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
                     "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
                 )
-            self.rebind(view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op)
+            self._rebind(
+                view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
+            )
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
@@ -302,6 +336,7 @@ class Acquisition:
 
     def add_view(self, view: View) -> None:
         self.views[view.value.name] = view
+        self.versions.view(view.value.name, view.base.name)
         self.views_of.setdefault(id(view.base), []).append(view)
 
     def _refresh_views(self, old: TensorProxy, new: TensorProxy) -> None:
@@ -427,6 +462,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     comp.output = tuple(comp_outputs)
+    if state.versions.writes:  # the grad pass checks the values its backward reads against them
+        comp.info["versions"] = state.versions
     used = _used_inputs(comp, state)
     comp.args = used
     names = {p.name for p in used}

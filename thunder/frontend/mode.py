@@ -141,25 +141,10 @@ def _inplace_base(name: str):
         "uniform_": _uniform,
         "normal_": _normal,
     }
-    if name in special:
-        return _in_graph(special[name]) if name != "fill_" else special[name]
+    if name in special:  # (a result that requires no grad is kept in the graph by the rebinding)
+        return special[name]
     base = getattr(T, name[:-1], None)
     return TORCH_TO_THUNDER.get(base) if base is not None else None
-
-
-def _in_graph(fn):
-    """An in-place method whose result does not depend on the values it overwrites (``zero_``,
-    ``uniform_``): as in eager, a tensor that requires grad stays in its graph (with a zero
-    gradient); otherwise a plain new value."""
-
-    def out_of_place(a, *args, **kwargs):
-        from thunder.ops.ltorch.factories import in_graph_of
-        from thunder.ops.meta import requires_grad_of
-
-        value = fn(a, *args, **kwargs)
-        return in_graph_of(value, a) if requires_grad_of(a) and torch.is_grad_enabled() else value
-
-    return out_of_place
 
 
 def _uniform(a, from_=0.0, to=1.0, *, generator=None):
@@ -241,6 +226,7 @@ class AcquisitionMode(TorchFunctionMode):
     def _handle(self, func, args, kwargs):
         state = self.state
         state.handling = func
+        state.mark_op_start()
         # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])

@@ -29,7 +29,7 @@ import torch
 from thunder.core.symbol import Symbol, SymbolTable
 from thunder.ops import ltorch, prims
 from thunder.ops.ltorch import nn as lnn
-from thunder.ops.meta import device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 VJPS = SymbolTable(
     "the VJP rules",
@@ -209,7 +209,8 @@ def _erfc(out, a):
 
 @_unary(prims.erfinv)
 def _erfinv(out, a):
-    return prims.mul(prims.exp(_square(out)), math.sqrt(math.pi) / 2)
+    # from the input, as torch's (which saves the input, not the result)
+    return prims.mul(prims.exp(_square(prims.erfinv(a))), math.sqrt(math.pi) / 2)
 
 
 @_unary(prims.lgamma)
@@ -272,7 +273,12 @@ def _mul(g, out, a, b):
 @_rule(prims.div)
 def _div(g, out, a, b):
     ga = prims.div(g, b) if _tensor(a) else None
-    gb = prims.neg(prims.div(prims.mul(g, out), b)) if _tensor(b) else None
+    gb = None
+    if _tensor(b):
+        # from the inputs, as torch's (which saves them, not the result), when ``a`` is a tensor
+        gb = prims.neg(
+            prims.div(prims.mul(g, a), _square(b)) if _tensor(a) else prims.div(prims.mul(g, out), b)
+        )
     return ga, gb
 
 
@@ -704,6 +710,31 @@ def _softmax_rule(backward):
 
 VJPS[ltorch.softmax] = _softmax_rule(ltorch.softmax_backward)
 VJPS[ltorch.log_softmax] = _softmax_rule(ltorch.log_softmax_backward)
+
+
+@_rule(ltorch.softmin)
+def _softmin(g, out, a, dim=None, _stacklevel=3, dtype=None):
+    """softmax's gradient of ``-a``: from the result, as torch's (softmax(-a), saving it)."""
+    if dim is None:
+        return NotImplemented
+    grads = VJPS[ltorch.softmax](g, out, a, dim, _stacklevel, dtype)
+    return grads if grads is NotImplemented else (prims.neg(grads[0]), *grads[1:])
+
+
+@_rule(ltorch.logsumexp)
+def _logsumexp(g, out, a, dim, keepdim=False):
+    """``g * exp(a - out)``, from the input and the result, as torch's (which saves both)."""
+    s = shape_of(a)
+    if not dtype_of(a).is_floating_point or dtype_of(a) in _LOW_PRECISION or not s:
+        return NotImplemented
+    dims = canonical_dims(dim, len(s), "torch.logsumexp")
+    kept = _kept(s, dims)
+    reduced = tuple(s[i] for i in kept)
+
+    def back(t):
+        return _expand(prims.reshape(t, reduced) if shape_of(t) != reduced else t, s, kept)
+
+    return prims.mul(back(g), prims.exp(prims.sub(a, back(out)))), None, None
 
 
 @_rule(ltorch.layer_norm)

@@ -143,7 +143,15 @@ class _Backprop:
             return
         g = _fit(g, p)
         prev = self.cot.get(p.name)
-        self.cot[p.name] = g if prev is None else prims.add(prev, g)
+        if prev is None:
+            self.cot[p.name] = g
+            return
+        total = self.cot[p.name] = prims.add(prev, g)
+        # the sum of gradients from several uses, not part of any one op's backward (what the
+        # op's backward reaches, transforms/saved_versions.py, leaves it out)
+        adder = self.joint.recording[-1]
+        if any(o is total for o in proxies_in(adder.output)):
+            adder.info["accumulates"] = p.name
 
     def run(self, bsyms: list[BoundSymbol], top: BoundSymbol | None) -> None:
         for b in reversed(bsyms):

@@ -6,7 +6,8 @@ the function, other saved values, values recomputed this way) costs memory from 
 to the backward for nothing: the backward recomputes it from those inputs. A value returned
 by the function is kept (it is alive anyway). Recomputed BoundSymbols are tagged
 ``recomputed`` and their ``info["recomputes"]`` names the value; the forward's
-``info["rematerialized"]`` lists what is no longer saved.
+``info["rematerialized"]`` lists what is no longer saved, ``info["saved_to_recompute"]`` the
+inputs saved for it (unlike eager, written in place after the call they make backward() raise).
 
 Before (``t1`` saved)::
 
@@ -91,6 +92,9 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
         new_fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
     new_fw.info["saved_for_backward"] = [p.name for p in new_saved]
     new_fw.info["rematerialized"] = sorted(recompute, key=lambda n: order[n])
+    # inputs saved only to recompute from: an in-place write into one of them after the call
+    # makes backward() raise, where eager (which saved the recomputed value) would not
+    new_fw.info["saved_to_recompute"] = sorted({p.name for p in extra_inputs if p.name in saved_names})
 
     new_bw = bw.derive("Rematerialization")
     new_bw.args = list(new_saved) + list(bw.args[len(saved) :])
