@@ -230,3 +230,28 @@ def test_contiguous_and_reshape_of_an_input_follow_the_callers_layout():
             torch.testing.assert_close(got, want)
         torch.testing.assert_close(a, b)
     assert thunder.compile_stats(jfn).cache_misses == 2  # the strides are checked
+
+
+def _copy_then_write_source(x, y):
+    y.copy_(x)
+    x.add_(1)
+    return y * 1
+
+
+def _copy_then_write_destination(x, y):
+    y.copy_(x)
+    y.mul_(3)
+    return x * 1
+
+
+@pytest.mark.parametrize("fn", [_copy_then_write_source, _copy_then_write_destination])
+def test_after_copy_the_two_tensors_are_written_apart(fn):
+    # copy_ copies the values: a later write into either tensor must not reach the other
+    # (thunder once bound the destination to the source's value itself)
+    x, y = torch.ones(3), torch.zeros(3)
+    jx, jy = x.clone(), y.clone()
+    expected = fn(x, y)
+    got = thunder.jit(fn)(jx, jy)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(jx, x)
+    torch.testing.assert_close(jy, y)

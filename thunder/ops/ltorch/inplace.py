@@ -81,6 +81,8 @@ def copy_to(dst, src):
     """What ``dst`` holds after ``dst.copy_(src)``: ``src`` cast and broadcast to ``dst`` (in
     ``dst``'s autograd graph too, as torch's copy_ keeps a tensor that requires grad in it)."""
     value = _as_value(src, shape_of(dst), dtype_of(dst), device_of(dst), "Tensor.copy_")
+    if value is src:  # a value of its own: later writes into src must not reach dst, nor back
+        value = prims.clone(src)
     if requires_grad_of(dst) and not requires_grad_of(value) and torch.is_grad_enabled():
         return in_graph_of(value, dst)
     return value
