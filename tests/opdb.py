@@ -87,6 +87,9 @@ class OpInfo:
     # eager's gradient is wrong for these samples (it fails torch.autograd.gradcheck): the
     # gradients are checked against finite differences instead
     numerical_grad: bool = False
+    # the gradient is what the op's VJP rule says, not what its prims differentiate to (a
+    # write into ``y.detach()``: the values written, the gradient passing to ``y`` unchanged)
+    rule_only_grad: bool = False
 
     @property
     def id(self) -> str:
@@ -1739,6 +1742,27 @@ op(
     ref=_copy,
 )
 op("copy_to", _copy_to, lambda m: [s(m(3, 4), m(3, 4))], ALL, ref=_copy, variant="noop", noop=True)
+
+
+def _write_through_detach(base, value):
+    # called directly, as _copy_to (frontends record it for a write into ``y.detach()``)
+    with torch._C.DisableTorchFunction():
+        return ltorch.write_through_detach(base, value)
+
+
+def _straight_through(base, value):
+    """Eager's value and gradient for it: the values written, the gradient passing to ``base``."""
+    return base + (value.expand_as(base) - base).detach()
+
+
+op(
+    "write_through_detach",
+    _write_through_detach,
+    lambda m: [s(m(3, 4), m(3, 4)), s(m(2, 3), m(3))],
+    FLOAT,
+    ref=_straight_through,
+    rule_only_grad=True,
+)
 op(
     "setitem",
     _setitem,

@@ -255,3 +255,37 @@ def test_after_copy_the_two_tensors_are_written_apart(fn):
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(jx, x)
     torch.testing.assert_close(jy, y)
+
+
+def _write_into_detach(x):
+    y = x * 3
+    y.detach().add_(1)
+    return y * x
+
+
+def _write_into_data(x):
+    y = x * 3
+    y.data.mul_(2)
+    return y * x
+
+
+def _detach_sees_a_write_into_its_base(x):
+    y = x * 3
+    d = y.detach()
+    y.add_(1)
+    return d * 2 + y
+
+
+@pytest.mark.parametrize("fn", [_write_into_detach, _write_into_data, _detach_sees_a_write_into_its_base])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_detach_and_data_are_views_without_history(fn, requires_grad):
+    # a write into y.detach() or y.data changes y's values and leaves its history alone (the
+    # gradient passes to y as before); the write never reached y when y required grad
+    x = torch.randn(3, dtype=torch.float64, requires_grad=requires_grad)
+    jx = x.detach().clone().requires_grad_(requires_grad)
+    expected, got = fn(x), thunder.jit(fn)(jx)
+    torch.testing.assert_close(got, expected)
+    if requires_grad:
+        expected.sum().backward()
+        got.sum().backward()
+        torch.testing.assert_close(jx.grad, x.grad)

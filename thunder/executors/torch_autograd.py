@@ -209,7 +209,11 @@ def grad_computation(
         if writebacks:
             with torch.enable_grad() if enable_grad else nullcontext():
                 for k, i in writebacks:
-                    args[i].copy_(values[k])
+                    if args[i].is_leaf and args[i].requires_grad:  # written through .data / detach()
+                        with torch.no_grad():
+                            args[i].copy_(values[k])
+                    else:
+                        args[i].copy_(values[k])
         return tuple(values[:n_user])
 
     computation.autograd_function = fn

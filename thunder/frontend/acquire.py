@@ -91,6 +91,9 @@ class Acquisition:
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.own
         self._keepalive: list = []
+        # a write reaching its base through detach() or .data: eager allows it into a leaf
+        # that requires grad (it leaves the history alone)
+        self._through_detach = 0
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
 
@@ -193,7 +196,8 @@ class Acquisition:
                 value = in_graph_of(value, current)
         if value is current:
             return original
-        self._refuse_leaf_write(original, op)
+        if not self._through_detach:
+            self._refuse_leaf_write(original, op)
         self.latest[id(current)] = value
         if isinstance(value, TensorProxy):
             self.versions.bind(value.name, value.name in self._made_since_op_start())
@@ -220,9 +224,15 @@ class Acquisition:
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
                     "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
                 )
-            self._rebind(
-                view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
-            )
+            from thunder.ops.ltorch.casts import detach
+
+            self._through_detach += view.op is detach
+            try:
+                self._rebind(
+                    view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
+                )
+            finally:
+                self._through_detach -= view.op is detach
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original

@@ -329,10 +329,14 @@ class AcquisitionMode(TorchFunctionMode):
                 op, args, func = view(t)
                 self.state.add_view(View(t, op, args, {}, 0, result, func))
             return result
-        if name == "data":
+        if name == "data":  # a view without history, as detach()
+            from thunder.frontend.acquire import View
             from thunder.ops import ltorch
 
-            return ltorch.detach(t)
+            result = ltorch.detach(t)
+            if result is not t:
+                self.state.add_view(View(t, ltorch.detach, (), {}, 0, result, T.detach))
+            return result
         if name == "grad":
             return None
         raise UnsupportedOpError(

@@ -763,6 +763,11 @@ def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
     return gi, None, gw, gb, None
 
 
+@_rule(ltorch.write_through_detach)
+def _write_through_detach(g, out, base, value):
+    return g, None
+
+
 # Forwards that also compute what their backward needs, used by the grad pass in place of the
 # op where a gradient flows through it: ``make(*args, **kwargs)`` records one op whose first
 # output is the original op's (or returns None to keep the op). ``F.layer_norm`` becomes

@@ -79,9 +79,10 @@ def cpu(a):
     return a if a.device.type == "cpu" else prims.device_put(a, torch.device("cpu"))
 
 
-@torchsymbol(T.detach, torch.detach, torch_impl="torch.Tensor.detach")
+@torchsymbol(T.detach, torch.detach, torch_impl="torch.Tensor.detach", tags=(Tag.VIEW,))
 def detach(a):
-    """Same values, no gradient: the decomposition copies under no_grad."""
+    """Same values, no gradient: the decomposition copies under no_grad. A view in eager
+    (it shares the storage): a write into it reaches the tensor, see ltorch/inplace.py."""
     if not a.requires_grad:
         return a
     with torch.no_grad():

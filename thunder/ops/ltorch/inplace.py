@@ -12,6 +12,7 @@ import torch
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch.casts import detach
 from thunder.ops.ltorch.factories import _cast_number, in_graph_of
 from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
 from thunder.ops.ltorch.shape import (
@@ -263,6 +264,17 @@ LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
 # of size 1) reaches the base as a reshape.
 BROADCASTING_VIEWS = frozenset({expand, expand_as, broadcast_to})
 
+
+@torchsymbol(name="write_through_detach")
+def write_through_detach(base, value):
+    """What ``base`` holds after a write into ``base.detach()`` (or ``base.data``): the
+    values written, with ``base``'s autograd history kept as it was (eager's write leaves
+    it alone, so the gradient passes to the old value unchanged: the VJP rule in
+    thunder/ops/vjp.py)."""
+    everywhere = prims.full(shape_of(base), True, dtype=torch.bool, device=device_of(base))
+    return prims.where(everywhere, value, base)
+
+
 # How a value written into a view reaches its base, per view op: the base with the value put
 # where the view reads it (``x[key] = value`` for indexing, the inverse permutation for
 # ``x.T``, ``x.mT``, ``transpose``, ``permute``; ``reshape`` and ``flatten`` where eager
@@ -288,6 +300,7 @@ VIEW_WRITES = {
     expand: _reshape_back,
     expand_as: _reshape_back,
     broadcast_to: _reshape_back,
+    detach: lambda base, *, value: write_through_detach(base, value),
 }
 # Calls of view ops whose result is a copy in eager (indexing with tensors or lists gathers):
 # writes into them stay in them, and writes into their base do not reach them.
