@@ -11,10 +11,11 @@ import re
 import pytest
 import torch
 from opdb import OPS, Maker  # tests/ is on sys.path
+from test_ops import _split_tensors
 from torch import nn
 
 import thunder
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import tree_flatten
 
 
 def add_one(x):
@@ -427,20 +428,6 @@ def _op_cases():
             reason = KNOWN_DIFFERENCES.get((info.id, which))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             yield pytest.param(info, which, marks=marks, id=f"{info.id}-{which}")
-
-
-def _split_tensors(sample):
-    """(the sample's tensors, a function putting tensors back in their places)."""
-    leaves, spec = tree_flatten((sample.args, sample.kwargs))
-    pos = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
-
-    def rebuild(tensors):
-        filled = list(leaves)
-        for i, t in zip(pos, tensors):
-            filled[i] = t
-        return tree_unflatten(filled, spec)
-
-    return [leaves[i] for i in pos], rebuild
 
 
 def _write_after(info, rebuild, which):

@@ -65,8 +65,8 @@ class Versions:
 
     def bind(self, name: str, made: bool) -> None:
         """The write gave its target the value ``name``. A value the write ``made`` holds (part of)
-        the storage, at its new version; one it did not make (``y.copy_(x)`` binding ``y`` to
-        ``x`` itself) keeps its own storage, and the write still moves the target's counter."""
+        the storage, at its new version; one it did not make (an op that gave back an existing
+        value) keeps its own storage, and the write still moves the target's counter."""
         storage, version, *_ = self._open
         if made:
             self._of[name] = (storage, version)

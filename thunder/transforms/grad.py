@@ -48,9 +48,9 @@ from thunder.ops.vjp import AUGMENTED, VJPS
 from thunder.transforms.dce import dce
 from thunder.transforms.subclass_grad import (
     SubclassGradError,
-    _renamed,
     cotangent,
     has_subclass_ops,
+    renamed,
     resolve_backward,
     torch_level,
 )
@@ -361,8 +361,8 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
             out.append(b)
             continue
         (recorded,) = scratch.bound_symbols
-        renamed = _placed(_renamed(recorded, {tree_leaves(result)[0].name: b.output}), b)
-        out.append(renamed.from_bsym(tags=inherit(renamed.tags, b.tags, GRAD_MODE_TAGS)))
+        made = _placed(renamed(recorded, {tree_leaves(result)[0].name: b.output}), b)
+        out.append(made.from_bsym(tags=inherit(made.tags, b.tags, GRAD_MODE_TAGS)))
     return out
 
 

@@ -48,14 +48,14 @@ def _sub(x, env: dict):
     return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
 
 
-def _renamed(b: BoundSymbol, env: dict) -> BoundSymbol:
+def renamed(b: BoundSymbol, env: dict) -> BoundSymbol:
     if not env:
         return b
     return b.from_bsym(
         args=_sub(b.args, env),
         kwargs=_sub(b.kwargs, env),
         output=_sub(b.output, env),
-        subsymbols=[_renamed(s, env) for s in b.subsymbols],
+        subsymbols=[renamed(s, env) for s in b.subsymbols],
     )
 
 
@@ -121,7 +121,7 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
             "subclass's dispatch" + at(b.source)
         )
     env = {g.name: w for g, w in zip(got, want) if isinstance(g, Proxy)}
-    return [_renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
+    return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
 
 
 def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
@@ -157,7 +157,7 @@ def resolve_backward(bsyms: list[BoundSymbol], grads, trace: Trace) -> tuple[lis
 def _resolve(b: BoundSymbol, env: dict, trace: Trace, top: BoundSymbol) -> list[BoundSymbol]:
     args, kwargs = _sub((b.args, b.kwargs), env)
     if not any(isinstance(p, SubclassProxy) for p in proxies_in((args, kwargs))):
-        return [_mark(_renamed(b, env), top)]
+        return [_mark(renamed(b, env), top)]
     if not dispatchable(b.sym, args, kwargs):
         if not b.subsymbols:
             raise SubclassGradError(
