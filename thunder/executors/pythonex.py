@@ -325,6 +325,17 @@ def python_delitem(obj, key):
     del obj[key]
 
 
+def set_module_hook(module, table: str, key: int, hook, first: bool = False):
+    hooks = module.__dict__[table]
+    hooks[key] = hook
+    if first:
+        hooks.move_to_end(key, last=False)
+
+
+def del_module_hook(module, table: str, key: int):
+    module.__dict__[table].pop(key, None)
+
+
 def dataclass_new(cls, **attrs):
     """An instance of ``cls`` with exactly these attributes (no ``__init__``/``__post_init__``)."""
     obj = cls.__new__(cls)
@@ -437,6 +448,8 @@ for _prim, _fn in (
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),
     (pyops.python_delitem, python_delitem),
+    (pyops.set_module_hook, set_module_hook),
+    (pyops.del_module_hook, del_module_hook),
     (pyops.dataclass_new, dataclass_new),
     (pyops.mapping_new, mapping_new),
     (pyops.object_new, object_new),

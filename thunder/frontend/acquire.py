@@ -455,13 +455,16 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             state.inputs,
             code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order}),
         )
-        with (
-            module_scopes(comp, state.module_paths),
-            traced_functions(comp),
-            AcquisitionMode(state),
-            value_reads(state),
-        ):
-            result = fn(*pargs, **pkwargs)
+        try:
+            with (
+                module_scopes(comp, state.module_paths),
+                traced_functions(comp),
+                AcquisitionMode(state),
+                value_reads(state),
+            ):
+                result = fn(*pargs, **pkwargs)
+        finally:
+            state.shadows.restore_hook_tables()
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)

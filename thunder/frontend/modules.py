@@ -7,8 +7,9 @@ never changed while tracing: another thread calling them, or calling the cached 
 at the same moment sees nothing of the trace, and a failed trace leaves them as they were.
 
 What ``forward`` writes lands in the shadows; afterwards each shadow is compared with how it
-started, and the writes (``self.calls += 1``, ``self.running = ...``, a new buffer value)
-go to the epilogue, which applies them to the real modules.
+started, and the writes (``self.calls += 1``, ``self.running = ...``, a new buffer value, a
+hook registered on a submodule, as transformers does to capture hidden states) go to the
+epilogue, which applies them to the real modules.
 
 What the trace read of each module is checked by the prologue: its parameters, buffers and
 tensor attributes as inputs, and its type, plain attributes and hooks in one line
@@ -81,6 +82,7 @@ class Shadow:
     buffers: dict[str, Any]
     modules: dict[str, Any]
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
+    hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
 
 
 class ModuleShadows:
@@ -91,6 +93,7 @@ class ModuleShadows:
         self.by_id: dict[int, Shadow] = {}
         self.of_shadow: dict[int, Shadow] = {}  # id(shadow) -> its record
         self.order: list[Shadow] = []
+        self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
 
     def real_of(self, v):
         """The user's module for a shadow (``v`` itself otherwise)."""
@@ -178,10 +181,13 @@ class ModuleShadows:
                     inputs.guards.append(alias)
                 made[name] = p
             d["_parameters" if kind == "param" else "_buffers"] = made
+        hooks = {}
         for name in MODULE_MACHINERY:
             v = d.get(name)
             if isinstance(v, (dict, set)) and name not in ("_parameters", "_buffers", "_modules"):
-                d[name] = type(v)(v)  # hooks registered while tracing stay in the shadow
+                d[name] = type(v)(v)  # hooks registered while tracing: the epilogue registers them
+                if isinstance(v, dict):
+                    hooks[name] = list(v.items())
         own = getattr(d.get("forward"), "replaced", _ABSENT)
         if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
             del d["forward"]
@@ -225,6 +231,7 @@ class ModuleShadows:
             dict(d["_buffers"]),
             {},
             as_inputs,
+            hooks,
         )
         self.by_id[id(mod)] = record
         self.of_shadow[id(shadow)] = record
@@ -254,8 +261,26 @@ class ModuleShadows:
         inputs.guards.append(holder)
 
     # -- after the trace ----------------------------------------------------------------
+    def restore_hook_tables(self) -> None:
+        """Put back the user's hook tables that changed while tracing (``handle.remove()`` with
+        a handle made before the call reaches the module's own table, not the shadow's copy):
+        also when the trace fails. ``finish`` refuses such a trace."""
+        for record in self.order:
+            for name, items in record.hooks.items():
+                table = record.real.__dict__.get(name)
+                if isinstance(table, dict) and list(table.items()) != items:
+                    table.clear()
+                    table.update(items)
+                    self.hooks_removed = record
+
     def finish(self) -> None:
         """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
+        if self.hooks_removed is not None:
+            raise UnsupportedValueError(
+                f"thunder: forward removes a hook of {type(self.hooks_removed.real).__qualname__} registered before "
+                "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
+                "remove it before calling the compiled module"
+            )
         for record in self.order:
             written = self._diff(record)
             self._guard(record, written)
@@ -283,6 +308,7 @@ class ModuleShadows:
                 f"thunder: forward of {type(mod).__qualname__} adds or replaces submodules; not supported while tracing"
             )
         d = shadow.__dict__
+        self._diff_hooks(record)
         reals = {id(p): t for t, p in self._tensors()}
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
@@ -299,6 +325,32 @@ class ModuleShadows:
                 written.add(name)
                 self._guard_written(record, name)
         return written
+
+    def _diff_hooks(self, record: Shadow) -> None:
+        """Hooks registered or removed on the shadow (its own copies of the hook tables):
+        the same in the user's module, by the handle's id, as ``register_*_hook`` and
+        ``RemovableHandle.remove`` do."""
+        d, real, writes = record.shadow.__dict__, record.real.__dict__, self.state.module_writes
+        for name in record.hooks:
+            table, before = d.get(name), real.get(name)
+            if table is not record.initial.get(name) or not isinstance(table, dict):
+                continue  # (a table the forward replaced is an attribute write)
+            for key in before:
+                if key not in table:
+                    writes.append((record.holder, "del_hook", (name, key), None))
+            # new hooks go first (``prepend=True``: before a hook the module had) or last
+            new = [
+                (i, key)
+                for i, (key, hook) in enumerate(table.items())
+                if before.get(key, _ABSENT) is not hook
+            ]
+            last_old = max((i for i, key in enumerate(table) if key in before), default=-1)
+            front = [key for i, key in new if i < last_old]
+            for key in reversed(front):
+                writes.append((record.holder, "set_hook", (name, key, True), table[key]))
+            for i, key in new:
+                if i > last_old:
+                    writes.append((record.holder, "set_hook", (name, key, False), table[key]))
 
     def _tensors(self):
         """(real tensor, its proxy) for every parameter, buffer and tensor attribute."""

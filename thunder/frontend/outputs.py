@@ -6,7 +6,8 @@ needs (which the prologue passes on), and
 
 - writes back every attribute the function set on an input object, with its final value
   (``pythonex.python_setattr(cache, 'pos', 3)``), deletions, item writes into input lists
-  and dicts, and attribute writes made in a module's ``forward``;
+  and dicts, attribute writes made in a module's ``forward`` and the hooks it registered or
+  removed (``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``);
 - rebuilds the value: a tensor the program computed; the *same* input object or container
   (not a copy); tuples, lists, dicts and namedtuples; dataclasses field by field
   (``any0 = __main___MyContainer(res=res, num=1)``; a computed tensor is named after the
@@ -343,6 +344,13 @@ class _Builder:
             bsym = BoundSymbol(pyops.python_setitem, (obj, key, self.build(value, where)), {}, None)
         elif kind == "delitem":
             bsym = BoundSymbol(pyops.python_delitem, (obj, key), {}, None)
+        elif kind == "set_hook":  # key: (the hook table, the handle's id, registered first)
+            table, handle, first = key
+            hook = self.build(value, f"{holder.name}.{table}[{handle}]")
+            kwargs = {"first": True} if first else {}
+            bsym = BoundSymbol(pyops.set_module_hook, (obj, table, handle, hook), kwargs, None)
+        elif kind == "del_hook":
+            bsym = BoundSymbol(pyops.del_module_hook, (obj, *key), {}, None)
         else:
             raise AssertionError(f"unknown write-back {kind}")
         self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))

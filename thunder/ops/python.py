@@ -164,6 +164,11 @@ python_setattr = _python_prim("python_setattr", _setattr_meta, Tag.WRITEBACK)
 python_setitem = _python_prim("python_setitem", _setattr_meta, Tag.WRITEBACK)
 python_delattr = _python_prim("python_delattr", _no_output, Tag.WRITEBACK)
 python_delitem = _python_prim("python_delitem", _no_output, Tag.WRITEBACK)
+# A hook that ``forward`` registered on a module (or removed) while tracing, in the user's
+# module's own hook table: ``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``
+# (``first=True``: registered with ``prepend=True``).
+set_module_hook = _python_prim("set_module_hook", _no_output, Tag.WRITEBACK)
+del_module_hook = _python_prim("del_module_hook", _no_output, Tag.WRITEBACK)
 
 
 def _new_any(cls):
