@@ -157,3 +157,52 @@ def test_layer_norm_keeps_its_statistics_for_the_backward_as_eager_does(dtype):
     with torch.no_grad():
         jln(x)
     assert norms(thunder.last_traces(jln)[-1]) == ["torch.nn.functional.layer_norm"]
+
+
+class TwoHeads(torch.nn.Module):
+    """A shared trunk and two heads; each step's loss uses one of them."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Linear(8, 16)
+        self.head_a = torch.nn.Linear(16, 4)
+        self.head_b = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.trunk(x))
+        return self.head_a(h), self.head_b(h), h.sum()
+
+
+@pytest.mark.parametrize("executors", [None, ["torchcompile"]])
+def test_parameters_that_reach_only_outputs_left_out_of_the_loss_get_no_gradient(executors):
+    """Eager leaves ``.grad`` None there (zeros would make AdamW decay and move the unused
+    head): the gradients, then AdamW steps with weight decay, against eager."""
+    torch.manual_seed(0)
+    model = TwoHeads()
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model, **({"executors": executors} if executors else {}))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, weight_decay=0.1)
+    for step, use in enumerate(["a", "a", "b", "both", "sum"]):
+        x = torch.randn(5, 8, generator=torch.Generator().manual_seed(step))
+        for o, fn in ((opt, jm), (ref_opt, ref)):
+            o.zero_grad(set_to_none=True)
+            a, b, s = fn(x)
+            loss = {"a": a.square().mean(), "b": b.abs().mean(), "both": (a * b).mean(), "sum": s}[use]
+            loss.backward()
+        _compare_grads(model, ref)
+        opt.step()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q)
+    assert model.head_b.weight.grad is None  # the last loss reached only the trunk
+
+
+def test_an_output_left_out_of_the_loss_gives_none_also_through_autograd_grad():
+    torch.manual_seed(0)
+    model = TwoHeads()
+    jm = thunder.jit(model)
+    a, b, _ = jm(torch.randn(3, 8))
+    params = [model.head_a.weight, model.head_b.weight, model.trunk.weight]
+    ga, gb, gt = torch.autograd.grad(a.sum(), params, allow_unused=True)
+    assert ga is not None and gb is None and gt is not None

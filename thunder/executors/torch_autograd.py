@@ -7,6 +7,10 @@ backward trace needs with ``ctx.save_for_backward``, so a second ``backward()`` 
 non-differentiable; outputs that are inputs are returned as themselves (not through the
 Function, so ``out is x`` holds as in eager); values written back into inputs are copied
 after the Function with autograd on, so an input's history (or the leaf error) is eager's.
+
+An input whose value reaches only outputs that the backward gets no gradient for (a second
+head left out of the loss) gets ``None`` as its gradient, as in eager, not zeros: an
+optimizer skips a parameter whose ``.grad`` is None (no weight decay, no momentum step).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from contextlib import nullcontext
 import torch
 
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.subclass import SubclassProxy
 from thunder.core.trace import Trace
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.transforms.grad import differentiable_outputs
@@ -82,6 +87,27 @@ class _Layout:
         ]
 
 
+def _reaching(fw: Trace, outputs: list) -> list[frozenset[int]]:
+    """Per output: the positions of ``fw``'s arguments its value is computed from (through a
+    fusion region's members, not the region as a whole)."""
+    deps = {p.name: frozenset((i,)) for i, p in enumerate(fw.args) if isinstance(p, Proxy)}
+    none = frozenset()
+
+    def visit(bsyms) -> None:
+        for b in bsyms:
+            outs = b.flat_proxy_outs
+            if b.subsymbols:
+                visit(b.subsymbols)
+                if all(o.name in deps for o in outs):
+                    continue
+            d = none.union(*(deps.get(p.name, none) for p in b.flat_proxy_args))
+            for o in outs:
+                deps[o.name] = deps.get(o.name, none) | d
+
+    visit(fw.bound_symbols)
+    return [deps.get(o.name, none) for o in outputs]
+
+
 def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
     """Which saved values the caller holds (inputs, outputs), for torch's version-check error."""
     inputs = {p.name for p in fw.args if isinstance(p, TensorProxy)}
@@ -120,10 +146,16 @@ def grad_computation(
     tensor_saved = [i for i, p in enumerate(saved) if isinstance(p, TensorProxy)]
     other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
     n_saved = len(saved)
+    n_args = len(fw.args)
     # values saved for backward and then written in place (transforms/saved_versions.py): the
     # backward raises as eager's does, when a cotangent that reaches the op's backward is given
     overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())]
     caller_writable = _caller_writable(fw, saved, outputs, name)
+    # with several differentiable outputs, the ones the backward gets no gradient for decide
+    # which inputs get None (``reach``: per Function output, the inputs it is computed from)
+    several = len(diff) > 1 and not any(isinstance(layout.function_outputs[j], SubclassProxy) for j in diff)
+    reach = _reaching(fw, layout.function_outputs) if several else []
+    keep_none = bool(overwritten) or several
 
     # the common case, kept cheap: every output computed once, every saved value a tensor,
     # every Function output differentiable, nothing written back
@@ -142,9 +174,9 @@ def grad_computation(
                 ctx.save_for_backward(*[values[i] for i in tensor_saved])
                 ctx.other_saved = [values[i] for i in other_saved]
         result = outs if plain_outputs else tuple(outs[k] for k in first)
-        if overwritten:  # the cotangents of outputs backward does not reach stay None
+        if keep_none:  # the cotangents of outputs the backward does not reach stay None
             ctx.set_materialize_grads(False)
-            ctx.like = [(r.shape, r.dtype, r.device) for r in result]
+            ctx.like = [(r.shape, r.dtype, r.device) if isinstance(r, torch.Tensor) else None for r in result]
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -154,13 +186,17 @@ def grad_computation(
             raise error
         if torch.is_grad_enabled():
             raise _double_backward(name)
-        if overwritten:
-            for message, reaching in overwritten:
-                if any(cotangents[j] is not None for j in reaching):
-                    raise SavedValueOverwrittenError(message)
+        for message, reaching in overwritten:
+            if any(cotangents[j] is not None for j in reaching):
+                raise SavedValueOverwrittenError(message)
+        unreached = None
+        if keep_none and any(c is None for c in cotangents):
+            if several:
+                reached = frozenset().union(*(reach[j] for j, c in enumerate(cotangents) if c is not None))
+                unreached = [i for i in range(n_args) if i not in reached]
             cotangents = tuple(
-                torch.zeros(shape, dtype=dtype, device=device) if c is None else c
-                for c, (shape, dtype, device) in zip(cotangents, ctx.like)
+                torch.zeros(like[0], dtype=like[1], device=like[2]) if c is None and like is not None else c
+                for c, like in zip(cotangents, ctx.like)
             )
         try:
             tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
@@ -178,8 +214,15 @@ def grad_computation(
                 values[i] = v
         try:
             if all_diff:
-                return bw_fn(*values, *cotangents)
-            return bw_fn(*values, *[cotangents[j] for j in diff])
+                grads = bw_fn(*values, *cotangents)
+            else:
+                grads = bw_fn(*values, *[cotangents[j] for j in diff])
+            if unreached:
+                grads = list(grads)
+                for i in unreached:
+                    grads[i] = None
+                grads = tuple(grads)
+            return grads
         except PrologueCheckFailed as e:  # the backward's checks of subclass cotangents
             raise CotangentMismatchError(
                 f"thunder: the backward of {name} was traced for the gradient of each tensor-subclass output "
