@@ -156,6 +156,10 @@ def grad_computation(
     several = len(diff) > 1 and not any(isinstance(layout.function_outputs[j], SubclassProxy) for j in diff)
     reach = _reaching(fw, layout.function_outputs) if several else []
     keep_none = bool(overwritten) or several
+    # outputs that require grad though no input does (a value made a leaf inside by
+    # requires_grad_()): one more input that requires grad, so torch's outputs do too
+    no_grad_inputs = not any(isinstance(p, TensorProxy) and p.requires_grad for p in fw.args)
+    leaf = torch.empty(0, requires_grad=True) if diff and no_grad_inputs and error is None else None
 
     # the common case, kept cheap: every output computed once, every saved value a tensor,
     # every Function output differentiable, nothing written back
@@ -164,6 +168,8 @@ def grad_computation(
     all_diff = diff == list(range(len(first)))
 
     def forward(ctx, *args):
+        if leaf is not None:
+            args = args[:-1]
         if bw_fn is None:
             outs = fw_fn(*args)
         else:
@@ -222,7 +228,7 @@ def grad_computation(
                 for i in unreached:
                     grads[i] = None
                 grads = tuple(grads)
-            return grads
+            return grads if leaf is None else (*grads, None)
         except PrologueCheckFailed as e:  # the backward's checks of subclass cotangents
             raise CotangentMismatchError(
                 f"thunder: the backward of {name} was traced for the gradient of each tensor-subclass output "
@@ -238,7 +244,12 @@ def grad_computation(
     apply = fn.apply
     source = layout.source
     enable_grad = not fw.grad_enabled  # traced under no_grad with an enable_grad block inside
-    direct = plain_outputs and not writebacks and not enable_grad
+    direct = plain_outputs and not writebacks and not enable_grad and leaf is None
+    if leaf is not None:
+        function_apply = apply
+
+        def apply(*args):
+            return function_apply(*args, leaf)
 
     def computation(*args):
         if direct:

@@ -231,6 +231,9 @@ class AcquisitionMode(TorchFunctionMode):
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
         if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
+            if func.__self__.__name__ == "requires_grad" and isinstance(state.resolve(args[0]), TensorProxy):
+                self._requires_grad(state.resolve(args[0]), args[1], "setting torch.Tensor.requires_grad")
+                return None
             raise UnsupportedOpError(
                 f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
                 + at(user_location())
@@ -284,6 +287,9 @@ class AcquisitionMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if func is T.__setitem__:
             return self._setitem(*args)
+        if func is T.requires_grad_ and isinstance(args[0], TensorProxy):
+            flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+            return self._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
         if func is T.copy_:
             from thunder.ops import ltorch
 
@@ -305,6 +311,33 @@ class AcquisitionMode(TorchFunctionMode):
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())
         )
+
+    def _requires_grad(self, t: TensorProxy, flag: bool, op: str) -> TensorProxy:
+        """``t.requires_grad_(flag)``: on a value computed here that requires no grad, the
+        value becomes a leaf that requires grad, as in eager (transformers' gradient
+        checkpointing does it to the embeddings' output): the ops after it are differentiable;
+        its own op passes no gradient on, its inputs requiring none."""
+        flag = bool(flag)
+        if t.requires_grad == flag:
+            return t
+        if not flag:
+            raise RuntimeError(
+                f"thunder: {op}(False) on {t.name}, a value computed from tensors that require grad: "
+                "you can only change requires_grad flags of leaf variables (eager raises too); use "
+                ".detach()" + at(user_location())
+            )
+        if t.name in self.state.inputs.sources:
+            raise UnsupportedOpError(
+                f"thunder: {op}(True) on {t.name}, an input of the compiled function: it would change the "
+                "caller's tensor; set requires_grad before the call" + at(user_location())
+            )
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(
+                f"thunder: {op}(True) on {t.name} of dtype {t.dtype}: only tensors of floating point and "
+                "complex dtype can require gradients" + at(user_location())
+            )
+        torch.Tensor.requires_grad.__set__(t, True)  # (a proxy is a leaf to torch)
+        return t
 
     def _call(self, func, target, args, kwargs):
         try:

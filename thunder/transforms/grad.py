@@ -158,6 +158,8 @@ class _Backprop:
             outs = [o for o in proxies_in(b.output) if isinstance(o, TensorProxy)]
             if not any(o.name in self.cot for o in outs):
                 continue
+            if not any(_requires_grad(p) for p in b.flat_proxy_args if isinstance(p, TensorProxy)):
+                continue  # the gradient stops here (an output made a leaf by requires_grad_())
             t = top or b
             start = len(self.joint.bound_symbols)
             if "recorded_backward" in b.info:  # a custom autograd.Function: its own backward
