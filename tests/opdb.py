@@ -856,6 +856,20 @@ op(
 )
 op("mm", torch.mm, lambda m: [s(m(3, 4), m(4, 5))], FLOAT, T.mm, tol=NN_TOL)
 op("bmm", torch.bmm, lambda m: [s(m(2, 3, 4), m(2, 4, 5))], FLOAT, T.bmm, tol=NN_TOL)
+# a mixture of experts' matmul: runs of rows (or of K) ended by ``offs``; sizes keep torch's
+# CPU kernel's 16-byte strides
+op(
+    "grouped_mm",
+    torch._grouped_mm,
+    lambda m: [
+        s(m(7, 8), m(3, 8, 8), offs=torch.tensor([2, 5, 7], dtype=torch.int32)),
+        s(m(8, 16), m(4, 16, 8), offs=torch.tensor([0, 3, 3, 8], dtype=torch.int32)),  # empty runs
+        s(m(8, 16), m(16, 8), offs=torch.tensor([4, 8, 16], dtype=torch.int32)),
+        s(m(3, 5, 8), m(3, 8, 8)),
+    ],
+    (f32, bf16),
+    tol=NN_TOL,
+)
 op("dot", torch.dot, lambda m: [s(m(4), m(4))], (f32, f64, i64), T.dot, tol=NN_TOL)
 op(
     "inner",

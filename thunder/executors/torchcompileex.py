@@ -88,6 +88,7 @@ for _p, _why in {
     prims.scatter_add: "an indexed accumulation: the order of additions to one element is not kept",
     prims.index_copy: "an indexed write: which of several writes to one element wins is not kept",
     prims.cumsum: "a scan: Inductor's CPU code for it gains nothing over torch's kernel",
+    prims.grouped_mm: "Inductor calls the same grouped matmul kernel: nothing to fuse",
 }.items():
     NOT_FUSED[_p] = _why
 for _p in list(NOT_FUSED):

@@ -39,6 +39,26 @@ def take(a, index, dim):
     return out.reshape(a.shape[:dim] + index.shape + a.shape[dim + 1 :])
 
 
+def grouped_mm(a, b, offs):
+    return torch._grouped_mm(_aligned(a), _aligned(b), offs=offs)
+
+
+def _aligned(t):
+    """``t``, or a copy whose strides are multiples of 16 bytes (torch._grouped_mm's kernels
+    need them): the last dimension padded, the padding sliced off again."""
+    per = max(16 // t.element_size(), 1)
+    strides = t.stride()
+    if (strides[-1] == 1 and all(s % per == 0 for s in strides[:-1])) or (
+        strides[-2] == 1 and all(s % per == 0 for i, s in enumerate(strides) if i != len(strides) - 2)
+    ):
+        if t.data_ptr() % 16 == 0:
+            return t
+    n = t.shape[-1]
+    padded = t.new_zeros(*t.shape[:-1], n + (-n % per))
+    padded[..., :n] = t
+    return padded[..., :n]
+
+
 def index_copy(a, index, dim, src):
     return torch.index_copy(a, dim, index, src)
 
@@ -385,6 +405,7 @@ for _prim, _fn in {
     prims.slice_prim: slice_prim,
     prims.take: take,
     prims.index_copy: index_copy,
+    prims.grouped_mm: grouped_mm,
     prims.scatter_reduce: scatter_reduce,
     prims.sum: sum,
     prims.prod: prod,

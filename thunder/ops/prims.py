@@ -373,6 +373,31 @@ def _linear_meta(a, w, bias):
 linear = _prim("linear", _linear_meta)
 
 
+def _grouped_mm_meta(a, b, offs):
+    """``torch._grouped_mm``'s ragged forms, ``offs`` the (G,) ends of G runs: the rows of ``a``
+    (M, K) in run g times ``b[g]`` of ``b`` (G, K, N), giving (M, N) (a mixture of experts'
+    layer); or, ``b`` 2-D (K, N), run g of the K dimension, giving (G, M, N) (that layer's
+    weight gradient)."""
+    sa, sb, so = shape_of(a), shape_of(b), shape_of(offs)
+    if dtype_of(offs) not in (torch.int32, torch.int64) or len(so) != 1:
+        raise ShapeError(f"prims.grouped_mm: offs must be a 1-D integer tensor, got {dtype_of(offs)} {so}")
+    if dtype_of(a) != dtype_of(b):
+        raise ShapeError(f"prims.grouped_mm: expected the same dtype, got {dtype_of(a)} and {dtype_of(b)}")
+    if len(sa) == 2 and len(sb) == 3 and sa[1] == sb[1] and so[0] == sb[0]:
+        out = (sa[0], sb[2])
+    elif len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:
+        out = (so[0], sa[0], sb[1])
+    else:
+        raise ShapeError(
+            f"prims.grouped_mm: shapes {sa} and {sb} with {so[0]} groups are neither (M, K) x (G, K, N) nor "
+            "(M, K) x (K, N)"
+        )
+    return new_tensor(out, dtype_of(a), common_device("prims.grouped_mm", a, b, offs), a, b)
+
+
+grouped_mm = _prim("grouped_mm", _grouped_mm_meta)
+
+
 # -- indexing -----------------------------------------------------------------------------
 def _take_meta(a, index, dim):
     s = list(shape_of(a))

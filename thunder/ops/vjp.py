@@ -861,6 +861,42 @@ def _sdpa(
     return gq, gk, gv, gmask, None, None, None, None
 
 
+def _runs(offs, n: int, dtype):
+    """(G, n): 1 where index i of the ragged dimension is in run g (``offs``: the runs' ends),
+    and (n,): whether i is in any run."""
+    g = shape_of(offs)[0]
+    dev = device_of(offs)
+    ends = prims.broadcast_in_dim(offs, (n, g), (1,))
+    idx = prims.broadcast_in_dim(
+        prims.iota(n, start=0, step=1, dtype=dtype_of(offs), device=dev), (n, g), (0,)
+    )
+    run = prims.sum(prims.convert_element_type(prims.le(ends, idx), torch.int64), (1,))  # runs ended before i
+    groups = prims.iota(g, start=0, step=1, dtype=torch.int64, device=dev)
+    mask = prims.eq(prims.broadcast_in_dim(groups, (g, n), (0,)), prims.broadcast_in_dim(run, (g, n), (1,)))
+    return prims.convert_element_type(mask, dtype), prims.lt(run, g)
+
+
+@_rule(prims.grouped_mm)
+def _grouped_mm(g, out, a, b, offs):
+    """(M, K) x (G, K, N): dA = dO B[g]^T per run (zero after the last run), dB[g] = A_g^T dO_g,
+    both grouped matmuls. (M, K) x (K, N) with runs along K: each run's share of dO B^T and
+    A^T dO, selected by a mask of the runs."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sb) == 3:
+        _, valid = _runs(offs, sa[0], dtype_of(a))
+        ga = prims.where(prims.broadcast_in_dim(valid, sa, (0,)), prims.grouped_mm(g, _swap_last(b), offs), 0)
+        return ga, prims.grouped_mm(_swap_last(a), g, offs), None
+    groups = shape_of(offs)[0]
+    mask, _ = _runs(offs, sa[1], dtype_of(a))  # (G, K)
+    ga = prims.mul(
+        prims.matmul(g, _swap_last(b)), prims.broadcast_in_dim(mask, (groups, sa[0], sa[1]), (0, 2))
+    )
+    gb = prims.mul(
+        prims.matmul(_swap_last(a), g), prims.broadcast_in_dim(mask, (groups, sb[0], sb[1]), (0, 1))
+    )
+    return prims.sum(ga, (0,)), prims.sum(gb, (0,)), None
+
+
 def _logaddexp_rule(exp: Callable):
     """As torch: ``g / (1 + exp(b - a))`` for ``a`` (nan where both are the same infinity,
     where the decomposition's safe form would give 1/2)."""

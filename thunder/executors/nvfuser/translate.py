@@ -83,6 +83,7 @@ UNSUPPORTED = SymbolTable(
         prims.avg_pool_backward: "nvFuser has no pooling",
         prims.adaptive_avg_pool_backward: "nvFuser has no pooling",
         prims.custom_op_backward: "runs a custom operator's own autograd formula",
+        prims.grouped_mm: "grouped (mixture-of-experts) matmuls: torch's grouped kernel",
     },
 )
 
