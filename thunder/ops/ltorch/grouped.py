@@ -19,7 +19,6 @@ from thunder.ops.langs import torchsymbol
 from thunder.ops.meta import ShapeError, dtype_of, shape_of
 
 
-@torchsymbol(torch._grouped_mm, tags=(Tag.MATMUL,))
 def grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
     if bias is not None:
         raise ShapeError("torch._grouped_mm: bias is not supported")
@@ -33,3 +32,7 @@ def grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
             f"torch._grouped_mm: without offs, expected (G, M, K) and (G, K, N), got {sa} and {sb}"
         )
     return prims.grouped_mm(mat_a, mat_b, offs)
+
+
+if hasattr(torch, "_grouped_mm"):  # (torch 2.8 and later)
+    grouped_mm = torchsymbol(torch._grouped_mm, tags=(Tag.MATMUL,), name="grouped_mm")(grouped_mm)
