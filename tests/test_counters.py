@@ -83,3 +83,28 @@ def test_counter_in_control_flow_stays_correct():
     for _ in range(5):
         torch.testing.assert_close(jf(torch.zeros(2), st), f(torch.zeros(2), ref))
     assert st.step == ref.step
+
+
+class Positions(torch.nn.Module):
+    """A decoding cache's length: counted up each call, then passed to ``torch.arange`` (a C
+    function that parses its arguments before thunder sees them, as transformers' sliding-window
+    masks do)."""
+
+    def __init__(self):
+        super().__init__()
+        self.length = 0
+
+    def forward(self, x):
+        self.length += x.shape[0]
+        return x + torch.arange(self.length - x.shape[0], self.length).float()
+
+
+def test_a_counter_a_c_function_needs_as_an_int_is_specialised_after_one_failed_trace():
+    m = Positions()
+    ref = Positions()
+    jm = thunder.jit(m)
+    x = torch.zeros(3)
+    for _ in range(4):
+        torch.testing.assert_close(jm(x), ref(x))
+    assert m.length == ref.length == 12
+    assert "check_type(module_length" not in str(thunder.last_prologue_traces(jm)[-1])  # a value again

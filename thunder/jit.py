@@ -188,6 +188,7 @@ class ThunderFunction:
         self._cache = Cache(cache_size)
         self.stats = CompileStats(entries=self._cache.entries)
         self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
+        self._static: set[str] = set()  # ... that failed as values: always specialised
         self._entries = self._cache.entries
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
@@ -248,9 +249,20 @@ class ThunderFunction:
             # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
-                self._dynamic.update(e.written_numbers)
+                self._dynamic.update(e.written_numbers - self._static)
         t0 = time.perf_counter()
-        acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
+        try:
+            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
+        except Exception:
+            if not self._dynamic:
+                raise
+            # a counter traced as a value reached code that needs a plain int (a C torch
+            # function such as torch.arange parses its arguments before thunder sees them):
+            # trace again with every int specialised, and keep them so
+            self._static |= self._dynamic
+            self._dynamic.clear()
+            t0 = time.perf_counter()
+            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
         acquired.computation.provenance = None
         bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
         history = History.start(bundle, time.perf_counter() - t0)
