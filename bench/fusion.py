@@ -13,11 +13,12 @@ the time is the process's CPU time (one thread, so other programs running on the
 count less); on CUDA it is wall-clock time with the device synchronised. With ``--first``,
 also each runner's first call (making the runner, ``torch.compile(model)`` or
 ``thunder.jit(model)``, and the compilation included) in a fresh process with an empty
-Inductor cache ("cold"), then again with the cache that process filled ("warm"). The row
-"...in the background" is thunder's torch.compile executor with
-``torchcompileex.compile_in_background(True)``: its first call runs the regions as torch
-calls while Inductor compiles; "compiled" gives the seconds until its compiled regions were
-ready (for the other runners it is the first call).
+Inductor cache ("cold"), then again with the cache that process filled ("warm"). Thunder's
+torch.compile executor compiles in a helper process by default, its first calls running the
+regions as torch calls meanwhile; "compiled" gives the seconds until its compiled regions
+were ready and loaded (for the other runners it is the first call). The row "...on the
+calling thread" is the same executor with ``torchcompileex.compile_in_background(False)``:
+Inductor compiles before the first call returns.
 
 Targets (issue 11): thunder with its best executor at or below eager and torch.compile on
 every row; its first call under half of torch.compile's.
@@ -48,9 +49,9 @@ import thunder  # noqa: E402
 from thunder.executors import torchcompileex  # noqa: E402
 
 MODES = ("no-grad", "train step")
-# first calls only (a process of its own): the torch.compile executor compiling in the
-# background while its regions run as torch calls
-BACKGROUND = "thunder torchcompile, compiling in the background"
+# first calls only (a process of its own): the torch.compile executor compiling on the
+# calling thread, before the first call returns
+SYNC = "thunder torchcompile, compiling on the calling thread"
 
 
 class Chain(nn.Module):
@@ -121,8 +122,8 @@ def runner(name: str, model: nn.Module):
         return model
     if name == "torch.compile":
         return torch.compile(model)
-    if name == BACKGROUND:
-        torchcompileex.compile_in_background(True)
+    if name == SYNC:
+        torchcompileex.compile_in_background(False)
         return thunder.jit(model, executors=["torchcompile"])
     if name.startswith("thunder "):
         return thunder.jit(model, executors=[name.split()[1]])
@@ -182,7 +183,7 @@ def first_call(program: str, mode: str, name: str, device: str) -> None:
     call(fn, model, x, mode)
     sync()
     first = time.perf_counter() - t0
-    torchcompileex.wait()  # thunder's Inductor regions compile in the background meanwhile
+    torchcompileex.wait()  # thunder's Inductor regions compile in a helper process meanwhile
     print(f"{first:.3f} {time.perf_counter() - t0:.3f}")
 
 
@@ -247,10 +248,10 @@ def main() -> None:
                 print(line, flush=True)
                 if opts.first and name == "thunder torchcompile":
                     cache = tempfile.mkdtemp(prefix="inductor-first-")
-                    cold, cold_done = first_call_s(program, mode, BACKGROUND, device, cache)
-                    warm, warm_done = first_call_s(program, mode, BACKGROUND, device, cache)
+                    cold, cold_done = first_call_s(program, mode, SYNC, device, cache)
+                    warm, warm_done = first_call_s(program, mode, SYNC, device, cache)
                     print(
-                        f"{'':20} {mode:10} {'  ...in the background':22} {'':10} {'':7} {cold:12.2f} "
+                        f"{'':20} {mode:10} {'  ...on the calling thread':22} {'':10} {'':7} {cold:12.2f} "
                         f"{warm:12.2f} {cold_done:10.2f}/{warm_done:<10.2f}",
                         flush=True,
                     )

@@ -1,4 +1,7 @@
-"""Shared test set-up: every trace a test makes is verified after every pass."""
+"""Shared test set-up: every trace a test makes is verified after every pass; the
+torch.compile executor compiles on the calling thread (so that a test's calls run Inductor's
+code, not the torch calls that run while a helper process compiles), except in the tests of
+compiling in the background (tests/test_torchcompile.py), which turn it on themselves."""
 
 from __future__ import annotations
 
@@ -9,6 +12,15 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _compile_on_the_calling_thread():
+    from thunder.executors import torchcompileex
+
+    previous = torchcompileex.compile_in_background(False)
+    yield
+    torchcompileex.compile_in_background(previous)
 
 
 def pytest_collection_modifyitems(config, items):

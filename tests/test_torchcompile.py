@@ -9,6 +9,7 @@ are the ``slow`` test at the end.
 
 from __future__ import annotations
 
+import copy
 import os
 import warnings
 
@@ -144,46 +145,108 @@ def background():
     torchcompileex.compile_in_background(previous)
 
 
-def test_in_the_background_the_first_call_runs_the_torch_calls_until_inductor_is_done(background):
-    import threading
+class _Jobs:
+    """Stands in for the helper process: records the jobs; the test answers them."""
 
-    busy = threading.Event()
-    torchcompileex._worker.submit(busy.wait, 60)  # the worker is busy until the calls are checked
+    def __init__(self):
+        import concurrent.futures
+
+        self.jobs, self.futures = [], []
+        self.Future = concurrent.futures.Future
+
+    def submit(self, program, meta, grad):
+        self.jobs.append((program, meta, grad))
+        self.futures.append(self.Future())
+        return self.futures[-1]
+
+
+def test_in_the_background_the_calls_run_the_torch_calls_until_the_helper_is_done(background, monkeypatch):
+    jobs = _Jobs()
+    monkeypatch.setattr(torchcompileex, "_helper", jobs)
     jfn = thunder.jit(chain, executors=["torchcompile"])
     x, y = torch.randn(4, 5), torch.randn(4, 5)
-    for _ in range(2):  # eager's answer, from the region's torch calls, before Inductor starts
+    for _ in range(2):  # eager's answer, from the region's torch calls, while the helper compiles
         torch.testing.assert_close(jfn(x, y), chain(x, y))
     (region,) = _regions(jfn)
     impl = region.sym.impl
-    assert impl.compiled == {} and len(impl.compiling) == 1  # one compilation asked for, not two
-    busy.set()
-    torchcompileex.wait()
-    ((key, fn),) = impl.compiled.items()
-    assert fn is not impl.program  # Inductor's function, used from now on
-    calls = []
-    impl.compiled[key] = lambda *a: calls.append(a) or fn(*a)
+    assert impl.compiled == {} and len(jobs.jobs) == 1  # one compilation asked for, not two
+    source, modules, _, name = jobs.jobs[0][0]  # the program as the helper rebuilds it
+    assert f"def {name}(" in source and "torch" in modules
+    jobs.futures[0].set_result(None)  # done: the next call loads it and runs Inductor's code
     torch.testing.assert_close(jfn(x, y), chain(x, y))
-    assert len(calls) == 1
+    ((key, fn),) = impl.compiled.items()
+    assert fn is not impl.program and not impl.compiling
 
 
-def test_a_region_inductor_cannot_compile_in_the_background_warns_and_keeps_working(background, monkeypatch):
-    import torch._inductor.compile_fx as compile_fx_module
-
-    def fails(gm, example_inputs):
-        raise ValueError("no code for this")
-
-    monkeypatch.setattr(compile_fx_module, "compile_fx", fails)
+def test_a_region_the_helper_cannot_compile_warns_and_keeps_its_torch_calls(background, monkeypatch):
+    jobs = _Jobs()
+    monkeypatch.setattr(torchcompileex, "_helper", jobs)
     jfn = thunder.jit(chain, executors=["torchcompile"])
     x, y = torch.randn(4, 5), torch.randn(4, 5)
+    jfn(x, y)
+    jobs.futures[0].set_result("ValueError: no code for this")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.testing.assert_close(jfn(x, y), chain(x, y))
-        torchcompileex.wait()
     messages = [str(w.message) for w in caught]
     assert any("could not compile TorchCompile0" in m and "no code for this" in m for m in messages)
     (region,) = _regions(jfn)
     assert list(region.sym.impl.compiled.values()) == [region.sym.impl.program]
     torch.testing.assert_close(jfn(x, y), chain(x, y))
+
+
+def test_with_deterministic_algorithms_regions_compile_on_the_calling_thread(background, monkeypatch):
+    jobs = _Jobs()
+    monkeypatch.setattr(torchcompileex, "_helper", jobs)
+    torch.use_deterministic_algorithms(True)
+    try:
+        jfn = thunder.jit(chain, executors=["torchcompile"])
+        jfn(torch.randn(4, 5), torch.randn(4, 5))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    (region,) = _regions(jfn)
+    assert not jobs.jobs and len(region.sym.impl.compiled) == 1
+
+
+@pytest.mark.slow
+def test_the_helper_process_fills_the_caches_the_calling_thread_loads_from(
+    background, tmp_path, monkeypatch, request
+):
+    """End to end: the helper compiles the GPT block's forward and backward regions while the
+    calls run; the calling thread then loads them from Inductor's caches (hits, no compiling
+    here); meanwhile nothing in this process is FX-traced, so a torch.compile'd function runs."""
+    from torch._dynamo.utils import counters
+    from torch.fx._symbolic_trace import is_fx_tracing
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # a fresh cache: the helper compiles
+    torchcompileex._helper.close()  # (the next one starts with this environment)
+    request.addfinalizer(torchcompileex._helper.close)
+    torch.manual_seed(0)
+    model = Block(d=32, heads=4)
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model, executors=["torchcompile"])
+    x = torch.randn(2, 8, 32)
+    other = torch.compile(lambda t: t.sin() + 1, backend="eager")
+    hits = counters["aot_autograd"]["autograd_cache_hit"]
+    for _ in range(3):
+        out = jm(x)
+        out.sum().backward()
+        assert not is_fx_tracing()
+        torch.testing.assert_close(other(x), x.sin() + 1)
+    assert torchcompileex._waiting  # still compiling (a fresh cache takes seconds)
+    torchcompileex.wait()
+    assert not torchcompileex._waiting
+    assert counters["aot_autograd"]["autograd_cache_hit"] - hits == 2  # forward and backward region
+    model.zero_grad()
+    out = jm(x)
+    out.sum().backward()
+    want = ref(x)
+    want.sum().backward()
+    torch.testing.assert_close(out, want)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    for region in _regions(jm):
+        assert all(fn is not region.sym.impl.program for fn in region.sym.impl.compiled.values())
 
 
 def test_compiled_on_the_calling_thread_a_failure_is_an_error_naming_the_region(monkeypatch):

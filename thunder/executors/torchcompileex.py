@@ -8,20 +8,22 @@ CPU. Dynamo is never involved: thunder's prologue already checks the inputs, so 
 pays no guards on each call, only a dictionary lookup of its signature. With inputs that
 require grad, Inductor's compiled function is differentiable (it compiles the backward too).
 
-Compiling happens on a region's first call, when real inputs give the signature;
-``import torch._inductor`` (about 5 s with Dynamo, which it imports) happens then too, never
-at ``import thunder``.
-
-``compile_in_background(True)`` (off by default) moves Inductor to a background thread (one
-compilation at a time, in order): until a signature's compiled function is ready, the region
-runs as its torch calls (the torch executor's kernels, eager's results), so a first call
-costs what the torch executor's does instead of Inductor's seconds. ``wait()`` blocks until
-every compilation started has finished. A compilation that fails in the background warns
-once, with the region as torch calls, and the region keeps running those calls. Why it is
-not the default: while Inductor traces a graph, torch.fx patches ``nn.Module.__call__`` and
-sets its "FX tracing" flag for the whole process, so a ``torch.compile``d function called
-meanwhile on another thread raises, and other code that asks whether FX is tracing gets yes.
-Call ``wait()`` before such code.
+Compiling starts on a region's first call with a signature, when real inputs give it. By
+default a helper process compiles (``thunder/executors/inductor_worker.py``) while the region
+runs as its torch calls (the torch executor's kernels, eager's results): a first call costs
+what the torch executor's does instead of Inductor's seconds. Once the helper is done, the
+next call compiles the same graph here, which Inductor then loads from the on-disk caches the
+helper filled (under a second; the helper takes this process's settings that the caches' keys
+include), and the compiled function runs from then on. ``wait()`` blocks until every
+compilation started has finished and loads them. A compilation that fails warns once, with
+the region as torch calls, which it keeps running. Not a thread of this process: while
+Inductor traces a graph, torch.fx patches ``nn.Module.__call__`` and sets its "FX tracing"
+flag for the whole process, which other threads would see (a ``torch.compile``d function
+called meanwhile raises). ``compile_in_background(False)``, deterministic algorithms
+(``torch.use_deterministic_algorithms``: which calls run compiled would depend on timing) and
+a program that cannot be sent to another process compile on the calling thread instead,
+before the first call returns. ``import torch._inductor`` (seconds) never happens at
+``import thunder``.
 
 Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
 stays with the torch executor. A region of one op that torch runs whole goes back to torch.
@@ -40,9 +42,16 @@ After::
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
+import os
+import pickle
+import queue
+import subprocess
+import sys
 import threading
 import warnings
+import weakref
 
 import torch
 
@@ -128,49 +137,196 @@ class TorchCompileExecutor(FusionExecutor):
         return InductorRegion(region)
 
 
-_background = {"on": False}
-# one worker: Inductor compiles one graph at a time, in the order the regions asked; its
-# thread is joined at interpreter exit (concurrent.futures does that for its workers)
-_worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="thunder-inductor")
-_pending: set[concurrent.futures.Future] = set()
-_pending_lock = threading.Lock()
+_background = {"on": True}
 
 
-def _finish_at_exit() -> None:
-    """At interpreter exit: drop the compilations not started and let the running one end
-    before Inductor's own worker pools shut down (this runs before their exit handlers)."""
-    _background["exiting"] = True
-    with _pending_lock:
-        futures = list(_pending)
-    for f in futures:
-        f.cancel()
-    concurrent.futures.wait(futures)
+class _Helper:
+    """The helper process (``thunder/executors/inductor_worker.py``), started on first use:
+    jobs go to it through a writer thread (a large program must not block the calling
+    thread on a full pipe) and answers come back through a reader thread, as futures."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.outbox: queue.Queue | None = None
+        self.futures: dict[int, concurrent.futures.Future] = {}
+        self.count = 0
+
+    def submit(self, program: tuple, meta: list, grad: bool) -> concurrent.futures.Future:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            self.count += 1
+            future = concurrent.futures.Future()
+            self.futures[self.count] = future
+            self.outbox.put((self.count, program, meta, grad, compile_settings()))
+            return future
+
+    def _start(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "thunder.executors.inductor_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.outbox = queue.Queue()
+        threading.Thread(target=self._write, args=(self.proc, self.outbox), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=_prepare_loading, daemon=True).start()
+
+    @staticmethod
+    def _write(proc: subprocess.Popen, outbox: queue.Queue) -> None:
+        from thunder.executors.inductor_worker import write_message
+
+        while (job := outbox.get()) is not None:
+            try:
+                write_message(proc.stdin, job)
+            except (BrokenPipeError, OSError):
+                return
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        from thunder.executors.inductor_worker import read_message
+
+        while (answer := read_message(proc.stdout)) is not None:
+            number, error = answer
+            with self.lock:
+                future = self.futures.pop(number, None)
+            if future is not None:
+                future.set_result(error)
+        with self.lock:  # the process ended: what it had not answered fails
+            left = [f for f in self.futures.values()]
+            self.futures.clear()
+        for future in left:
+            future.set_result(f"the compiling process ended (exit code {proc.wait()})")
+
+    def close(self) -> None:
+        with self.lock:
+            proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
 
-threading._register_atexit(_finish_at_exit)
+def _prepare_loading() -> None:
+    """Meanwhile, here: import Inductor and let it probe the CPU's vector instructions (by
+    compiling small programs), which loading the first compiled region would otherwise do
+    (seconds). Neither traces anything."""
+    import torch._inductor.compile_fx  # noqa: F401
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list()
+
+
+_helper = _Helper()
+_waiting: weakref.WeakSet = weakref.WeakSet()  # regions with compilations in the helper
+atexit.register(_helper.close)
 
 
 def compile_in_background(flag: bool) -> bool:
-    """Whether Inductor compiles in a background thread (the region running as torch calls
-    meanwhile) or on the calling thread before the first call returns; returns the previous
-    setting."""
+    """Whether a helper process compiles each region with Inductor while the region runs as
+    its torch calls (the first calls cost what the torch executor's do), or the calling
+    thread compiles it before its first call returns; returns the previous setting."""
     previous = _background["on"]
     _background["on"] = bool(flag)
     return previous
 
 
 def wait(timeout: float | None = None) -> None:
-    """Block until every Inductor compilation started so far has finished (or failed)."""
-    with _pending_lock:
-        futures = list(_pending)
-    concurrent.futures.wait(futures, timeout=timeout)
+    """Block until every compilation started so far has finished (or failed), and load the
+    compiled functions, so that the next calls use them."""
+    for region in list(_waiting):
+        region.finish(timeout)
+
+
+def compile_settings() -> dict:
+    """The process-wide state Inductor's cache keys include (its configuration and
+    AOTAutograd's, the thread count its C++ kernels are made for, deterministic algorithms,
+    the default dtype, matmul precision): the helper process takes the caller's, so that
+    what it compiles is what the caller then finds in the caches."""
+    from torch._functorch import config as functorch_config
+    from torch.utils import deterministic
+
+    inductor_config = sys.modules.get("torch._inductor.config")  # (not imported: the defaults)
+    return {
+        "inductor": inductor_config.save_config() if inductor_config is not None else None,
+        "functorch": functorch_config.save_config(),
+        "threads": torch.get_num_threads(),
+        "deterministic": (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+            deterministic.fill_uninitialized_memory,
+        ),
+        "default_dtype": torch.get_default_dtype(),
+        "matmul": {name: getattr(torch.backends.cuda.matmul, name) for name in _MATMUL_SETTINGS},
+    }
+
+
+_MATMUL_SETTINGS = (
+    "fp32_precision",
+    "allow_fp16_reduced_precision_reduction",
+    "allow_bf16_reduced_precision_reduction",
+)
+
+
+def apply_settings(settings: dict) -> None:
+    """In the helper process: the caller's ``compile_settings()``."""
+    from torch._functorch import config as functorch_config
+    from torch.utils import deterministic
+
+    if settings["inductor"] is not None:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.load_config(settings["inductor"])
+    functorch_config.load_config(settings["functorch"])
+    torch.set_num_threads(settings["threads"])
+    enabled, warn_only, fill = settings["deterministic"]
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    deterministic.fill_uninitialized_memory = fill
+    torch.set_default_dtype(settings["default_dtype"])
+    for name, value in settings["matmul"].items():
+        if getattr(torch.backends.cuda.matmul, name) != value:  # (setting one sets others)
+            setattr(torch.backends.cuda.matmul, name, value)
+
+
+def compile_program(program, meta: list, grad: bool):
+    """Inductor's function for ``program`` (a function of torch calls) on inputs of
+    ``meta`` (shape, strides, dtype, device, requires_grad each) in grad mode ``grad``: traced
+    by ``make_fx`` on fake tensors (nothing is computed, static shapes), compiled by
+    ``compile_fx``. The helper process runs this too, for the same result in the caches."""
+    from torch._functorch import config as functorch_config
+    from torch._guards import TracingContext, tracing
+    from torch._inductor.compile_fx import compile_fx
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    with fake_mode:
+        fakes = [
+            torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
+            for shape, stride, dtype, device, rg in meta
+        ]
+    with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
+        gm = make_fx(program)(*fakes)
+    # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
+    # with the shape environment of a tracing context's fake mode; the grad mode of the call
+    # decides whether it compiles a backward too, now rather than at the first backward (so
+    # that AOTAutograd's cache holds both once this returns)
+    with (
+        tracing(TracingContext(fake_mode)),
+        torch.set_grad_enabled(grad),
+        functorch_config.patch(force_non_lazy_backward_lowering=True),
+    ):
+        return compile_fx(gm, fakes)
 
 
 class InductorRegion:
     """A region's callable: compiles on the first call with each new input signature.
 
     ``program`` is the region as a Python function of torch calls (what ``make_fx``
-    traces, and what runs while Inductor compiles in the background); ``compiled`` maps each
+    traces, and what runs while the helper process compiles); ``compiled`` maps each
     signature to Inductor's function once it is ready.
     """
 
@@ -184,7 +340,7 @@ class InductorRegion:
         self.trace = claim(region.trace(), [torchex.executor])
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
-        self.compiling: dict[tuple, concurrent.futures.Future] = {}
+        self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
         self.lock = threading.Lock()
 
     def __call__(self, *args):
@@ -199,52 +355,81 @@ class InductorRegion:
         return out[0] if self.single else tuple(out)
 
     def _start(self, key: tuple, args):
-        """Inductor's function for ``key`` when compiled here, else the torch calls while it
-        compiles in the background."""
-        # the metadata now (the inputs may change meanwhile), the fake tensors where Inductor runs
+        """Inductor's function for ``key`` when it is compiled (here, or loaded once the helper
+        process has compiled it), else the torch calls while the helper compiles."""
+        job = self.compiling.get(key)
+        if job is not None:
+            if not job[0].done():
+                return self.program
+            return self._load(key)
+        # the metadata now (the inputs may change meanwhile)
         meta = [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
-        if not _background["on"]:
+        # compiled here when asked, when the results must not depend on when a compilation
+        # ends (deterministic algorithms), when the program cannot go to another process
+        background = _background["on"] and not torch.are_deterministic_algorithms_enabled()
+        program = self._shipped() if background else None
+        if program is not None:
+            with self.lock:
+                if key not in self.compiling:
+                    try:
+                        self.compiling[key] = (_helper.submit(program, meta, key[0]), meta)
+                    except OSError as e:  # no process can be started here
+                        _background["on"] = False
+                        warnings.warn(f"thunder: Inductor compiles on the calling thread: {e}", stacklevel=3)
+                        program = None
+                    else:
+                        _waiting.add(self)
+        if program is None:
             fn = self.compiled[key] = self._compile(meta, key[0])
             return fn
-        with self.lock:
-            if key not in self.compiling:
-                future = _worker.submit(self._compile_later, key, meta)
-                self.compiling[key] = future
-                with _pending_lock:
-                    _pending.add(future)
-                future.add_done_callback(_forget)
         return self.program
 
-    def _compile_later(self, key: tuple, meta) -> None:
+    def _shipped(self) -> tuple | None:
+        """The program as the helper process rebuilds it: source, modules, named objects;
+        None when its objects cannot be pickled."""
+        from thunder.core.printing import Printer
+
+        program = self.trace.program(Printer(blank_comments=True))
         try:
-            self.compiled[key] = self._compile(meta, key[0])
-        except RuntimeError as e:
-            if not _background.get("exiting"):  # (at exit Inductor may fail to start; nothing waits)
-                warnings.warn(f"{e}\nthe region keeps running as these torch calls", stacklevel=1)
-            self.compiled[key] = self.program
+            ctx = pickle.loads(pickle.dumps(program.ctx))
+        except Exception:
+            return None
+        return program.source, dict(program.modules), ctx, self.trace.name
+
+    def _load(self, key: tuple):
+        """The helper has finished ``key``: compiled here, from Inductor's caches it filled."""
+        with self.lock:
+            job = self.compiling.pop(key, None)
+            if job is None:
+                return self.compiled[key]
+            error = job[0].result()
+            if error is None:
+                try:
+                    self.compiled[key] = self._compile(job[1], key[0])
+                except RuntimeError as e:
+                    error = str(e)
+            if error is not None:
+                warnings.warn(
+                    f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of {self.size} "
+                    f"operations{self.where}: {error}\nthe region keeps running as these torch calls:\n{self.trace}",
+                    stacklevel=3,
+                )
+                self.compiled[key] = self.program
+            if not self.compiling:
+                _waiting.discard(self)
+            return self.compiled[key]
+
+    def finish(self, timeout: float | None = None) -> None:
+        """Wait for this region's compilations in the helper and load them."""
+        jobs = list(self.compiling.items())
+        concurrent.futures.wait([f for _, (f, _) in jobs], timeout=timeout)
+        for key, (future, _) in jobs:
+            if future.done():
+                self._load(key)
 
     def _compile(self, meta, grad: bool):
-        from torch._guards import TracingContext, tracing
-        from torch._inductor.compile_fx import compile_fx
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        from torch.fx.experimental.proxy_tensor import make_fx
-        from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-        # Traced on fake tensors of the inputs' metadata (nothing is computed), static shapes.
-        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-        with fake_mode:
-            fakes = [
-                torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
-                for shape, stride, dtype, device, rg in meta
-            ]
         try:
-            with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
-                gm = make_fx(self.program)(*fakes)
-            # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph
-            # only with the shape environment of a tracing context's fake mode; the grad mode
-            # of the call decides whether it compiles a backward too
-            with tracing(TracingContext(fake_mode)), torch.set_grad_enabled(grad):
-                return compile_fx(gm, fakes)
+            return compile_program(self.program, meta, grad)
         except Exception as e:
             raise RuntimeError(
                 f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of "
@@ -254,11 +439,6 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
-
-
-def _forget(future: concurrent.futures.Future) -> None:
-    with _pending_lock:
-        _pending.discard(future)
 
 
 executor = TorchCompileExecutor("torchcompile")

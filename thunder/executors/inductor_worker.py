@@ -1,0 +1,73 @@
+"""The helper process that compiles torch.compile regions with Inductor while the main
+process runs them as their torch calls (``torchcompileex.compile_in_background``).
+
+Started as ``python -m thunder.executors.inductor_worker``, it reads jobs from stdin and
+answers on stdout, each message a length-prefixed pickle. A job is a region's program (its
+Python source, the modules it imports, its named objects), its inputs' metadata and the grad
+mode, and the caller's settings that Inductor's cache keys include; the worker traces the program to an FX graph and compiles it with Inductor exactly as
+the main process would, which leaves the compiled code in Inductor's on-disk caches, and
+answers ``(job, None)`` or ``(job, error text)``. The main process then compiles the same
+graph on its calling thread, where it loads from those caches in a fraction of the time.
+
+Why a process and not a thread: while Inductor traces a graph, torch.fx patches
+``nn.Module.__call__`` and sets its "FX tracing" flag for the whole process; another thread
+calling a module or a ``torch.compile``d function meanwhile would see them.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import sys
+import traceback
+
+_HEADER = struct.Struct("<Q")
+
+
+def read_message(stream: io.BufferedIOBase):
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+def write_message(stream: io.BufferedIOBase, message) -> None:
+    data = pickle.dumps(message)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def program_from(source: str, modules: dict, ctx: dict, name: str):
+    """The function ``source`` defines (a trace's printed program)."""
+    import importlib
+
+    namespace = {alias: importlib.import_module(path) for alias, path in modules.items()}
+    namespace.update(ctx)
+    exec(compile(source, f"thunder.{name}", "exec"), namespace)
+    return namespace[name]
+
+
+def main() -> None:
+    from thunder.executors.torchcompileex import apply_settings, compile_program
+
+    jobs, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # what Inductor prints must not reach the answers
+    while True:
+        job = read_message(jobs)
+        if job is None:
+            return
+        number, (source, modules, ctx, name), meta, grad, settings = job
+        try:
+            apply_settings(settings)
+            compile_program(program_from(source, modules, ctx, name), meta, grad)
+            error = None
+        except Exception as e:  # sent back whole: the main process warns with it
+            error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
+        write_message(answers, (number, error))
+
+
+if __name__ == "__main__":
+    main()
