@@ -20,9 +20,10 @@ the region as torch calls, which it keeps running. Not a thread of this process:
 Inductor traces a graph, torch.fx patches ``nn.Module.__call__`` and sets its "FX tracing"
 flag for the whole process, which other threads would see (a ``torch.compile``d function
 called meanwhile raises). ``compile_in_background(False)``, deterministic algorithms
-(``torch.use_deterministic_algorithms``: which calls run compiled would depend on timing) and
-a program that cannot be sent to another process compile on the calling thread instead,
-before the first call returns. ``import torch._inductor`` (seconds) never happens at
+(``torch.use_deterministic_algorithms``: which calls run compiled would depend on timing),
+CUDA regions (the helper would need a CUDA context of its own) and a program that cannot be
+sent to another process compile on the calling thread instead, before the first call
+returns. ``import torch._inductor`` (seconds) never happens at
 ``import thunder``.
 
 Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
@@ -365,8 +366,13 @@ class InductorRegion:
         # the metadata now (the inputs may change meanwhile)
         meta = [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
         # compiled here when asked, when the results must not depend on when a compilation
-        # ends (deterministic algorithms), when the program cannot go to another process
-        background = _background["on"] and not torch.are_deterministic_algorithms_enabled()
+        # ends (deterministic algorithms), for CUDA (the helper would need a CUDA context of
+        # its own), when the program cannot go to another process
+        background = (
+            _background["on"]
+            and not torch.are_deterministic_algorithms_enabled()
+            and all(a.device.type == "cpu" for a in args)
+        )
         program = self._shipped() if background else None
         if program is not None:
             with self.lock:
