@@ -409,17 +409,18 @@ class InductorRegion:
             if job is None:
                 return self.compiled[key]
             error = job[0].result()
-            if error is None:
+            if error is not None:
+                error = (
+                    f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of {self.size} "
+                    f"operations{self.where}: {error}\nThe region as torch calls:\n{self.trace}"
+                )
+            else:
                 try:
                     self.compiled[key] = self._compile(job[1], key[0])
-                except RuntimeError as e:
+                except RuntimeError as e:  # (its message names the region)
                     error = str(e)
             if error is not None:
-                warnings.warn(
-                    f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of {self.size} "
-                    f"operations{self.where}: {error}\nthe region keeps running as these torch calls:\n{self.trace}",
-                    stacklevel=3,
-                )
+                warnings.warn(f"{error}\nthe region keeps running as these torch calls", stacklevel=3)
                 self.compiled[key] = self.program
             if not self.compiling:
                 _waiting.discard(self)
