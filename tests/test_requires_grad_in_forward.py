@@ -91,6 +91,14 @@ def test_misuses_raise_as_in_eager_and_leave_the_input_as_it_was():
         thunder.jit(on_input)(x)
     assert not x.requires_grad
 
+    def freeze(x):
+        w.requires_grad_(False)  # a parameter frozen inside: the caller's tensor
+        return x * w
+
+    with pytest.raises(UnsupportedOpError, match=r"requires_grad_\(False\) on .*an input of the compiled"):
+        thunder.jit(freeze)(torch.randn(3))
+    assert w.requires_grad
+
     def on_ints(x):
         i = x.long()
         i.requires_grad_()

@@ -320,16 +320,16 @@ class AcquisitionMode(TorchFunctionMode):
         flag = bool(flag)
         if t.requires_grad == flag:
             return t
+        if t.name in self.state.inputs.sources:
+            raise UnsupportedOpError(
+                f"thunder: {op}({flag}) on {t.name}, an input of the compiled function: it would change the "
+                "caller's tensor; set requires_grad before the call" + at(user_location())
+            )
         if not flag:
             raise RuntimeError(
                 f"thunder: {op}(False) on {t.name}, a value computed from tensors that require grad: "
                 "you can only change requires_grad flags of leaf variables (eager raises too); use "
                 ".detach()" + at(user_location())
-            )
-        if t.name in self.state.inputs.sources:
-            raise UnsupportedOpError(
-                f"thunder: {op}(True) on {t.name}, an input of the compiled function: it would change the "
-                "caller's tensor; set requires_grad before the call" + at(user_location())
             )
         if not (t.dtype.is_floating_point or t.dtype.is_complex):
             raise RuntimeError(
