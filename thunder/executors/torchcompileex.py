@@ -86,6 +86,7 @@ for _p, _why in {
     prims.real: "complex tensors: Inductor does not generate code for them",
     prims.imag: "complex tensors: Inductor does not generate code for them",
     prims.uniform: "random numbers: Inductor's generator does not give eager's values",
+    prims.bernoulli: "random numbers: Inductor's generator does not give eager's values",
     prims.copy_: "writes into an existing tensor; a region's outputs are new tensors",
     prims.device_put: "moves data between devices; a region runs on one",
     prims.convolution: "Inductor calls the same convolution kernel: nothing to fuse",

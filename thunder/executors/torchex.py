@@ -115,6 +115,10 @@ def uniform(shape, minval, maxval, *, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device).uniform_(minval, maxval)
 
 
+def bernoulli(shape, p, *, dtype, device):
+    return torch.empty(shape, dtype=dtype, device=device).bernoulli_(p)
+
+
 def copy_(src, dst):
     with torch.no_grad():
         dst.copy_(src)
@@ -417,6 +421,7 @@ for _prim, _fn in {
     prims.iota: iota,
     prims.full: full,
     prims.uniform: uniform,
+    prims.bernoulli: bernoulli,
     prims.copy_: copy_,
     prims.convert_element_type: convert_element_type,
     prims.convolution: convolution,

@@ -510,6 +510,15 @@ def _uniform_meta(shape, minval, maxval, *, dtype, device):
 uniform = _prim("uniform", _uniform_meta, Tag.FACTORY, Tag.RANDOM)
 
 
+def _bernoulli_meta(shape, p, *, dtype, device):
+    return new_tensor(tuple(shape), dtype, torch.device(device))
+
+
+# ones with probability ``p``, else zeros: eager dropout's noise (``empty(...).bernoulli_(p)``,
+# the same draws from the generator)
+bernoulli = _prim("bernoulli", _bernoulli_meta, Tag.FACTORY, Tag.RANDOM)
+
+
 # -- writes -------------------------------------------------------------------------------
 def _copy_meta(src, dst):
     if shape_of(src) != shape_of(dst):

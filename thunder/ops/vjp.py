@@ -936,7 +936,7 @@ NON_DIFFERENTIABLE = frozenset(
         prims.logical_not, prims.bitwise_and, prims.bitwise_or, prims.bitwise_xor,
         prims.bitwise_left_shift, prims.bitwise_right_shift, prims.eq, prims.ne, prims.lt,
         prims.le, prims.gt, prims.ge, prims.logical_and, prims.logical_or, prims.logical_xor,
-        prims.argmax, prims.argmin, prims.full, prims.iota, prims.uniform, prims.copy_,
+        prims.argmax, prims.argmin, prims.full, prims.iota, prims.uniform, prims.copy_, prims.bernoulli,
         prims.convolution_backward, prims.max_pool_backward, prims.avg_pool_backward,
         prims.adaptive_avg_pool_backward, prims.custom_op_backward,
     }

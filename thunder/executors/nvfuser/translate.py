@@ -539,6 +539,15 @@ def _uniform_check(bsym):
     return None if dtype.is_floating_point else f"uniform numbers of dtype {dtype}"
 
 
+def _bernoulli(em, bsym):
+    """1 where a uniform draw (nvFuser's stream) is below ``p``."""
+    (shape, p) = bsym.args
+    dtype = bsym.kwargs["dtype"]
+    c = compute_dtype(dtype)
+    u = em.op("uniform", operand(em, 0.0, c, ()), operand(em, 1.0, c, ()), shape=list(shape), dtype=c)
+    return cast(em, em.op("lt", u, operand(em, p, c, ())), torch.bool, dtype)
+
+
 def _number_fill(bsym):
     fill = bsym.args[1]
     if not isinstance(fill, (Number, NumberProxy)):
@@ -549,3 +558,4 @@ def _number_fill(bsym):
 TRANSLATIONS[prims.full] = Translation(_full, _number_fill)
 TRANSLATIONS[prims.iota] = Translation(_iota, _iota_check)
 TRANSLATIONS[prims.uniform] = Translation(_uniform, _uniform_check)
+TRANSLATIONS[prims.bernoulli] = Translation(_bernoulli, _uniform_check)

@@ -1,10 +1,13 @@
 """Dropout: ``F.dropout``, channel-wise ``F.dropout1d/2d/3d``, ``F.alpha_dropout`` and
 ``F.feature_alpha_dropout`` (and their ``torch.*`` spellings).
 
-A keep mask is drawn with ``prims.uniform`` (an element, or a whole channel, is kept when its
-draw is at least ``p``, so with probability ``1 - p``); outside training, or with ``p == 0``,
-the input passes through unchanged. The random values differ from eager's generator, so the
-op database checks the pattern (kept values scaled, dropped ones zero), not the values.
+A keep mask is drawn as eager draws its noise: ``prims.bernoulli`` of probability ``1 - p``
+in the input's dtype (``empty(...).bernoulli_(1 - p)``, one draw per element or per channel),
+and kept values are scaled by ``1 / (1 - p)`` rounded as eager rounds it (in the input's
+dtype), so with the same generator state thunder drops the same elements with the same
+values, also when the decomposition runs (a gradient, fusion executors other than nvFuser,
+whose generator is its own); outside training, or with ``p == 0``, the input passes through
+unchanged. The op database checks the pattern (kept values scaled, dropped ones zero).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
 
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 # -selu's alpha * scale: the value alpha dropout gives a dropped element (before the affine fix)
 _ALPHA = 1.7580993408473766
 
@@ -31,11 +33,14 @@ def _check_p(p: float, op: str) -> None:
 
 def _keep(shape, p: float, like):
     """A bool mask of ``shape``: True with probability ``1 - p``."""
-    dt = dtype_of(like)
-    u = prims.uniform(
-        tuple(shape), 0.0, 1.0, dtype=torch.float32 if dt in _LOW_PRECISION else dt, device=device_of(like)
-    )
-    return prims.ge(u, p)
+    noise = prims.bernoulli(tuple(shape), 1 - p, dtype=dtype_of(like), device=device_of(like))
+    return prims.ne(noise, 0)
+
+
+def _scale(p: float, dtype: torch.dtype) -> float:
+    """``1 / (1 - p)`` as eager's dropout computes it, in ``dtype`` (``noise.div_(1 - p)``)."""
+    with torch._C.DisableTorchFunction():
+        return torch.ones((), dtype=dtype).div_(1 - p).item()
 
 
 def _channel_shape(s, batched: bool):
@@ -46,7 +51,7 @@ def _channel_shape(s, batched: bool):
 
 def _scaled_keep(input, p: float, shape):
     keep = _keep(shape, p, input)
-    return prims.where(keep, prims.mul(input, 1.0 / (1.0 - p)), 0)
+    return prims.where(keep, prims.mul(input, _scale(p, dtype_of(input))), 0)
 
 
 @torchsymbol(F.dropout, torch_impl="torch.nn.functional.dropout", tags=(Tag.RANDOM,))
