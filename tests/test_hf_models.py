@@ -139,7 +139,10 @@ def test_training_steps_with_dropout_match_eager(name):
         cfg = transformers.T5Config(
             vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, decoder_start_token_id=0
         )
-        model, inputs = transformers.T5ForConditionalGeneration(cfg), {"input_ids": ids, "labels": ids[:, :5].clone()}
+        model, inputs = (
+            transformers.T5ForConditionalGeneration(cfg),
+            {"input_ids": ids, "labels": ids[:, :5].clone()},
+        )
     model.train()
     ref = copy.deepcopy(model)
     jm = thunder.jit(model)
