@@ -209,6 +209,7 @@ class _Helper:
             proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()
+            proc.wait()
 
 
 def _prepare_loading() -> None:
