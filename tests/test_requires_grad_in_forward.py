@@ -127,3 +127,21 @@ def test_transformers_gradient_checkpointing_training_step_matches_eager():
         want.backward()
     for (name, p), q in zip(model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_factories_with_requires_grad_make_leaves_as_in_eager():
+    def f(x):
+        w = torch.ones(3, requires_grad=True)
+        b = torch.zeros(3, requires_grad=True)
+        t = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        return (x * w + b * t).sum()
+
+    for x in (torch.randn(3), torch.randn(3, requires_grad=True)):
+        want, got = f(x), thunder.jit(f)(x)
+        assert got.requires_grad == want.requires_grad is True
+        torch.testing.assert_close(got, want)
+        got.backward()  # (eager's leaves get gradients nobody can read; thunder's stop there)
+        if x.requires_grad:
+            torch.testing.assert_close(x.grad, torch.ones(3))
+    with pytest.raises(RuntimeError, match="floating point and complex dtype"):
+        thunder.jit(lambda x: x + torch.zeros(3, dtype=torch.long, requires_grad=True))(torch.randn(3))

@@ -283,6 +283,9 @@ class AcquisitionMode(TorchFunctionMode):
                 return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
             result = self._call(func, target, args, kwargs)
             self._track_views(func, target, args, kwargs, result)
+            if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
+                # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
+                self._requires_grad(result, True, describe(func))
             return result
         name = getattr(func, "__name__", "")
         if func is T.__setitem__:
