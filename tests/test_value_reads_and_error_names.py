@@ -126,3 +126,12 @@ def test_python_types_as_dtypes():
     x = torch.randn(3) * 4
     for a, b in zip(thunder.jit(f)(x), f(x)):
         assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def test_a_lazy_module_not_yet_called_is_refused_with_what_to_do():
+    m = torch.nn.Sequential(torch.nn.LazyLinear(4), torch.nn.ReLU())
+    with pytest.raises(Exception, match="lazy module .* call the module once eagerly"):
+        thunder.jit(m)(torch.randn(2, 3))
+    m(torch.randn(2, 3))  # materialised: now it traces
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(thunder.jit(m)(x), m(x))

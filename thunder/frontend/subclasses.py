@@ -102,6 +102,12 @@ def is_traceable(cls: type) -> bool:
 def _require_traceable(cls: type, what: str) -> None:
     if is_traceable(cls):
         return
+    if issubclass(cls, torch.nn.parameter.UninitializedTensorMixin):
+        raise UnsupportedValueError(
+            f"thunder: {what} is a {cls.__qualname__}: a lazy module (nn.LazyLinear, ...) makes its "
+            "parameters on its first call, which thunder does not trace; call the module once eagerly "
+            "before thunder.jit"
+        )
     missing = [m for m in _PROTOCOL if not _defines(cls, m)]
     raise UnsupportedValueError(
         f"thunder: {what} is a {cls.__qualname__}, a tensor subclass without {', '.join(missing)}; thunder "
