@@ -156,6 +156,11 @@ def grad_computation(
     several = len(diff) > 1 and not any(isinstance(layout.function_outputs[j], SubclassProxy) for j in diff)
     reach = _reaching(fw, layout.function_outputs) if several else []
     keep_none = bool(overwritten) or several
+    # what a missing cotangent is filled with (the outputs' metadata is fixed by the trace)
+    like = [
+        (o.meta_shape, o.meta_dtype, o.meta_device) if isinstance(o, TensorProxy) else None
+        for o in layout.function_outputs
+    ]
     # outputs that require grad though no input does (a value made a leaf inside by
     # requires_grad_()): one more input that requires grad, so torch's outputs do too
     no_grad_inputs = not any(isinstance(p, TensorProxy) and p.requires_grad for p in fw.args)
@@ -182,7 +187,6 @@ def grad_computation(
         result = outs if plain_outputs else tuple(outs[k] for k in first)
         if keep_none:  # the cotangents of outputs the backward does not reach stay None
             ctx.set_materialize_grads(False)
-            ctx.like = [(r.shape, r.dtype, r.device) if isinstance(r, torch.Tensor) else None for r in result]
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -201,8 +205,8 @@ def grad_computation(
                 reached = frozenset().union(*(reach[j] for j, c in enumerate(cotangents) if c is not None))
                 unreached = [i for i in range(n_args) if i not in reached]
             cotangents = tuple(
-                torch.zeros(like[0], dtype=like[1], device=like[2]) if c is None and like is not None else c
-                for c, like in zip(cotangents, ctx.like)
+                torch.zeros(m[0], dtype=m[1], device=m[2]) if c is None and m is not None else c
+                for c, m in zip(cotangents, like)
             )
         try:
             tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)

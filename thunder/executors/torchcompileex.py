@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import functools
 import os
 import pickle
 import queue
@@ -375,7 +376,7 @@ class InductorRegion:
             and not torch.are_deterministic_algorithms_enabled()
             and all(a.device.type == "cpu" for a in args)
         )
-        program = self._shipped() if background else None
+        program = self._shipped if background else None
         if program is not None:
             with self.lock:
                 if key not in self.compiling:
@@ -392,9 +393,10 @@ class InductorRegion:
             return fn
         return self.program
 
+    @functools.cached_property
     def _shipped(self) -> tuple | None:
         """The program as the helper process rebuilds it: source, modules, named objects;
-        None when its objects cannot be pickled."""
+        None when its objects cannot be pickled. (Printed once per region.)"""
         from thunder.core.printing import Printer
 
         program = self.trace.program(Printer(blank_comments=True))

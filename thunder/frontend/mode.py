@@ -231,8 +231,9 @@ class AcquisitionMode(TorchFunctionMode):
         if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
         if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
-            if func.__self__.__name__ == "requires_grad" and isinstance(state.resolve(args[0]), TensorProxy):
-                self._requires_grad(state.resolve(args[0]), args[1], "setting torch.Tensor.requires_grad")
+            target = state.resolve(args[0])
+            if func.__self__.__name__ == "requires_grad" and isinstance(target, TensorProxy):
+                self._requires_grad(target, args[1], "setting torch.Tensor.requires_grad")
                 return None
             raise UnsupportedOpError(
                 f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
