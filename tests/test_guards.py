@@ -133,6 +133,63 @@ def test_submodule_replaced_by_another_type_retraces():
     assert thunder.compile_stats(jm).cache_misses == 3
 
 
+class ClassDefaults(nn.Module):
+    scale = 2.0  # read as self.scale: the class's value until the instance has one
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+def test_forward_replaced_on_the_instance_after_the_first_call():
+    # what accelerate's hooks and many patching tools do: ``module.forward = new_forward``
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    m[0].forward = lambda inp, lin=m[0]: F.linear(inp, lin.weight) * 2
+    _check(jm, m, x)
+    del m[0].forward
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2  # the third call is the first entry again
+
+
+def test_instance_attribute_that_shadows_a_class_attribute_added_after_the_first_call():
+    m = ClassDefaults()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    m.scale = -3.0
+    _check(jm, m, x)
+    m.fc.bias_scale = 1.0  # an attribute nothing reads: a new entry, still eager's values
+    _check(jm, m, x)
+
+
+def test_config_attribute_added_after_the_first_call():
+    # transformers reads optional settings as ``getattr(config, "name", default)``
+    class Optional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = Config()
+
+        def forward(self, x):
+            return x * getattr(self.config, "extra", 1.0) + getattr(self.config.inner, "bias", 0.0)
+
+    m = Optional()
+    jm = thunder.jit(m)
+    x = torch.randn(3)
+    _check(jm, m, x)
+    m.config.extra = 4.0
+    _check(jm, m, x)
+    m.config.inner.bias = 2.0
+    _check(jm, m, x)
+    del m.config.extra
+    _check(jm, m, x)
+
+
 class Config:
     def __init__(self):
         self.mult = 2.0

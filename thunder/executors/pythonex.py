@@ -178,6 +178,8 @@ def check_module(m, cls, state):
         and not state.hooks
     ):
         _module_changed(m, cls)
+    if len(d) != state.size:
+        _attributes_changed(d, state, cls)
     try:
         if all(map(_is, state.get(d), state.values)):  # unchanged: the very same objects
             return
@@ -192,13 +194,24 @@ def _module_changed(m, cls):
     raise PrologueCheckFailed(f"hooks were registered on the {cls.__qualname__} module since it was traced")
 
 
+def _attributes_changed(d, state, cls):
+    added = sorted(set(d) - state.keys)
+    removed = sorted(state.keys - set(d))
+    what = "; ".join(
+        f"{verb} {', '.join(map(repr, names))}" for verb, names in (("added", added), ("removed", removed)) if names
+    )
+    raise PrologueCheckFailed(f"attributes of the {cls.__qualname__} object changed since it was traced: {what}")
+
+
 def check_state(obj, cls, state):
-    """``obj`` is a ``cls`` whose attributes are as recorded in ``state``."""
+    """``obj`` is a ``cls`` whose attributes are as recorded in ``state`` (all of them)."""
     if type(obj) is not cls:
         raise PrologueCheckFailed(
             f"expected an object of type {cls.__qualname__}, got {type(obj).__qualname__}"
         )
     d = obj.__dict__
+    if len(d) != state.size:
+        _attributes_changed(d, state, cls)
     try:
         if all(map(_is, state.get(d), state.values)):
             return

@@ -88,9 +88,10 @@ _IDENTITY_TYPES = (
 _MACHINERY_PACKAGES = ("logging", "threading", "torch", "thunder", "weakref", "_thread", "abc", "typing")
 
 
-def state_check(items: dict, *, hooks: bool = False) -> StateCheck:
-    """The check of ``items`` (name -> snapshot)."""
-    return StateCheck(items.keys(), items.values(), hooks=hooks)
+def state_check(items: dict, *, hooks: bool = False, keys=None) -> StateCheck:
+    """The check of ``items`` (name -> snapshot); ``keys``: every attribute name the object
+    had (an attribute added later, which may shadow a class attribute, misses the cache)."""
+    return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys)
 
 
 def snapshot(v):

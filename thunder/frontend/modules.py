@@ -83,6 +83,7 @@ class Shadow:
     modules: dict[str, Any]
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
+    keys: frozenset[str]  # the names in the real module's __dict__ as the call began
 
 
 class ModuleShadows:
@@ -232,6 +233,7 @@ class ModuleShadows:
             {},
             as_inputs,
             hooks,
+            frozenset(mod.__dict__),
         )
         self.by_id[id(mod)] = record
         self.of_shadow[id(shadow)] = record
@@ -387,7 +389,7 @@ class ModuleShadows:
             for n in CALL_HOOKS:
                 if n in record.real.__dict__:
                     state[n] = snapshot(record.real.__dict__[n])
-        check = state_check(state, hooks=bool(hooks))
+        check = state_check(state, hooks=bool(hooks), keys=record.keys)
         bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
         inputs.checks.append(bsym)
         inputs.guards.append(record.holder)
@@ -400,7 +402,7 @@ class ModuleShadows:
         holder = AnyProxy(inputs.computation.add_name(f"{parent.name}_{name}"), type(obj.obj))
         inputs.prologue.names.add(holder.name)
         inputs.sources[holder.name] = (holder, Unpack(parent, "attr", name), obj.obj)
-        check = state_check(obj.values)
+        check = state_check(obj.values, keys=obj.values.keys())
         inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
         inputs.guards.append(holder)
         for child_name, child in obj.children.items():

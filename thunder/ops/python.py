@@ -92,11 +92,16 @@ check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 class StateCheck:
     """Names and the values they held when the function was traced, for one prologue check
     (``thunder/frontend/guards.py``). ``get`` reads them all at once from a dict; a cached
-    call first tests them for identity, then (when that fails) compares them exactly."""
+    call first tests them for identity, then (when that fails) compares them exactly.
+    ``keys``: every name the object's ``__dict__`` held, when given (the check then also fails
+    on an attribute added since: an instance ``forward``, a value shadowing a class attribute,
+    a setting read as ``getattr(config, name, default)``)."""
 
-    __slots__ = ("names", "values", "get", "hooks")
+    __slots__ = ("names", "values", "get", "hooks", "keys", "size")
 
-    def __init__(self, names, values, *, hooks: bool = False):
+    def __init__(self, names, values, *, hooks: bool = False, keys=None):
+        self.keys = None if keys is None else frozenset(keys)
+        self.size = None if keys is None else len(self.keys)
         self.names = tuple(names)
         self.values = tuple(values)
         if len(self.names) > 1:
