@@ -198,9 +198,13 @@ def _attributes_changed(d, state, cls):
     added = sorted(set(d) - state.keys)
     removed = sorted(state.keys - set(d))
     what = "; ".join(
-        f"{verb} {', '.join(map(repr, names))}" for verb, names in (("added", added), ("removed", removed)) if names
+        f"{verb} {', '.join(map(repr, names))}"
+        for verb, names in (("added", added), ("removed", removed))
+        if names
     )
-    raise PrologueCheckFailed(f"attributes of the {cls.__qualname__} object changed since it was traced: {what}")
+    raise PrologueCheckFailed(
+        f"attributes of the {cls.__qualname__} object changed since it was traced: {what}"
+    )
 
 
 def check_state(obj, cls, state):
