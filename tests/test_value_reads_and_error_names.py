@@ -1,7 +1,8 @@
 """Errors name what the user called (F.rrelu, not the torch function it calls; fractional_max_pool2d,
 not the dispatch helper; Tensor.requires_grad, not a descriptor) and say "data-dependent" when a
 value the program computes is needed. Numbers kept in 0-d integer input tensors are read with a
-prologue check; counters compared with a limit are checked by outcome; Python types as dtypes."""
+prologue check, as they are after the in-place writes traced before the read; counters compared with
+a limit are checked by outcome; Python types as dtypes."""
 
 from __future__ import annotations
 
@@ -85,6 +86,33 @@ def test_numbers_kept_in_0d_integer_input_tensors_are_read_and_checked():
         thunder.jit(lambda x: torch.ones(int(x)))(torch.tensor(2.0))
     with pytest.raises(DataDependentError):
         thunder.jit(lambda ids: torch.ones(int(ids[0])))(torch.tensor([2]))
+
+
+class Counted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.tensor(0))
+
+    def forward(self, x):
+        self.n.add_(1)
+        return x / float(self.n), x[: int(self.n)], x * self.n.item()
+
+
+def test_a_value_read_after_an_in_place_write_is_the_new_value():
+    # BatchNorm with momentum=None does this: num_batches_tracked.add_(1), then 1 / float(it)
+    m, ref = Counted(), Counted()
+    jm = thunder.jit(m)
+    x = torch.arange(1.0, 6.0)
+    for _ in range(3):
+        for a, b in zip(jm(x), ref(x)):
+            torch.testing.assert_close(a, b)
+        assert int(m.n) == int(ref.n)
+    bn, bn_ref = torch.nn.BatchNorm1d(3, momentum=None), torch.nn.BatchNorm1d(3, momentum=None)
+    jbn = thunder.jit(bn)
+    for _ in range(3):
+        x = torch.randn(4, 3)
+        torch.testing.assert_close(jbn(x), bn_ref(x))
+        torch.testing.assert_close(bn.running_var, bn_ref.running_var)
 
 
 class Window:

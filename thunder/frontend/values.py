@@ -42,7 +42,10 @@ _SCALAR_READS = {aten._local_scalar_dense: None, aten.item: None, aten.is_nonzer
 def read_scalar(state, t: TensorProxy, what: str, convert=None):
     """The value of the one-element tensor ``t`` if it is an input or computed from small
     inputs only (which the prologue checks from now on); otherwise a DataDependentError
-    naming ``what`` and the user's line."""
+    naming ``what`` and the user's line. ``t`` is read as it is now, after the in-place writes
+    traced so far (``n.add_(1); float(n)`` reads the new value, as eager does)."""
+    if isinstance(t, TensorProxy):
+        t = state.current(t)
     real = known_value(state, t) if isinstance(t, TensorProxy) else None
     if real is None or real.numel() != 1:
         raise DataDependentError(
