@@ -168,6 +168,25 @@ def test_instance_attribute_that_shadows_a_class_attribute_added_after_the_first
     _check(jm, m, x)
 
 
+def test_class_attribute_or_method_of_the_users_class_changed():
+    m = ClassDefaults()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    _check(jm, m, x)
+    forward = ClassDefaults.forward
+    try:
+        ClassDefaults.scale = 5.0
+        _check(jm, m, x)
+        ClassDefaults.forward = lambda self, x: self.fc(x) - self.scale
+        _check(jm, m, x)
+    finally:
+        ClassDefaults.scale = 2.0
+        ClassDefaults.forward = forward
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 3  # the last call is the first entry again
+    assert "check_class(cls_ClassDefaults" in str(thunder.last_prologue_traces(jm)[-1])
+
+
 def test_config_attribute_added_after_the_first_call():
     # transformers reads optional settings as ``getattr(config, "name", default)``
     class Optional(nn.Module):

@@ -234,6 +234,24 @@ def check_items(d, state):
     _compare_items(d, state.names, state.values, "the globals")
 
 
+def check_class(cls, state):
+    """The user's class ``cls`` still holds what ``state`` recorded of its own attributes
+    (``scale = 2.0`` read as ``self.scale``, its methods), and no attribute was added to it or
+    removed (Python's own ``__dunder__`` entries, such as the ``__slotnames__`` copying a
+    module caches, aside)."""
+    d = cls.__dict__
+    if len(d) != state.size:
+        changed = {k for k in set(d) ^ state.keys if not (k.startswith("__") and k.endswith("__"))}
+        if changed:
+            _attributes_changed(d, state, cls)
+    try:
+        if all(map(_is, state.get(d), state.values)):
+            return
+    except KeyError:
+        pass
+    _compare_items(d, state.names, state.values, f"the class {cls.__qualname__}")
+
+
 def check_cell(cell, state):
     """The closure variable ``state.names[0]`` still holds ``state.values[0]``."""
     try:
@@ -478,6 +496,7 @@ for _prim, _fn in (
     (pyops.check_module, check_module),
     (pyops.check_state, check_state),
     (pyops.check_items, check_items),
+    (pyops.check_class, check_class),
     (pyops.check_cell, check_cell),
 ):
     _sym = executor_symbol(

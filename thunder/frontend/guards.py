@@ -1,5 +1,8 @@
 """Guards on state the traced code read without it being an input: the plain attributes of
-modules and of the objects they hold (a config), globals and closure cells.
+modules and of the objects they hold (a config), globals, closure cells, and the class
+attributes of the user's own module classes (``scale = 2.0`` in the class body, the methods).
+An attribute added to a module, a config or such a class since the trace (an instance
+``forward``, a value that now shadows the class's) misses the cache too.
 
 The state is checked as a whole, by value, in one prologue line per object:
 
@@ -24,6 +27,7 @@ import collections
 import dataclasses
 import enum
 import os
+import sys
 import sysconfig
 import types
 from typing import Any
@@ -162,6 +166,7 @@ class CodeReads:
 
     globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
+    classes: list[tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=list)
 
 
 def code_reads(functions, classes=()) -> CodeReads:
@@ -171,6 +176,7 @@ def code_reads(functions, classes=()) -> CodeReads:
     checked by identity: rebinding it to another object misses the cache."""
     reads = CodeReads()
     todo = list(functions)
+    seen_classes: set[int] = set()
     for cls in classes:
         for klass in cls.__mro__:
             for v in vars(klass).values():
@@ -178,6 +184,9 @@ def code_reads(functions, classes=()) -> CodeReads:
                     v = v.__func__
                 if isinstance(v, types.FunctionType):
                     todo.append(v)
+            if id(klass) not in seen_classes and _is_user_class(klass):
+                seen_classes.add(id(klass))
+                reads.classes.append((klass, _class_values(klass)))
     seen: set[int] = set()
     while todo:
         fn = todo.pop()
@@ -229,7 +238,25 @@ def code_reads(functions, classes=()) -> CodeReads:
 _MISSING = object()
 
 
-def _is_user_module(mod: types.ModuleType) -> bool:
+def _is_user_class(klass: type) -> bool:
+    """A class the user wrote (in a script, a notebook cell, their own package): its class
+    attributes are program state. A library's classes are taken as fixed."""
+    if _is_user_module(sys.modules.get(klass.__module__)):
+        return True
+    return any(
+        isinstance(f, types.FunctionType) and is_user_code(f.__code__)
+        for v in vars(klass).values()
+        for f in ((v.__func__,) if isinstance(v, (staticmethod, classmethod)) else (v,))
+    )
+
+
+def _class_values(klass: type) -> dict[str, Any]:
+    """A class's own attributes as the call began (values, methods), Python's ``__dunder__``
+    entries aside."""
+    return {k: snapshot(v) for k, v in vars(klass).items() if not (k.startswith("__") and k.endswith("__"))}
+
+
+def _is_user_module(mod: types.ModuleType | None) -> bool:
     path = getattr(mod, "__file__", None)
     return path is not None and not os.path.abspath(path).startswith(_LIBRARY_DIRS)
 
@@ -260,6 +287,10 @@ def guard_code_reads(inputs, reads: CodeReads) -> None:
         if values:
             h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
             inputs.checks.append(BoundSymbol(pyops.check_items, (h, state_check(values)), {}, None))
+    for klass, values in reads.classes:
+        h = holder(f"cls_{klass.__name__}", klass, type)
+        check = state_check(values, keys=vars(klass).keys())
+        inputs.checks.append(BoundSymbol(pyops.check_class, (h, check), {}, None))
     for cell, name, value in reads.cells:
         h = holder(f"cell_{name}", cell, types.CellType)
         inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))

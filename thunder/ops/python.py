@@ -134,7 +134,8 @@ def _short(printer, v) -> str:
 
 
 # The state the traced code read without taking it as an input (``thunder/frontend/guards.py``):
-# a module's type, plain attributes and hooks; an object's or a globals dict's entries; a closure cell.
+# a module's type, plain attributes and hooks; an object's or a globals dict's entries; the class
+# attributes of the user's own classes; a closure cell.
 check_module = _python_prim(
     "check_module", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
@@ -143,6 +144,9 @@ check_state = _python_prim(
 )
 check_items = _python_prim(
     "check_items", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
+check_class = _python_prim(
+    "check_class", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
 check_cell = _python_prim(
     "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
