@@ -86,6 +86,7 @@ class Acquisition:
         self.versions = Versions()  # storages and version counters, for autograd's check of saved values
         self.op_start: tuple[list, int] | None = None  # where the op being handled began recording
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
+        self.grads: dict[tuple, TensorProxy | None] = {}  # (input name, "grad") -> its .grad as read
         self.shadows = ModuleShadows(self)
         self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops

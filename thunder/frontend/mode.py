@@ -83,7 +83,9 @@ def _reject_autograd_function(func) -> None:
 
 _INLINABLE: dict = {}
 # answered by the mode itself even where torch writes them in Python (``Tensor.__repr__``)
-_HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH
+# Autograd hooks on tensors: the backward runs as one program and would never call them
+_GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
+_HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH | _GRAD_HOOKS
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -241,6 +243,12 @@ class AcquisitionMode(TorchFunctionMode):
             )
         if func in _PASSTHROUGH:
             return func(*args, **kwargs)
+        if func in _GRAD_HOOKS:
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
+                "backward as one program, which would not call the hook or keep the gradient; register it on a "
+                "parameter or on an output, outside the compiled function" + at(user_location())
+            )
         if func in _METADATA_METHODS:
             if args and isinstance(args[0], TensorProxy):
                 state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
@@ -356,6 +364,8 @@ class AcquisitionMode(TorchFunctionMode):
             if isinstance(t, TensorProxy):
                 self.state.touched[id(t)] = t
             return getattr(torch.Tensor, name).__get__(t)
+        if name == "grad":
+            return self._grad(t)
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
             result = PROPERTY_TO_THUNDER[name](t)
@@ -374,11 +384,32 @@ class AcquisitionMode(TorchFunctionMode):
             if result is not t:
                 self.state.add_view(View(t, ltorch.detach, (), {}, 0, result, T.detach))
             return result
-        if name == "grad":
-            return None
         raise UnsupportedOpError(
             f"thunder: the tensor property .{name} is not supported" + at(user_location())
         )
+
+    def _grad(self, t):
+        """``t.grad``: for an input, its ``.grad`` as the call begins (None, which the prologue
+        checks, or a tensor, another input: a function that updates parameters from their
+        gradients); None for a value computed here (eager's ``.grad`` of a non-leaf)."""
+        inputs = self.state.inputs
+        src = inputs.sources.get(t.name) if isinstance(t, TensorProxy) else None
+        if src is None:
+            return None
+        key = (t.name, "grad")
+        if key not in self.state.grads:
+            real = src[2].grad
+            if real is None:
+                inputs.guard_attr(t, "grad", None)
+                self.state.grads[key] = None
+            else:
+                from thunder.frontend.inputs import Unpack
+
+                p = inputs.tensor(real, f"{t.name}_grad", Unpack(t, "attr", "grad"))
+                inputs.seen.setdefault(id(real), p)
+                self.state.grads[key] = p
+        grad = self.state.grads[key]
+        return None if grad is None else self.state.current(grad)
 
     def _setitem(self, a, key, value):
         from thunder.ops import ltorch
