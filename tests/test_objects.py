@@ -15,7 +15,7 @@ import torch
 import thunder
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError
+from thunder.frontend.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 
 
 def _verify_all(jfn):
@@ -344,6 +344,55 @@ def test_module_attribute_and_buffer_writes_in_forward():
     epi = str(thunder.last_epilogue_traces(jm)[-1])
     assert "pythonex.python_setattr(module, 'running', running)" in epi
     assert "pythonex.python_setattr(module, 'last', last)" in epi
+
+
+class BiasCache(torch.nn.Module):
+    """What LeViT's attention does in eval mode: a dict of computed tensors, filled in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(4))
+        self.cache = {}
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(tuple(x.shape))  # a Python list that grows on every call
+        key = str(x.device)
+        if key not in self.cache:
+            self.cache[key] = self.bias * 2
+        return x + self.cache[key]
+
+
+def test_module_lists_and_dicts_changed_in_place_in_forward():
+    m = BiasCache()
+    me = copy.deepcopy(m)
+    jm = thunder.jit(m)
+    for n in (2, 2, 3, 2):
+        x = torch.randn(n, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(jm(x), me(x))
+        assert m.seen == me.seen
+        assert list(m.cache) == ["cpu"] and type(m.cache["cpu"]) is torch.Tensor
+        torch.testing.assert_close(m.cache["cpu"], me.cache["cpu"])
+        assert _no_proxies(m)
+    m.cache.clear()  # the user empties the cache: an entry that fills it again
+    me.cache.clear()
+    with torch.no_grad():
+        torch.testing.assert_close(jm(x), me(x))
+    assert m.seen == me.seen and list(m.cache) == ["cpu"]
+
+
+def test_a_failed_trace_leaves_module_lists_and_dicts_as_they_were():
+    class Fails(BiasCache):
+        def forward(self, x):
+            self.seen.append(1)
+            self.cache["k"] = x * 2
+            return x.nonzero()  # data-dependent: the trace fails
+
+    m = Fails()
+    with pytest.raises(DataDependentError):
+        thunder.jit(m)(torch.randn(2, 4))
+    assert m.seen == [] and m.cache == {}
 
 
 def test_module_argument_state_is_swapped_and_written_back():

@@ -20,6 +20,7 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import types
@@ -38,6 +39,7 @@ from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
     MODULE_MACHINERY,
+    is_immutable,
     is_plain_object,
     snapshot,
     state_check,
@@ -215,6 +217,8 @@ class ModuleShadows:
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
+            if not is_immutable(v):  # a list or dict the forward may change in place: the shadow's own
+                d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
         fast = FAST_PATHS.get(type(mod))
@@ -314,7 +318,9 @@ class ModuleShadows:
         reals = {id(p): t for t, p in self._tensors()}
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
-            if old is v or _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
+            if old is v and not (name in record.state and not _unchanged(v, record.state[name])):
+                continue  # (a list or dict changed in place is a write of its new contents)
+            if _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
                 continue
             if name in ("_parameters", "_buffers", "_modules"):
                 raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
@@ -383,7 +389,9 @@ class ModuleShadows:
 
     def _guard(self, record: Shadow, written: set[str]) -> None:
         inputs = self.state.inputs
-        state = {k: v for k, v in record.state.items() if k not in written}
+        # a written value is checked on its own line (``_guard_written``); a list or dict the
+        # forward changed is checked here, by its contents as the call began
+        state = {k: v for k, v in record.state.items() if k not in written or not is_immutable(v)}
         hooks = [n for n in CALL_HOOKS if record.real.__dict__.get(n)]
         if hooks:  # traced with hooks: they are checked by value, every one of them
             for n in CALL_HOOKS:
@@ -407,6 +415,23 @@ class ModuleShadows:
         inputs.guards.append(holder)
         for child_name, child in obj.children.items():
             self._guard_object(holder, child_name, child)
+
+
+def _unchanged(v, snap) -> bool:
+    """``v`` still has the contents of ``snap``, its snapshot: the same containers with the
+    very same objects in them."""
+    if v is snap:
+        return True
+    t = type(v)
+    if t is not type(snap):
+        return False
+    if t in (list, tuple):
+        return len(v) == len(snap) and all(map(_unchanged, v, snap))
+    if t in (dict, collections.OrderedDict):
+        return list(v) == list(snap) and all(_unchanged(v[k], snap[k]) for k in v)
+    if t in (set, frozenset):
+        return v == snap
+    return False
 
 
 def _rereads(old, new, reals: dict) -> bool:
