@@ -83,6 +83,25 @@ def _reject_autograd_function(func) -> None:
 
 _INLINABLE: dict = {}
 # answered by the mode itself even where torch writes them in Python (``Tensor.__repr__``)
+# Arithmetic that torch also runs on two Python numbers, giving a 0-d tensor
+# (``torch.div(seq_len, window, rounding_mode="trunc")`` in transformers' LED)
+_NUMBER_ARITHMETIC = {
+    torch.add, torch.sub, torch.subtract, torch.mul, torch.multiply, torch.div, torch.divide,
+    torch.true_divide, torch.floor_divide,
+}  # fmt: skip
+# torch's C functions take NumPy's keyword names too (``torch.cat(xs, axis=1)``,
+# ``x.sum(axis=0, keepdims=True)``); thunder's ops use torch's own
+_C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _numpy_names(kwargs: dict) -> dict:
+    return {
+        (_NUMPY_NAMES[k] if k in _NUMPY_NAMES and _NUMPY_NAMES[k] not in kwargs else k): v
+        for k, v in kwargs.items()
+    }
+
+
 # Autograd hooks on tensors: the backward runs as one program and would never call them
 _GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
 _HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH | _GRAD_HOOKS
@@ -276,6 +295,16 @@ class AcquisitionMode(TorchFunctionMode):
             raise UnsupportedOpError(
                 f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
             )
+        if ("axis" in kwargs or "keepdims" in kwargs) and isinstance(func, _C_FUNCTIONS):
+            kwargs = _numpy_names(kwargs)
+        if (
+            func in _NUMBER_ARITHMETIC
+            and len(args) >= 2
+            and not any(isinstance(a, TensorProxy) for a in args[:2])
+        ):
+            from thunder.ops import ltorch
+
+            args = (ltorch.tensor(args[0]), *args[1:])
         target = TORCH_TO_THUNDER.get(func)
         if func is T.contiguous and isinstance(args[0], TensorProxy) and not state.is_contiguous(args[0]):
             from thunder.ops import ltorch

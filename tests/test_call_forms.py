@@ -1,0 +1,40 @@
+"""Forms of torch calls eager accepts beyond the usual signatures: NumPy's keyword names
+(``axis``, ``keepdims``) and arithmetic on two Python numbers, which gives a 0-d tensor
+(``torch.div(seq_len, window, rounding_mode="trunc")`` in transformers' LED)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+CALLS = {
+    "cat axis": lambda x: torch.cat([x, x], axis=1),
+    "sum axis keepdims": lambda x: x.sum(axis=0, keepdims=True),
+    "mean axis": lambda x: torch.mean(x, axis=-1),
+    "softmax axis": lambda x: torch.softmax(x, axis=0),
+    "max axis": lambda x: x.max(axis=1)[0],
+    "stack axis": lambda x: torch.stack([x, x], axis=0),
+    "add numbers": lambda x: torch.add(2, 3) + x,
+    "mul int float": lambda x: torch.mul(2, 3.5) * x,
+    "div trunc": lambda x: torch.div(-7, 2, rounding_mode="trunc") + x,
+    "div floor of a size": lambda x: torch.div(x.shape[0] + 3, 2, rounding_mode="floor") * x,
+    "true_divide": lambda x: torch.true_divide(5, 2) + x,
+    "sub": lambda x: torch.sub(5, 2) - x,
+    "floor_divide": lambda x: torch.floor_divide(-5, 2) + x,
+    "bool and int": lambda x: torch.add(True, 2) + x,
+    "divide alone": lambda x: torch.divide(5, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_call_forms_match_eager(name, dtype):
+    fn = CALLS[name]
+    if dtype is torch.int32 and name in ("mean axis", "softmax axis"):
+        pytest.skip("eager has no integer mean or softmax")
+    x = (torch.randn(2, 3) * 4).to(dtype)
+    expected, got = fn(x), thunder.jit(fn)(x)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    torch.testing.assert_close(got, expected)
