@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import types
 from dataclasses import dataclass
 
 import pytest
@@ -393,6 +394,33 @@ def test_a_failed_trace_leaves_module_lists_and_dicts_as_they_were():
     with pytest.raises(DataDependentError):
         thunder.jit(m)(torch.randn(2, 4))
     assert m.seen == [] and m.cache == {}
+
+
+def test_an_object_held_by_a_module_changed_by_forward_is_refused_and_put_back():
+    class Stats:
+        def __init__(self):
+            self.count = 0
+            self.items = []
+            self.inner = types.SimpleNamespace(total=1.0)
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stats = Stats()
+
+        def forward(self, x):
+            self.stats.count += 1
+            self.stats.items.append(x.shape[0])
+            self.stats.inner.total *= 2
+            return x * 2
+
+    m = M()
+    items, inner = m.stats.items, m.stats.inner
+    with pytest.raises(UnsupportedValueError, match=r"changes the object it holds as \.stats .*'count'"):
+        thunder.jit(m)(torch.ones(2))
+    # as before the call, down to the identity of the list it holds
+    assert m.stats.count == 0 and m.stats.items == [] and m.stats.items is items
+    assert m.stats.inner is inner and inner.total == 1.0
 
 
 def test_module_argument_state_is_swapped_and_written_back():

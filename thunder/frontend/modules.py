@@ -59,15 +59,44 @@ class ObjectState:
     obj: Any
     values: dict[str, Any]  # name -> snapshot
     children: dict[str, ObjectState]
+    originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
+
+    def restore(self) -> str | None:
+        """Put back what the trace changed of the object (forward writes into the user's own
+        object, which its module's shadow shares); the first attribute changed, or None."""
+        d = object.__getattribute__(self.obj, "__dict__")
+        changed = None
+        for name in set(d) | set(self.values):
+            if name not in d or name not in self.values or not _unchanged(d[name], self.values[name]):
+                changed = changed or name
+        if changed is not None:
+            d.clear()
+            d.update(self.originals)
+            for name, v in self.originals.items():  # a list or dict changed in place
+                if not _unchanged(v, self.values[name]):
+                    _refill(v, self.values[name])
+        for name, child in self.children.items():
+            inner = child.restore()
+            changed = changed or (None if inner is None else f"{name}.{inner}")
+        return changed
+
+
+def _refill(container, snap) -> None:
+    if isinstance(container, list):
+        container[:] = snap
+    elif isinstance(container, (dict, set)):
+        container.clear()
+        container.update(snap)
 
 
 def object_state(obj, depth: int = 0) -> ObjectState:
     values, children = {}, {}
-    for name, v in object.__getattribute__(obj, "__dict__").items():
+    d = object.__getattribute__(obj, "__dict__")
+    for name, v in d.items():
         values[name] = snapshot(v)
         if depth + 1 < _OBJECT_DEPTH and is_plain_object(v):
             children[name] = object_state(v, depth + 1)
-    return ObjectState(obj, values, children)
+    return ObjectState(obj, values, children, dict(d))
 
 
 @dataclasses.dataclass
@@ -97,6 +126,7 @@ class ModuleShadows:
         self.of_shadow: dict[int, Shadow] = {}  # id(shadow) -> its record
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
+        self.object_changed: tuple | None = None  # (module record, attribute, its attribute) the trace wrote
 
     def real_of(self, v):
         """The user's module for a shadow (``v`` itself otherwise)."""
@@ -269,8 +299,9 @@ class ModuleShadows:
     # -- after the trace ----------------------------------------------------------------
     def restore_hook_tables(self) -> None:
         """Put back the user's hook tables that changed while tracing (``handle.remove()`` with
-        a handle made before the call reaches the module's own table, not the shadow's copy):
-        also when the trace fails. ``finish`` refuses such a trace."""
+        a handle made before the call reaches the module's own table, not the shadow's copy)
+        and the objects held by modules that forward changed (they are shared with the
+        shadows): also when the trace fails. ``finish`` refuses such a trace."""
         for record in self.order:
             for name, items in record.hooks.items():
                 table = record.real.__dict__.get(name)
@@ -278,6 +309,10 @@ class ModuleShadows:
                     table.clear()
                     table.update(items)
                     self.hooks_removed = record
+            for name, obj in record.objects.items():
+                changed = obj.restore()
+                if changed is not None and self.object_changed is None:
+                    self.object_changed = (record, name, changed)
 
     def finish(self) -> None:
         """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
@@ -286,6 +321,13 @@ class ModuleShadows:
                 f"thunder: forward removes a hook of {type(self.hooks_removed.real).__qualname__} registered before "
                 "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
                 "remove it before calling the compiled module"
+            )
+        if self.object_changed is not None:
+            record, name, attr = self.object_changed
+            raise UnsupportedValueError(
+                f"thunder: forward of {type(record.real).__qualname__} changes the object it holds as .{name} "
+                f"(its attribute {attr!r}); changing objects held by modules while tracing is not supported (the "
+                "object was put back as it was): keep such state in the module's own attributes or buffers"
             )
         for record in self.order:
             written = self._diff(record)
