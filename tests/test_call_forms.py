@@ -1,6 +1,7 @@
 """Forms of torch calls eager accepts beyond the usual signatures: NumPy's keyword names
-(``axis``, ``keepdims``) and arithmetic on two Python numbers, which gives a 0-d tensor
-(``torch.div(seq_len, window, rounding_mode="trunc")`` in transformers' LED)."""
+(``axis``, ``keepdims``), arithmetic on two Python numbers, which gives a 0-d tensor
+(``torch.div(seq_len, window, rounding_mode="trunc")`` in transformers' LED), and
+``Tensor.type(dtype)`` as a cast."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ CALLS = {
     "floor_divide": lambda x: torch.floor_divide(-5, 2) + x,
     "bool and int": lambda x: torch.add(True, 2) + x,
     "divide alone": lambda x: torch.divide(5, 2),
+    # Tensor.type with a dtype or a type name is a cast (RecurrentGemma's normalizer)
+    "type dtype": lambda x: x * torch.tensor(2.0).type(x.dtype),
+    "type float16": lambda x: x.type(torch.float16),
+    "type name": lambda x: x.type("torch.DoubleTensor"),
+    "type dtype keyword": lambda x: x.type(dtype=torch.int64),
+    "type() is the name": lambda x: x + len(x.type()),
 }
 
 

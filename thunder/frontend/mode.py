@@ -102,6 +102,12 @@ def _numpy_names(kwargs: dict) -> dict:
     }
 
 
+# ``Tensor.type("torch.HalfTensor")``'s names
+_LEGACY_TYPES = {
+    "DoubleTensor": torch.float64, "FloatTensor": torch.float32, "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16, "LongTensor": torch.int64, "IntTensor": torch.int32,
+    "ShortTensor": torch.int16, "CharTensor": torch.int8, "ByteTensor": torch.uint8, "BoolTensor": torch.bool,
+}  # fmt: skip
 # Autograd hooks on tensors: the backward runs as one program and would never call them
 _GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
 _HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH | _GRAD_HOOKS
@@ -268,6 +274,8 @@ class AcquisitionMode(TorchFunctionMode):
                 "backward as one program, which would not call the hook or keep the gradient; register it on a "
                 "parameter or on an output, outside the compiled function" + at(user_location())
             )
+        if func is T.type and (len(args) > 1 or kwargs.get("dtype") is not None):
+            return self._type(state.resolve(args[0]), *args[1:], **kwargs)
         if func in _METADATA_METHODS:
             if args and isinstance(args[0], TensorProxy):
                 state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
@@ -379,6 +387,24 @@ class AcquisitionMode(TorchFunctionMode):
             )
         torch.Tensor.requires_grad.__set__(t, True)  # (a proxy is a leaf to torch)
         return t
+
+    def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
+        """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
+        from thunder.ops.ltorch.casts import to
+
+        device = None
+        if isinstance(dtype, str):
+            name = dtype
+            dtype = _LEGACY_TYPES.get(name.removeprefix("torch.cuda.").removeprefix("torch."))
+            if dtype is None or not name.startswith("torch."):
+                raise UnsupportedOpError(
+                    f"thunder: torch.Tensor.type({name!r}): not a tensor type name such as 'torch.FloatTensor'"
+                    + at(user_location())
+                )
+            device = torch.device("cuda") if name.startswith("torch.cuda.") else torch.device("cpu")
+        if device is not None and device != t.device:
+            return self._call(T.type, to, (t, device, dtype), {})
+        return self._call(T.type, to, (t, dtype), {})
 
     def _call(self, func, target, args, kwargs):
         try:
