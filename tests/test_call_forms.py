@@ -1,7 +1,7 @@
 """Forms of torch calls eager accepts beyond the usual signatures: NumPy's keyword names
 (``axis``, ``keepdims``), arithmetic on two Python numbers, which gives a 0-d tensor
 (``torch.div(seq_len, window, rounding_mode="trunc")`` in transformers' LED), and
-``Tensor.type(dtype)`` as a cast."""
+``Tensor.type(dtype)`` as a cast; a compiled function called inside another one."""
 
 from __future__ import annotations
 
@@ -45,3 +45,34 @@ def test_call_forms_match_eager(name, dtype):
     expected, got = fn(x), thunder.jit(fn)(x)
     assert got.dtype == expected.dtype and got.shape == expected.shape
     torch.testing.assert_close(got, expected)
+
+
+def test_a_compiled_function_or_module_called_inside_another_is_traced_into_it():
+    inner = thunder.jit(lambda t: t * 2 + 1)
+    outer = thunder.jit(lambda t: inner(t).sin())
+    x = torch.randn(3)
+    torch.testing.assert_close(outer(x), (x * 2 + 1).sin())
+    assert "sin" in str(thunder.last_traces(outer)[-1]) and "mul" in str(thunder.last_traces(outer)[-1])
+    assert thunder.compile_stats(inner).calls == 0  # it ran as part of the outer trace
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.inner = thunder.jit(torch.nn.Linear(4, 4))
+
+        def forward(self, x):
+            return self.inner(self.fc(x)).relu()
+
+    m = Outer()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(jm(x), m(x))
+    jm(x).sum().backward()
+    got = m.inner._model.weight.grad.clone()
+    m.zero_grad()
+    m(x).sum().backward()
+    torch.testing.assert_close(got, m.inner._model.weight.grad)
+    with torch.no_grad():
+        m.inner._model.weight.mul_(2)  # the inner module's parameters are inputs of the outer program
+    torch.testing.assert_close(jm(x), m(x))

@@ -23,7 +23,7 @@ import torch
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import DISPLAY_LIMIT, Trace
+from thunder.core.trace import DISPLAY_LIMIT, Trace, current_trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
@@ -195,6 +195,9 @@ class ThunderFunction:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            # called by a function another thunder.jit is tracing: its ops go into that trace
+            return self.fn(*args, **kwargs)
         self.stats.calls += 1
         order = self._cache.order
         for entry in reversed(order):
