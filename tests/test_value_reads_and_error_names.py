@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import thunder
 from thunder.frontend.errors import DataDependentError, UnsupportedOpError
+from thunder.ops.meta import ShapeError
 
 
 def test_a_functional_is_named_with_what_it_calls_and_the_line():
@@ -163,3 +164,16 @@ def test_a_lazy_module_not_yet_called_is_refused_with_what_to_do():
     m(torch.randn(2, 3))  # materialised: now it traces
     x = torch.randn(2, 3)
     torch.testing.assert_close(thunder.jit(m)(x), m(x))
+
+
+def test_an_in_place_op_that_would_grow_its_tensor_is_an_error_naming_it():
+    def f(x, y):
+        return x.add_(y)
+
+    with pytest.raises(RuntimeError):  # eager's own error
+        f(torch.zeros(3), torch.zeros(2, 3))
+    with pytest.raises(
+        ShapeError, match=r"torch.Tensor.add_: the result's shape \(2, 3\) does not match .*\(3,\)"
+    ) as e:
+        thunder.jit(f)(torch.zeros(3), torch.zeros(2, 3))
+    assert "in f" in str(e.value)

@@ -373,8 +373,16 @@ class Acquisition:
             value = prims.convert_element_type(value, current.meta_dtype)
         if value.meta_shape != current.meta_shape:
             from thunder.ops import ltorch
+            from thunder.ops.meta import ShapeError
 
-            value = ltorch.expand(value, current.meta_shape)
+            try:
+                value = ltorch.expand(value, current.meta_shape)
+            except ShapeError:
+                raise ShapeError(
+                    f"thunder: {op}: the result's shape {tuple(value.meta_shape)} does not match the shape "
+                    f"{tuple(current.meta_shape)} of the tensor written in place (as in eager, an in-place op "
+                    "cannot grow its tensor by broadcasting)" + at(user_location())
+                ) from None
         return value
 
 
