@@ -66,7 +66,7 @@ class ObjectState:
         object, which its module's shadow shares); the first attribute changed, or None."""
         d = object.__getattribute__(self.obj, "__dict__")
         changed = None
-        for name in set(d) | set(self.values):
+        for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
             if name not in d or name not in self.values or not _unchanged(d[name], self.values[name]):
                 changed = changed or name
         if changed is not None:
