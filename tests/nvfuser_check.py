@@ -102,6 +102,10 @@ def op_cases(names: set[str] | None, errors: list):
             name = f"{info.id} {str(dtype).replace('torch.', '')}"
             try:
                 sample = info.samples(Maker(dtype))[0]
+                try:  # this venv's older torch may lack the op for the dtype (CPU bfloat16 trace)
+                    info.op(*sample.args, **sample.kwargs)
+                except (NotImplementedError, RuntimeError):
+                    continue
                 tensors, call_with = _split_tensors(sample.args, sample.kwargs)
                 jfn = thunder.jit(call_with(info.op))
                 jfn(*tensors)

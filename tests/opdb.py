@@ -140,6 +140,33 @@ def calls(*fns):
 
 POS = dict(low=0.1, high=5.0)
 UNIT = dict(low=-0.95, high=0.95)
+NAN = math.nan
+
+
+def distinct(m: Maker, *shape) -> torch.Tensor:
+    """Distinct values in random order (exact in every dtype): for ops whose index of a tie
+    eager leaves unspecified (median, kthvalue)."""
+    n = math.prod(shape)
+    v = torch.randperm(n, device=m.device) - n // 2
+    return (v * 0.5 if m.dtype.is_floating_point else v).to(m.dtype).reshape(shape)
+
+
+def with_nans(m: Maker, *shape) -> torch.Tensor:
+    """Random values with every third one NaN (a float dtype) or plain random values."""
+    x = m(*shape)
+    if m.dtype.is_floating_point:
+        x.view(-1)[::3] = NAN
+    return x
+
+
+def pick(m: Maker, number, integer, boolean=True):
+    """A Python scalar argument of the kind the dtype under test takes."""
+    return boolean if m.dtype is b8 else number if m.dtype.is_floating_point else integer
+
+
+def sorted_(x: torch.Tensor) -> torch.Tensor:
+    return x.sort(-1).values
+
 
 # -- elementwise unary ----------------------------------------------------------------------
 for _n in "abs neg sign floor ceil trunc".split():
@@ -298,6 +325,66 @@ op(
     (f32, f64),
     T.xlogy,
 )
+
+op("sgn", torch.sgn, lambda m: unary()(m) + [s(torch.tensor([0, 1, 0, 1]).to(m.dtype))], ALL, T.sgn)
+op(
+    "heaviside",
+    torch.heaviside,
+    lambda m: [
+        s(m(3, 4), m(3, 4)),
+        s(torch.tensor([-2, 0, 3, 0]).to(m.dtype), m(4)),
+        s(m(2, 1, 4), m(3, 1)),
+        s(torch.tensor([0, 1, -1, NAN if m.dtype.is_floating_point else 0]).to(m.dtype), m()),
+    ],
+    ALL,
+    T.heaviside,
+)
+op(
+    "float_power",
+    torch.float_power,
+    lambda m: [
+        s(m(3, 4, low=0.1, high=3), m(3, 4)),
+        s(m(3, 4), 2),
+        s(m(3, 4), 0.5),
+        s(2.5, m(3, 4)),
+        s(m(2, 1, 4), m(3, 1, dtype=i64)),
+    ],
+    ALL,
+    T.float_power,
+)
+
+
+def _fibonacci(dtype: torch.dtype) -> tuple[int, int]:
+    """The two largest consecutive Fibonacci numbers of the dtype: Euclid's longest case."""
+    x, y = 1, 2
+    while x + y <= torch.iinfo(dtype).max:
+        x, y = y, x + y
+    return x, y
+
+
+def _gcd_edges(m):
+    """Euclid's longest case, zeros, signs, the extremes (products that overflow for lcm)."""
+    lo, hi = torch.iinfo(m.dtype).min, torch.iinfo(m.dtype).max
+    x, y = _fibonacci(m.dtype)
+    if lo == 0:
+        return s(
+            torch.tensor([x, y, 0, 0, hi, hi], dtype=m.dtype),
+            torch.tensor([y, x, 0, 5, hi - 1, 6], dtype=m.dtype),
+        )
+    edge = torch.tensor([x, y, 0, 0, -12, 12, lo, lo, lo, hi, -hi], dtype=m.dtype)
+    other = torch.tensor([y, x, 0, -5, 18, -18, 0, 6, lo, hi - 1, hi - 2], dtype=m.dtype)
+    return s(edge, other)
+
+
+GCD = (i64, i32, torch.int8, torch.uint8)
+op(
+    "gcd",
+    torch.gcd,
+    lambda m: [s(m(3, 4), m(3, 4)), s(m(2, 1, 4), m(3, 1)), _gcd_edges(m), s(m(3, 4), m(4, dtype=i32))],
+    GCD,
+    T.gcd,
+)
+op("lcm", torch.lcm, lambda m: [s(m(3, 4), m(3, 4)), s(m(2, 1, 4), m(3, 1)), _gcd_edges(m)], GCD, T.lcm)
 
 # -- casts ----------------------------------------------------------------------------------
 for _n in "float double half bfloat16 int long bool".split():
@@ -653,6 +740,128 @@ op(
     T.masked_scatter,
 )
 
+op(
+    "take",
+    torch.take,
+    lambda m: [
+        s(m(3, 4), m.index(12, 5)),
+        s(m(3, 4), torch.tensor([[-1, 0], [5, -12]])),
+        s(m(), torch.tensor([0, -1])),
+        s(m(3), torch.tensor([], dtype=i64)),
+        s(m(3, 4), torch.tensor(7)),
+    ],
+    ALL,
+    T.take,
+)
+op(
+    "hsplit",
+    torch.hsplit,
+    lambda m: [
+        s(m(4, 6), 2),
+        s(m(6), 3),
+        s(m(2, 7), [1, 5, 10]),
+        s(m(2, 7, 2), (3,)),
+        s(m(2, 6), [4, 1]),
+    ],
+    ALL,
+    T.hsplit,
+)
+op("vsplit", torch.vsplit, lambda m: [s(m(4, 3), 2), s(m(5, 2), [1, 3]), s(m(6, 2, 2), 3)], ALL, T.vsplit)
+op("dsplit", torch.dsplit, lambda m: [s(m(2, 3, 4), 2), s(m(2, 3, 5), [1, -2])], ALL, T.dsplit)
+op(
+    "column_stack",
+    torch.column_stack,
+    lambda m: [
+        s([m(3), m(3, 2), m(3)]),
+        s([m(), m()]),
+        s((m(2, 3, 4), m(2, 1, 4))),
+        s([m(3, 2)]),
+        s([m(3)]),
+    ],
+    ALL,
+)
+for _n in (1, 2, 3):
+    op(
+        f"atleast_{_n}d",
+        getattr(torch, f"atleast_{_n}d"),
+        lambda m: [
+            s(m()),
+            s(m(3)),
+            s(m(2, 3)),
+            s(m(2, 3, 4)),
+            s(m(), m(3), m(2, 3)),
+            s([m(4), m(2, 2)]),
+            s((m(),)),
+        ],
+        ALL,
+    )
+op(
+    "tensor_unfold",
+    T.unfold,
+    lambda m: [
+        s(m(2, 6), 1, 2, 2),
+        s(m(7), 0, 3, 1),
+        s(m(3, 4, 5), -1, 2, 3),
+        s(m(3, 4), 0, 3, 2),
+        s(m(4, 3), 0, 4, 1),
+        s(m(5), 0, 0, 2),
+        s(m(), 0, 1, 1),
+        s(m(), 0, 0, 1),
+    ],
+    ALL,
+)
+op(
+    "channel_shuffle",
+    F.channel_shuffle,
+    lambda m: [s(m(2, 6, 3), 3), s(m(1, 4, 2, 2), 2), s(m(1, 4, 2, 2), 1), s(m(2, 6, 2, 1, 2), 2)],
+    ALL,
+    torch.native_channel_shuffle,
+    lambda x, groups: torch.nn.ChannelShuffle(groups)(x),
+)
+op(
+    "rot90",
+    torch.rot90,
+    lambda m: [
+        s(m(2, 3)),
+        s(m(2, 3, 4), 2, [1, 2]),
+        s(m(2, 3, 4), -1, (2, 0)),
+        s(m(2, 3), 3, [-1, -2]),
+        s(m(2, 3), 4),
+        s(m(0, 3), 1),
+    ],
+    ALL,
+    T.rot90,
+)
+op(
+    "cartesian_prod",
+    torch.cartesian_prod,
+    lambda m: [s(m(3), m(2)), s(m(2), m(3), m(2)), s(m(3), m(0)), s(m(4))],
+    ALL,
+)
+op(
+    "block_diag",
+    torch.block_diag,
+    lambda m: [
+        s(m(2, 3), m(1, 2)),
+        s(m(2), m(), m(2, 2)),
+        s(m(3, 0), m(2, 1)),
+        s(m(2, 2), m(2, dtype=f64)),
+        s(m(3, 3)),
+        s(),
+    ],
+    ALL,
+)
+# an empty 1-D input is an empty row: eager's gradient reads the rows below it one too high
+op(
+    "block_diag",
+    torch.block_diag,
+    lambda m: [s(m(0), m(2, 2)), s(m(2, 2), m(0), m(1, 2))],
+    ALL,
+    variant="empty_row",
+    numerical_grad=True,
+)
+op("trace", torch.trace, lambda m: [s(m(3, 3)), s(m(3, 5)), s(m(4, 2)), s(m(0, 3)), s(m(1, 1))], NUM, T.trace)
+
 # -- reductions -----------------------------------------------------------------------------
 RED_TOL = {bf16: (2e-2, 2e-2)}
 
@@ -820,6 +1029,233 @@ op(
     T.logsumexp,
     tol=RED_TOL,
 )
+op(
+    "aminmax",
+    torch.aminmax,
+    lambda m: [
+        s(m(3, 4)),
+        s(m(3, 4), dim=1),
+        s(m(3, 4), dim=-2, keepdim=True),
+        s(m(3, 4), keepdim=True),
+        s(m()),
+        s(m(), dim=0),
+    ],
+    ALL,
+    T.aminmax,
+)
+op(
+    "nanmean",
+    torch.nanmean,
+    lambda m: [
+        s(with_nans(m, 3, 4)),
+        s(with_nans(m, 3, 4), 1),
+        s(with_nans(m, 3, 4, 2), (0, 2), True),
+        s(m()),
+        s(m(3, 4), dtype=f64),
+    ],
+    FLOAT,
+    T.nanmean,
+    tol=RED_TOL,
+)
+# a slice of NaNs only: NaN, as eager. (Its gradient is not compared: eager's is NaN there, the
+# 0 * inf of its nansum backward, where the decomposition's ``where`` passes 0.)
+op(
+    "nanmean",
+    torch.nanmean,
+    lambda m: [s(torch.tensor([[NAN, NAN], [1.0, NAN]]).to(m.dtype), 1), s(torch.tensor(NAN).to(m.dtype))],
+    (f32, bf16),
+    variant="all_nan",
+)
+
+
+def _cum_extremum_samples(m):
+    ties = [1, 3, 3, 2, 3, NAN, 5, NAN, 1] if m.dtype.is_floating_point else [1, 3, 3, 2, 3, 0, 0, 5, 5]
+    return [
+        s(m(3, 5), 1),
+        s(m(4, 3), 0),
+        s(m(2, 7), -1),
+        s(m(), 0),
+        s(m(3, 0), 1),
+        s(torch.tensor([ties, ties[::-1]]).to(m.dtype), 1),
+    ]
+
+
+for _n in ("cummax", "cummin"):
+    op(_n, getattr(torch, _n), _cum_extremum_samples, ALL, getattr(T, _n))
+
+
+def _nan_rows(m):
+    return torch.tensor([[1.0, NAN, 2.0, NAN], [3.0, 1.0, 2.0, 0.0], [NAN, 4.0, 0.0, 1.0]]).to(m.dtype)
+
+
+op(
+    "median",
+    torch.median,
+    lambda m: (
+        [
+            s(distinct(m, 3, 5)),
+            s(distinct(m, 3, 5), 1),
+            s(distinct(m, 4, 3), 0, True),
+            s(distinct(m, 6)),
+            s(distinct(m, 2, 6), -1),
+            s(m(5, 4)),  # ties: the value is defined
+            s(m(), 0),
+        ]
+        + (
+            [
+                s(m(0)),
+                s(_nan_rows(m)),
+                s(_nan_rows(m), 1),
+                s(torch.tensor([[1.0, 2.0, 2.0], [3.0, 2.0, 0.0]]).to(m.dtype)),
+            ]
+            if m.dtype.is_floating_point
+            else []
+        )
+    ),
+    FLOAT + INT,
+    T.median,
+)
+op(
+    "kthvalue",
+    torch.kthvalue,
+    lambda m: (
+        [
+            s(distinct(m, 3, 5), 2),
+            s(distinct(m, 3, 5), 1, 0),
+            s(distinct(m, 4, 3), 3, 0, True),
+            s(distinct(m, 6), 6),
+            s(m(), 1),
+        ]
+        + ([s(_nan_rows(m), 3, 1), s(_nan_rows(m), 4, -1)] if m.dtype.is_floating_point else [])
+    ),
+    FLOAT + INT,
+    T.kthvalue,
+)
+
+
+def _quantile_samples(m):
+    q = torch.tensor([0.0, 0.125, 0.375, 0.5, 0.8, 1.0], dtype=m.dtype)
+    out = [
+        s(m(7), 0.3),
+        s(m(3, 5), q, 1),
+        s(m(3, 5), 0.5, 0, True),
+        s(m(2, 3, 4), torch.tensor(0.25, dtype=m.dtype), -1),
+        s(m(3, 4), q, keepdim=True),
+        s(m(), 0.7, 0),
+        s(with_nans(m, 3, 5), q, 1),
+        s(_nan_rows(m), 0.4),
+    ]
+    return out + [s(m(3, 5), q, 1, interpolation=i) for i in ("lower", "higher", "midpoint", "nearest")]
+
+
+op("quantile", torch.quantile, _quantile_samples, (f32, f64), T.quantile)
+op(
+    "nanquantile",
+    torch.nanquantile,
+    lambda m: (
+        _quantile_samples(m) + [s(torch.tensor([[NAN, NAN, NAN], [1.0, NAN, 2.0]], dtype=m.dtype), 0.5, 1)]
+    ),
+    (f32, f64),
+    T.nanquantile,
+)
+op(
+    "isin",
+    torch.isin,
+    lambda m: (
+        [
+            (lambda x: s(x, x.flatten()[::3]))(m(3, 4)),
+            s(m(3, 4), m(2, 2)),
+            (lambda x: s(x, x[1:], invert=True))(m(5)),
+            (lambda x: s(x[2].item(), x))(m(4)),
+            s(m(5), m.scalar()),
+            s(m(3, 4), m(0)),
+            s(m(3, 4), m(5, dtype=f64)),
+        ]
+        + (
+            [s(torch.tensor([NAN, 1.0, 0.0]).to(m.dtype), torch.tensor([NAN, 0.0]).to(m.dtype))]
+            if m.dtype.is_floating_point
+            else []
+        )
+    ),
+    NUM,
+)
+
+
+def _search_samples(m):
+    seq = sorted_(m(6))
+    hits = m(7)
+    return [
+        s(seq, m(3, 4)),
+        s(seq, m(3, 4), right=True),
+        s(sorted_(hits), hits, side="right"),
+        s(sorted_(hits), hits, side="left"),
+        s(sorted_(m(3, 6)), m(3, 4)),
+        s(seq, m.scalar()),
+        s(seq, m(5), out_int32=True),
+        (lambda x: s(x, m(5), sorter=x.argsort()))(m(6)),
+        s(m(7), m(5)),  # not sorted: eager's binary search decides
+        s(m(0), m(3)),
+        s(m(1), m(2, 2)),
+    ] + (
+        [s(torch.tensor([1.0, 2.0, NAN]).to(m.dtype), torch.tensor([1.5, NAN, 3.0]).to(m.dtype))]
+        if m.dtype.is_floating_point
+        else []
+    )
+
+
+op("searchsorted", torch.searchsorted, _search_samples, NUM)
+op(
+    "bucketize",
+    torch.bucketize,
+    lambda m: [
+        s(m(3, 4), sorted_(m(5))),
+        (lambda x: s(x, sorted_(x.flatten()), right=True))(m(2, 3)),
+        (lambda x: s(x, sorted_(x.flatten())))(m(2, 3)),
+        s(m.scalar(), sorted_(m(5))),
+        s(m(3, 4), sorted_(m(5)), out_int32=True),
+        s(m(3), m(0)),
+    ],
+    NUM,
+)
+op(
+    "linalg_norm",
+    torch.linalg.norm,
+    lambda m: [
+        s(m(3, 4)),
+        s(m(5)),
+        s(m(2, 3, 4)),
+        s(m(3, 4), 1),
+        s(m(3, 4), -1),
+        s(m(3, 4), math.inf),
+        s(m(3, 4), -math.inf),
+        s(m(3, 4), "fro"),
+        s(m(2, 3, 4), "fro", (0, 2), True),
+        s(m(2, 3, 4), 3, -1),
+        s(m(2, 3, 4), math.inf, (2, 0)),
+        s(m(2, 3, 4), -1, (1, 2), True),
+        s(m(3, 4), dim=(1, 0)),
+        s(m(5), 0),
+        s(m(3, 4), dtype=f64),
+        s(m(0, 4), math.inf),
+    ],
+    FLOAT,
+    tol=RED_TOL,
+)
+op(
+    "renorm",
+    torch.renorm,
+    lambda m: [
+        s(m(3, 4), 2, 0, 1.0),
+        s(m(3, 4, 2), 1, 1, 2.0),
+        s(m(3, 4), 3, -1, 0.5),
+        s(m(2, 3), math.inf, 0, 1.0),
+        s(m(3, 4), 2, 0, 100.0),
+        s(m(3, 4), 2, 1, 0.0),
+    ],
+    FLOAT,
+    T.renorm,
+    tol=RED_TOL,
+)
 
 # -- nn -------------------------------------------------------------------------------------
 NN_TOL = {f32: (1e-4, 1e-4), bf16: (3e-2, 3e-2)}
@@ -914,6 +1350,124 @@ op(
     tol=NN_TOL,
 )
 op("outer", torch.outer, lambda m: [s(m(3), m(4))], NUM, T.outer, torch.ger)
+op("mv", torch.mv, lambda m: [s(m(3, 4), m(4)), s(m(0, 4), m(4)), s(m(3, 0), m(0))], NUM, T.mv, tol=NN_TOL)
+
+
+def _nan_input(m, *shape):
+    """What beta=0 ignores: NaN where the dtype has it."""
+    return torch.full(shape, NAN, dtype=m.dtype) if m.dtype.is_floating_point else m(*shape)
+
+
+op(
+    "addmv",
+    torch.addmv,
+    lambda m: [
+        s(m(3), m(3, 4), m(4)),
+        s(m(1), m(3, 4), m(4), beta=pick(m, 0.5, 2), alpha=-2),
+        s(m(), m(3, 4), m(4), alpha=3),
+        s(_nan_input(m, 3), m(3, 4), m(4), beta=0),
+    ],
+    NUM,
+    T.addmv,
+    tol=NN_TOL,
+)
+op(
+    "addr",
+    torch.addr,
+    lambda m: [
+        s(m(3, 4), m(3), m(4)),
+        s(m(4), m(3), m(4), beta=pick(m, 0.5, 2), alpha=pick(m, -2, -2, False)),
+        s(_nan_input(m, 1, 1), m(3), m(4), beta=pick(m, 0, 0, False)),
+        s(m(3, 0), m(3), m(0)),
+        s(m(3, 4), m(3, dtype=i64), m(4)),
+    ],
+    ALL,
+    T.addr,
+    tol=NN_TOL,
+)
+op(
+    "vdot",
+    torch.vdot,
+    lambda m: [s(m(4), m(4)), s(m(0), m(0)), s(m(1), m(1))],
+    (f32, f64, i64),
+    T.vdot,
+    tol=NN_TOL,
+)
+op(
+    "kron",
+    torch.kron,
+    lambda m: [
+        s(m(2, 3), m(3, 2)),
+        s(m(2, 1, 3), m(4)),
+        s(m(3), m(2, 2)),
+        s(m(), m(2, 3)),
+        s(m(), m()),
+        s(m(0, 2), m(2, 3)),
+        s(m(2, 2), m(2, dtype=f64)),
+    ],
+    ALL,
+    T.kron,
+)
+op(
+    "addbmm",
+    torch.addbmm,
+    lambda m: [
+        s(m(3, 5), m(2, 3, 4), m(2, 4, 5)),
+        s(m(5), m(2, 3, 4), m(2, 4, 5), beta=pick(m, 0.5, 2), alpha=-1),
+        s(m(3, 5), m(0, 3, 4), m(0, 4, 5)),
+        s(_nan_input(m, 3, 5), m(1, 3, 4), m(1, 4, 5), beta=0),
+    ],
+    NUM,
+    T.addbmm,
+    tol={f32: (1e-4, 1e-4), bf16: (6e-2, 6e-2)},
+)
+op(
+    "chain_matmul",
+    torch.chain_matmul,
+    lambda m: [
+        s(m(3, 4), m(4, 5), m(5, 2)),
+        s(m(2, 3)),
+        s(m(3, 4), m(4, 2)),
+        s(m(10, 2), m(2, 8), m(8, 3), m(3, 6)),
+        s(m(2, 6), m(6, 3), m(3, 1)),
+    ],
+    NUM,
+    tol=NN_TOL,
+)
+op(
+    "multi_dot",
+    torch.linalg.multi_dot,
+    lambda m: [
+        s([m(3, 4), m(4, 5), m(5, 2)]),
+        s([m(4), m(4, 5), m(5)]),
+        s([m(4), m(4)]),
+        s([m(3, 4), m(4)]),
+        s((m(2, 10), m(10, 3), m(3, 8), m(8))),
+        s([m(5), m(5, 3), m(3, 2)]),
+    ],
+    NUM,
+    tol=NN_TOL,
+)
+op(
+    "cross",
+    torch.cross,
+    lambda m: [
+        s(m(4, 3), m(4, 3), 1),
+        s(m(3, 1, 2), m(3, 4, 2), 0),
+        s(m(2, 3, 3), m(2, 3, 3)),  # eager's default: the first dim of size 3
+        s(m(1, 3), m(4, 3), dim=-1),
+        s(m(3, 3), m(3, 3)),
+    ],
+    NUM,
+    T.cross,
+)
+op(
+    "cross",
+    torch.linalg.cross,
+    lambda m: [s(m(3, 3), m(3, 3)), s(m(3, 2), m(3, 2), dim=0), s(m(2, 1, 3), m(2, 4, 3))],
+    NUM,
+    variant="linalg",
+)
 op(
     "addmm",
     torch.addmm,
@@ -1674,6 +2228,19 @@ op(
     (f32, i64),
 )
 op("as_tensor", torch.as_tensor, lambda m: [s([1, 2]), s(m(3, 4), dtype=f64), s(m(3, 4))], (f32, i64))
+op(
+    "new_tensor",
+    T.new_tensor,
+    lambda m: [
+        s(m(2), [1, 2.5, -3.7]),
+        s(m(2), [[1, 2], [3, 4]]),
+        s(m(2), 2),
+        s(m(2), [True, False]),
+        s(m(2), [1.5, 2], dtype=i32),
+        s(m(2), []),
+    ],
+    ALL,
+)
 op("tril", torch.tril, lambda m: [s(m(2, 4, 5)), s(m(3, 3), -1), s(m(3, 5), 2)], ALL, T.tril)
 op("triu", torch.triu, lambda m: [s(m(2, 4, 5)), s(m(3, 3), 1), s(m(5, 3), -2)], ALL, T.triu)
 op(

@@ -377,6 +377,7 @@ _RECOMPUTES = (
     "eager composes the op of ops that save an intermediate; thunder's backward recomputes it from the input"
 )
 _RESULT = "eager's backward reads the result; thunder's recomputes what it needs from the input"
+_ZERO_GRAD = "eager's sgn saves its input and its result though a real input's gradient is zero"
 _UNSUPPORTED_VIEW = "thunder refuses in-place writes into this view (not a version-counter matter)"
 _THUNDER_ONLY = (
     "a thunder op with no eager counterpart, called directly: eager runs it on real tensors, which "
@@ -409,6 +410,13 @@ KNOWN_DIFFERENCES = {
     ("scaled_dot_product_attention", "output"): _RESULT,
     ("narrow_tensor_start", "output"): _UNSUPPORTED_VIEW,
     ("tensor_split", "output"): _UNSUPPORTED_VIEW,
+    ("take", "input"): _SHAPE_ONLY,
+    ("median", "output"): _RESULT,
+    ("quantile", "input"): _RECOMPUTES,
+    ("nanquantile", "input"): _RECOMPUTES,
+    ("kron", "input"): _RECOMPUTES,
+    ("sgn", "input"): _ZERO_GRAD,
+    ("sgn", "output"): _ZERO_GRAD,
 }
 
 
@@ -524,6 +532,7 @@ KNOWN_INPLACE_DIFFERENCES = {
     ("cumprod", True): _RESULT,
     ("cumprod_zeros", True): _RESULT,
     ("scatter_reduce", True): _RESULT,
+    ("sgn", True): _ZERO_GRAD,
 }
 
 

@@ -14,6 +14,7 @@ from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
 from thunder.ops.ltorch.losses import *  # noqa: F401,F403
 from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
+from thunder.ops.ltorch.order import *  # noqa: F401,F403
 from thunder.ops.ltorch.reductions import *  # noqa: F401,F403
 from thunder.ops.ltorch.resample import *  # noqa: F401,F403
 from thunder.ops.ltorch.rnn import *  # noqa: F401,F403

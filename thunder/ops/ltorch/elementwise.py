@@ -480,3 +480,94 @@ def logaddexp(a, b):
 @torchsymbol(torch.logaddexp2, T.logaddexp2, torch_impl="torch.logaddexp2", tags=(Tag.ELEMENTWISE,))
 def logaddexp2(a, b):
     return _upcast_binary(_log2addexp2_core, a, b)
+
+
+# -- signs, steps, powers in float64 ----------------------------------------------------------
+@torchsymbol(torch.sgn, T.sgn, torch_impl="torch.sgn", tags=(Tag.ELEMENTWISE,))
+def sgn(a):
+    """The sign of a real input (``x / |x|`` of a complex one is not supported)."""
+    if is_tensor(a) and dtype_of(a).is_complex:
+        raise ShapeError(f"torch.sgn: complex inputs are not supported, got {dtype_of(a)}")
+    return prims.sign(a)
+
+
+@torchsymbol(torch.heaviside, T.heaviside, torch_impl="torch.heaviside", tags=(Tag.ELEMENTWISE,))
+def heaviside(input, values):
+    """0 below zero, 1 above, ``values`` at zero (NaN gives 0, as torch's ``x > 0``)."""
+    op = "torch.heaviside"
+    if not is_tensor(values):
+        raise ShapeError(f"{op}: values must be a tensor, got {type(values).__name__}")
+    dt = dtype_of(input)
+    if dtype_of(values) is not dt:
+        raise ShapeError(
+            f"{op}: input ({dt}) and values ({dtype_of(values)}) must have one dtype (as in torch)"
+        )
+    if dt.is_complex:
+        raise ShapeError(f"{op}: complex inputs are not supported, got {dt}")
+    return prims.where(prims.eq(input, 0), values, prims.convert_element_type(prims.gt(input, 0), dt))
+
+
+@torchsymbol(torch.float_power, T.float_power, torch_impl="torch.float_power", tags=(Tag.ELEMENTWISE,))
+def float_power(a, b):
+    """``a ** b`` computed and returned in float64 (complex128 for a complex operand)."""
+    cplx = any((is_tensor(x) and dtype_of(x).is_complex) or isinstance(x, complex) for x in (a, b))
+    dt = torch.complex128 if cplx else torch.float64
+
+    def cast(x):
+        if is_tensor(x):
+            return x if dtype_of(x) is dt else prims.convert_element_type(x, dt)
+        return complex(x) if cplx else float(x)
+
+    return prims.pow(cast(a), cast(b))
+
+
+# -- greatest common divisor, least common multiple -------------------------------------------
+def _euclid_steps(dt: torch.dtype) -> int:
+    """Enough steps of Euclid's algorithm for any two values of ``dt``: consecutive Fibonacci
+    numbers take the most (Lamé), one step per Fibonacci number up to the largest value; two
+    more for the signed minimum, whose magnitude does not fit until its first remainder."""
+    top, (x, y), steps = torch.iinfo(dt).max, (1, 2), 1
+    while y <= top:
+        x, y, steps = y, x + y, steps + 1
+    return steps + 2
+
+
+def _gcd(a, b):
+    """torch's loop ``while a != 0: a, b = b % a, a`` on the magnitudes (``%`` truncating, as
+    C's), unrolled to the bound for the dtype; a finished lane keeps ``b`` (b % 1 is 0)."""
+    dt = result_dtype(a, b)
+    a, b = (prims.abs(x if dtype_of(x) is dt else prims.convert_element_type(x, dt)) for x in (a, b))
+    for _ in range(_euclid_steps(dt)):
+        running = prims.ne(a, 0)
+        a, b = prims.fmod(b, prims.where(running, a, 1)), prims.where(running, a, b)
+    return b
+
+
+def _check_integers(op: str, *tensors) -> None:
+    for x in tensors:
+        if not is_tensor(x):
+            raise ShapeError(f"{op}: expected tensors, got {type(x).__name__}")
+        dt = dtype_of(x)
+        if dt is torch.bool or dt.is_floating_point or dt.is_complex:
+            raise ShapeError(f"{op}: expected integer tensors, got {dt}")
+
+
+@torchsymbol(torch.gcd, T.gcd, torch_impl="torch.gcd", tags=(Tag.ELEMENTWISE,))
+def gcd(a, b):
+    _check_integers("torch.gcd", a, b)
+    return _gcd(a, b)
+
+
+@torchsymbol(torch.lcm, T.lcm, torch_impl="torch.lcm", tags=(Tag.ELEMENTWISE,))
+def lcm(a, b):
+    """``|a / gcd * b|``, 0 where the gcd is 0; as in torch's kernel (C++), the product and its
+    magnitude of a narrower type than int32 are taken in int32, then wrapped to the dtype."""
+    _check_integers("torch.lcm", a, b)
+    g = _gcd(a, b)
+    dt = dtype_of(g)
+    zero = prims.eq(g, 0)
+    q = prims.floor_divide(a, prims.where(zero, 1, g))  # exact: g divides a
+    if dt.itemsize < 4:
+        q, b = prims.convert_element_type(q, torch.int32), prims.convert_element_type(b, torch.int32)
+    out = prims.abs(prims.mul(q, b))
+    return prims.where(zero, 0, out if dtype_of(out) is dt else prims.convert_element_type(out, dt))

@@ -1,5 +1,6 @@
 """Factories and masks: arange, zeros/ones/full (and ``*_like``, ``new_*``), rand/randn,
-``torch.tensor`` of Python numbers, eye, linspace, triu/tril, masked_fill, fill.
+``torch.tensor`` and ``Tensor.new_tensor`` of Python numbers, eye, linspace, triu/tril,
+masked_fill, fill.
 
 A factory's dtype defaults to ``torch.get_default_dtype()`` (int64 for an all-integer
 ``arange``, the fill value's kind for ``full``) and its device to the CPU unless given;
@@ -438,6 +439,16 @@ def _from_data(data, dtype, device, op: str):
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
     """``torch.tensor`` of Python numbers (nested lists): a constant built in the trace."""
     return _from_data(data, dtype, device, "torch.tensor")
+
+
+@torchsymbol(T.new_tensor, torch_impl="torch.Tensor.new_tensor", tags=(Tag.FACTORY,))
+def new_tensor(
+    self, data, *, dtype=None, device=None, requires_grad: bool = False, layout=None, pin_memory=False
+):
+    """A constant from Python numbers in ``self``'s dtype and device unless given (a float
+    stored in an integer dtype truncates, as torch's)."""
+    _check_layout("Tensor.new_tensor", layout)
+    return _from_data(data, dtype or dtype_of(self), device or device_of(self), "Tensor.new_tensor")
 
 
 @torchsymbol(torch.as_tensor, torch_impl="torch.as_tensor", tags=(Tag.FACTORY,))

@@ -15,6 +15,7 @@ from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.casts import detach
 from thunder.ops.ltorch.factories import _cast_number, in_graph_of
 from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
+from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.ltorch.shape import (
     _normalize_index,
     _shape_arg,
@@ -44,6 +45,15 @@ from thunder.ops.ltorch.shape import (
     unsqueeze,
     view,
     wrap_index,
+)
+from thunder.ops.ltorch.stacking import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    dsplit,
+    even_split_layout,
+    hsplit,
+    vsplit,
 )
 from thunder.ops.meta import (
     ShapeError,
@@ -253,8 +263,66 @@ def _diagonal_back(base, offset=0, dim1=0, dim2=1, *, value):
     return diagonal_scatter(base, value, offset, dim1, dim2)
 
 
+def _even_split_back(op: str):
+    def back(base, indices_or_sections, *, value, index):
+        d, bounds = even_split_layout(base, indices_or_sections, op)
+        lo, hi = bounds[index]
+        return setitem(base, (slice(None),) * d + (slice(lo, hi),), value)
+
+    return back
+
+
+def _atleast_back(op: str):
+    def back(base, *others, value, index):
+        if index:  # a view of another argument than the base the frontend recorded
+            raise ShapeError(
+                f"{op}: an in-place write into result {index} of several tensors is not supported (only into "
+                "the first); write into the tensor itself"
+            )
+        return reshape(value, shape_of(base))
+
+    return back
+
+
+def _unfold_back(base, dimension, size, step, *, value):
+    """Window element ``j`` of window ``w`` is element ``w * step + j`` of the dim; windows that
+    overlap (an element in several) are refused."""
+    op = "Tensor.unfold"
+    s = shape_of(base)
+    if not s:
+        return reshape(value, ()) if size else base
+    d = canonical_dim(dimension, len(s), op)
+    count = (s[d] - size) // step + 1
+    if step < size and count > 1:
+        raise ShapeError(
+            f"{op}: a write into overlapping windows (size={size} > step={step}) is not supported: an element "
+            "of the base is in several windows"
+        )
+    dev = device_of(base)
+    starts = prims.broadcast_in_dim(
+        prims.iota(count, start=0, step=step, dtype=torch.int64, device=dev), (count, size), (0,)
+    )
+    offsets = prims.broadcast_in_dim(
+        prims.iota(size, start=0, step=1, dtype=torch.int64, device=dev), (count, size), (1,)
+    )
+    positions = prims.reshape(prims.add(starts, offsets), (count * size,))
+    rows = movedim(value, -1, d + 1)  # (..., count, size, ...)
+    rows = prims.reshape(rows, s[:d] + (count * size,) + s[d + 1 :])
+    return prims.index_copy(base, positions, d, rows)
+
+
 # How a value written into one output of a view op with several outputs reaches the base.
-PIECE_WRITES = {split: _split_back, chunk: _chunk_back, unbind: _unbind_back}
+PIECE_WRITES = {
+    split: _split_back,
+    chunk: _chunk_back,
+    unbind: _unbind_back,
+    hsplit: _even_split_back("torch.hsplit"),
+    vsplit: _even_split_back("torch.vsplit"),
+    dsplit: _even_split_back("torch.dsplit"),
+    atleast_1d: _atleast_back("torch.atleast_1d"),
+    atleast_2d: _atleast_back("torch.atleast_2d"),
+    atleast_3d: _atleast_back("torch.atleast_3d"),
+}
 # View ops whose result is a view or a copy depending on the memory layout (eager's rule,
 # replayed on meta tensors by the frontend): a copy is not tracked as a view.
 LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
@@ -297,6 +365,7 @@ VIEW_WRITES = {
     select: _select_back,
     narrow: _narrow_back,
     diagonal: _diagonal_back,
+    tensor_unfold: _unfold_back,
     expand: _reshape_back,
     expand_as: _reshape_back,
     broadcast_to: _reshape_back,

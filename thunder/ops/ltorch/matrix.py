@@ -1,5 +1,6 @@
-"""Diagonals and triangles: ``diagonal`` and its inverse ``diagonal_scatter``, ``diag``,
-``diag_embed``, ``tril_indices``, ``triu_indices`` (``tril``/``triu`` masks are in factories.py)."""
+"""Diagonals, triangles and planes: ``diagonal`` and its inverse ``diagonal_scatter``, ``diag``,
+``diag_embed``, ``trace``, ``block_diag``, ``tril_indices``, ``triu_indices`` (``tril``/``triu``
+masks are in factories.py) and ``rot90``."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import torch
 
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import torchsymbol
+from thunder.ops.langs import alias, torchsymbol
+from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch.factories import _cast_number, _check_layout, _device
-from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, shape_of
+from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, result_dtype, shape_of
 
 T = torch.Tensor
 
@@ -158,3 +160,72 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 @torchsymbol(torch.triu_indices, torch_impl="torch.triu_indices", tags=(Tag.FACTORY,))
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None):
     return _triangle_indices(row, col, offset, False, dtype, device, layout, "torch.triu_indices")
+
+
+@torchsymbol(torch.trace, T.trace, torch_impl="torch.trace", tags=(Tag.REDUCTION,))
+def trace(a):
+    """The sum of a matrix's main diagonal (integers sum as int64, as torch.sum)."""
+    op = "torch.trace"
+    if len(shape_of(a)) != 2:
+        raise ShapeError(f"{op}: expected a matrix, got shape {shape_of(a)}")
+    if dtype_of(a) is torch.bool:
+        raise ShapeError(f"{op}: bool inputs are not supported (as in torch)")
+    return red.sum(_diagonal(a))
+
+
+@torchsymbol(torch.block_diag, torch_impl="torch.block_diag", tags=(Tag.SHAPE,))
+def block_diag(*tensors):
+    """The inputs (0-D as 1 x 1, 1-D as one row) laid along the diagonal of a zero matrix, in
+    their promoted dtype. Without inputs, torch's (1, 0) matrix."""
+    op = "torch.block_diag"
+    blocks = []
+    for i, t in enumerate(tensors):
+        s = shape_of(t)
+        if len(s) > 2:
+            raise ShapeError(f"{op}: inputs must have 2 or fewer dimensions, input {i} has shape {s}")
+        blocks.append(t if len(s) == 2 else prims.reshape(t, (1, s[0]) if s else (1, 1)))
+    if not blocks:
+        return prims.full((1, 0), 0.0, dtype=torch.get_default_dtype(), device=torch.device("cpu"))
+    dt, dev = result_dtype(*tensors), device_of(tensors[0])
+    width = sum(shape_of(b)[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = shape_of(b)
+        block = b if dtype_of(b) is dt else prims.convert_element_type(b, dt)
+        before, after = left, width - left - c
+        parts = [prims.full((r, before), _cast_number(0, dt), dtype=dt, device=dev)] if before else []
+        parts.append(block)
+        if after:
+            parts.append(prims.full((r, after), _cast_number(0, dt), dtype=dt, device=dev))
+        rows.append(prims.cat(parts, 1) if len(parts) > 1 else block)
+        left += c
+    return prims.cat(rows, 0) if len(rows) > 1 else rows[0]
+
+
+# what torch.block_diag calls when no argument is a tensor (there is none to dispatch on)
+alias(lambda tensors: block_diag(*tensors), torch._C._VariableFunctions.block_diag)
+
+
+@torchsymbol(torch.rot90, T.rot90, torch_impl="torch.rot90", tags=(Tag.SHAPE,))
+def rot90(a, k: int = 1, dims=(0, 1)):
+    """A rotation by ``k`` quarter turns in the plane ``dims``, from the first towards the
+    second: flips and a transpose (``k % 4 == 0`` is a copy)."""
+    op = "torch.rot90"
+    s = shape_of(a)
+    if len(dims) != 2:
+        raise ShapeError(f"{op}: expected two rotation dims, got dims={dims!r}")
+    if len(s) < 2:
+        raise ShapeError(f"{op}: expected a tensor of at least 2 dimensions, got shape {s}")
+    d0, d1 = (canonical_dim(d, len(s), op) for d in dims)
+    if d0 == d1:
+        raise ShapeError(f"{op}: the rotation dims must differ, got dims={dims!r}")
+    perm = list(range(len(s)))
+    perm[d0], perm[d1] = d1, d0
+    k %= 4
+    if k == 1:
+        return prims.transpose(prims.flip(a, (d1,)), tuple(perm))
+    if k == 2:
+        return prims.flip(a, (d0, d1))
+    if k == 3:
+        return prims.transpose(prims.flip(a, (d0,)), tuple(perm))
+    return prims.clone(a)

@@ -1,4 +1,5 @@
-"""Reductions: sum/mean/prod, amax/amin, max/min, argmax, var/std, norms, softmax, cumsum.
+"""Reductions: sum/mean/prod, nanmean, amax/amin, aminmax, max/min, argmax, var/std, norms,
+softmax, cumsum.
 
 ``dim=None`` (or an empty list, as torch reads it) reduces every dimension; ``keepdim``
 puts the reduced dimensions back as size 1 with ``prims.broadcast_in_dim``. bfloat16 and
@@ -123,6 +124,15 @@ def mean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
+@torchsymbol(torch.nanmean, T.nanmean, torch_impl="torch.nanmean", tags=(Tag.REDUCTION,))
+def nanmean(a, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
+    """The mean of the elements that are not NaN (NaN where all are): ``nansum`` over their
+    count, as torch computes it."""
+    _require_float(a, "torch.nanmean")
+    count = sum(prims.logical_not(prims.isnan(a)), dim, keepdim)
+    return prims.div(nansum(a, dim, keepdim, dtype=dtype), count)
+
+
 @torchsymbol(torch.count_nonzero, T.count_nonzero, torch_impl="torch.count_nonzero", tags=(Tag.REDUCTION,))
 def count_nonzero(a, dim=None):
     dims = reduction_dims(a, dim, "torch.count_nonzero")
@@ -154,6 +164,20 @@ def amax(a, dim=(), keepdim: bool = False):
 @torchsymbol(torch.amin, T.amin, torch_impl="torch.amin", tags=(Tag.REDUCTION,))
 def amin(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amin, a, dim, keepdim, "torch.amin")
+
+
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+@torchsymbol(torch.aminmax, T.aminmax, torch_impl="torch.aminmax", tags=(Tag.REDUCTION,))
+def aminmax(a, *, dim: int | None = None, keepdim: bool = False):
+    op = "torch.aminmax"
+    if not shape_of(a):  # two copies, not the input itself
+        reduction_dims(a, dim, op)  # (a dim out of range is still an error)
+        return aminmax_result(prims.clone(a), prims.clone(a))
+    return aminmax_result(
+        _extremum(prims.amin, a, dim, keepdim, op), _extremum(prims.amax, a, dim, keepdim, op)
+    )
 
 
 def _arg_extremum(prim, a, dim, keepdim, op):

@@ -1,5 +1,6 @@
 """Resampling: ``F.interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic,
-trilinear, area), ``F.grid_sample``, ``F.unfold`` and ``F.fold``.
+trilinear, area), ``F.grid_sample``, ``F.unfold`` and ``F.fold``, ``Tensor.unfold`` (sliding
+windows along one dim) and ``F.channel_shuffle``.
 
 Each is a composition of prims. Shapes are static, so the source positions and blending
 weights are computed in the trace from iotas, the values are gathered with ``prims.take``
@@ -19,8 +20,9 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
-from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
+from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, shape_of
 
+T = torch.Tensor
 _LOW_PRECISION = (torch.bfloat16, torch.float16)
 # spatial dimensions each interpolating mode works on (the nearest modes and area take 1-3)
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
@@ -444,3 +446,48 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if pad != (0, 0):
         out = prims.slice(out, (0, 0, pad[0], pad[1]), (n, c, pad[0] + h, pad[1] + w), (1, 1, 1, 1))
     return out if batched else prims.squeeze(out, (0,))
+
+
+@torchsymbol(T.unfold, torch_impl="torch.Tensor.unfold", tags=(Tag.SHAPE, Tag.VIEW), name="tensor_unfold")
+def tensor_unfold(a, dimension: int, size: int, step: int):
+    """The windows of ``size`` elements every ``step`` along ``dimension``, as a new last dim
+    (a strided view in eager; here the windows' positions are gathered with ``prims.take``,
+    whose gradient adds overlapping windows back up)."""
+    op = "Tensor.unfold"
+    s = shape_of(a)
+    d = canonical_dim(dimension, len(s), op)
+    n = s[d] if s else 1
+    if size < 0 or size > n:
+        raise ShapeError(f"{op}: size={size} must be between 0 and {n}, the size of dimension {d}")
+    if step <= 0:
+        raise ShapeError(f"{op}: step={step} must be positive")
+    dev = device_of(a)
+    if not s:  # a 0-D tensor has one window of its element, or an empty one
+        x = prims.reshape(a, (1,))
+        return x if size else prims.slice(x, (0,), (0,), (1,))
+    count = (n - size) // step + 1
+    starts = prims.broadcast_in_dim(_iota(count, torch.int64, dev, step=step), (count, size), (0,))
+    offsets = prims.broadcast_in_dim(_iota(size, torch.int64, dev), (count, size), (1,))
+    windows = prims.take(a, prims.add(starts, offsets), d)  # (..., count, size, ...)
+    order = [i for i in range(len(s) + 1) if i != d + 1] + [d + 1]
+    return prims.transpose(windows, tuple(order)) if d + 1 != len(s) else windows
+
+
+@torchsymbol(
+    F.channel_shuffle, torch.native_channel_shuffle, torch_impl="torch.channel_shuffle", tags=(Tag.SHAPE,)
+)
+def channel_shuffle(input, groups: int):
+    """(N, C, *) with the channels read group-major and written channel-major: channel
+    ``g * (C // groups) + j`` goes to ``j * groups + g``."""
+    op = "F.channel_shuffle"
+    s = shape_of(input)
+    if len(s) < 3:
+        raise ShapeError(f"{op}: expected an input of more than 2 dimensions, got shape {s}")
+    if groups <= 0:
+        raise ShapeError(f"{op}: groups must be positive, got {groups}")
+    nb, c, rest = s[0], s[1], s[2:]
+    if c % groups:
+        raise ShapeError(f"{op}: {c} channels are not divisible by groups={groups}")
+    x = prims.reshape(input, (nb, groups, c // groups, *rest))
+    x = prims.transpose(x, (0, 2, 1, *range(3, len(s) + 1)))
+    return prims.reshape(x, s)

@@ -1,13 +1,18 @@
-"""Scans along a dimension: ``cumprod`` and ``logcumsumexp`` (``cumsum`` is a prim).
+"""Scans along a dimension: ``cumprod``, ``logcumsumexp``, ``cummax`` and ``cummin``
+(``cumsum`` is a prim).
 
-Both are prefix scans of an associative operation, composed as log2(n) steps that combine
+Each is a prefix scan of an associative operation, composed as log2(n) steps that combine
 each element with the one ``2**k`` places before it (an identity value shifted in at the
 start): products stay exact for integers and correct where an element is zero, and
 ``logcumsumexp`` is a running ``logaddexp``, finite for a prefix far below the row's
-maximum (a single shift by the maximum would underflow it to -inf).
+maximum (a single shift by the maximum would underflow it to -inf). ``cummax``/``cummin``
+scan (value, index) pairs: the later element wins a tie and a NaN beats every number, which
+is the running extremum and index torch's kernel keeps.
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 import torch
 
@@ -21,18 +26,21 @@ T = torch.Tensor
 _LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
+def _shifted(x, d: int, k: int, fill):
+    """``x`` moved ``k`` places along ``d``, ``fill`` shifted in at the start."""
+    s = shape_of(x)
+    lo, hi = [0] * len(s), list(s)
+    hi[d] = s[d] - k
+    head = prims.slice(x, tuple(lo), tuple(hi), (1,) * len(s))
+    fill_shape = list(s)
+    fill_shape[d] = k
+    return prims.cat([prims.full(tuple(fill_shape), fill, dtype=dtype_of(x), device=device_of(x)), head], d)
+
+
 def _scan(a, d: int, combine, identity):
-    s = shape_of(a)
-    n = s[d]
     k = 1
-    while k < n:
-        lo, hi = [0] * len(s), list(s)
-        hi[d] = n - k
-        head = prims.slice(a, tuple(lo), tuple(hi), (1,) * len(s))
-        fill_shape = list(s)
-        fill_shape[d] = k
-        fill = prims.full(tuple(fill_shape), identity, dtype=dtype_of(a), device=device_of(a))
-        a = combine(a, prims.cat([fill, head], d))
+    while k < shape_of(a)[d]:
+        a = combine(a, _shifted(a, d, k, identity))
         k *= 2
     return a
 
@@ -69,3 +77,45 @@ def logcumsumexp(a, dim: int):
     x = prims.convert_element_type(a, torch.float32) if dt in _LOW_PRECISION else a
     out = _scan(x, d, logaddexp_core, float("-inf"))
     return out if dt not in _LOW_PRECISION else prims.convert_element_type(out, dt)
+
+
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+def _cum_extremum(a, dim: int, largest: bool, op: str):
+    d = _scan_dim(a, dim, op)
+    if d is None:
+        return prims.clone(a), prims.full((), 0, dtype=torch.int64, device=device_of(a))
+    s, dt = shape_of(a), dtype_of(a)
+    if dt is torch.bool:
+        worst = not largest
+    elif dt.is_floating_point:
+        worst = float("-inf") if largest else float("inf")
+    else:
+        info = torch.iinfo(dt)
+        worst = info.min if largest else info.max
+    index = prims.broadcast_in_dim(
+        prims.iota(s[d], start=0, step=1, dtype=torch.int64, device=device_of(a)), s, (d,)
+    )
+    values, k = a, 1
+    while k < s[d]:
+        before_v, before_i = _shifted(values, d, k, worst), _shifted(index, d, k, -1)
+        later = prims.ge(values, before_v) if largest else prims.le(values, before_v)
+        if dt.is_floating_point:
+            later = prims.logical_or(later, prims.isnan(values))
+        values = prims.where(later, values, before_v)
+        index = prims.where(later, index, before_i)
+        k *= 2
+    # the values read where the indices point: the gradient goes there, as torch's
+    return prims.take_along_axis(a, index, d), index
+
+
+@torchsymbol(torch.cummax, T.cummax, torch_impl="torch.cummax", tags=(Tag.REDUCTION,))
+def cummax(a, dim: int):
+    return cummax_result(*_cum_extremum(a, dim, True, "torch.cummax"))
+
+
+@torchsymbol(torch.cummin, T.cummin, torch_impl="torch.cummin", tags=(Tag.REDUCTION,))
+def cummin(a, dim: int):
+    return cummin_result(*_cum_extremum(a, dim, False, "torch.cummin"))

@@ -575,6 +575,16 @@ def take_along_dim(a, indices, dim: int | None = None):
     return prims.take_along_axis(a, indices, d)
 
 
+@torchsymbol(torch.take, T.take, torch_impl="torch.take", tags=(Tag.INDEXING,))
+def take(a, index):
+    """The elements of the flattened ``a`` at ``index`` (negative from the end), in its shape."""
+    if not is_tensor(index) or dtype_of(index) is not torch.int64:
+        raise ShapeError(f"torch.take: index must be an int64 tensor, got {getattr(index, 'dtype', index)!r}")
+    n = math.prod(shape_of(a))
+    flat = _reshape(a, (n,), "torch.take")
+    return prims.take(flat, wrap_index(index, n), 0)
+
+
 # -- repetition and rotation ----------------------------------------------------------------
 def _interleave(a, reps, op: str):
     """Each dim i of ``a`` (leading 1s added to match ``reps``) becomes ``reps[i] * size``,
