@@ -2250,6 +2250,8 @@ op(
         s(m(3, 4), m(3, 4, dtype=b8), m.scalar()),
         s(m(3, 4), m(4, dtype=b8), 2.7),
         s(m(3, 4), m(3, 4, dtype=b8), torch.tensor(9.0)),
+        # the mask broadcasts the input too (Falcon's ALiBi scores)
+        s(m(2, 4, 1, 6), m(2, 1, 6, 6, dtype=b8), -1.5),
     ],
     ALL,
     T.masked_fill,

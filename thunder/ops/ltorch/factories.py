@@ -494,7 +494,8 @@ def triu(input, diagonal: int = 0):
 
 @torchsymbol(torch.masked_fill, T.masked_fill, torch_impl="torch.masked_fill", tags=(Tag.ELEMENTWISE,))
 def masked_fill(input, mask, value):
-    """``value`` (a number or a 0-dim tensor, cast to the input's dtype) where ``mask`` holds."""
+    """``value`` (a number or a 0-dim tensor, cast to the input's dtype) where ``mask`` holds,
+    in the shape input and mask broadcast to."""
     if dtype_of(mask) is not torch.bool:
         raise ShapeError(f"torch.masked_fill: mask must be a bool tensor, got {dtype_of(mask)}")
     dt = dtype_of(input)
@@ -505,9 +506,6 @@ def masked_fill(input, mask, value):
             value = prims.convert_element_type(value, dt)
     else:
         value = _cast_number(value, dt)
-    out = prims.where(mask, value, input)
-    if shape_of(out) != shape_of(input):
-        raise ShapeError(
-            f"torch.masked_fill: mask {shape_of(mask)} does not broadcast to the input {shape_of(input)}"
-        )
-    return out
+    # out of place, the mask may broadcast the input too (eager's result has the joint shape);
+    # ``masked_fill_`` cannot grow its tensor: the in-place write refuses that
+    return prims.where(mask, value, input)
