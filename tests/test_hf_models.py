@@ -76,12 +76,35 @@ def _architecture(name: str):
             **ids,
             "decoder_input_ids": torch.randint(3, 64, (1, 5)),
         }
+    if name == "falcon_alibi":  # masked_fill whose mask broadcasts the scores
+        cfg = tr.FalconConfig(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, alibi=True
+        )
+        return tr.FalconForCausalLM(cfg), ids
+    if name == "levit":  # eval mode fills a dict of attention biases in forward
+        cfg = tr.LevitConfig(
+            image_size=32, hidden_sizes=[16, 32, 48], num_attention_heads=[1, 2, 3], depths=[1, 1, 1],
+            key_dim=[8, 8, 8], num_labels=5,
+        )  # fmt: skip
+        return tr.LevitForImageClassification(cfg), {"pixel_values": torch.randn(1, 3, 32, 32)}
+    if name == "recurrent_gemma":  # normalizer.type(dtype)
+        cfg = tr.RecurrentGemmaConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=1, lru_width=32, attention_window_size=8,
+            block_types=["recurrent", "attention", "recurrent"],
+        )  # fmt: skip
+        return tr.RecurrentGemmaForCausalLM(cfg), ids
+    if name == "funnel":  # torch.cat(..., axis=...)
+        cfg = tr.FunnelConfig(vocab_size=64, d_model=32, n_head=4, d_head=8, d_inner=64, block_sizes=[1, 1])
+        return tr.FunnelModel(cfg), ids
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize(
-    "name", ["falcon", "mixtral", "bloom", "wav2vec2", "qwen3", "phi3", "gpt_neox", "bart"]
-)
+_ARCHITECTURES = ["falcon", "mixtral", "bloom", "wav2vec2", "qwen3", "phi3", "gpt_neox", "bart"]
+_ARCHITECTURES += ["falcon_alibi", "levit", "recurrent_gemma", "funnel"]
+
+
+@pytest.mark.parametrize("name", _ARCHITECTURES)
 def test_architectures_match_eager_with_their_default_cache(name):
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
@@ -94,6 +117,9 @@ def test_architectures_match_eager_with_their_default_cache(name):
     key = "logits" if "logits" in ref else "last_hidden_state"
     torch.testing.assert_close(out[key], ref[key])
     assert type(out) is type(ref) and list(out.keys()) == list(ref.keys())
+    with torch.no_grad(), warnings.catch_warnings():  # again: a cache made on the first call
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(jm(**inputs)[key], model(**inputs)[key])
     if name == "mixtral":  # the experts' matmuls stay the library's operator, run whole
         text = str(thunder.last_traces(jm)[-1])
         assert "torch.ops.transformers.grouped_mm_fallback.default(" in text
