@@ -177,3 +177,20 @@ def test_an_in_place_op_that_would_grow_its_tensor_is_an_error_naming_it():
     ) as e:
         thunder.jit(f)(torch.zeros(3), torch.zeros(2, 3))
     assert "in f" in str(e.value)
+
+
+def test_distributions_validating_arguments_say_how_to_turn_it_off():
+    mu = torch.zeros(3, requires_grad=True)
+
+    def f(x):
+        return torch.distributions.Normal(mu, 1.0).log_prob(x).sum()
+
+    with pytest.raises(DataDependentError, match="validate_args=False") as e:
+        thunder.jit(f)(torch.randn(3))
+    assert "in f" in str(e.value)
+
+    def g(x):
+        return torch.distributions.Normal(mu, 1.0, validate_args=False).log_prob(x).sum()
+
+    x = torch.randn(3)
+    torch.testing.assert_close(thunder.jit(g)(x), g(x))

@@ -110,7 +110,13 @@ _LEGACY_TYPES = {
 }  # fmt: skip
 # Autograd hooks on tensors: the backward runs as one program and would never call them
 _GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
-_HANDLED = _METADATA_METHODS | _DATA_DEPENDENT | _PASSTHROUGH | _GRAD_HOOKS
+_HANDLED = (
+    _METADATA_METHODS
+    | _DATA_DEPENDENT
+    | _PASSTHROUGH
+    | _GRAD_HOOKS
+    | {torch._is_all_true, torch._is_any_true}
+)
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -283,6 +289,13 @@ class AcquisitionMode(TorchFunctionMode):
         if func in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
             # ``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)
             return read_scalar(state, args[0], describe(func), _SCALAR_READS[func])
+        if func in (torch._is_all_true, torch._is_any_true):
+            raise DataDependentError(
+                f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
+                "this way): data-dependent, not known while tracing; construct the distribution with "
+                "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
+                + at(user_location())
+            )
         if func in _DATA_DEPENDENT:
             raise DataDependentError(
                 f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
