@@ -653,6 +653,48 @@ def test_a_custom_autograd_function_with_setup_context(which):
         torch.testing.assert_close(g, e)
 
 
+class _Checkpointed(torch.nn.Module):
+    def __init__(self, reentrant: bool):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        inner = torch.utils.checkpoint.checkpoint(
+            lambda t: F.dropout(self.a(t).relu(), 0.3, self.training), x, use_reentrant=self.reentrant
+        )
+        return self.b(inner)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+@pytest.mark.parametrize("x_requires_grad", [True, False])
+def test_activation_checkpointing_gives_eagers_values_and_gradients(reentrant, x_requires_grad):
+    # the reentrant form's backward runs the function again under the autograd engine; thunder
+    # differentiates the function itself (without an input that requires grad, eager's gives the
+    # parameters inside no gradient, and so does thunder's)
+    import copy
+
+    torch.manual_seed(0)
+    m = _Checkpointed(reentrant)
+    me = copy.deepcopy(m)
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4, requires_grad=x_requires_grad)
+    xe = x.detach().clone().requires_grad_(x_requires_grad)
+    torch.manual_seed(1)
+    out = jm(x)
+    torch.manual_seed(1)
+    ref = me(xe)
+    torch.testing.assert_close(out, ref)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for p, pe in zip(m.parameters(), me.parameters()):
+        assert (p.grad is None) == (pe.grad is None)
+        if p.grad is not None:
+            torch.testing.assert_close(p.grad, pe.grad)
+    if x_requires_grad:
+        torch.testing.assert_close(x.grad, xe.grad)
+
+
 def test_a_custom_autograd_function_without_grad_is_traced_through():
     x = _leaf(2)
     with torch.no_grad():

@@ -26,6 +26,7 @@ import contextlib
 import threading
 
 import torch
+import torch.utils.checkpoint
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
@@ -36,6 +37,7 @@ from thunder.frontend.errors import UnsupportedOpError, at
 from thunder.ops.meta import device_of, dtype_of, requires_grad_of, shape_of
 
 _ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]
+_CheckpointFunction = torch.utils.checkpoint.CheckpointFunction
 _ACTIVE = threading.local()
 _SYMBOLS: dict[type, Symbol] = {}
 
@@ -128,6 +130,13 @@ def _apply(cls, *args, **kwargs):
     ctx = FunctionCtx(needs)
     if not (torch.is_grad_enabled() and any(needs)):
         return _forward(cls, ctx, args, kwargs)
+    if cls is _CheckpointFunction:
+        # ``checkpoint(fn, *args, use_reentrant=True)``: its backward runs fn again under the
+        # autograd engine to save memory; thunder chooses what to keep itself, so the gradient
+        # is fn's own (eager's values; without an input that requires grad, the branch above
+        # runs the forward under no_grad, as eager's does)
+        run_function, _preserve_rng_state, *fn_args = args
+        return run_function(*fn_args)
     if cls.backward is torch.autograd.Function.backward:
         raise UnsupportedOpError(
             f"thunder: the custom torch.autograd.Function {cls.__qualname__} has no backward"
