@@ -289,3 +289,40 @@ def test_detach_and_data_are_views_without_history(fn, requires_grad):
         expected.sum().backward()
         got.sum().backward()
         torch.testing.assert_close(jx.grad, x.grad)
+
+
+VIEWS = {
+    "view of an input laid out transposed": (lambda x: x.view(-1), lambda: torch.randn(8, 4).t()),
+    "view of a transpose": (lambda x: x.t().view(-1), lambda: torch.randn(4, 8)),
+    "view of an expand": (lambda x: x[:1].expand(4, 8).view(32), lambda: torch.randn(4, 8)),
+    "view of a channels_last input": (
+        lambda x: x.view(2, -1),
+        lambda: torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last),
+    ),
+    "view_as of a transpose": (lambda x: x.t().view_as(torch.empty(32)), lambda: torch.randn(4, 8)),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_a_view_eager_cannot_make_is_eagers_error(name):
+    fn, make = VIEWS[name]
+    with pytest.raises(RuntimeError, match="view size is not compatible") as eager:
+        fn(make())
+    with pytest.raises(RuntimeError, match="view size is not compatible") as got:
+        thunder.jit(fn)(make())
+    assert "thunder: torch.Tensor.view" in str(got.value) and "test_views_writes.py" in str(got.value)
+    assert "reshape" in str(eager.value)
+
+
+def test_a_view_decided_on_the_callers_layout_is_checked_again():
+    def fn(x):
+        return x.view(2, -1) * 2
+
+    jfn = thunder.jit(fn)
+    x = torch.randn(2, 3, 4, 4)
+    torch.testing.assert_close(jfn(x), fn(x))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):  # as eager, not the cached program
+        jfn(x.to(memory_format=torch.channels_last))
+    torch.testing.assert_close(
+        jfn(x.permute(0, 1, 3, 2).contiguous()), fn(x.permute(0, 1, 3, 2).contiguous())
+    )

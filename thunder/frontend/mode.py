@@ -327,6 +327,8 @@ class AcquisitionMode(TorchFunctionMode):
 
             args = (ltorch.tensor(args[0]), *args[1:])
         target = TORCH_TO_THUNDER.get(func)
+        if func in (T.view, T.view_as) and isinstance(args[0], TensorProxy):
+            self._check_view(func, args, kwargs)
         if func is T.contiguous and isinstance(args[0], TensorProxy) and not state.is_contiguous(args[0]):
             from thunder.ops import ltorch
 
@@ -400,6 +402,27 @@ class AcquisitionMode(TorchFunctionMode):
             )
         torch.Tensor.requires_grad.__set__(t, True)  # (a proxy is a leaf to torch)
         return t
+
+    def _check_view(self, func, args, kwargs) -> None:
+        """``t.view(shape)`` where eager's ``t`` (an input as the caller laid it out, or a view of
+        one; computed tensors are contiguous) has strides no view of that shape fits: eager's
+        error (``.reshape`` copies instead). The prologue checks the strides it was decided on."""
+        shape = args[1:]
+        if func is T.view_as:
+            shape = (tuple(args[1].shape),) if len(args) > 1 else (tuple(kwargs["other"].shape),)
+        elif (shape and isinstance(shape[0], torch.dtype)) or "dtype" in kwargs:
+            return  # a reinterpretation of the bytes: refused by the op itself
+        elif "size" in kwargs:
+            shape = (tuple(kwargs["size"]),)
+        if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
+            return  # sizes given as traced values: left to the op
+        m = self.state.meta_of(args[0])
+        if m is None:
+            return
+        try:
+            m.view(*shape)
+        except RuntimeError as e:
+            raise RuntimeError(f"thunder: {describe(func)}: {e}" + at(user_location())) from None
 
     def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
         """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
