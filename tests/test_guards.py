@@ -407,3 +407,52 @@ def test_a_call_under_autocast_misses_an_entry_traced_without_it():
     torch.testing.assert_close(jf(x, w), f(x, w))
     assert jf.stats.cache_misses == 2 and jf.stats.cache_hits == 1
     assert "check_torch_flag('autocast', False)" in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def scaled_by_default(x, opts={"scale": 2.0}, *, shift=(1.0,)):  # noqa: B006 (the mutable default is the point)
+    return x * opts["scale"] + shift[0]
+
+
+def test_default_arguments_changed_after_the_first_call():
+    jfn = thunder.jit(scaled_by_default)
+    x = torch.randn(3)
+    torch.testing.assert_close(jfn(x), scaled_by_default(x))
+    scaled_by_default.__defaults__[0]["scale"] = 5.0  # the default dict changed in place
+    try:
+        torch.testing.assert_close(jfn(x), scaled_by_default(x))
+        scaled_by_default.__kwdefaults__["shift"] = (-1.0,)
+        torch.testing.assert_close(jfn(x), scaled_by_default(x))
+    finally:
+        scaled_by_default.__defaults__[0]["scale"] = 2.0
+        scaled_by_default.__kwdefaults__["shift"] = (1.0,)
+    assert thunder.compile_stats(jfn).cache_misses == 3
+
+
+def test_host_randomness_and_reseeding_inside_are_refused_with_the_line():
+    import random
+
+    import numpy as np
+
+    def layer_drop(x):
+        return x if random.random() < 0.5 else -x  # would be decided once, at trace time
+
+    def np_scale(x):
+        return x * float(np.random.rand())
+
+    def reseeds(x):
+        torch.manual_seed(0)  # would reseed the trace only, not the calls
+        return x + torch.randn(3)
+
+    for fn, what in (
+        (layer_drop, "random.random"),
+        (np_scale, "numpy.random.rand"),
+        (reseeds, "torch.manual_seed"),
+    ):
+        with pytest.raises(UnsupportedOpError, match=f"thunder: {what} inside the compiled function") as e:
+            thunder.jit(fn)(torch.randn(3))
+        assert f"in {fn.__name__}" in str(e.value)
+    # outside a trace they are the real functions again
+    random.seed(1)
+    a = random.random()
+    random.seed(1)
+    assert random.random() == a and torch.manual_seed(3) is torch.default_generator

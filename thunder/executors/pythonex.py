@@ -252,6 +252,17 @@ def check_class(cls, state):
     _compare_items(d, state.names, state.values, f"the class {cls.__qualname__}")
 
 
+def check_defaults(fn, state):
+    """The function ``fn`` still has the default argument values it was traced with (a
+    default list or dict changed in place, or ``fn.__defaults__`` replaced)."""
+    for name, value in zip(state.names, state.values):
+        v = getattr(fn, name)
+        if v is not value and not same(v, value):
+            raise PrologueCheckFailed(
+                f"the default arguments of {fn.__qualname__} are {_brief(v)}, traced with {_brief(value)}"
+            )
+
+
 def check_cell(cell, state):
     """The closure variable ``state.names[0]`` still holds ``state.values[0]``."""
     try:
@@ -497,6 +508,7 @@ for _prim, _fn in (
     (pyops.check_state, check_state),
     (pyops.check_items, check_items),
     (pyops.check_class, check_class),
+    (pyops.check_defaults, check_defaults),
     (pyops.check_cell, check_cell),
 ):
     _sym = executor_symbol(

@@ -27,6 +27,7 @@ from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
+from thunder.frontend.host_state import refuse_host_state
 from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
@@ -451,7 +452,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
     state.fn = module if module is not None else fn
     comp = state.computation
-    with tracectx(comp), _compiling_flag():
+    with tracectx(comp), _compiling_flag(), refuse_host_state():
         # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
         state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_", path)
         pargs, pkwargs = state.inputs.bind_arguments(

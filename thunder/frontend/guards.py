@@ -167,6 +167,7 @@ class CodeReads:
     globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
     classes: list[tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    defaults: list[tuple[types.FunctionType, dict[str, Any]]] = dataclasses.field(default_factory=list)
 
 
 def code_reads(functions, classes=()) -> CodeReads:
@@ -195,6 +196,17 @@ def code_reads(functions, classes=()) -> CodeReads:
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
             continue
         seen.add(id(fn))
+        if fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
+            values = {
+                "__defaults__": snapshot(fn.__defaults__),
+                "__kwdefaults__": snapshot(fn.__kwdefaults__),
+            }
+            reads.defaults.append((fn, values))
+            todo.extend(
+                f
+                for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
+                for f in _reached(v)
+            )
         g = fn.__globals__
         _, values = reads.globals.setdefault(id(g), (g, {}))
         for code in _codes(fn.__code__):
@@ -291,6 +303,9 @@ def guard_code_reads(inputs, reads: CodeReads) -> None:
         h = holder(f"cls_{klass.__name__}", klass, type)
         check = state_check(values, keys=vars(klass).keys())
         inputs.checks.append(BoundSymbol(pyops.check_class, (h, check), {}, None))
+    for fn, values in reads.defaults:
+        h = holder(f"fn_{fn.__name__}", fn, types.FunctionType)
+        inputs.checks.append(BoundSymbol(pyops.check_defaults, (h, state_check(values)), {}, None))
     for cell, name, value in reads.cells:
         h = holder(f"cell_{name}", cell, types.CellType)
         inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))

@@ -148,6 +148,9 @@ check_items = _python_prim(
 check_class = _python_prim(
     "check_class", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
+check_defaults = _python_prim(
+    "check_defaults", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
+)
 check_cell = _python_prim(
     "check_cell", _no_output, Tag.PROLOGUE_CHECK, printer=print_state_check, imports=("prims",)
 )
