@@ -474,7 +474,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             ):
                 result = fn(*pargs, **pkwargs)
         finally:
-            state.shadows.restore_hook_tables()
+            state.shadows.restore_user_state()
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)

@@ -297,7 +297,7 @@ class ModuleShadows:
         inputs.guards.append(holder)
 
     # -- after the trace ----------------------------------------------------------------
-    def restore_hook_tables(self) -> None:
+    def restore_user_state(self) -> None:
         """Put back the user's hook tables that changed while tracing (``handle.remove()`` with
         a handle made before the call reaches the module's own table, not the shadow's copy)
         and the objects held by modules that forward changed (they are shared with the
