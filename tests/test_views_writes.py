@@ -326,3 +326,12 @@ def test_a_view_decided_on_the_callers_layout_is_checked_again():
     torch.testing.assert_close(
         jfn(x.permute(0, 1, 3, 2).contiguous()), fn(x.permute(0, 1, 3, 2).contiguous())
     )
+
+
+def test_a_view_of_a_computed_tensor_is_not_refused_on_a_guessed_layout():
+    # eager's x + 1 keeps the channels_last layout, so the permute below is contiguous there
+    def fn(x):
+        return (x + 1).permute(0, 2, 3, 1).view(-1)
+
+    x = torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
+    torch.testing.assert_close(thunder.jit(fn)(x), fn(x))

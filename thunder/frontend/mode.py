@@ -404,9 +404,9 @@ class AcquisitionMode(TorchFunctionMode):
         return t
 
     def _check_view(self, func, args, kwargs) -> None:
-        """``t.view(shape)`` where eager's ``t`` (an input as the caller laid it out, or a view of
-        one; computed tensors are contiguous) has strides no view of that shape fits: eager's
-        error (``.reshape`` copies instead). The prologue checks the strides it was decided on."""
+        """``t.view(shape)`` where eager's ``t`` (an input as the caller laid it out, or a chain
+        of views of one) has strides no view of that shape fits: eager's error (``.reshape``
+        copies instead). The prologue checks the strides it was decided on."""
         shape = args[1:]
         if func is T.view_as:
             shape = (tuple(args[1].shape),) if len(args) > 1 else (tuple(kwargs["other"].shape),)
@@ -416,6 +416,13 @@ class AcquisitionMode(TorchFunctionMode):
             shape = (tuple(kwargs["size"]),)
         if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
             return  # sizes given as traced values: left to the op
+        root = args[0]
+        while (view := self.state.views.get(root.name)) is not None and view.value is root:
+            root = view.base
+        if root.name not in self.state.inputs.sources:
+            # a computed tensor: eager's layout is not always contiguous (an elementwise op keeps
+            # a channels_last input's layout), so no view is refused on a guess
+            return
         m = self.state.meta_of(args[0])
         if m is None:
             return
