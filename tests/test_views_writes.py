@@ -335,3 +335,25 @@ def test_a_view_of_a_computed_tensor_is_not_refused_on_a_guessed_layout():
 
     x = torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
     torch.testing.assert_close(thunder.jit(fn)(x), fn(x))
+
+
+def test_a_write_through_a_reshape_decided_on_a_guessed_layout_is_refused():
+    # eager's x + 1 is channels_last: its reshape(-1) is a copy there, so the write stays in it;
+    # thunder does not track that layout, so it refuses the write rather than guess
+    def reshaped(x):
+        y = x + 1
+        y.reshape(-1).add_(1)
+        return y
+
+    def made_contiguous(x):
+        y = x + 1
+        y.contiguous().add_(1)
+        return y
+
+    x = torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
+    for fn in (reshaped, made_contiguous):
+        with pytest.raises(UnsupportedOpError, match="a layout thunder does not track") as e:
+            thunder.jit(fn)(x)
+        assert f"in {fn.__name__}" in str(e.value)
+        contiguous = x.contiguous()  # with every input contiguous the layout is known: as eager
+        torch.testing.assert_close(thunder.jit(fn)(contiguous), fn(contiguous))

@@ -88,6 +88,9 @@ class Acquisition:
         self.op_start: tuple[list, int] | None = None  # where the op being handled began recording
         self.module_tensors: dict[int, TensorProxy] = {}  # id(parameter or buffer) -> its proxy
         self.grads: dict[tuple, TensorProxy | None] = {}  # (input name, "grad") -> its .grad as read
+        # results of view-or-copy decisions made on a guessed layout (``layout_guessed``): no writes
+        self.guessed_layouts: set[str] = set()
+        self._permuted_inputs = (0, False)  # (inputs seen, whether one is laid out permuted)
         self.shadows = ModuleShadows(self)
         self.module_paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
@@ -203,6 +206,13 @@ class Acquisition:
         self.latest[id(current)] = value
         if isinstance(value, TensorProxy):
             self.versions.bind(value.name, value.name in self._made_since_op_start())
+        if original.name in self.guessed_layouts or current.name in self.guessed_layouts:
+            raise UnsupportedOpError(
+                f"thunder: {op} writes into {original.name}, the result of a reshape or contiguous() of a "
+                "computed tensor while an input is not contiguous (channels_last): whether eager's result is a "
+                "view or a copy depends on a layout thunder does not track; .clone() it first, or write into "
+                "the tensor itself" + at(user_location())
+            )
         self.first_writes.setdefault(original.name, (op, user_location()))
         if current is not original:
             self.latest[id(original)] = value
@@ -342,6 +352,22 @@ class Acquisition:
             return None
         return m
 
+    def layout_guessed(self, p: TensorProxy) -> bool:
+        """Whether deciding on ``p``'s eager layout would be a guess: ``p`` is (a view of) a
+        computed tensor, taken as contiguous, while a tensor input is laid out otherwise
+        (channels_last): eager's elementwise ops keep such a layout, thunder does not track it."""
+        while (view := self.views.get(p.name)) is not None and view.value is p:
+            p = view.base
+        if p.name in self.inputs.sources:
+            return False
+        sources = self.inputs.sources
+        if self._permuted_inputs[0] != len(sources):  # (inputs are added while tracing)
+            found = any(
+                isinstance(real, torch.Tensor) and _dense_permuted(real) for _, _, real in sources.values()
+            )
+            self._permuted_inputs = (len(sources), found)
+        return self._permuted_inputs[1]
+
     def is_contiguous(self, p: TensorProxy) -> bool:
         m = self.meta_of(p)
         return m is None or m.is_contiguous()
@@ -385,6 +411,20 @@ class Acquisition:
                     "cannot grow its tensor by broadcasting)" + at(user_location())
                 ) from None
         return value
+
+
+def _dense_permuted(t: torch.Tensor) -> bool:
+    """``t`` fills its memory without gaps in another dimension order than contiguous
+    (channels_last, a transposed matrix): eager's elementwise ops give results laid out so."""
+    if not is_plain_tensor(t) or t.is_contiguous():
+        return False
+    dims = sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1)
+    expected = 1
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
 
 
 def _replay(chain: list, m: torch.Tensor) -> torch.Tensor | None:

@@ -329,10 +329,15 @@ class AcquisitionMode(TorchFunctionMode):
         target = TORCH_TO_THUNDER.get(func)
         if func in (T.view, T.view_as) and isinstance(args[0], TensorProxy):
             self._check_view(func, args, kwargs)
-        if func is T.contiguous and isinstance(args[0], TensorProxy) and not state.is_contiguous(args[0]):
-            from thunder.ops import ltorch
+        if func is T.contiguous and isinstance(args[0], TensorProxy):
+            out = args[0]
+            if not state.is_contiguous(args[0]):
+                from thunder.ops import ltorch
 
-            return ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+                out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+            if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
+                state.guessed_layouts.update((args[0].name, out.name))
+            return out
         if target is not None:
             # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
             inplace = False
@@ -537,6 +542,10 @@ class AcquisitionMode(TorchFunctionMode):
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return
+            if target in LAYOUT_VIEWS and self.state.layout_guessed(args[0]):
+                for leaf in tree_flatten(result)[0]:
+                    if isinstance(leaf, TensorProxy):
+                        self.state.guessed_layouts.add(leaf.name)
             if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
                 return  # eager copied (reshape of a non-contiguous tensor)
 
