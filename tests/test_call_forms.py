@@ -76,3 +76,36 @@ def test_a_compiled_function_or_module_called_inside_another_is_traced_into_it()
     with torch.no_grad():
         m.inner._model.weight.mul_(2)  # the inner module's parameters are inputs of the outer program
     torch.testing.assert_close(jm(x), m(x))
+
+
+def test_a_compiled_module_with_state_called_inside_another_writes_its_state_back():
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.calls = 0
+            self.register_buffer("n", torch.zeros(()))
+
+        def forward(self, x):
+            self.calls += 1
+            self.n += 1
+            return self.fc(x)
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = thunder.jit(Counting())
+
+        def forward(self, x):
+            return self.inner(x) * 2
+
+    import copy
+
+    m = Outer()
+    me = copy.deepcopy(m)
+    jm = thunder.jit(m)
+    x = torch.randn(2, 4)
+    for _ in range(3):
+        torch.testing.assert_close(jm(x), me(x))
+        assert m.inner._model.calls == me.inner._model.calls
+        torch.testing.assert_close(m.inner._model.n, me.inner._model.n)

@@ -387,6 +387,10 @@ class ThunderModule(torch.nn.Module):
         self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
 
     def forward(self, *args, **kwargs):
+        if current_trace() is not None:
+            # inside a function another thunder.jit traces: run the model itself, which that
+            # trace reaches as a module (its shadow, whose writes the epilogue applies)
+            return self._model(*args, **kwargs)
         return self._jfn(*args, **kwargs)
 
     def __deepcopy__(self, memo):
