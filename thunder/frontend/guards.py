@@ -1,6 +1,7 @@
 """Guards on state the traced code read without it being an input: the plain attributes of
-modules and of the objects they hold (a config), globals, closure cells, and the class
-attributes of the user's own module classes (``scale = 2.0`` in the class body, the methods).
+modules and of the objects they hold (a config), globals, closure cells, the default argument
+values of the user's functions, and the class attributes of the user's own module classes
+(``scale = 2.0`` in the class body, the methods).
 An attribute added to a module, a config or such a class since the trace (an instance
 ``forward``, a value that now shadows the class's) misses the cache too.
 
