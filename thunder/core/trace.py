@@ -21,17 +21,22 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
 from thunder.core.tags import Tag
 
-_local = threading.local()
+
+class _Local(threading.local):
+    trace: Trace | None = None  # (a class default: no AttributeError on a thread's first read)
+
+
+_local = _Local()
 
 
 def current_trace() -> Trace | None:
-    return getattr(_local, "trace", None)
+    return _local.trace
 
 
 @contextmanager
 def tracectx(trace: Trace | None):
     """Make ``trace`` the current trace (``None``: run symbols eagerly)."""
-    prev = getattr(_local, "trace", None)
+    prev = _local.trace
     _local.trace = trace
     try:
         yield trace

@@ -7,8 +7,6 @@ the compiled prologue is as fast as hand-written code. A failed check raises
 
 from __future__ import annotations
 
-import collections
-import enum
 import operator
 
 import torch
@@ -20,6 +18,7 @@ from thunder.core.subclass import subclass_name, subclass_of
 from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
+from thunder.ops.python import same
 
 
 class PrologueCheckFailed(Exception):
@@ -180,12 +179,7 @@ def check_module(m, cls, state):
         _module_changed(m, cls)
     if len(d) != state.size:
         _attributes_changed(d, state, cls)
-    try:
-        if all(map(_is, state.get(d), state.values)):  # unchanged: the very same objects
-            return
-    except KeyError:
-        pass
-    _compare_items(d, state.names, state.values, cls.__qualname__)
+    _check_items(d, state, cls.__qualname__)
 
 
 def _module_changed(m, cls):
@@ -216,22 +210,12 @@ def check_state(obj, cls, state):
     d = obj.__dict__
     if len(d) != state.size:
         _attributes_changed(d, state, cls)
-    try:
-        if all(map(_is, state.get(d), state.values)):
-            return
-    except KeyError:
-        pass
-    _compare_items(d, state.names, state.values, cls.__qualname__)
+    _check_items(d, state, cls.__qualname__)
 
 
 def check_items(d, state):
     """The dict ``d`` (a module's globals) holds what ``state`` recorded."""
-    try:
-        if all(map(_is, state.get(d), state.values)):
-            return
-    except KeyError:
-        pass
-    _compare_items(d, state.names, state.values, "the globals")
+    _check_items(d, state, "the globals")
 
 
 def check_class(cls, state):
@@ -244,12 +228,7 @@ def check_class(cls, state):
         changed = {k for k in set(d) ^ state.keys if not (k.startswith("__") and k.endswith("__"))}
         if changed:
             _attributes_changed(d, state, cls)
-    try:
-        if all(map(_is, state.get(d), state.values)):
-            return
-    except KeyError:
-        pass
-    _compare_items(d, state.names, state.values, f"the class {cls.__qualname__}")
+    _check_items(d, state, f"the class {cls.__qualname__}")
 
 
 def check_defaults(fn, state):
@@ -321,6 +300,17 @@ def check_no_module_hooks():
         raise PrologueCheckFailed("global module hooks were registered since the function was traced")
 
 
+def _check_items(d, state, what: str) -> None:
+    """``d`` holds the values ``state`` recorded: first tested for identity in one pass (an
+    unchanged state), then, when that fails, compared exactly."""
+    try:
+        if all(map(_is, state.get(d), state.values)):
+            return
+    except KeyError:
+        pass
+    _compare_items(d, state.names, state.values, what)
+
+
 def _compare_items(d, names, values, what: str):
     for name, value in zip(names, values):
         if name not in d:
@@ -328,30 +318,6 @@ def _compare_items(d, names, values, what: str):
         v = d[name]
         if v is not value and not same(v, value):
             raise PrologueCheckFailed(f"{what}: {name} is {_brief(v)}, traced with {_brief(value)}")
-
-
-_EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)
-
-
-def same(a, b) -> bool:
-    """``a`` equals the recorded ``b`` exactly: same types throughout, equal values; objects
-    (tensors, functions, instances) only when they are the same object."""
-    if a is b:
-        return True
-    t = type(a)
-    if t is not type(b):
-        return False
-    if t is tuple or t is list:
-        return len(a) == len(b) and all(map(same, a, b))
-    if t is dict or t is collections.OrderedDict:
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if t is set or t is frozenset:
-        return a == b and all(type(x) in _EXACT for x in a)
-    if t is float:
-        return a == b or (a != a and b != b)  # nan
-    if t in _EXACT or isinstance(a, enum.Enum):
-        return a == b
-    return False
 
 
 def _brief(v) -> str:

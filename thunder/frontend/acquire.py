@@ -256,10 +256,7 @@ class Acquisition:
         after the forward, so the backward must not read it."""
         if not (isinstance(p, TensorProxy) and torch.is_grad_enabled() and p.meta_requires_grad):
             return p
-        root = p
-        while (view := self.views.get(root.name)) is not None and view.value is root:
-            root = view.base
-        if root.name not in self.inputs.sources:
+        if not self.is_input_view(p):
             return p
         from thunder.ops import ltorch
 
@@ -352,13 +349,17 @@ class Acquisition:
             return None
         return m
 
+    def is_input_view(self, p: TensorProxy) -> bool:
+        """``p`` is an input or (a chain of views of) one: its eager layout is the caller's."""
+        while (view := self.views.get(p.name)) is not None and view.value is p:
+            p = view.base
+        return p.name in self.inputs.sources
+
     def layout_guessed(self, p: TensorProxy) -> bool:
         """Whether deciding on ``p``'s eager layout would be a guess: ``p`` is (a view of) a
         computed tensor, taken as contiguous, while a tensor input is laid out otherwise
         (channels_last): eager's elementwise ops keep such a layout, thunder does not track it."""
-        while (view := self.views.get(p.name)) is not None and view.value is p:
-            p = view.base
-        if p.name in self.inputs.sources:
+        if self.is_input_view(p):
             return False
         sources = self.inputs.sources
         if self._permuted_inputs[0] != len(sources):  # (inputs are added while tracing)

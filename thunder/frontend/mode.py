@@ -421,10 +421,7 @@ class AcquisitionMode(TorchFunctionMode):
             shape = (tuple(kwargs["size"]),)
         if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
             return  # sizes given as traced values: left to the op
-        root = args[0]
-        while (view := self.state.views.get(root.name)) is not None and view.value is root:
-            root = view.base
-        if root.name not in self.state.inputs.sources:
+        if not self.state.is_input_view(args[0]):
             # a computed tensor: eager's layout is not always contiguous (an elementwise op keeps
             # a channels_last input's layout), so no view is refused on a guess
             return
@@ -450,9 +447,7 @@ class AcquisitionMode(TorchFunctionMode):
                     + at(user_location())
                 )
             device = torch.device("cuda") if name.startswith("torch.cuda.") else torch.device("cpu")
-        if device is not None and device != t.device:
-            return self._call(T.type, to, (t, device, dtype), {})
-        return self._call(T.type, to, (t, dtype), {})
+        return self._call(T.type, to, (t, dtype) if device is None else (t, device, dtype), {})
 
     def _call(self, func, target, args, kwargs):
         try:

@@ -20,7 +20,6 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import types
@@ -46,6 +45,7 @@ from thunder.frontend.guards import (
 )
 from thunder.frontend.inputs import _LITERAL_TYPES, Unpack
 from thunder.ops import python as pyops
+from thunder.ops.python import same
 
 _ABSENT = object()
 # how deep the state of objects held by attributes (a config, its sub-configs) is checked
@@ -67,13 +67,13 @@ class ObjectState:
         d = object.__getattribute__(self.obj, "__dict__")
         changed = None
         for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
-            if name not in d or name not in self.values or not _unchanged(d[name], self.values[name]):
+            if name not in d or name not in self.values or not same(d[name], self.values[name]):
                 changed = changed or name
         if changed is not None:
             d.clear()
             d.update(self.originals)
             for name, v in self.originals.items():  # a list or dict changed in place
-                if not _unchanged(v, self.values[name]):
+                if not same(v, self.values[name]):
                     _refill(v, self.values[name])
         for name, child in self.children.items():
             inner = child.restore()
@@ -360,7 +360,7 @@ class ModuleShadows:
         reals = {id(p): t for t, p in self._tensors()}
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
-            if old is v and not (name in record.state and not _unchanged(v, record.state[name])):
+            if old is v and not (name in record.state and not same(v, record.state[name])):
                 continue  # (a list or dict changed in place is a write of its new contents)
             if _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
                 continue
@@ -457,23 +457,6 @@ class ModuleShadows:
         inputs.guards.append(holder)
         for child_name, child in obj.children.items():
             self._guard_object(holder, child_name, child)
-
-
-def _unchanged(v, snap) -> bool:
-    """``v`` still has the contents of ``snap``, its snapshot: the same containers with the
-    very same objects in them."""
-    if v is snap:
-        return True
-    t = type(v)
-    if t is not type(snap):
-        return False
-    if t in (list, tuple):
-        return len(v) == len(snap) and all(map(_unchanged, v, snap))
-    if t in (dict, collections.OrderedDict):
-        return list(v) == list(snap) and all(_unchanged(v[k], snap[k]) for k in v)
-    if t in (set, frozenset):
-        return v == snap
-    return False
 
 
 def _rereads(old, new, reals: dict) -> bool:

@@ -7,6 +7,8 @@ They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisit
 
 from __future__ import annotations
 
+import collections
+import enum
 import operator
 
 import torch
@@ -87,6 +89,30 @@ check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_C
 check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
 check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
+
+
+_EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)
+
+
+def same(a, b) -> bool:
+    """``a`` equals ``b``, a value a ``StateCheck`` recorded, exactly: same types throughout,
+    equal values; objects (tensors, functions, instances) only when they are the same object."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    if t is dict or t is collections.OrderedDict:
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if t is set or t is frozenset:
+        return a == b and all(type(x) in _EXACT for x in a)
+    if t is float:
+        return a == b or (a != a and b != b)  # nan
+    if t in _EXACT or isinstance(a, enum.Enum):
+        return a == b
+    return False
 
 
 class StateCheck:
