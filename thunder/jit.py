@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import gc
 import time
 import traceback
@@ -144,7 +145,10 @@ def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
 def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     if bundle.backward is None:
         return bundle
-    return _pair(rematerialize, bundle, bundle.computation, bundle.backward)
+    # a fusion executor asked first fuses the backward's elementwise ops, recomputations included
+    first = ctx.executors[0] if ctx.executors else None
+    fusing = first if isinstance(first, FusionExecutor) else None
+    return _pair(functools.partial(rematerialize, fusing=fusing), bundle, bundle.computation, bundle.backward)
 
 
 def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:

@@ -4,7 +4,17 @@ A saved value made by a cheap elementwise op (arithmetic, comparisons, casts: no
 transcendental function) whose own inputs the backward has anyway (inputs of
 the function, other saved values, values recomputed this way) costs memory from the forward
 to the backward for nothing: the backward recomputes it from those inputs. A value returned
-by the function is kept (it is alive anyway). Recomputed BoundSymbols are tagged
+by the function is kept (it is alive anyway).
+
+When a fusion executor comes first (``fusing``: torch.compile, nvFuser), the recomputation
+runs inside the backward's fused kernels, where it costs no more than reading the saved value
+(less: the value is then in cache when the backward's matmuls read it, as AOTAutograd's
+partitioner arranges), so two more kinds of value are recomputed, as far as that executor
+fuses every prim involved: elementwise ops with transcendental functions (a GELU's output
+from its saved input), and an output of an op with several outputs that an elementwise
+chain of its prims makes from values the backward has (a layer norm's output from its saved
+input, mean and 1/std: the chain's prims are recomputed, reading the op's own saved outputs
+where they are copies of its intermediates). Recomputed BoundSymbols are tagged
 ``recomputed`` and their ``info["recomputes"]`` names the value; the forward's
 ``info["rematerialized"]`` lists what is no longer saved, ``info["saved_to_recompute"]`` the
 inputs saved for it (unlike eager, written in place after the call they make backward() raise).
@@ -26,27 +36,79 @@ After (``t1`` recomputed from ``t0``)::
 
 from __future__ import annotations
 
-from thunder.core.proxies import proxies_in
+from thunder.core.proxies import Proxy, proxies_in
+from thunder.core.pytree import tree_map
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import EFFECT_TAGS, Tag
 from thunder.core.trace import Trace
+from thunder.executors.fusion import FusionExecutor
+from thunder.ops import prims
+
+# the most prims recomputed for one output of a multi-output op (a layer norm's takes 4)
+CHAIN_LIMIT = 8
 
 
 def _leaves(b: BoundSymbol) -> list[BoundSymbol]:
     return [leaf for s in b.subsymbols for leaf in _leaves(s)] if b.subsymbols else [b]
 
 
-def _recomputable(b: BoundSymbol) -> bool:
+def _recomputable(b: BoundSymbol, fusing: FusionExecutor | None = None) -> bool:
     """Elementwise, single-output, without effects or random numbers, and cheap: no
     transcendental prim in it (an erf per element costs more than the memory it saves, when
-    the recomputation is not fused into the backward's kernels)."""
+    the recomputation is not fused into the backward's kernels), or every prim of it fused by
+    ``fusing``."""
     tags = b.sym.tags | b.tags
     if Tag.ELEMENTWISE not in tags or tags & (EFFECT_TAGS | {Tag.RANDOM}) or len(proxies_in(b.output)) != 1:
         return False
-    return not any(leaf.sym.tags & {Tag.TRANSCENDENTAL, Tag.RANDOM} for leaf in _leaves(b))
+    leaves = _leaves(b)
+    if any(Tag.RANDOM in leaf.sym.tags for leaf in leaves):
+        return False
+    if fusing is not None and fusing.decline_reason(b) is None:
+        return True
+    return not any(Tag.TRANSCENDENTAL in leaf.sym.tags for leaf in leaves)
 
 
-def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
+def _chain(b: BoundSymbol, v: Proxy, has, fusing: FusionExecutor) -> list[BoundSymbol] | None:
+    """The prims of ``b`` (an op with several outputs) that make its output ``v`` from values
+    ``has`` names, in order, their arguments reading ``b``'s saved copies of its intermediates
+    (``mean = clone(t3)`` saved: ``t3`` reads ``mean``); None when no short elementwise chain
+    does, or ``fusing`` would not fuse one of its prims."""
+    leaves = _leaves(b)
+    made = {p.name: leaf for leaf in leaves for p in proxies_in(leaf.output)}
+    outs = {p.name for p in proxies_in(b.output)}
+    copies = {
+        leaf.args[0].name: leaf.output
+        for leaf in leaves
+        if leaf.sym is prims.clone
+        and leaf.output.name in outs
+        and leaf.output.name != v.name
+        and has(leaf.output.name)
+    }
+    chain: list[BoundSymbol] = []
+    planned: set[str] = set()
+
+    def plan(name: str, top: bool) -> bool:
+        if not top and (name in copies or has(name)) or name in planned:
+            return True
+        leaf = made.get(name)
+        if leaf is None or len(chain) >= CHAIN_LIMIT or not _recomputable(leaf, fusing):
+            return False
+        if not all(plan(a.name, False) for a in proxies_in((leaf.args, leaf.kwargs))):
+            return False
+        planned.add(name)
+        chain.append(leaf)
+        return True
+
+    if not plan(v.name, True):
+        return None
+
+    def read(x):
+        return tree_map(lambda p: copies.get(p.name, p) if isinstance(p, Proxy) else p, x)
+
+    return [leaf.from_bsym(args=read(leaf.args), kwargs=read(leaf.kwargs)) for leaf in chain]
+
+
+def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) -> tuple[Trace, Trace]:
     outputs, saved = fw.output
     returned = {p.name for p in proxies_in(outputs)}
     # an input written in place is not available to the backward: its value changes after the
@@ -54,19 +116,36 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     written = {fw.args[i].name for _, i in fw.info.get("writebacks", [])}
     inputs = {p.name: p for p in proxies_in(fw.args) if p.name not in written}
     saved_names = {p.name for p in saved}
-    recompute: dict[str, BoundSymbol] = {}
+    # value name -> the BoundSymbols that recompute it (one op, or a chain of an op's prims)
+    recompute: dict[str, list[BoundSymbol]] = {}
     extra_inputs: list = []
+
+    def has(name: str) -> bool:
+        return name in inputs or name in saved_names
+
     for b in fw.bound_symbols:
-        if not _recomputable(b):
-            continue
-        (v,) = proxies_in(b.output)
-        if v.name not in saved_names or v.name in returned:
-            continue
-        args = proxies_in((b.args, b.kwargs))
-        if all(a.name in inputs or a.name in saved_names for a in args):
-            recompute[v.name] = b
-            extra_inputs += [a for a in args if a.name in inputs and a.name not in saved_names]
-            saved_names |= {a.name for a in args}
+        outs = proxies_in(b.output)
+        if _recomputable(b, fusing):
+            if outs[0].name in saved_names and outs[0].name not in returned:
+                recompute[outs[0].name] = [b]
+        elif fusing is not None and len(outs) > 1 and b.subsymbols:
+            for v in outs:
+                if v.name in saved_names and v.name not in returned:
+                    chain = _chain(b, v, has, fusing)
+                    if chain is not None:
+                        recompute[v.name] = chain
+        for v in outs:
+            if v.name not in recompute:
+                continue
+            made = {p.name for r in recompute[v.name] for p in proxies_in(r.output)}
+            args = [
+                a for r in recompute[v.name] for a in proxies_in((r.args, r.kwargs)) if a.name not in made
+            ]
+            if all(has(a.name) for a in args):
+                extra_inputs += [a for a in args if a.name in inputs and a.name not in saved_names]
+                saved_names |= {a.name for a in args}
+            else:
+                del recompute[v.name]
     if not recompute:
         return fw, bw
     saved_names -= set(recompute)
@@ -101,21 +180,27 @@ def rematerialize(fw: Trace, bw: Trace) -> tuple[Trace, Trace]:
     new_bw.info["saved_for_backward"] = new_fw.info["saved_for_backward"]
     new_bw.info["rematerialized"] = new_fw.info["rematerialized"]
     emitted: set[str] = set()
+    defined: set[str] = set()
     body: list[BoundSymbol] = []
 
     def emit(name: str) -> None:
         if name in emitted or name not in recompute:
             return
         emitted.add(name)
-        b = recompute[name]
-        for a in proxies_in((b.args, b.kwargs)):
-            emit(a.name)
-        body.append(
-            b.from_bsym(
-                tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
-                info={**b.info, "recomputes": (name,)},
+        for b in recompute[name]:
+            for a in proxies_in((b.args, b.kwargs)):
+                emit(a.name)
+        for b in recompute[name]:
+            made = {p.name for p in proxies_in(b.output)}
+            if made <= defined:  # an intermediate another value's chain made already
+                continue
+            defined.update(made)
+            body.append(
+                b.from_bsym(
+                    tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
+                    info={**b.info, "recomputes": (name,)},
+                )
             )
-        )
 
     for b in bw.bound_symbols:
         for a in proxies_in((b.args, b.kwargs)):
