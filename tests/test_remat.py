@@ -217,6 +217,8 @@ def _check_op(info) -> list[str]:
         e = torch.zeros_like(g) if e is None and g is not None else e
         if g is not None:
             torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
+    for t in thunder.last_traces(jfn) + thunder.last_backward_traces(jfn):
+        verify(t)
     return thunder.last_traces(jfn)[-1].info.get("rematerialized", [])
 
 
