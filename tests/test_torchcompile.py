@@ -135,6 +135,14 @@ def test_compiled_once_per_signature_and_never_through_dynamo():
     assert len(compiled.compiled) == 2
     assert counters["frames"]["total"] == frames
     assert "TorchCompile0: Inductor region of 6 operations, 2 compiled" in repr(compiled)
+    # each call runs the function compiled for its strides: the one checked first (the last
+    # one used) turns the other strides away (Inductor's code asserts no strides itself)
+    for a in (x, xt, xt, x, xt):
+        torch.testing.assert_close(jfn(a, y), chain(a, y))
+        grad_mode, guard, fn = compiled.last
+        assert fn is compiled.compiled[(grad_mode, *[(t.shape, t.stride()) for t in (a, y)])]
+        assert guard.check(a, y) and not guard.check(x if a is xt else xt, y)
+    assert len(compiled.compiled) == 2
 
 
 @pytest.fixture

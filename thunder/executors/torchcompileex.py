@@ -5,8 +5,12 @@ implementations), ``make_fx`` turns that into an FX graph of aten ops, and
 ``torch._inductor.compile_fx.compile_fx`` compiles it for the region's input signature
 (shapes, strides, dtypes, devices, requires_grad, grad mode): Triton kernels on CUDA, C++ on
 CPU. Dynamo is never involved: thunder's prologue already checks the inputs, so a region
-pays no guards on each call, only a dictionary lookup of its signature. With inputs that
-require grad, Inductor's compiled function is differentiable (it compiles the backward too).
+pays no guards on each call, only one check (in C++, torch's ``TensorGuards``) that its
+inputs have the sizes, strides, dtypes, devices and requires_grad of the function last
+compiled, which replaces the size and stride asserts Inductor's wrapper would run on every
+input (torch builds without ``TensorGuards``: a dictionary lookup of the strides, and
+Inductor's asserts). With inputs that require grad, Inductor's compiled function is
+differentiable (it compiles the backward too).
 
 Compiling starts on a region's first call with a signature, when real inputs give it. By
 default a helper process compiles (``thunder/executors/inductor_worker.py``) while the region
@@ -58,6 +62,11 @@ import weakref
 import torch
 
 from thunder.core.proxies import NumberProxy, TensorProxy
+
+try:  # one C++ call that checks many tensors' metadata (what Dynamo's tensor guards use)
+    from torch._C._dynamo.guards import TensorGuards
+except ImportError:  # pragma: no cover (a torch build without Dynamo's C++ guards)
+    TensorGuards = None
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
@@ -301,6 +310,7 @@ def compile_program(program, meta: list, grad: bool):
     ``compile_fx``. The helper process runs this too, for the same result in the caches."""
     from torch._functorch import config as functorch_config
     from torch._guards import TracingContext, tracing
+    from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -317,11 +327,13 @@ def compile_program(program, meta: list, grad: bool):
     # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
     # with the shape environment of a tracing context's fake mode; the grad mode of the call
     # decides whether it compiles a backward too, now rather than at the first backward (so
-    # that AOTAutograd's cache holds both once this returns)
+    # that AOTAutograd's cache holds both once this returns). The sizes and strides Inductor's
+    # wrapper would assert on every call ``InductorRegion`` checks in one call instead.
     with (
         tracing(TracingContext(fake_mode)),
         torch.set_grad_enabled(grad),
         functorch_config.patch(force_non_lazy_backward_lowering=True),
+        inductor_config.patch(size_asserts=TensorGuards is None),
     ):
         return compile_fx(gm, fakes)
 
@@ -331,7 +343,9 @@ class InductorRegion:
 
     ``program`` is the region as a Python function of torch calls (what ``make_fx``
     traces, and what runs while the helper process compiles); ``compiled`` maps each
-    signature to Inductor's function once it is ready.
+    signature (grad mode, each input's size and strides) to Inductor's function once it is
+    ready; ``last`` is the grad mode, a ``TensorGuards`` of the inputs and the compiled
+    function of the last call that ran one, checked first.
     """
 
     def __init__(self, region: Region):
@@ -346,17 +360,28 @@ class InductorRegion:
         self.compiled: dict[tuple, object] = {}
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
         self.lock = threading.Lock()
+        self.last: tuple | None = None
 
     def __call__(self, *args):
-        # Shapes, dtypes, devices and requires_grad of a region's inputs are fixed by its trace
-        # (the prologue checks the inputs; the ops' meta functions give the rest); strides and
+        last = self.last
+        if last is not None and last[0] is torch.is_grad_enabled() and last[1].check(*args):
+            out = last[2](*args)
+        else:
+            out = self._find(args)(*args)
+        return out[0] if self.single else tuple(out)
+
+    def _find(self, args):
+        # Dtypes, devices and requires_grad of a region's inputs are fixed by its trace (the
+        # prologue checks the inputs; the ops' meta functions give the rest), and so are the
+        # sizes (taken into the key all the same: the compiled code asserts none); strides and
         # the grad mode are not.
-        key = (torch.is_grad_enabled(), *[a.stride() for a in args])
+        key = (torch.is_grad_enabled(), *[(a.shape, a.stride()) for a in args])
         fn = self.compiled.get(key)
         if fn is None:
             fn = self._start(key, args)
-        out = fn(*args)
-        return out[0] if self.single else tuple(out)
+        if fn is not self.program and TensorGuards is not None:
+            self.last = (key[0], TensorGuards(*args, dynamic_dims_sizes=None, dynamic_dims_strides=None), fn)
+        return fn
 
     def _start(self, key: tuple, args):
         """Inductor's function for ``key`` when it is compiled (here, or loaded once the helper
