@@ -80,6 +80,7 @@ def _chain(b: BoundSymbol, v: Proxy, has, fusing: FusionExecutor) -> list[BoundS
         leaf.args[0].name: leaf.output
         for leaf in leaves
         if leaf.sym is prims.clone
+        and isinstance(leaf.args[0], Proxy)
         and leaf.output.name in outs
         and leaf.output.name != v.name
         and has(leaf.output.name)
