@@ -7,7 +7,8 @@ definition needs no device. Traced:
 - every op of the op database (``opdb.py``), first sample, every dtype the op lists;
 - the 4-layer MLP, the GPT-style block and the small GPT of ``test_models.py``, forward, and
   their backward traces whenever thunder makes them (``model_cases``: nothing else to add
-  for backward), and a long chain of ops.
+  for backward), and a long chain of ops; compiled with nvFuser's previewing executor, so
+  that the backward recomputes what it would with nvFuser on CUDA (``transforms/remat.py``).
 
 Each final trace is flattened to prims; each run of consecutive prims nvFuser can take
 becomes a fusion, defined four ways: with symbolic extents (nvFuser's values must have the
@@ -41,6 +42,7 @@ from thunder.core.proxies import NumberProxy, TensorProxy  # noqa: E402
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from thunder.core.symbol import Symbol  # noqa: E402
 from thunder.core.tags import Tag  # noqa: E402
+from thunder.executors import nvfuserex  # noqa: E402
 from thunder.executors.nvfuser import (  # noqa: E402
     contiguous_descriptor,
     define_fusion,
@@ -132,7 +134,7 @@ def model_cases():
         ("GPT (2 blocks)", GPT(), (torch.randint(0, 50, (2, 8)),)),
         ("4000 sin in a row", _chain, (torch.randn(3, dtype=torch.bfloat16),)),
     ):
-        jm = thunder.jit(model)
+        jm = thunder.jit(model, executors=[nvfuserex.preview()])
         jm(*inputs)
         yield Case(f"{name} forward", thunder.last_traces(jm)[-1])
         backward = thunder.last_backward_traces(jm)
