@@ -8,9 +8,11 @@ values by value)."""
 from __future__ import annotations
 
 import types
+from random import uniform as _bound_uniform  # bound at import, as a model file does
 
 import pytest
 import torch
+from numpy.random import rand as _bound_np_rand
 from torch import nn
 from torch.nn import functional as F
 
@@ -456,3 +458,49 @@ def test_host_randomness_and_reseeding_inside_are_refused_with_the_line():
     a = random.random()
     random.seed(1)
     assert random.random() == a and torch.manual_seed(3) is torch.default_generator
+
+
+def _draw_bound_before(x):
+    return x * _bound_uniform(1.0, 2.0)  # the module attribute is not read: a name bound at import
+
+
+def _np_draw_bound_before(x):
+    return x + float(_bound_np_rand())
+
+
+def test_host_randomness_through_names_bound_before_tracing_is_refused_and_undone():
+    import random
+
+    import numpy as np
+
+    for fn, line in (
+        (_draw_bound_before, "return x * _bound_uniform(1.0, 2.0)"),
+        (_np_draw_bound_before, "return x + float(_bound_np_rand())"),
+    ):
+        state, np_key = random.getstate(), np.random.get_state()[1].copy()
+        with pytest.raises(UnsupportedOpError, match="global random generator was drawn from") as e:
+            thunder.jit(fn)(torch.randn(3))
+        assert f"in {fn.__name__}: {line}" in str(e.value)
+        # the trace's draws are undone: the generators are as the call found them
+        assert random.getstate() == state and (np.random.get_state()[1] == np_key).all()
+
+
+def test_a_draw_by_another_thread_while_tracing_is_not_the_trace_s(monkeypatch):
+    """The generator's state changed during the first trace, not by the traced code (as when
+    another thread draws meanwhile): the second trace, which draws nothing, is the trace."""
+    from thunder.frontend import host_state
+
+    states, calls = host_state._states, []
+
+    def states_with_a_draw_in_between(generators):
+        calls.append(1)
+        if len(calls) == 2:  # the end of the first trace: another thread drew
+            import random
+
+            random._inst.random()  # (what another thread reaches: the real function)
+        return states(generators)
+
+    monkeypatch.setattr(host_state, "_states", states_with_a_draw_in_between)
+    jfn = thunder.jit(lambda x: x * 2)
+    torch.testing.assert_close(jfn(torch.ones(3)), torch.full((3,), 2.0))
+    assert len(calls) >= 4 and thunder.compile_stats(jfn).cache_misses == 1

@@ -19,6 +19,11 @@ def _skipped(filename: str) -> bool:
     return filename.startswith(_SKIP) or filename.startswith("<frozen")
 
 
+def is_user_file(filename: str) -> bool:
+    """Code of the user's (or a library's other than thunder and torch)."""
+    return not _skipped(filename)
+
+
 def user_location(depth: int = 1) -> SourceLocation | None:
     """The innermost frame that is neither thunder's nor torch's."""
     return frame_location(sys._getframe(depth))

@@ -27,7 +27,7 @@ from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
-from thunder.frontend.host_state import refuse_host_state
+from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
@@ -469,6 +469,16 @@ def acquire(
         return _acquire(fn, args, kwargs, module, dynamic)
     except UnrebuildableError as e:
         raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+    except HostRandomUsed:
+        pass
+    # traced once more, with a profile hook that finds the draw (too slow to keep on); a second
+    # trace that draws nothing (another thread drew meanwhile) is the trace
+    calls = RandomCalls()
+    try:
+        with calls:
+            return _acquire(fn, args, kwargs, module, dynamic)
+    except HostRandomUsed as e:
+        raise HostRandomUsed(f"{e}" + at(calls.site)) from None
 
 
 def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dynamic) -> UnrebuildableError:

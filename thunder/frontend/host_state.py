@@ -7,19 +7,28 @@ layer drop, ``np.random.rand()`` as a scale) would be the same on every cached c
 only the trace, not the calls: each would be silently wrong, so each is an error naming the
 call and the line. Only this thread's tracing is affected: another thread calling them
 meanwhile gets the real functions.
+
+A name bound before tracing (``from random import random``, ``from numpy.random import rand``)
+reaches the generator without the module attribute: for those, the state of Python's and
+NumPy's global generators is compared before and after the trace. A trace that changed one
+is refused (``HostRandomUsed``, the generator put back as it was) and traced once more with
+a profile hook (``RandomCalls``) that finds the call and its line for the error; when that
+second trace draws nothing (another thread drew meanwhile), it is the trace.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import random
 import sys
 import threading
 
 import torch
 
-from thunder.core.source import user_location
+from thunder.core.source import is_user_file, user_location
+from thunder.core.symbol import SourceLocation
 from thunder.frontend.errors import UnsupportedOpError, at
 
 _LOCAL = threading.local()
@@ -61,9 +70,90 @@ def _refusing(fn, name: str, instead: str):
     return call
 
 
+class HostRandomUsed(UnsupportedOpError):
+    """The trace drew from Python's or NumPy's global random generator through a name bound
+    before tracing; ``acquire`` traces again with ``RandomCalls`` to say where."""
+
+
+def _generators() -> list:
+    """Python's global generator, and NumPy's legacy global one when NumPy is loaded."""
+    found = [random._inst]
+    np_random = getattr(sys.modules.get("numpy"), "random", None)
+    rand = getattr(getattr(np_random, "mtrand", None), "_rand", None)
+    return found + ([rand] if rand is not None else [])
+
+
+def _states(generators: list) -> list:
+    return [g.getstate() if g is random._inst else g.get_state(legacy=False) for g in generators]
+
+
+def _same_state(a, b) -> bool:
+    if isinstance(a, dict):  # NumPy's: {"state": {"key": array, "pos": int}, "has_gauss": ...}
+        key_a, key_b = a["state"]["key"], b["state"]["key"]
+        rest = ({**a, "state": {**a["state"], "key": None}}, {**b, "state": {**b["state"], "key": None}})
+        return rest[0] == rest[1] and bool((key_a == key_b).all())
+    return a == b
+
+
+def _restore(generators: list, states: list) -> None:
+    for g, state in zip(generators, states):
+        g.setstate(state) if g is random._inst else g.set_state(state)
+
+
+class RandomCalls:
+    """While active (this thread), finds the line of the user's code after which a global
+    generator's state first changed: a line tracer over the frames outside thunder, torch,
+    ``random`` and NumPy that compares the states after each line (about as slow as the trace
+    again: only to explain an error). NumPy's functions are not Python calls a profile hook
+    would see, hence lines."""
+
+    def __init__(self):
+        self.site = None
+        self._old = None
+        self._generators: list = []
+        self._before: list = []
+        self._last = None
+        np = sys.modules.get("numpy")
+        skip = [os.path.abspath(random.__file__)]
+        self._skip = tuple(skip + ([os.path.dirname(os.path.abspath(np.__file__)) + os.sep] if np else []))
+
+    def __enter__(self) -> RandomCalls:
+        self._generators = _generators()
+        self._before = _states(self._generators)
+        self._old = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.settrace(self._old)
+
+    def _call(self, frame, event, arg):
+        filename = frame.f_code.co_filename
+        if self.site is not None or filename.startswith(self._skip) or not is_user_file(filename):
+            return None
+        return self._line
+
+    def _line(self, frame, event, arg):
+        if self.site is not None:
+            return None
+        changed = not all(map(_same_state, self._before, _states(self._generators)))
+        if changed:
+            filename, lineno, name = self._last or (
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                frame.f_code.co_name,
+            )
+            self.site = SourceLocation(filename, lineno, name)
+            return None
+        if event == "line":
+            self._last = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        return self._line
+
+
 @contextlib.contextmanager
 def refuse_host_state():
-    """While this thread traces, the functions of ``_targets()`` raise."""
+    """While this thread traces, the functions of ``_targets()`` raise; a trace that changed
+    the state of a global random generator otherwise raises ``HostRandomUsed`` at its end."""
     global _ACTIVE
     with _LOCK:
         if _ACTIVE == 0:
@@ -76,8 +166,17 @@ def refuse_host_state():
                 setattr(owner, attr, _refusing(fn, f"{module}.{attr}", instead))
         _ACTIVE += 1
     _LOCAL.tracing = getattr(_LOCAL, "tracing", 0) + 1
+    generators = _generators()
+    before = _states(generators)
     try:
         yield
+        after = _states(generators)
+        if not all(_same_state(a, b) for a, b in zip(before, after)):
+            _restore(generators, before)  # the trace's draws are undone, as every effect of a failed trace
+            raise HostRandomUsed(
+                "thunder: Python's or NumPy's global random generator was drawn from while tracing "
+                f"(through a name bound before the call, such as `from random import random`): {_HOST_RANDOM}"
+            )
     finally:
         _LOCAL.tracing -= 1
         with _LOCK:
