@@ -389,6 +389,27 @@ class ThunderModule(torch.nn.Module):
         super().__init__()
         self._model = module
         self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
+        # loaded as a part of an enclosing module, the module's own keys reach it under "_model."
+        self.register_load_state_dict_pre_hook(_prefixed_state)
+
+    def state_dict(self, *args, **kwargs):
+        """The module's state dict, under its own keys (no ``_model.``), here and as a part of an
+        enclosing module's: a checkpoint saved from the compiled module loads into the plain
+        one, and back."""
+        return self._model.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """The module's ``load_state_dict`` (its keys, its errors); the compiled calls read the
+        loaded values (and, with ``assign=True``, the new tensors)."""
+        return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The module's parameters under its own names (as ``state_dict()``)."""
+        return self._model.named_parameters(prefix, recurse, remove_duplicate)
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The module's buffers under its own names (as ``state_dict()``)."""
+        return self._model.named_buffers(prefix, recurse, remove_duplicate)
 
     def forward(self, *args, **kwargs):
         if current_trace() is not None:
@@ -421,6 +442,20 @@ class ThunderModule(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["_model"], name)
+
+
+_INNER = "_model."
+
+
+def _prefixed_state(module, state: dict, prefix: str, local_metadata, strict, missing, unexpected, errors):
+    """Before an enclosing module loads its state dict: ``prefix + key`` -> ``prefix + "_model." +
+    key`` (the module is the wrapper's ``_model``), and the module's version entry with it."""
+    inner = prefix + _INNER
+    for key in [k for k in state if k.startswith(prefix) and not k.startswith(inner)]:
+        state[inner + key[len(prefix) :]] = state.pop(key)
+    metadata = getattr(state, "_metadata", None)
+    if metadata is not None and prefix[:-1] in metadata and inner[:-1] not in metadata:
+        metadata[inner[:-1]] = metadata[prefix[:-1]]
 
 
 def jit(
