@@ -238,6 +238,21 @@ def test_config_object_attributes_changed():
     _check(jm, m, x)
 
 
+def test_config_attributes_four_objects_down_are_checked():
+    """``config.vision.rope.scale``: a value of an object held by an object held by the config
+    changed after the first call (it was taken as it was at the trace)."""
+    m = WithConfig()
+    m.config.vision = types.SimpleNamespace(rope=types.SimpleNamespace(scale=3.0, parent=None))
+    m.config.vision.rope.parent = m.config  # a back-reference: checked by identity, not walked again
+    m.forward = types.MethodType(lambda self, x: x * self.config.vision.rope.scale, m)
+    jm = thunder.jit(m)
+    x = torch.randn(3)
+    _check(jm, m, x)
+    m.config.vision.rope.scale = 5.0
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
 G_TENSOR = torch.ones(4)
 G_FLAG = True
 G_SCALE = 2

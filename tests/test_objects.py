@@ -423,6 +423,27 @@ def test_an_object_held_by_a_module_changed_by_forward_is_refused_and_put_back()
     assert m.stats.inner is inner and inner.total == 1.0
 
 
+def test_a_deeper_object_changed_by_forward_is_refused_and_put_back():
+    """Three objects down (``self.state.run.deep.steps``): written once at trace time and never
+    by the cached calls, had it been taken."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.state = types.SimpleNamespace(run=types.SimpleNamespace(deep=types.SimpleNamespace(steps=0)))
+
+        def forward(self, x):
+            self.state.run.deep.steps += 1
+            return x * 2
+
+    m = M()
+    with pytest.raises(
+        UnsupportedValueError, match=r"changes the object it holds as \.state .*'run\.deep\.steps'"
+    ):
+        thunder.jit(m)(torch.ones(2))
+    assert m.state.run.deep.steps == 0
+
+
 def test_module_argument_state_is_swapped_and_written_back():
     class M(torch.nn.Module):
         def __init__(self):

@@ -18,8 +18,9 @@ state gives; only when that fails does it compare values exactly (type and value
 ``2`` does not pass for ``2.0``), which is what a re-set value or a container needs.
 
 Objects held by attributes (instances of Python classes, such as a transformers config) get
-a check of their own state, two levels deep; objects further down, and objects inside
-containers, are checked by identity only.
+a check of their own state, four levels deep (``config.sub.inner.leaf``) and up to 64 objects
+per object a module holds; objects further down or beyond, and objects inside containers,
+are checked by identity only.
 """
 
 from __future__ import annotations

@@ -48,8 +48,11 @@ from thunder.ops import python as pyops
 from thunder.ops.python import same
 
 _ABSENT = object()
-# how deep the state of objects held by attributes (a config, its sub-configs) is checked
-_OBJECT_DEPTH = 2
+# how deep the state of objects held by attributes (a config, its sub-configs, theirs) is
+# checked, and how many objects of one such tree at most (an object holding a large graph of
+# objects gets the first ones; those further on are checked by identity)
+_OBJECT_DEPTH = 4
+_OBJECT_BUDGET = 64
 
 
 @dataclasses.dataclass
@@ -89,13 +92,18 @@ def _refill(container, snap) -> None:
         container.update(snap)
 
 
-def object_state(obj, depth: int = 0) -> ObjectState:
+def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
+    """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
+    most ``_OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
+    seen = {id(obj)} if seen is None else seen
     values, children = {}, {}
     d = object.__getattribute__(obj, "__dict__")
     for name, v in d.items():
         values[name] = snapshot(v)
-        if depth + 1 < _OBJECT_DEPTH and is_plain_object(v):
-            children[name] = object_state(v, depth + 1)
+    for name, v in d.items():
+        if depth + 1 < _OBJECT_DEPTH and id(v) not in seen and len(seen) < _OBJECT_BUDGET and is_plain_object(v):
+            seen.add(id(v))
+            children[name] = object_state(v, depth + 1, seen)
     return ObjectState(obj, values, children, dict(d))
 
 
