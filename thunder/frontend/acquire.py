@@ -471,7 +471,7 @@ def acquire(
         raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
     except HostRandomUsed:
         pass
-    # traced once more, with a profile hook that finds the draw (too slow to keep on); a second
+    # traced once more, under a line tracer that finds the draw (too slow to keep on); a second
     # trace that draws nothing (another thread drew meanwhile) is the trace
     calls = RandomCalls()
     try:

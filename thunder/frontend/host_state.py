@@ -11,9 +11,9 @@ meanwhile gets the real functions.
 A name bound before tracing (``from random import random``, ``from numpy.random import rand``)
 reaches the generator without the module attribute: for those, the state of Python's and
 NumPy's global generators is compared before and after the trace. A trace that changed one
-is refused (``HostRandomUsed``, the generator put back as it was) and traced once more with
-a profile hook (``RandomCalls``) that finds the call and its line for the error; when that
-second trace draws nothing (another thread drew meanwhile), it is the trace.
+is refused (``HostRandomUsed``, the generator put back as it was) and traced once more under
+a line tracer (``RandomCalls``) that finds the user's line for the error; when that second
+trace draws nothing (another thread drew meanwhile), it is the trace.
 """
 
 from __future__ import annotations

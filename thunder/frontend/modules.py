@@ -101,7 +101,12 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     for name, v in d.items():
         values[name] = snapshot(v)
     for name, v in d.items():
-        if depth + 1 < _OBJECT_DEPTH and id(v) not in seen and len(seen) < _OBJECT_BUDGET and is_plain_object(v):
+        if (
+            depth + 1 < _OBJECT_DEPTH
+            and id(v) not in seen
+            and len(seen) < _OBJECT_BUDGET
+            and is_plain_object(v)
+        ):
             seen.add(id(v))
             children[name] = object_state(v, depth + 1, seen)
     return ObjectState(obj, values, children, dict(d))
