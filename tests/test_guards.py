@@ -146,6 +146,50 @@ class ClassDefaults(nn.Module):
         return self.fc(x) * self.scale
 
 
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3)])
+        self.seq = nn.Sequential(nn.Linear(3, 3))
+        self.named = nn.ModuleDict({"a": nn.Linear(3, 3)})
+        self.scales = nn.ParameterList([nn.Parameter(torch.ones(3))])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        x = self.seq(x)
+        for layer in self.named.values():
+            x = layer(x)
+        for s in self.scales:
+            x = x * s
+        return x
+
+
+@pytest.mark.parametrize(
+    "grow",
+    [
+        lambda m: m.layers.append(nn.Linear(3, 3)),
+        lambda m: m.seq.add_module("extra", nn.ReLU()),
+        lambda m: m.named.update({"b": nn.Linear(3, 3)}),
+        lambda m: m.scales.append(nn.Parameter(torch.full((3,), 2.0))),
+        lambda m: m.named.update({"b": m.named.pop("a")}),  # the same layer under another name
+    ],
+    ids=["ModuleList.append", "Sequential.add_module", "ModuleDict item", "ParameterList.append", "renamed"],
+)
+def test_a_container_module_grown_after_the_first_call(grow):
+    """The cached program ran the layers there were at the trace: one added since was skipped."""
+    torch.manual_seed(0)
+    m = Stack()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    _check(jm, m, x)
+    grow(m)
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2
+    (reason,) = thunder.compile_stats(jm).entries[-1].miss_reasons
+    assert "module changed since it was traced: " in reason
+
+
 def test_forward_replaced_on_the_instance_after_the_first_call():
     # what accelerate's hooks and many patching tools do: ``module.forward = new_forward``
     m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())

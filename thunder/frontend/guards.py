@@ -94,10 +94,11 @@ _IDENTITY_TYPES = (
 _MACHINERY_PACKAGES = ("logging", "threading", "torch", "thunder", "weakref", "_thread", "abc", "typing")
 
 
-def state_check(items: dict, *, hooks: bool = False, keys=None) -> StateCheck:
+def state_check(items: dict, *, hooks: bool = False, keys=None, tables=None) -> StateCheck:
     """The check of ``items`` (name -> snapshot); ``keys``: every attribute name the object
-    had (an attribute added later, which may shadow a class attribute, misses the cache)."""
-    return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys)
+    had (an attribute added later, which may shadow a class attribute, misses the cache);
+    ``tables``: a container module's items, by name in order (``StateCheck``)."""
+    return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys, tables=tables)
 
 
 def snapshot(v):

@@ -92,6 +92,20 @@ def _refill(container, snap) -> None:
         container.update(snap)
 
 
+_CONTAINER_MODULES = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+_CONTAINER_PARAMETERS = (torch.nn.ParameterList, torch.nn.ParameterDict)
+
+
+def _tables(mod: torch.nn.Module) -> tuple | None:
+    """What ``check_module`` compares of a container module: the table of its items and their
+    names in order (None for other modules, whose tables are read by name)."""
+    if isinstance(mod, _CONTAINER_MODULES):
+        return ("_modules", tuple(mod._modules))
+    if isinstance(mod, _CONTAINER_PARAMETERS):
+        return ("_parameters", tuple(mod._parameters))
+    return None
+
+
 def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
     most ``_OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
@@ -128,6 +142,7 @@ class Shadow:
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
     keys: frozenset[str]  # the names in the real module's __dict__ as the call began
+    tables: tuple | None  # a container's table and its names as the call began (StateCheck)
 
 
 class ModuleShadows:
@@ -281,6 +296,7 @@ class ModuleShadows:
             as_inputs,
             hooks,
             frozenset(mod.__dict__),
+            _tables(mod),
         )
         self.by_id[id(mod)] = record
         self.of_shadow[id(shadow)] = record
@@ -452,7 +468,7 @@ class ModuleShadows:
             for n in CALL_HOOKS:
                 if n in record.real.__dict__:
                     state[n] = snapshot(record.real.__dict__[n])
-        check = state_check(state, hooks=bool(hooks), keys=record.keys)
+        check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=record.tables)
         bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
         inputs.checks.append(bsym)
         inputs.guards.append(record.holder)

@@ -121,11 +121,16 @@ class StateCheck:
     call first tests them for identity, then (when that fails) compares them exactly.
     ``keys``: every name the object's ``__dict__`` held, when given (the check then also fails
     on an attribute added since: an instance ``forward``, a value shadowing a class attribute,
-    a setting read as ``getattr(config, name, default)``)."""
+    a setting read as ``getattr(config, name, default)``).
+    ``tables``: for a container module, whose items the code iterates (``Sequential``,
+    ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``), the table that holds
+    them and their names in order: one added since (``append``, ``add_module``) would otherwise
+    be skipped by the cached program."""
 
-    __slots__ = ("names", "values", "get", "hooks", "keys", "size")
+    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables")
 
-    def __init__(self, names, values, *, hooks: bool = False, keys=None):
+    def __init__(self, names, values, *, hooks: bool = False, keys=None, tables=None):
+        self.tables = tables
         self.keys = None if keys is None else frozenset(keys)
         self.size = None if keys is None else len(self.keys)
         self.names = tuple(names)
