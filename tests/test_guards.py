@@ -166,17 +166,17 @@ class Stack(nn.Module):
 
 
 @pytest.mark.parametrize(
-    "grow",
+    "grow, changed",
     [
-        lambda m: m.layers.append(nn.Linear(3, 3)),
-        lambda m: m.seq.add_module("extra", nn.ReLU()),
-        lambda m: m.named.update({"b": nn.Linear(3, 3)}),
-        lambda m: m.scales.append(nn.Parameter(torch.full((3,), 2.0))),
-        lambda m: m.named.update({"b": m.named.pop("a")}),  # the same layer under another name
+        (lambda m: m.layers.append(nn.Linear(3, 3)), "m_layers"),
+        (lambda m: m.seq.add_module("extra", nn.ReLU()), "m_seq"),
+        (lambda m: m.named.update({"b": nn.Linear(3, 3)}), "m_named"),
+        (lambda m: m.scales.append(nn.Parameter(torch.full((3,), 2.0))), "m_scales"),
+        (lambda m: m.named.update({"b": m.named.pop("a")}), "m_named"),  # the same layer, renamed
     ],
     ids=["ModuleList.append", "Sequential.add_module", "ModuleDict item", "ParameterList.append", "renamed"],
 )
-def test_a_container_module_grown_after_the_first_call(grow):
+def test_a_container_module_grown_after_the_first_call(grow, changed):
     """The cached program ran the layers there were at the trace: one added since was skipped."""
     torch.manual_seed(0)
     m = Stack()
@@ -187,7 +187,63 @@ def test_a_container_module_grown_after_the_first_call(grow):
     _check(jm, m, x)
     assert thunder.compile_stats(jm).cache_misses == 2
     (reason,) = thunder.compile_stats(jm).entries[-1].miss_reasons
-    assert "module changed since it was traced: " in reason
+    assert f"check_module({changed}," in reason
+
+
+class Regularized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        out = self.fc(x)
+        for child in self.children():  # every submodule there is
+            out = out + child(x)
+        return out.sum() + sum(p.square().sum() for p in self.parameters())  # every parameter
+
+
+@pytest.mark.parametrize(
+    "grow",
+    [
+        lambda m: m.register_parameter("extra", nn.Parameter(torch.ones(3))),
+        lambda m: m.fc.register_parameter("extra", nn.Parameter(torch.ones(3))),
+        lambda m: setattr(m, "second", nn.Linear(3, 3)),
+    ],
+    ids=["parameter", "parameter of a submodule", "submodule"],
+)
+def test_parameters_or_submodules_iterated_by_forward_added_after_the_first_call(grow):
+    """``self.parameters()`` and ``self.children()`` in forward: what they gave at the trace was
+    taken as all there is."""
+    torch.manual_seed(0)
+    m = Regularized()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    _check(jm, m, x)
+    grow(m)
+    _check(jm, m, x)
+    (reason,) = thunder.compile_stats(jm).entries[-1].miss_reasons
+    assert "changed since it was traced: added 'extra'" in reason or "added 'second'" in reason
+
+
+def _tables_checked(jm) -> dict:
+    """holder name -> the tables its check_module line compares (None: none)."""
+    prologue = thunder.last_prologue_traces(jm)[-1]
+    bsyms = [b for b in prologue.bound_symbols for b in [b, *b.subsymbols]]
+    return {b.args[0].name: b.args[-1].tables for b in bsyms if b.sym.id.endswith("check_module")}
+
+
+def test_tables_are_checked_only_where_forward_read_them_whole():
+    """Reading ``self.fc`` by name needs no check of the other names (a layer added beside it
+    changes nothing forward reads); ``self.children()`` and ``self.parameters()`` do."""
+    torch.manual_seed(0)
+    jm = thunder.jit(WithConfig())
+    jm(torch.randn(3))
+    assert set(_tables_checked(jm).values()) == {None}
+    jr = thunder.jit(Regularized())
+    jr(torch.randn(2, 3))
+    tables = _tables_checked(jr)
+    assert tables["module"] == (("_modules", ("fc",)), ("_parameters", ()))
+    assert dict(tables["m_fc"])["_parameters"] == ("weight", "bias")
 
 
 def test_forward_replaced_on_the_instance_after_the_first_call():

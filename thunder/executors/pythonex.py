@@ -179,22 +179,24 @@ def check_module(m, cls, state):
         _module_changed(m, cls)
     if len(d) != state.size:
         _attributes_changed(d, state, cls)
-    t = state.tables
-    if t is not None and tuple(d[t[0]]) != t[1]:
-        _items_changed(d[t[0]], t[1], cls)
+    if state.tables:
+        for table, names in state.tables:
+            if tuple(d[table]) != names:
+                _items_changed(d[table], names, table, cls)
     _check_items(d, state, cls.__qualname__)
 
 
-def _items_changed(table, names, cls):
+def _items_changed(table, names, which: str, cls):
     now = tuple(table)
     added, removed = [n for n in now if n not in names], [n for n in names if n not in now]
-    what = "; ".join(
+    change = "; ".join(
         f"{verb} {', '.join(map(repr, items))}"
         for verb, items in (("added", added), ("removed", removed))
         if items
     )
+    kind = {"_modules": "submodules", "_parameters": "parameters", "_buffers": "buffers"}[which]
     raise PrologueCheckFailed(
-        f"the items of the {cls.__qualname__} module changed since it was traced: {what or 'reordered'}"
+        f"the {kind} of the {cls.__qualname__} module changed since it was traced: {change or 'reordered'}"
     )
 
 

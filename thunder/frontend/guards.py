@@ -97,7 +97,7 @@ _MACHINERY_PACKAGES = ("logging", "threading", "torch", "thunder", "weakref", "_
 def state_check(items: dict, *, hooks: bool = False, keys=None, tables=None) -> StateCheck:
     """The check of ``items`` (name -> snapshot); ``keys``: every attribute name the object
     had (an attribute added later, which may shadow a class attribute, misses the cache);
-    ``tables``: a container module's items, by name in order (``StateCheck``)."""
+    ``tables``: a module's tables the code read whole, with their names (``StateCheck``)."""
     return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys, tables=tables)
 
 

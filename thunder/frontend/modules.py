@@ -92,18 +92,61 @@ def _refill(container, snap) -> None:
         container.update(snap)
 
 
-_CONTAINER_MODULES = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
-_CONTAINER_PARAMETERS = (torch.nn.ParameterList, torch.nn.ParameterDict)
+class _Watched(dict):
+    """A shadow's table of parameters, buffers or submodules that notes (on its record, while
+    the traced code runs) when the code iterates it, asks its length, or finds a name missing:
+    what the code did then depends on every name in it (``for layer in self.layers``,
+    ``self.parameters()``, ``hasattr(self, "bias")``), and the prologue checks the names."""
 
+    __slots__ = ("_record", "_name")
 
-def _tables(mod: torch.nn.Module) -> tuple | None:
-    """What ``check_module`` compares of a container module: the table of its items and their
-    names in order (None for other modules, whose tables are read by name)."""
-    if isinstance(mod, _CONTAINER_MODULES):
-        return ("_modules", tuple(mod._modules))
-    if isinstance(mod, _CONTAINER_PARAMETERS):
-        return ("_parameters", tuple(mod._parameters))
-    return None
+    def __init__(self, items: dict, record, name: str):
+        super().__init__(items)
+        self._record = record
+        self._name = name
+
+    def _note(self) -> None:
+        if self._record.watching:
+            self._record.read_all.add(self._name)
+
+    def __iter__(self):
+        self._note()
+        return super().__iter__()
+
+    def __len__(self):
+        self._note()
+        return super().__len__()
+
+    def keys(self):
+        self._note()
+        return super().keys()
+
+    def values(self):
+        self._note()
+        return super().values()
+
+    def items(self):
+        self._note()
+        return super().items()
+
+    def __contains__(self, name):
+        found = super().__contains__(name)
+        if not found:
+            self._missing(name)
+        return found
+
+    def get(self, name, default=None):
+        if not super().__contains__(name):
+            self._missing(name)
+        return super().get(name, default)
+
+    def _missing(self, name) -> None:
+        # (``nn.Module.__getattr__`` looks a submodule up in the parameters and the buffers
+        # first: a name another table holds is no absence the code depends on)
+        d = self._record.shadow.__dict__
+        tables = (d.get("_parameters"), d.get("_buffers"), d.get("_modules"))
+        if not any(dict.__contains__(t, name) for t in tables if t is not None):
+            self._note()
 
 
 def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
@@ -142,7 +185,8 @@ class Shadow:
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
     keys: frozenset[str]  # the names in the real module's __dict__ as the call began
-    tables: tuple | None  # a container's table and its names as the call began (StateCheck)
+    read_all: set = dataclasses.field(default_factory=set)  # tables the code read whole (_Watched)
+    watching: bool = True  # (until the trace ends)
 
 
 class ModuleShadows:
@@ -208,7 +252,7 @@ class ModuleShadows:
                 k: (self.by_id[id(m)].shadow if m is not None else None)
                 for k, m in record.real._modules.items()
             }
-            record.shadow.__dict__["_modules"] = subs
+            record.shadow.__dict__["_modules"] = _Watched(subs, record, "_modules")
             record.modules = dict(subs)
             for k, v in list(record.shadow.__dict__.items()):  # modules held outside _modules
                 if isinstance(v, torch.nn.Module) and id(v) in self.by_id:
@@ -296,8 +340,9 @@ class ModuleShadows:
             as_inputs,
             hooks,
             frozenset(mod.__dict__),
-            _tables(mod),
         )
+        for table in ("_parameters", "_buffers"):
+            shadow.__dict__[table] = _Watched(shadow.__dict__[table], record, table)
         self.by_id[id(mod)] = record
         self.of_shadow[id(shadow)] = record
         self.order.append(record)
@@ -331,6 +376,8 @@ class ModuleShadows:
         a handle made before the call reaches the module's own table, not the shadow's copy)
         and the objects held by modules that forward changed (they are shared with the
         shadows): also when the trace fails. ``finish`` refuses such a trace."""
+        for record in self.order:
+            record.watching = False  # (what thunder reads of the tables from here on is its own)
         for record in self.order:
             for name, items in record.hooks.items():
                 table = record.real.__dict__.get(name)
@@ -468,7 +515,9 @@ class ModuleShadows:
             for n in CALL_HOOKS:
                 if n in record.real.__dict__:
                     state[n] = snapshot(record.real.__dict__[n])
-        check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=record.tables)
+        initial = {"_modules": record.modules, "_parameters": record.params, "_buffers": record.buffers}
+        tables = tuple((name, tuple(initial[name])) for name in sorted(record.read_all)) or None
+        check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=tables)
         bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
         inputs.checks.append(bsym)
         inputs.guards.append(record.holder)

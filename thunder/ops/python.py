@@ -122,9 +122,10 @@ class StateCheck:
     ``keys``: every name the object's ``__dict__`` held, when given (the check then also fails
     on an attribute added since: an instance ``forward``, a value shadowing a class attribute,
     a setting read as ``getattr(config, name, default)``).
-    ``tables``: for a container module, whose items the code iterates (``Sequential``,
-    ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``), the table that holds
-    them and their names in order: one added since (``append``, ``add_module``) would otherwise
+    ``tables``: for a module, ``(table, names)`` of each of its ``_modules``, ``_parameters``
+    and ``_buffers`` the traced code read whole (iterated it: ``for layer in self.layers``,
+    ``self.parameters()``; or found a name missing in it), with the names in order as the call
+    began: one added since (``append``, ``add_module``, ``register_parameter``) would otherwise
     be skipped by the cached program."""
 
     __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables")
