@@ -225,6 +225,37 @@ def test_parameters_or_submodules_iterated_by_forward_added_after_the_first_call
     assert "changed since it was traced: added 'extra'" in reason or "added 'second'" in reason
 
 
+class OptionalMask(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", None)
+        self.fc = nn.Linear(3, 3, bias=False)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y if self.mask is None else y * self.mask
+
+
+@pytest.mark.parametrize(
+    "set_it",
+    [
+        lambda m: setattr(m, "mask", torch.zeros(3)),
+        lambda m: setattr(m.fc, "bias", nn.Parameter(torch.ones(3))),
+    ],
+    ids=["buffer", "parameter"],
+)
+def test_a_buffer_or_parameter_that_was_none_set_after_the_first_call(set_it):
+    """Traced while None: a tensor set there since was one the cached program never read."""
+    torch.manual_seed(0)
+    m = OptionalMask()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    _check(jm, m, x)
+    set_it(m)
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
 def _tables_checked(jm) -> dict:
     """holder name -> the tables its check_module line compares (None: none)."""
     prologue = thunder.last_prologue_traces(jm)[-1]

@@ -269,8 +269,9 @@ class ModuleShadows:
         for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
             made = {}
             for name, t in table.items():
-                if t is None:
+                if t is None:  # (a bias=False Linear's bias, a buffer registered as None)
                     made[name] = None
+                    inputs.guard_none(holder, kind, name)
                     continue
                 p = tensors.get(id(t))
                 if p is None:
