@@ -384,6 +384,30 @@ def test_config_attributes_four_objects_down_are_checked():
     assert thunder.compile_stats(jm).cache_misses == 2
 
 
+class Specs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.specs = [types.SimpleNamespace(scale=2.0), types.SimpleNamespace(scale=3.0)]
+        self.named = {"a": types.SimpleNamespace(shift=1.0)}
+
+    def forward(self, x):
+        for spec in self.specs:
+            x = x * spec.scale
+        return x + self.named["a"].shift
+
+
+def test_objects_in_a_list_or_dict_held_by_a_module_changed():
+    m = Specs()
+    jm = thunder.jit(m)
+    x = torch.randn(3)
+    _check(jm, m, x)
+    m.specs[1].scale = 10.0
+    _check(jm, m, x)
+    m.named["a"].shift = -1.0
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 3
+
+
 G_TENSOR = torch.ones(4)
 G_FLAG = True
 G_SCALE = 2

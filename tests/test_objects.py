@@ -423,6 +423,22 @@ def test_an_object_held_by_a_module_changed_by_forward_is_refused_and_put_back()
     assert m.stats.inner is inner and inner.total == 1.0
 
 
+def test_an_object_in_a_list_held_by_a_module_changed_by_forward_is_refused_and_put_back():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.meters = [types.SimpleNamespace(n=0)]
+
+        def forward(self, x):
+            self.meters[0].n += 1
+            return x * 2
+
+    m = M()
+    with pytest.raises(UnsupportedValueError, match=r"changes the object it holds as \.meters\[0\] .*'n'"):
+        thunder.jit(m)(torch.ones(2))
+    assert m.meters[0].n == 0
+
+
 def test_a_deeper_object_changed_by_forward_is_refused_and_put_back():
     """Three objects down (``self.state.run.deep.steps``): written once at trace time and never
     by the cached calls, had it been taken."""

@@ -19,8 +19,8 @@ state gives; only when that fails does it compare values exactly (type and value
 
 Objects held by attributes (instances of Python classes, such as a transformers config) get
 a check of their own state, four levels deep (``config.sub.inner.leaf``) and up to 64 objects
-per object a module holds; objects further down or beyond, and objects inside containers,
-are checked by identity only.
+per object a module holds, and so do the first 64 such objects in a list, tuple or dict a
+module holds; objects further down or beyond are checked by identity only.
 """
 
 from __future__ import annotations

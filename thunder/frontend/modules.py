@@ -20,6 +20,7 @@ state as the call began: a module attribute changed between calls (``m.eval()``,
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import types
@@ -53,6 +54,7 @@ _ABSENT = object()
 # objects gets the first ones; those further on are checked by identity)
 _OBJECT_DEPTH = 4
 _OBJECT_BUDGET = 64
+_HOLDING = (list, tuple, dict, collections.OrderedDict)
 
 
 @dataclasses.dataclass
@@ -177,7 +179,8 @@ class Shadow:
     shadow: torch.nn.Module
     holder: AnyProxy
     state: dict[str, Any]  # the real module's plain attributes as the call began (snapshots)
-    objects: dict[str, ObjectState]  # plain objects held by attributes
+    # plain objects held by attributes (by name), or in a list, tuple or dict held so ((name, key))
+    objects: dict[str | tuple, ObjectState]
     initial: dict[str, Any]  # the shadow's __dict__ as made
     params: dict[str, Any]  # the shadow's _parameters as made
     buffers: dict[str, Any]
@@ -324,6 +327,11 @@ class ModuleShadows:
                 d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
+            elif type(v) in _HOLDING:  # objects in a list, a tuple or a dict (the first ones)
+                items = v.items() if isinstance(v, dict) else enumerate(v)
+                held = [(k, x) for k, x in items if is_plain_object(x)][:_OBJECT_BUDGET]
+                for k, x in held:
+                    objects[(name, k)] = object_state(x)
         fast = FAST_PATHS.get(type(mod))
         if fast is not None and "forward" not in d:  # eager's input-dependent path, as traced
             d["forward"] = types.MethodType(functools.partial(fast, flag=self.guarded_flag), shadow)
@@ -389,7 +397,8 @@ class ModuleShadows:
             for name, obj in record.objects.items():
                 changed = obj.restore()
                 if changed is not None and self.object_changed is None:
-                    self.object_changed = (record, name, changed)
+                    where = name if isinstance(name, str) else f"{name[0]}[{name[1]!r}]"
+                    self.object_changed = (record, where, changed)
 
     def finish(self) -> None:
         """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
@@ -522,15 +531,33 @@ class ModuleShadows:
         bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
         inputs.checks.append(bsym)
         inputs.guards.append(record.holder)
+        holding: dict[str, AnyProxy] = {}  # the containers held objects are in, unpacked once
         for name, obj in record.objects.items():
-            if name in state:
-                self._guard_object(record.holder, name, obj)
+            if isinstance(name, str):
+                if name in state:
+                    self._guard_object(record.holder, name, obj)
+                continue
+            attr, key = name
+            if attr not in state:
+                continue
+            if attr not in holding:
+                container = record.real.__dict__[attr]
+                holding[attr] = AnyProxy(
+                    inputs.computation.add_name(f"{record.holder.name}_{attr}"), type(container)
+                )
+                inputs.prologue.names.add(holding[attr].name)
+                inputs.sources[holding[attr].name] = (
+                    holding[attr],
+                    Unpack(record.holder, "attr", attr),
+                    container,
+                )
+            self._guard_object(holding[attr], key, obj, "item")
 
-    def _guard_object(self, parent: AnyProxy, name: str, obj: ObjectState) -> None:
+    def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
         inputs = self.state.inputs
-        holder = AnyProxy(inputs.computation.add_name(f"{parent.name}_{name}"), type(obj.obj))
+        holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
         inputs.prologue.names.add(holder.name)
-        inputs.sources[holder.name] = (holder, Unpack(parent, "attr", name), obj.obj)
+        inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
         check = state_check(obj.values, keys=obj.values.keys())
         inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
         inputs.guards.append(holder)
