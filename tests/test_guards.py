@@ -7,6 +7,7 @@ values by value)."""
 
 from __future__ import annotations
 
+import functools
 import types
 from random import uniform as _bound_uniform  # bound at import, as a model file does
 
@@ -17,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import thunder
-from thunder.frontend.errors import UnsupportedOpError
+from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError
 
 
 def _check(jm, m, *args):
@@ -406,6 +407,85 @@ def test_objects_in_a_list_or_dict_held_by_a_module_changed():
     m.named["a"].shift = -1.0
     _check(jm, m, x)
     assert thunder.compile_stats(jm).cache_misses == 3
+
+
+G_CFG = types.SimpleNamespace(scale=2.0, inner=types.SimpleNamespace(shift=1.0))
+G_SPECS = [types.SimpleNamespace(k=3.0)]
+
+
+def _reads_global_objects(x):
+    return x * G_CFG.scale + G_CFG.inner.shift + G_SPECS[0].k
+
+
+class Scaler:
+    def __init__(self):
+        self.scale = 2.0
+
+    def __call__(self, x):
+        return x * self.scale
+
+
+def _scaled(x, spec):
+    return x * spec.scale
+
+
+def _closure_over(spec):
+    return lambda x: x * spec.scale
+
+
+@pytest.mark.parametrize(
+    "make, change",
+    [
+        (lambda: _reads_global_objects, lambda f: setattr(G_CFG, "scale", 5.0)),
+        (lambda: _reads_global_objects, lambda f: setattr(G_CFG.inner, "shift", 7.0)),
+        (lambda: _reads_global_objects, lambda f: setattr(G_SPECS[0], "k", 9.0)),
+        (
+            lambda: _closure_over(types.SimpleNamespace(scale=2.0)),
+            lambda f: setattr(f.__closure__[0].cell_contents, "scale", 4.0),
+        ),
+        (lambda: Scaler(), lambda f: setattr(f, "scale", 6.0)),
+        (
+            lambda: functools.partial(_scaled, spec=types.SimpleNamespace(scale=2.0)),
+            lambda f: setattr(f.keywords["spec"], "scale", 3.0),
+        ),
+    ],
+    ids=[
+        "global object",
+        "object in a global object",
+        "object in a global list",
+        "closure object",
+        "callable object",
+        "partial argument",
+    ],
+)
+def test_objects_read_through_globals_closures_or_the_callable_changed(make, change):
+    """Objects the traced code reads that are no module's: their attributes were taken as
+    they were at the trace."""
+    saved = (G_CFG.scale, G_CFG.inner.shift, G_SPECS[0].k)
+    try:
+        fn = make()
+        jfn = thunder.jit(fn)
+        x = torch.randn(3)
+        _check(jfn, fn, x)
+        change(fn)
+        _check(jfn, fn, x)
+        assert thunder.compile_stats(jfn).cache_misses == 2
+    finally:
+        G_CFG.scale, G_CFG.inner.shift, G_SPECS[0].k = saved
+
+
+def test_an_object_read_from_a_closure_and_changed_by_the_traced_code_is_refused_and_put_back():
+    counter = types.SimpleNamespace(n=0)
+
+    def counts(x):
+        counter.n += 1
+        return x * 2
+
+    with pytest.raises(
+        UnsupportedValueError, match=r"changes the SimpleNamespace object closure variable counter .*'n'"
+    ):
+        thunder.jit(counts)(torch.ones(2))
+    assert counter.n == 0
 
 
 G_TENSOR = torch.ones(4)

@@ -512,10 +512,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         if module is not None:
             fn = state.shadows.shadow(module)
         # the globals and closure cells the user's code may read, as the call begins
-        guard_code_reads(
-            state.inputs,
-            code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order}),
-        )
+        reads = code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order})
+        guard_code_reads(state.inputs, reads)
         try:
             with (
                 module_scopes(comp, state.module_paths),
@@ -526,6 +524,13 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 result = fn(*pargs, **pkwargs)
         finally:
             state.shadows.restore_user_state()
+            changed = reads.restore_objects()
+        if changed is not None:
+            raise UnsupportedValueError(
+                f"thunder: the traced code changes {changed}; changing objects it reads from globals, closures "
+                "or default arguments while tracing is not supported (the object was put back as it was): pass "
+                "the object as an argument, or keep such state in a module's attributes or buffers"
+            )
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)

@@ -17,6 +17,11 @@ identity in one C-level pass (``all(map(operator.is_, ...))``), which is what an
 state gives; only when that fails does it compare values exactly (type and value, so
 ``2`` does not pass for ``2.0``), which is what a re-set value or a container needs.
 
+Plain objects among the values of globals, closure cells and default arguments (or in a
+list, tuple or dict there), a jitted callable object and a ``functools.partial``'s arguments
+get the same check of their state, by attribute (``CodeReads.objects``); one the traced code
+changes is put back and the trace refused.
+
 Objects held by attributes (instances of Python classes, such as a transformers config) get
 a check of their own state, four levels deep (``config.sub.inner.leaf``) and up to 64 objects
 per object a module holds, and so do the first 64 such objects in a list, tuple or dict a
@@ -28,6 +33,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import functools
 import os
 import sys
 import sysconfig
@@ -171,6 +177,35 @@ class CodeReads:
     cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
     classes: list[tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=list)
     defaults: list[tuple[types.FunctionType, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    # plain objects among those values, in them (a list of configs) or called (the jitted
+    # callable object, a partial's arguments): id -> (a name for them, their state)
+    objects: dict[int, tuple[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def add_objects(self, label: str, v) -> None:
+        from thunder.frontend.modules import object_state
+
+        for o in _objects_in(v):
+            if id(o) not in self.objects:
+                self.objects[id(o)] = (label, object_state(o))
+
+    def restore_objects(self) -> str | None:
+        """Put back what the trace changed of those objects; the first change, or None."""
+        changed = None
+        for label, obj in self.objects.values():
+            inner = obj.restore()
+            if inner is not None and changed is None:
+                changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
+        return changed
+
+
+def _objects_in(v) -> list:
+    """``v`` when it is a plain object, else the plain objects a list, tuple or dict ``v`` holds
+    (the first 64)."""
+    if is_plain_object(v):
+        return [v]
+    if type(v) in (list, tuple, dict, collections.OrderedDict):
+        return [x for x in (v.values() if isinstance(v, dict) else v) if is_plain_object(x)][:64]
+    return []
 
 
 def code_reads(functions, classes=()) -> CodeReads:
@@ -179,7 +214,18 @@ def code_reads(functions, classes=()) -> CodeReads:
     modules they import (``config.FLAG``). A name bound to a module (``torch``, ``F``) is
     checked by identity: rebinding it to another object misses the cache."""
     reads = CodeReads()
-    todo = list(functions)
+    todo = []
+    for fn in functions:  # a callable object's state and methods; a partial's function and arguments
+        if isinstance(fn, functools.partial):
+            todo.append(fn.func)
+            for i, v in enumerate((*fn.args, *fn.keywords.values())):
+                reads.add_objects(f"bound by the partial ({i})", v)
+                todo.extend(_reached(v))
+        elif is_plain_object(fn):
+            reads.add_objects("called", fn)
+            todo.extend(_reached(type(fn)))
+        else:
+            todo.append(fn)
     seen_classes: set[int] = set()
     for cls in classes:
         for klass in cls.__mro__:
@@ -205,6 +251,8 @@ def code_reads(functions, classes=()) -> CodeReads:
                 "__kwdefaults__": snapshot(fn.__kwdefaults__),
             }
             reads.defaults.append((fn, values))
+            for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()):
+                reads.add_objects(f"a default of {fn.__name__}", v)
             todo.extend(
                 f
                 for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
@@ -219,6 +267,7 @@ def code_reads(functions, classes=()) -> CodeReads:
                     continue
                 v = g[name]
                 values[name] = snapshot(v)
+                reads.add_objects(f"global {name}", v)
                 if isinstance(v, types.ModuleType):
                     if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
                         modules.append(v)
@@ -237,6 +286,7 @@ def code_reads(functions, classes=()) -> CodeReads:
                     ):
                         continue
                     read[name] = snapshot(v)
+                    reads.add_objects(f"{mod.__name__}.{name}", v)
                     todo.extend(_reached(v))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             if name == "__class__":  # the class a method using super() is defined in: fixed
@@ -246,6 +296,7 @@ def code_reads(functions, classes=()) -> CodeReads:
             except ValueError:  # not set yet (a recursive helper defined later)
                 continue
             reads.cells.append((cell, name, snapshot(v)))
+            reads.add_objects(f"closure variable {name}", v)
             todo.extend(_reached(v))
     return reads
 
@@ -312,3 +363,7 @@ def guard_code_reads(inputs, reads: CodeReads) -> None:
     for cell, name, value in reads.cells:
         h = holder(f"cell_{name}", cell, types.CellType)
         inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))
+    from thunder.frontend.modules import guard_object_state
+
+    for _, obj in reads.objects.values():  # (by identity through the checks above; their state here)
+        guard_object_state(inputs, holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj)), obj)

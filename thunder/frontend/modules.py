@@ -554,15 +554,26 @@ class ModuleShadows:
             self._guard_object(holding[attr], key, obj, "item")
 
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-        inputs = self.state.inputs
-        holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
-        inputs.prologue.names.add(holder.name)
-        inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
-        check = state_check(obj.values, keys=obj.values.keys())
-        inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
-        inputs.guards.append(holder)
-        for child_name, child in obj.children.items():
-            self._guard_object(holder, child_name, child)
+        guard_held_object(self.state.inputs, parent, name, obj, kind)
+
+
+def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
+    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
+    and check its state (``guard_object_state``)."""
+    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
+    inputs.prologue.names.add(holder.name)
+    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
+    guard_object_state(inputs, holder, obj)
+
+
+def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
+    """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
+    objects below it."""
+    check = state_check(obj.values, keys=obj.values.keys())
+    inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
+    inputs.guards.append(holder)
+    for child_name, child in obj.children.items():
+        guard_held_object(inputs, holder, child_name, child)
 
 
 def _rereads(old, new, reals: dict) -> bool:
