@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import thunder
+from thunder.frontend.errors import UnsupportedOpError
 
 CALLS = {
     "cat axis": lambda x: torch.cat([x, x], axis=1),
@@ -32,6 +33,7 @@ CALLS = {
     "type name": lambda x: x.type("torch.DoubleTensor"),
     "type dtype keyword": lambda x: x.type(dtype=torch.int64),
     "type() is the name": lambda x: x + len(x.type()),
+    "H and mH": lambda x: x.H @ x + x.mH @ x,
 }
 
 
@@ -109,3 +111,49 @@ def test_a_compiled_module_with_state_called_inside_another_writes_its_state_bac
         torch.testing.assert_close(jm(x), me(x))
         assert m.inner._model.calls == me.inner._model.calls
         torch.testing.assert_close(m.inner._model.n, me.inner._model.n)
+
+
+def test_out_writes_the_result_into_the_tensor_given_as_eager_does():
+    """``torch.add(a, b, out=c)``: the result copied into ``c`` (an input: the caller's tensor
+    changes) and ``c`` returned; a result that would need resizing or casting ``c`` is an error."""
+
+    def fn(a, b, c):
+        r = torch.add(a, b, out=c)
+        return r * 2, torch.nn.functional.normalize(a, dim=0, out=torch.empty(3))
+
+    a, b = torch.randn(3), torch.randn(3)
+    c1, c2 = torch.zeros(3), torch.zeros(3)
+    got, expected = thunder.jit(fn)(a, b, c1), fn(a, b, c2)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(c1, c2)
+    with pytest.raises(
+        UnsupportedOpError, match=r"torch.add\(out=...\): the result \(\(3,\) torch.float32\) is not"
+    ):
+        thunder.jit(fn)(a, b, torch.zeros(2))
+
+
+@pytest.mark.parametrize("which", ["parametrizations", "hook"])
+def test_spectral_norm_trains_as_eager(which):
+    """Its power iteration writes the singular vectors with ``F.normalize(..., out=self._u)``
+    and reads ``weight.H`` (the newer form): three training calls, buffers and gradients."""
+    import copy
+
+    torch.manual_seed(0)
+    wrap = (
+        torch.nn.utils.parametrizations.spectral_norm
+        if which == "parametrizations"
+        else torch.nn.utils.spectral_norm
+    )
+    model = wrap(torch.nn.Linear(4, 3))
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        out, expected = jm(x), ref(x)
+        torch.testing.assert_close(out, expected)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+    for (n, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=n)
+    for (n, b), (_, q) in zip(model.named_buffers(), ref.named_buffers()):
+        torch.testing.assert_close(b, q, msg=n)

@@ -16,6 +16,8 @@ from thunder.frontend.errors import UnsupportedOpError
 WRITES = {
     "T": lambda x: x.T.add_(1),
     "mT": lambda x: x.mT.mul_(2),
+    "H": lambda x: x.H.mul_(2),
+    "mH": lambda x: x.mH[0].add_(1),
     "T[0]": lambda x: x.T[0].add_(1),
     "T[0] setitem": lambda x: x.T.__setitem__(0, 5.0),
     "t": lambda x: x.t().sub_(1),

@@ -312,10 +312,9 @@ class AcquisitionMode(TorchFunctionMode):
             )
         args, kwargs = state.resolve((args, kwargs))
         args, kwargs = _python_dtypes(args, kwargs)
-        if kwargs.pop("out", None) is not None:
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)}(out=...) is not supported" + at(user_location())
-            )
+        out = kwargs.pop("out", None)
+        if out is not None:
+            return self._into(func, args, kwargs, out)
         if ("axis" in kwargs or "keepdims" in kwargs) and isinstance(func, _C_FUNCTIONS):
             kwargs = _numpy_names(kwargs)
         if (
@@ -380,6 +379,31 @@ class AcquisitionMode(TorchFunctionMode):
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())
         )
+
+    def _into(self, func, args, kwargs, out):
+        """``func(..., out=t)``: the op, then its result copied into ``t`` as ``t.copy_`` would
+        (a write into an input or a buffer reaches the caller's tensor); returns ``t``, as eager
+        does. Only where the result has ``t``'s shape and dtype (eager would resize or cast)."""
+        from thunder.ops import ltorch
+
+        op = f"{describe(func)}(out=...)"
+        target = TORCH_TO_THUNDER.get(func)
+        if target is None or not isinstance(out, TensorProxy):
+            what = "no thunder op for it" if target is None else "out= is a tuple or not a tensor"
+            raise UnsupportedOpError(f"thunder: {op} is not supported ({what})" + at(user_location()))
+        result = self._call(func, target, args, kwargs)
+        if not isinstance(result, TensorProxy) or (result.shape, result.dtype) != (out.shape, out.dtype):
+            got = (
+                f"{tuple(result.shape)} {result.dtype}"
+                if isinstance(result, TensorProxy)
+                else type(result).__name__
+            )
+            raise UnsupportedOpError(
+                f"thunder: {op}: the result ({got}) is not of out's shape and dtype ({tuple(out.shape)} "
+                f"{out.dtype}), where eager would resize or cast out; not supported, assign the result instead"
+                + at(user_location())
+            )
+        return self.state.rebind(out, self._call(T.copy_, ltorch.copy_to, (out, result), {}), op)
 
     def _requires_grad(self, t: TensorProxy, flag: bool, op: str) -> TensorProxy:
         """``t.requires_grad_(flag)``: on a value computed here that requires no grad, the

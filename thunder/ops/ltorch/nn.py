@@ -293,9 +293,7 @@ def weight_norm(v, g, dim: int = 0):
 
 
 @torchsymbol(F.normalize, torch_impl="torch.nn.functional.normalize", tags=(Tag.NORM,))
-def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
-    if out is not None:
-        raise ShapeError("F.normalize: out= is not supported")
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
     norm = red.vector_norm(input, p, dim, True)
     return prims.div(input, _expand_to(prims.maximum(norm, eps), shape_of(input)))
 

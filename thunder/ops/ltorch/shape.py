@@ -134,11 +134,28 @@ def t(a):
 
 tensor_property("T")(lambda a: permute(a, tuple(reversed(range(len(shape_of(a)))))))
 tensor_property("mT")(lambda a: transpose(a, -2, -1))
+
+
+def _adjoint(a, prop: str, matrix_only: bool):
+    """``x.H`` / ``x.mH``: the conjugate transpose, a transpose for real dtypes (thunder has no
+    conjugate views: complex tensors are refused)."""
+    if a.dtype.is_complex:
+        raise ShapeError(f"Tensor.{prop}: the conjugate of a complex tensor is not supported")
+    n = len(shape_of(a))
+    if matrix_only and n != 2:
+        raise ShapeError(f"Tensor.{prop}: expected a matrix (2 dimensions), got {n}")
+    return transpose(a, -2, -1)
+
+
+tensor_property("H")(lambda a: _adjoint(a, "H", True))
+tensor_property("mH")(lambda a: _adjoint(a, "mH", False))
 # The view op, its arguments and the torch callable each view-making property is (``x.T``: ``x.permute(...)``), so
 # writes through it reach its base and it sees writes into its base (frontend/acquire.py).
 PROPERTY_VIEWS = {
     "T": lambda a: (permute, (tuple(reversed(range(len(shape_of(a))))),), torch.permute),
     "mT": lambda a: (transpose, (-2, -1), torch.transpose),
+    "H": lambda a: (transpose, (-2, -1), torch.transpose),
+    "mH": lambda a: (transpose, (-2, -1), torch.transpose),
 }
 
 
