@@ -199,6 +199,14 @@ class Acquisition:
                 from thunder.ops.ltorch.factories import in_graph_of
 
                 value = in_graph_of(value, current)
+            elif current.meta_requires_grad and not value.meta_requires_grad:
+                # a write under no_grad (``with torch.no_grad(): self.w.clamp_(max=1)``) is not
+                # in eager's graph: the tensor stays itself there, and later ops pass their
+                # gradient to it unchanged (to the parameter, for a parameter)
+                from thunder.ops.ltorch.inplace import write_through_detach
+
+                with torch.enable_grad():
+                    value = write_through_detach(current, value)
         if value is current:
             return original
         if not self._through_detach:

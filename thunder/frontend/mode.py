@@ -14,6 +14,7 @@ import sys
 import types
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
@@ -146,6 +147,27 @@ def _inlinable(func):
     return body
 
 
+def _embedding_max_norm(input, weight, padding_idx=None, max_norm=None, *args, **kwargs):
+    return max_norm
+
+
+def _renormed_embedding(
+    input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
+):
+    """``F.embedding`` with ``max_norm``: as eager, the rows ``input`` picks whose norm exceeds
+    ``max_norm`` are scaled down in the weight itself (in place, without grad: the epilogue
+    writes the parameter), then looked up."""
+    with torch.no_grad():
+        w = weight.detach()
+        picked = torch.zeros(w.shape[0], dtype=torch.bool, device=w.device).index_fill(
+            0, input.reshape(-1), True
+        )
+        norms = torch.linalg.vector_norm(w, norm_type, dim=1, keepdim=True)
+        too_long = picked.unsqueeze(1) & (norms > max_norm)
+        w.mul_(torch.where(too_long, max_norm / (norms + 1e-7), torch.ones_like(norms)))
+    return F.embedding(input, weight, padding_idx, None, norm_type, scale_grad_by_freq, sparse)
+
+
 # torch reads a Python type given as a dtype as these (``torch.tensor([-1], dtype=int)``)
 _PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
 
@@ -242,6 +264,9 @@ class AcquisitionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
             return self.state.subclasses.handle(self, func, args, kwargs)
+        if func is F.embedding and _embedding_max_norm(*args, **kwargs) is not None:
+            with self:  # its torch calls are recorded
+                return _renormed_embedding(*args, **kwargs)
         if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
