@@ -766,3 +766,23 @@ def test_embedding_with_max_norm_renormalises_the_weight_as_eager(options):
     torch.testing.assert_close(model[0].weight, ref[0].weight, rtol=1e-6, atol=1e-6)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_with_max_norm_renormalises_the_weight_as_eager(mode):
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.EmbeddingBag(10, 4, max_norm=1.0, mode=mode)
+    with torch.no_grad():
+        model.weight.mul_(3)
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    for _ in range(3):
+        idx = torch.randint(0, 10, (3, 5))
+        out, expected = jm(idx), ref(idx)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+    torch.testing.assert_close(model.weight, ref.weight, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(model.weight.grad, ref.weight.grad)

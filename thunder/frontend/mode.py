@@ -10,6 +10,7 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 
@@ -147,16 +148,10 @@ def _inlinable(func):
     return body
 
 
-def _embedding_max_norm(input, weight, padding_idx=None, max_norm=None, *args, **kwargs):
-    return max_norm
-
-
-def _renormed_embedding(
-    input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False
-):
-    """``F.embedding`` with ``max_norm``: as eager, the rows ``input`` picks whose norm exceeds
-    ``max_norm`` are scaled down in the weight itself (in place, without grad: the epilogue
-    writes the parameter), then looked up."""
+def _renorm_rows(weight, input, max_norm, norm_type) -> None:
+    """Eager's ``max_norm`` for ``F.embedding`` and ``F.embedding_bag``: the rows ``input``
+    picks whose norm exceeds ``max_norm`` are scaled down in the weight itself (in place,
+    without grad: the epilogue writes the parameter, whose gradient is kept)."""
     with torch.no_grad():
         w = weight.detach()
         picked = torch.zeros(w.shape[0], dtype=torch.bool, device=w.device).index_fill(
@@ -165,7 +160,33 @@ def _renormed_embedding(
         norms = torch.linalg.vector_norm(w, norm_type, dim=1, keepdim=True)
         too_long = picked.unsqueeze(1) & (norms > max_norm)
         w.mul_(torch.where(too_long, max_norm / (norms + 1e-7), torch.ones_like(norms)))
-    return F.embedding(input, weight, padding_idx, None, norm_type, scale_grad_by_freq, sparse)
+
+
+_EMBEDDING_ARGS = {
+    F.embedding: inspect.signature(F.embedding),
+    F.embedding_bag: inspect.signature(F.embedding_bag),
+}
+
+
+def _max_norm_bound(func, args, kwargs):
+    """The call's arguments by name when it is ``F.embedding``/``F.embedding_bag`` with a
+    ``max_norm``, else None."""
+    sig = _EMBEDDING_ARGS.get(func)
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    return bound.arguments if bound.arguments.get("max_norm") is not None else None
+
+
+def _renormed_lookup(func, arguments: dict):
+    """``func`` with ``max_norm``, as eager runs it: the rows renormed, then looked up."""
+    _renorm_rows(
+        arguments["weight"], arguments["input"], arguments["max_norm"], arguments.get("norm_type", 2.0)
+    )
+    return func(**{**arguments, "max_norm": None})
 
 
 # torch reads a Python type given as a dtype as these (``torch.tensor([-1], dtype=int)``)
@@ -264,9 +285,10 @@ class AcquisitionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
             return self.state.subclasses.handle(self, func, args, kwargs)
-        if func is F.embedding and _embedding_max_norm(*args, **kwargs) is not None:
+        arguments = _max_norm_bound(func, args, kwargs)
+        if arguments is not None:
             with self:  # its torch calls are recorded
-                return _renormed_embedding(*args, **kwargs)
+                return _renormed_lookup(func, arguments)
         if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
