@@ -166,6 +166,7 @@ def check_hasattr(x, name, expected):
 
 
 _is = operator.is_
+_NO_ENTRY = object()  # (an entry a module's table no longer has)
 
 
 def check_module(m, cls, state):
@@ -183,6 +184,9 @@ def check_module(m, cls, state):
         for table, names in state.tables:
             if tuple(d[table]) != names:
                 _items_changed(d[table], names, table, cls)
+    for table, name in state.nones:
+        if d[table].get(name, _NO_ENTRY) is not None:
+            raise PrologueCheckFailed(f"{cls.__qualname__}.{name} was None when traced and is not now")
     _check_items(d, state, cls.__qualname__)
 
 

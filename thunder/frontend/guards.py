@@ -100,11 +100,12 @@ _IDENTITY_TYPES = (
 _MACHINERY_PACKAGES = ("logging", "threading", "torch", "thunder", "weakref", "_thread", "abc", "typing")
 
 
-def state_check(items: dict, *, hooks: bool = False, keys=None, tables=None) -> StateCheck:
+def state_check(items: dict, *, hooks: bool = False, keys=None, tables=None, nones=()) -> StateCheck:
     """The check of ``items`` (name -> snapshot); ``keys``: every attribute name the object
     had (an attribute added later, which may shadow a class attribute, misses the cache);
-    ``tables``: a module's tables the code read whole, with their names (``StateCheck``)."""
-    return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys, tables=tables)
+    ``tables``: a module's tables the code read whole, with their names; ``nones``: its
+    parameters and buffers that are None (``StateCheck``)."""
+    return StateCheck(items.keys(), items.values(), hooks=hooks, keys=keys, tables=tables, nones=nones)
 
 
 def snapshot(v):

@@ -252,14 +252,6 @@ class Inputs:
         self.sources[holder.name] = (holder, unpack, v)
         return holder
 
-    def guard_none(self, holder: AnyProxy, kind: str, name: str) -> None:
-        """Check that the module's parameter or buffer ``name`` is still None (``kind``:
-        ``"param"`` or ``"buffer"``): a tensor set there since is one the program never read."""
-        p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(None))
-        self.sources[p.name] = (p, Unpack(holder, kind, name), None)
-        self.checks.append(BoundSymbol(pyops.check_literal, (p, None), {}, None))
-        self.guards.append(p)
-
     def guard_attr(self, holder: AnyProxy, name: str, value) -> str:
         """Check ``holder.name == value`` in the prologue (module attributes the function set)."""
         p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(value))

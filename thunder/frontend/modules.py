@@ -189,6 +189,7 @@ class Shadow:
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
     keys: frozenset[str]  # the names in the real module's __dict__ as the call began
     read_all: set = dataclasses.field(default_factory=set)  # tables the code read whole (_Watched)
+    nones: tuple = ()  # (table, name) of its parameters and buffers that were None (StateCheck)
     watching: bool = True  # (until the trace ends)
 
 
@@ -268,13 +269,14 @@ class ModuleShadows:
         shadow = object.__new__(type(mod))
         d = dict(mod.__dict__)
         state, objects, as_inputs = {}, {}, set()
+        nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None
         tensors: dict[int, TensorProxy] = self.state.module_tensors
         for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
             made = {}
             for name, t in table.items():
                 if t is None:  # (a bias=False Linear's bias, a buffer registered as None)
                     made[name] = None
-                    inputs.guard_none(holder, kind, name)
+                    nones.append(("_parameters" if kind == "param" else "_buffers", name))
                     continue
                 p = tensors.get(id(t))
                 if p is None:
@@ -350,6 +352,7 @@ class ModuleShadows:
             hooks,
             frozenset(mod.__dict__),
         )
+        record.nones = tuple(nones)
         for table in ("_parameters", "_buffers"):
             shadow.__dict__[table] = _Watched(shadow.__dict__[table], record, table)
         self.by_id[id(mod)] = record
@@ -527,7 +530,7 @@ class ModuleShadows:
                     state[n] = snapshot(record.real.__dict__[n])
         initial = {"_modules": record.modules, "_parameters": record.params, "_buffers": record.buffers}
         tables = tuple((name, tuple(initial[name])) for name in sorted(record.read_all)) or None
-        check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=tables)
+        check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=tables, nones=record.nones)
         bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
         inputs.checks.append(bsym)
         inputs.guards.append(record.holder)

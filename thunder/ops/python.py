@@ -126,12 +126,16 @@ class StateCheck:
     and ``_buffers`` the traced code read whole (iterated it: ``for layer in self.layers``,
     ``self.parameters()``; or found a name missing in it), with the names in order as the call
     began: one added since (``append``, ``add_module``, ``register_parameter``) would otherwise
-    be skipped by the cached program."""
+    be skipped by the cached program.
+    ``nones``: ``(table, name)`` of a module's parameters and buffers that were None (a Linear's
+    bias with ``bias=False``, a buffer registered as None): a tensor set there since is one the
+    program never read."""
 
-    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables")
+    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables", "nones")
 
-    def __init__(self, names, values, *, hooks: bool = False, keys=None, tables=None):
+    def __init__(self, names, values, *, hooks: bool = False, keys=None, tables=None, nones=()):
         self.tables = tables
+        self.nones = nones
         self.keys = None if keys is None else frozenset(keys)
         self.size = None if keys is None else len(self.keys)
         self.names = tuple(names)
