@@ -166,6 +166,20 @@ class Stack(nn.Module):
         return x
 
 
+def _changed_after_the_first_call(make, change):
+    """``make()`` compiled, called, changed by ``change`` and called again, both calls against
+    eager; the second traced anew. Returns the compiled module."""
+    torch.manual_seed(0)
+    m = make()
+    jm = thunder.jit(m)
+    x = torch.randn(2, 3)
+    _check(jm, m, x)
+    change(m)
+    _check(jm, m, x)
+    assert thunder.compile_stats(jm).cache_misses == 2
+    return jm
+
+
 @pytest.mark.parametrize(
     "grow, changed",
     [
@@ -179,14 +193,7 @@ class Stack(nn.Module):
 )
 def test_a_container_module_grown_after_the_first_call(grow, changed):
     """The cached program ran the layers there were at the trace: one added since was skipped."""
-    torch.manual_seed(0)
-    m = Stack()
-    jm = thunder.jit(m)
-    x = torch.randn(2, 3)
-    _check(jm, m, x)
-    grow(m)
-    _check(jm, m, x)
-    assert thunder.compile_stats(jm).cache_misses == 2
+    jm = _changed_after_the_first_call(Stack, grow)
     (reason,) = thunder.compile_stats(jm).entries[-1].miss_reasons
     assert f"check_module({changed}," in reason
 
@@ -215,13 +222,7 @@ class Regularized(nn.Module):
 def test_parameters_or_submodules_iterated_by_forward_added_after_the_first_call(grow):
     """``self.parameters()`` and ``self.children()`` in forward: what they gave at the trace was
     taken as all there is."""
-    torch.manual_seed(0)
-    m = Regularized()
-    jm = thunder.jit(m)
-    x = torch.randn(2, 3)
-    _check(jm, m, x)
-    grow(m)
-    _check(jm, m, x)
+    jm = _changed_after_the_first_call(Regularized, grow)
     (reason,) = thunder.compile_stats(jm).entries[-1].miss_reasons
     assert "changed since it was traced: added 'extra'" in reason or "added 'second'" in reason
 
@@ -247,14 +248,7 @@ class OptionalMask(nn.Module):
 )
 def test_a_buffer_or_parameter_that_was_none_set_after_the_first_call(set_it):
     """Traced while None: a tensor set there since was one the cached program never read."""
-    torch.manual_seed(0)
-    m = OptionalMask()
-    jm = thunder.jit(m)
-    x = torch.randn(2, 3)
-    _check(jm, m, x)
-    set_it(m)
-    _check(jm, m, x)
-    assert thunder.compile_stats(jm).cache_misses == 2
+    _changed_after_the_first_call(OptionalMask, set_it)
 
 
 def _tables_checked(jm) -> dict:

@@ -184,9 +184,10 @@ def check_module(m, cls, state):
         for table, names in state.tables:
             if tuple(d[table]) != names:
                 _items_changed(d[table], names, table, cls)
-    for table, name in state.nones:
-        if d[table].get(name, _NO_ENTRY) is not None:
-            raise PrologueCheckFailed(f"{cls.__qualname__}.{name} was None when traced and is not now")
+    if state.nones:
+        for table, name in state.nones:
+            if d[table].get(name, _NO_ENTRY) is not None:
+                raise PrologueCheckFailed(f"{cls.__qualname__}.{name} was None when traced and is not now")
     _check_items(d, state, cls.__qualname__)
 
 

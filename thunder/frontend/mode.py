@@ -10,12 +10,10 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 
 from __future__ import annotations
 
-import inspect
 import sys
 import types
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
@@ -24,6 +22,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
+from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.values import read_scalar
 from thunder.ops import custom
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
@@ -148,47 +147,6 @@ def _inlinable(func):
     return body
 
 
-def _renorm_rows(weight, input, max_norm, norm_type) -> None:
-    """Eager's ``max_norm`` for ``F.embedding`` and ``F.embedding_bag``: the rows ``input``
-    picks whose norm exceeds ``max_norm`` are scaled down in the weight itself (in place,
-    without grad: the epilogue writes the parameter, whose gradient is kept)."""
-    with torch.no_grad():
-        w = weight.detach()
-        picked = torch.zeros(w.shape[0], dtype=torch.bool, device=w.device).index_fill(
-            0, input.reshape(-1), True
-        )
-        norms = torch.linalg.vector_norm(w, norm_type, dim=1, keepdim=True)
-        too_long = picked.unsqueeze(1) & (norms > max_norm)
-        w.mul_(torch.where(too_long, max_norm / (norms + 1e-7), torch.ones_like(norms)))
-
-
-_EMBEDDING_ARGS = {
-    F.embedding: inspect.signature(F.embedding),
-    F.embedding_bag: inspect.signature(F.embedding_bag),
-}
-
-
-def _max_norm_bound(func, args, kwargs):
-    """The call's arguments by name when it is ``F.embedding``/``F.embedding_bag`` with a
-    ``max_norm``, else None."""
-    sig = _EMBEDDING_ARGS.get(func)
-    if sig is None:
-        return None
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return None
-    return bound.arguments if bound.arguments.get("max_norm") is not None else None
-
-
-def _renormed_lookup(func, arguments: dict):
-    """``func`` with ``max_norm``, as eager runs it: the rows renormed, then looked up."""
-    _renorm_rows(
-        arguments["weight"], arguments["input"], arguments["max_norm"], arguments.get("norm_type", 2.0)
-    )
-    return func(**{**arguments, "max_norm": None})
-
-
 # torch reads a Python type given as a dtype as these (``torch.tensor([-1], dtype=int)``)
 _PYTHON_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
 
@@ -285,10 +243,10 @@ class AcquisitionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
             return self.state.subclasses.handle(self, func, args, kwargs)
-        arguments = _max_norm_bound(func, args, kwargs)
+        arguments = max_norm_call(func, args, kwargs)
         if arguments is not None:
             with self:  # its torch calls are recorded
-                return _renormed_lookup(func, arguments)
+                return renormed_lookup(func, arguments)
         if func not in TORCH_TO_THUNDER and func not in _HANDLED:
             body = _inlinable(func)
             if body is not None:
