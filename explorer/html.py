@@ -13,8 +13,9 @@ from html import escape
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
 from explorer.pair_view import pair_html, pair_summary
+from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet
-from explorer.text import fmt_seconds, source_diff, source_text
+from explorer.text import source_diff, source_text
 from explorer.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
 
 # Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from explorer.model import Node, PassModel, collector_paused, path_to
-from explorer.text import fmt_seconds
+from explorer.seconds import fmt_seconds
 from thunder.core.symbol import common_scope
 from thunder.core.tags import Tag
 

@@ -13,6 +13,7 @@ import re
 import sys
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.seconds import fmt_seconds
 
 # How many elements (tree nodes, diff rows, printed lines) a view shows at once; each list
 # that is cut ends with "... N more".
@@ -28,16 +29,6 @@ def short_file(path: str) -> str:
     if _CELL_FILE.search(path):
         return "cell"
     return os.path.basename(path)
-
-
-def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
 
 
 def tree_text(
