@@ -12,7 +12,7 @@ from html import escape
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
-from explorer.pair_view import pair_html, pair_summary
+from explorer.pair_view import pair_html
 from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet
 from explorer.text import source_diff, source_text
@@ -100,7 +100,7 @@ def model_html(
     if pair is not None:
         parts.append(
             f'<details class="pairs"{" open" if pair_open else ""}><summary><b>forward and backward</b> '
-            f'<span class="note">{escape(pair_summary(pair))}</span></summary>'
+            f'<span class="note">{escape(pair.summary())}</span></summary>'
             f"{pair_html(pair, budget=budget)}</details>"
         )
     if model.entries:

@@ -91,6 +91,15 @@ class Pair:
             self._producer = {name: n.id for n in walk_shown(self.forward) for name in n.outputs}
         return self._producer
 
+    def summary(self) -> str:
+        """One line: the passes paired, what is saved and what is recomputed."""
+        rec = self.recomputed
+        return (
+            f"forward pass {self.forward.index} ({self.forward.name}) and backward pass "
+            f"{self.backward.index} ({self.backward.name}); {len(self.saved)} saved for backward"
+            + (f", {len(rec)} recomputed in the backward" if rec else "")
+        )
+
     def text(self, budget: int | None = None) -> str:
         """The forward above the backward, as text (``explorer.pair_view.pair_text``)."""
         from explorer.pair_view import pair_text

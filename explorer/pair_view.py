@@ -46,16 +46,6 @@ MAX_NODES = 300  # both sides together: two clusters and the edges between them 
 _prefixes = itertools.count()  # anchors are unique per rendering: a notebook may show several pairs
 
 
-def pair_summary(pair: Pair) -> str:
-    """One line: the passes paired, what is saved and what is recomputed."""
-    rec = pair.recomputed
-    return (
-        f"forward pass {pair.forward.index} ({pair.forward.name}) and backward pass "
-        f"{pair.backward.index} ({pair.backward.name}); {len(pair.saved)} saved for backward"
-        + (f", {len(rec)} recomputed in the backward" if rec else "")
-    )
-
-
 # -- text ---------------------------------------------------------------------------------------
 @collector_paused()
 def pair_text(pair: Pair, *, budget: int = DEFAULT_BUDGET) -> str:
@@ -65,7 +55,7 @@ def pair_text(pair: Pair, *, budget: int = DEFAULT_BUDGET) -> str:
     f, b = pair.forward, pair.backward
     half = max(budget // 2, 1)
     out = [
-        pair_summary(pair),
+        pair.summary(),
         f"saved for backward: {_listed(pair.saved) or 'nothing'}",
         f"def forward({_listed(f.args)}):",
     ]
@@ -211,7 +201,7 @@ def pair_html(
     ]
     return (
         f'<style>{PAIR_CSS}</style><div class="pair" data-prefix="{prefix}">'
-        f'<div class="note">{escape(pair_summary(pair))}</div>'
+        f'<div class="note">{escape(pair.summary())}</div>'
         f'<div class="note">saved for backward: {saved}; cotangents: {cots}. A backward line links to '
         "the forward op it differentiates (click it); a forward line lists the backward lines that "
         "differentiate it.</div>"
@@ -424,4 +414,4 @@ def pair_graph(
     return Graph(dot, svg, used, count, [*messages, note], time.perf_counter() - t0)
 
 
-__all__ = ["pair_dot", "pair_graph", "pair_html", "pair_summary", "pair_text"]
+__all__ = ["pair_dot", "pair_graph", "pair_html", "pair_text"]

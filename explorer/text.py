@@ -370,7 +370,5 @@ def model_text(model: TraceModel) -> str:
         out.append(passes_text(s))
     pair = model.pair()
     if pair is not None:
-        from explorer.pair_view import pair_summary  # (it imports this module)
-
-        out.append(f"\npair: {pair_summary(pair)}\nsaved for backward: {', '.join(pair.saved) or 'nothing'}")
+        out.append(f"\npair: {pair.summary()}\nsaved for backward: {', '.join(pair.saved) or 'nothing'}")
     return "\n".join(out)
