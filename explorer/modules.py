@@ -205,6 +205,17 @@ class ModuleTree:
         return found[:limit] if limit is not None else found
 
 
+def _modules(self: PassModel) -> ModuleTree:
+    """Its top-level BoundSymbols grouped by module (a ``ModuleTree``), made on first use."""
+    if self._modules is None:
+        self._modules = ModuleTree(self)
+    return self._modules
+
+
+# ``pass_model.modules()``: set here, as the model imports no module above it
+PassModel.modules = _modules
+
+
 def layer_runs(items: list) -> list[list[ModuleGroup]]:
     """Runs of repeated layers among ``items``: sibling modules of the same class whose paths
     differ only by a last index counting up (``layers.0``, ``layers.1``, ...), two or more."""

@@ -11,6 +11,8 @@ them without a script, and the line followed is highlighted by CSS (``:target``)
 Each side shows at most half the element budget (top-level lines first, then a fusion
 region's parts), ending with "... N more"; a link to a line that is not shown names it
 without an anchor.
+
+This module also sets ``Pair.text()`` and ``Pair.graph()`` (``pair_text`` and ``pair_graph``).
 """
 
 from __future__ import annotations
@@ -412,6 +414,25 @@ def pair_graph(
             svg = None
             messages.append(f"The smaller graph could not be laid out either: {type(e).__name__}.")
     return Graph(dot, svg, used, count, [*messages, note], time.perf_counter() - t0)
+
+
+def _text(self: Pair, budget: int | None = None) -> str:
+    """The forward above the backward, as text (``pair_text``)."""
+    return pair_text(self) if budget is None else pair_text(self, budget=budget)
+
+
+def _graph(self: Pair, depth: int = 0, max_nodes: int | None = None) -> Graph:
+    """Both traces in one graph, the saved values as edges across the cut (``pair_graph``)."""
+    return (
+        pair_graph(self, depth=depth)
+        if max_nodes is None
+        else pair_graph(self, depth=depth, max_nodes=max_nodes)
+    )
+
+
+# ``pair.text()`` and ``pair.graph()``: set here, as the model (``explorer.pair``) imports no view
+Pair.text = _text
+Pair.graph = _graph
 
 
 __all__ = ["pair_dot", "pair_graph", "pair_html", "pair_text"]
