@@ -14,6 +14,7 @@ from __future__ import annotations
 import linecache
 from html import escape
 
+from explorer.compilation import model_of
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
 from explorer.pair import Pair
@@ -45,8 +46,6 @@ def trace_html(trace, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> st
 
 def compilation_html(obj, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """A jitted function (or a TraceModel) as static HTML: each trace kind with its passes."""
-    from explorer.compilation import model_of
-
     try:
         model = model_of(obj)
     except Exception as e:  # shown in the notebook instead of an empty output

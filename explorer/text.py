@@ -13,6 +13,7 @@ import re
 import sys
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.modules import ModuleGroup
 from explorer.seconds import fmt_seconds
 
 # How many elements (tree nodes, diff rows, printed lines) a view shows at once; each list
@@ -75,8 +76,6 @@ def modules_text(
     """A pass grouped by module (``tree``: its ``ModuleTree``): one line per module (path,
     class, op count, time), its lines and submodules indented below it; the BoundSymbols'
     subsymbols down to ``depth`` (None: all)."""
-    from explorer.modules import ModuleGroup
-
     lines: list[str] = []
     times = times or {}
 
