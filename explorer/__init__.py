@@ -11,11 +11,13 @@
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
-and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). thunder
-never imports this package; importing it registers IPython displays for traces and jitted
-functions (``explorer.display``). Imports here are lazy too, so showing a trace does not
-load ipywidgets. (The functions are
-``model_of`` and ``graph_of``: ``explorer.model`` and ``explorer.graph`` are the submodules.)
+and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). Imports
+point one way, from the views down to the model. thunder never imports this package;
+importing it registers IPython displays for traces and jitted functions (``explorer.display``)
+and imports the modules that set the model's methods that need them (``PassModel.modules()``,
+``TraceModel.pair()``, ``Pair.text()`` and ``.graph()``, the displays of a model and a pair).
+The other imports here are lazy, so showing a trace does not load ipywidgets. (The functions
+are ``model_of`` and ``graph_of``: ``explorer.model`` and ``explorer.graph`` are the submodules.)
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
+# These set methods on the model's classes (see explorer/model.py), so they are imported here,
+# before any model is made; the fourth, ``explorer.modules``, comes with ``html``.
+from explorer import html, pair, pair_view  # noqa: E402, F401
 from explorer.display import register_displays  # noqa: E402
 
 register_displays()

@@ -2,11 +2,12 @@
 
 thunder never imports the explorer. Importing ``explorer`` (or ``%load_ext explorer``)
 registers IPython's HTML formatters for ``Trace``, jitted functions and jitted modules, by
-name, so nothing heavy is imported until something is shown. Without the explorer a trace
-shows as its printed program (plain text).
+name. Without the explorer a trace shows as its printed program (plain text).
 """
 
 from __future__ import annotations
+
+from explorer import html
 
 # (module, class name) -> the function of explorer.html that renders it
 _DISPLAYS = (
@@ -18,8 +19,6 @@ _DISPLAYS = (
 
 def _render(name: str):
     def render(obj) -> str:
-        from explorer import html
-
         return getattr(html, name)(obj)
 
     render.__name__ = name

@@ -1,8 +1,12 @@
 """Static HTML views: what a notebook shows without a kernel, and the pieces the widgets use.
 
-``trace_html(trace)`` is called by ``Trace._repr_mimebundle_``; ``compilation_html(jfn)``
-by the jitted function's. Nothing here needs a script: trees fold with ``<details>``. Every
-string that comes from user code (names, constants, source lines) goes through ``escape``.
+A ``Trace`` has no HTML display of its own: once the explorer is imported, IPython shows one
+with ``trace_html(trace)`` and a jitted function or module with ``compilation_html(jfn)``
+(formatters registered by ``explorer.display``). The explorer's own ``TraceModel`` and ``Pair``
+get their notebook display (``_repr_mimebundle_``, text and HTML) from this module, which sets
+it on their classes: the model imports no view. Nothing here needs a script: trees fold with
+``<details>``. Every string that comes from user code (names, constants, source lines) goes
+through ``escape``.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ from __future__ import annotations
 import linecache
 from html import escape
 
+from explorer.compilation import model_of
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
-from explorer.pair_view import pair_html, pair_summary
+from explorer.pair import Pair
+from explorer.pair_view import pair_html, pair_text
+from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet
-from explorer.text import fmt_seconds, source_diff, source_text
+from explorer.text import model_text, source_diff, source_text
 from explorer.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
 
 # Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
@@ -30,7 +37,7 @@ def wrap(body: str, *, style: bool = True) -> str:
 
 
 def trace_html(trace, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
-    """One trace as a collapsible tree (``Trace._repr_mimebundle_`` shows this)."""
+    """One trace as a collapsible tree (a ``Trace``'s notebook display, see ``explorer.display``)."""
     model = TraceModel.from_trace(trace)
     series = next(iter(model.series.values()))
     p = series.final
@@ -39,8 +46,6 @@ def trace_html(trace, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> st
 
 def compilation_html(obj, *, open_depth: int = 1, budget: int = STATIC_BUDGET) -> str:
     """A jitted function (or a TraceModel) as static HTML: each trace kind with its passes."""
-    from explorer.compilation import model_of
-
     try:
         model = model_of(obj)
     except Exception as e:  # shown in the notebook instead of an empty output
@@ -99,7 +104,7 @@ def model_html(
     if pair is not None:
         parts.append(
             f'<details class="pairs"{" open" if pair_open else ""}><summary><b>forward and backward</b> '
-            f'<span class="note">{escape(pair_summary(pair))}</span></summary>'
+            f'<span class="note">{escape(pair.summary())}</span></summary>'
             f"{pair_html(pair, budget=budget)}</details>"
         )
     if model.entries:
@@ -323,3 +328,19 @@ def cache_html(model: TraceModel) -> str:
             )
     parts.append("</details>")
     return "".join(parts)
+
+
+def _model_bundle(self: TraceModel, include=None, exclude=None) -> dict:
+    return {"text/plain": model_text(self), "text/html": model_html(self)}
+
+
+def _pair_bundle(self: Pair, include=None, exclude=None) -> dict:
+    return {
+        "text/plain": pair_text(self, budget=STATIC_BUDGET),
+        "text/html": wrap(pair_html(self, budget=STATIC_BUDGET)),
+    }
+
+
+# How a model and a pair show in a notebook: set here, as the model imports no view
+TraceModel._repr_mimebundle_ = _model_bundle
+Pair._repr_mimebundle_ = _pair_bundle

@@ -16,6 +16,12 @@ ids. Nodes of BoundSymbols that a pass kept as they were are shared, not rebuilt
 node reads its BoundSymbol (line, inputs, subsymbols) only when a view asks: the model of a
 40,000-BoundSymbol program with all its passes is built in well under a second, and views
 that show a budgeted part of it read only that part.
+
+This module imports no other module of the explorer: they all read it. The few methods of its
+classes that need one of them are set on the class by that module, and ``import explorer``
+imports those modules, so the methods are there before any model is made:
+``PassModel.modules()`` by ``explorer.modules``, ``TraceModel.pair()`` by ``explorer.pair``,
+and a model's notebook display (``_repr_mimebundle_``) by ``explorer.html``.
 """
 
 from __future__ import annotations
@@ -297,7 +303,8 @@ class PassDiff:
 
 @dataclasses.dataclass(eq=False)
 class PassModel:
-    """One trace of a series: the result of one pass."""
+    """One trace of a series: the result of one pass. ``modules()`` (set by
+    ``explorer.modules``) groups its top-level BoundSymbols by nn.Module."""
 
     index: int
     name: str
@@ -309,7 +316,7 @@ class PassModel:
     trace: object = dataclasses.field(default=None, repr=False)  # the Trace; not serialised
     _source: str | None = dataclasses.field(default=None, repr=False)
     _top_index: dict[str, Node] | None = dataclasses.field(default=None, repr=False)
-    _modules: object = dataclasses.field(default=None, repr=False)
+    _modules: object = dataclasses.field(default=None, repr=False)  # its ModuleTree, once made
 
     @property
     def source(self) -> str:
@@ -339,15 +346,6 @@ class PassModel:
 
     def size(self) -> int:
         return sum(n.size() for n in self.nodes)
-
-    def modules(self):
-        """Its top-level BoundSymbols grouped by module (``explorer.modules.ModuleTree``),
-        made on first use."""
-        if self._modules is None:
-            from explorer.modules import ModuleTree
-
-            self._modules = ModuleTree(self)
-        return self._modules
 
     @property
     def return_line(self) -> str:
@@ -400,7 +398,8 @@ class CacheEntryInfo:
 
 @dataclasses.dataclass(eq=False)
 class TraceModel:
-    """Everything the explorer shows about one compilation."""
+    """Everything the explorer shows about one compilation. ``pair()`` (set by ``explorer.pair``)
+    gives its forward and backward as a pair."""
 
     title: str
     series: dict[str, TraceSeries]
@@ -433,19 +432,6 @@ class TraceModel:
     def kinds(self) -> list[str]:
         return list(self.series)
 
-    def pair(self, backward_index: int = -1):
-        """The forward and backward passes as a pair (``explorer.pair.Pair``): the backward
-        pass ``backward_index`` and the forward pass the same pass made; None without a backward."""
-        from explorer.pair import pair_of
-
-        bs = self.series.get("backward")
-        if bs is None:
-            return None
-        index = range(len(bs.passes))[backward_index]
-        if index not in self._pairs:
-            self._pairs[index] = pair_of(self, index)
-        return self._pairs[index]
-
     def input_links(self) -> dict[str, list[str]]:
         """Computation input -> ids of the final prologue's lines that unpack or check it."""
         pro, comp = self.series.get("prologue"), self.series.get("computation")
@@ -471,12 +457,6 @@ class TraceModel:
                     todo.extend(p.inputs)
             links[name] = list(reversed(chain)) + [n.id for n in checks.get(name, ()) if n.id not in seen]
         return links
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        from explorer.html import model_html  # views are imported only to display
-        from explorer.text import model_text
-
-        return {"text/plain": model_text(self), "text/html": model_html(self)}
 
     # -- serialising ----------------------------------------------------------------------
     def to_dict(self) -> dict:

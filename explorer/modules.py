@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from explorer.model import Node, PassModel, collector_paused, path_to
-from explorer.text import fmt_seconds
+from explorer.seconds import fmt_seconds
 from thunder.core.symbol import common_scope
 from thunder.core.tags import Tag
 
@@ -203,6 +203,17 @@ class ModuleTree:
             return []
         found = [g for g in self.groups.values() if q in g.path.lower() or q == g.cls.lower()]
         return found[:limit] if limit is not None else found
+
+
+def _modules(self: PassModel) -> ModuleTree:
+    """Its top-level BoundSymbols grouped by module (a ``ModuleTree``), made on first use."""
+    if self._modules is None:
+        self._modules = ModuleTree(self)
+    return self._modules
+
+
+# ``pass_model.modules()``: set here, as the model imports no module above it
+PassModel.modules = _modules
 
 
 def layer_runs(items: list) -> list[list[ModuleGroup]]:

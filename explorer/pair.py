@@ -18,6 +18,9 @@ execution``), and a link resolves at any step after the split::
 Links are read off the BoundSymbols (not their printed lines). A node inside a fusion region
 links on its own; the region's line lists the forward ops of its parts. Lines that only delete
 values are left out of the pair views (see ``shown``).
+
+``model.pair(backward_index)`` is ``pair_of`` kept on the model, one pair per backward pass:
+this module sets that method on ``TraceModel``, since the model imports no module above it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from explorer.model import Node, PassModel, TraceModel, TraceSeries
 
 @dataclasses.dataclass(eq=False)
 class Pair:
-    """One forward pass and the backward pass made by the same pass."""
+    """One forward pass and the backward pass made by the same pass. Its views are set on it by
+    the modules that make them, as the model imports no view: ``text()`` and ``graph()`` by
+    ``explorer.pair_view``, its notebook display (``_repr_mimebundle_``) by ``explorer.html``."""
 
     forward: PassModel
     backward: PassModel
@@ -91,30 +96,14 @@ class Pair:
             self._producer = {name: n.id for n in walk_shown(self.forward) for name in n.outputs}
         return self._producer
 
-    def text(self, budget: int | None = None) -> str:
-        """The forward above the backward, as text (``explorer.pair_view.pair_text``)."""
-        from explorer.pair_view import pair_text
-
-        return pair_text(self) if budget is None else pair_text(self, budget=budget)
-
-    def graph(self, depth: int = 0, max_nodes: int | None = None):
-        """Both traces in one graph, the saved values as edges across the cut (``pair_graph``)."""
-        from explorer.pair_view import pair_graph
-
+    def summary(self) -> str:
+        """One line: the passes paired, what is saved and what is recomputed."""
+        rec = self.recomputed
         return (
-            pair_graph(self, depth=depth)
-            if max_nodes is None
-            else pair_graph(self, depth=depth, max_nodes=max_nodes)
+            f"forward pass {self.forward.index} ({self.forward.name}) and backward pass "
+            f"{self.backward.index} ({self.backward.name}); {len(self.saved)} saved for backward"
+            + (f", {len(rec)} recomputed in the backward" if rec else "")
         )
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        from explorer.html import STATIC_BUDGET, wrap  # views are imported only to display
-        from explorer.pair_view import pair_html, pair_text
-
-        return {
-            "text/plain": pair_text(self, budget=STATIC_BUDGET),
-            "text/html": wrap(pair_html(self, budget=STATIC_BUDGET)),
-        }
 
     def to_dict(self) -> dict:
         """Plain data: the passes paired, the saved names, and every link."""
@@ -167,6 +156,22 @@ def pair_of(model: TraceModel, backward_index: int = -1) -> Pair | None:
     if saved is None:
         saved = _saved_names(b) or []
     return Pair(f, b, fs, bs, list(saved))
+
+
+def _pair(self: TraceModel, backward_index: int = -1) -> Pair | None:
+    """The forward and backward passes as a pair: the backward pass ``backward_index`` and the
+    forward pass the same pass made (made once, then kept); None without a backward."""
+    bs = self.series.get("backward")
+    if bs is None:
+        return None
+    index = range(len(bs.passes))[backward_index]
+    if index not in self._pairs:
+        self._pairs[index] = pair_of(self, index)
+    return self._pairs[index]
+
+
+# ``model.pair()``: set here, as the model imports no module above it
+TraceModel.pair = _pair
 
 
 def _saved_names(p: PassModel) -> list[str] | None:

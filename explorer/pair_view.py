@@ -11,6 +11,8 @@ them without a script, and the line followed is highlighted by CSS (``:target``)
 Each side shows at most half the element budget (top-level lines first, then a fusion
 region's parts), ending with "... N more"; a link to a line that is not shown names it
 without an anchor.
+
+This module also sets ``Pair.text()`` and ``Pair.graph()`` (``pair_text`` and ``pair_graph``).
 """
 
 from __future__ import annotations
@@ -46,16 +48,6 @@ MAX_NODES = 300  # both sides together: two clusters and the edges between them 
 _prefixes = itertools.count()  # anchors are unique per rendering: a notebook may show several pairs
 
 
-def pair_summary(pair: Pair) -> str:
-    """One line: the passes paired, what is saved and what is recomputed."""
-    rec = pair.recomputed
-    return (
-        f"forward pass {pair.forward.index} ({pair.forward.name}) and backward pass "
-        f"{pair.backward.index} ({pair.backward.name}); {len(pair.saved)} saved for backward"
-        + (f", {len(rec)} recomputed in the backward" if rec else "")
-    )
-
-
 # -- text ---------------------------------------------------------------------------------------
 @collector_paused()
 def pair_text(pair: Pair, *, budget: int = DEFAULT_BUDGET) -> str:
@@ -65,7 +57,7 @@ def pair_text(pair: Pair, *, budget: int = DEFAULT_BUDGET) -> str:
     f, b = pair.forward, pair.backward
     half = max(budget // 2, 1)
     out = [
-        pair_summary(pair),
+        pair.summary(),
         f"saved for backward: {_listed(pair.saved) or 'nothing'}",
         f"def forward({_listed(f.args)}):",
     ]
@@ -211,7 +203,7 @@ def pair_html(
     ]
     return (
         f'<style>{PAIR_CSS}</style><div class="pair" data-prefix="{prefix}">'
-        f'<div class="note">{escape(pair_summary(pair))}</div>'
+        f'<div class="note">{escape(pair.summary())}</div>'
         f'<div class="note">saved for backward: {saved}; cotangents: {cots}. A backward line links to '
         "the forward op it differentiates (click it); a forward line lists the backward lines that "
         "differentiate it.</div>"
@@ -424,4 +416,23 @@ def pair_graph(
     return Graph(dot, svg, used, count, [*messages, note], time.perf_counter() - t0)
 
 
-__all__ = ["pair_dot", "pair_graph", "pair_html", "pair_summary", "pair_text"]
+def _text(self: Pair, budget: int | None = None) -> str:
+    """The forward above the backward, as text (``pair_text``)."""
+    return pair_text(self) if budget is None else pair_text(self, budget=budget)
+
+
+def _graph(self: Pair, depth: int = 0, max_nodes: int | None = None) -> Graph:
+    """Both traces in one graph, the saved values as edges across the cut (``pair_graph``)."""
+    return (
+        pair_graph(self, depth=depth)
+        if max_nodes is None
+        else pair_graph(self, depth=depth, max_nodes=max_nodes)
+    )
+
+
+# ``pair.text()`` and ``pair.graph()``: set here, as the model (``explorer.pair``) imports no view
+Pair.text = _text
+Pair.graph = _graph
+
+
+__all__ = ["pair_dot", "pair_graph", "pair_html", "pair_text"]

@@ -15,8 +15,8 @@ from explorer.graph import count_nodes, render_graph
 from explorer.html import cache_html, diff_html, pass_header_html, source_html
 from explorer.model import PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.pair_view import pair_graph, pair_html
+from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet
-from explorer.text import fmt_seconds
 from explorer.tree import DEFAULT_BUDGET, tree_html
 
 REPORT_CSS = """

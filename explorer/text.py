@@ -13,6 +13,8 @@ import re
 import sys
 
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.modules import ModuleGroup
+from explorer.seconds import fmt_seconds
 
 # How many elements (tree nodes, diff rows, printed lines) a view shows at once; each list
 # that is cut ends with "... N more".
@@ -28,16 +30,6 @@ def short_file(path: str) -> str:
     if _CELL_FILE.search(path):
         return "cell"
     return os.path.basename(path)
-
-
-def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
 
 
 def tree_text(
@@ -84,8 +76,6 @@ def modules_text(
     """A pass grouped by module (``tree``: its ``ModuleTree``): one line per module (path,
     class, op count, time), its lines and submodules indented below it; the BoundSymbols'
     subsymbols down to ``depth`` (None: all)."""
-    from explorer.modules import ModuleGroup
-
     lines: list[str] = []
     times = times or {}
 
@@ -379,7 +369,5 @@ def model_text(model: TraceModel) -> str:
         out.append(passes_text(s))
     pair = model.pair()
     if pair is not None:
-        from explorer.pair_view import pair_summary  # (it imports this module)
-
-        out.append(f"\npair: {pair_summary(pair)}\nsaved for backward: {', '.join(pair.saved) or 'nothing'}")
+        out.append(f"\npair: {pair.summary()}\nsaved for backward: {', '.join(pair.saved) or 'nothing'}")
     return "\n".join(out)

@@ -18,8 +18,9 @@ from html import escape
 
 from explorer.model import Node, collector_paused, path_to
 from explorer.modules import ModuleGroup, ModuleTree
+from explorer.seconds import fmt_seconds
 from explorer.style import EXECUTORS, TAG_STYLE, css_class
-from explorer.text import DEFAULT_BUDGET, fmt_seconds, short_file
+from explorer.text import DEFAULT_BUDGET, short_file
 
 MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
 

@@ -44,7 +44,8 @@ from explorer.html import (
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
 from explorer.pair_view import pair_graph, pair_html
-from explorer.text import fmt_seconds, model_text, short_file
+from explorer.seconds import fmt_seconds
+from explorer.text import model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
 
 VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph")
