@@ -27,8 +27,7 @@ import threading
 
 import torch
 
-from thunder.core.source import is_user_file, user_location
-from thunder.core.symbol import SourceLocation
+from thunder.core.source import SourceLocation, is_user_file, user_location
 from thunder.frontend.errors import UnsupportedOpError, at
 
 _LOCAL = threading.local()

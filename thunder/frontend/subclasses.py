@@ -35,14 +35,14 @@ import threading
 
 import torch
 
+from thunder.core.context import current_trace
 from thunder.core.printing import output_str, type_comment
 from thunder.core.proxies import TensorProxy, dispatch_hook
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from thunder.core.source import user_location
+from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
-from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, SourceLocation, Symbol, register
+from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, register
 from thunder.core.tags import Tag
-from thunder.core.trace import current_trace
 from thunder.frontend.errors import (
     DataDependentError,
     ThunderError,

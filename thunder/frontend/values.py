@@ -22,11 +22,11 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core import proxies
+from thunder.core.context import tracectx
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
-from thunder.core.trace import tracectx
 from thunder.frontend.errors import DataDependentError, at
 
 aten = torch.ops.aten

@@ -10,8 +10,8 @@ from numbers import Number
 
 import torch
 
+from thunder.core.context import current_trace
 from thunder.core.proxies import TensorProxy
-from thunder.core.trace import current_trace
 
 
 class ShapeError(ValueError):

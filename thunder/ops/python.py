@@ -13,11 +13,11 @@ import operator
 
 import torch
 
+from thunder.core.context import current_trace
 from thunder.core.printing import type_comment
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
-from thunder.core.trace import current_trace
 
 
 def _python_prim(name: str, meta, *tags: Tag, printer=None, imports: tuple[str, ...] | None = None) -> Symbol:
