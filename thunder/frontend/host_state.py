@@ -27,8 +27,8 @@ import threading
 
 import torch
 
+from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.source import SourceLocation, is_user_file, user_location
-from thunder.frontend.errors import UnsupportedOpError, at
 
 _LOCAL = threading.local()
 _LOCK = threading.Lock()
