@@ -38,6 +38,12 @@ def requires_grad_of(x) -> bool:
     return x.meta_requires_grad if isinstance(x, TensorProxy) else x.requires_grad
 
 
+# The half-precision floating dtypes: where torch computes an op in float32 for them and rounds
+# the result once (reductions, norms, softmax, some elementwise ops), the decompositions and the
+# fusion translators do too.
+LOW_PRECISION_DTYPES = (torch.bfloat16, torch.float16)
+
+
 def differentiable(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point or dtype.is_complex
 

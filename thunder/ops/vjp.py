@@ -29,14 +29,12 @@ import torch
 from thunder.core.symbol import Symbol, SymbolTable
 from thunder.ops import ltorch, prims
 from thunder.ops.ltorch import nn as lnn
-from thunder.ops.meta import canonical_dims, device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 VJPS = SymbolTable(
     "the VJP rules",
     hint="add a rule to thunder/ops/vjp.py, or declare the prim in NON_DIFFERENTIABLE there",
 )
-
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _rule(*syms: Symbol):
@@ -725,7 +723,7 @@ def _softmin(g, out, a, dim=None, _stacklevel=3, dtype=None):
 def _logsumexp(g, out, a, dim, keepdim=False):
     """``g * exp(a - out)``, from the input and the result, as torch's (which saves both)."""
     s = shape_of(a)
-    if not dtype_of(a).is_floating_point or dtype_of(a) in _LOW_PRECISION or not s:
+    if not dtype_of(a).is_floating_point or dtype_of(a) in LOW_PRECISION_DTYPES or not s:
         return NotImplemented
     dims = canonical_dims(dim, len(s), "torch.logsumexp")
     kept = _kept(s, dims)
@@ -741,7 +739,7 @@ def _logsumexp(g, out, a, dim, keepdim=False):
 def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """The kernel's gradient, with the mean and 1/std recomputed from the input (where the
     forward is not ``native_layer_norm``, see ``AUGMENTED``)."""
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return NotImplemented
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     _, mean, rstd = ltorch.native_layer_norm(input, ns, None, None, eps)
@@ -752,7 +750,7 @@ def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-
 @_rule(ltorch.native_layer_norm)
 def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
     """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return NotImplemented
     g_out = g[0]
     if g_out is None:  # (the statistics are not differentiable)
@@ -777,7 +775,7 @@ AUGMENTED = SymbolTable("the forwards that keep what their backward needs")
 
 
 def _layer_norm_keeping_statistics(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return None
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     return ltorch.native_layer_norm(input, ns, weight, bias, eps)
@@ -831,7 +829,7 @@ def _sdpa(
     if dropout_p > 0:
         return NotImplemented
     sq, sk = shape_of(query), shape_of(key)
-    compute = torch.float32 if dtype_of(query) in _LOW_PRECISION else dtype_of(query)
+    compute = torch.float32 if dtype_of(query) in LOW_PRECISION_DTYPES else dtype_of(query)
     q, k, v = (lnn._cast(t, compute) for t in (query, key, value))
     n_rep = sq[-3] // sk[-3] if enable_gqa and len(sq) >= 3 and sq[-3] != sk[-3] else 1
     k, v = lnn._repeat_heads(k, n_rep), lnn._repeat_heads(v, n_rep)

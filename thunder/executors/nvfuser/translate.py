@@ -39,7 +39,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
-from thunder.ops.meta import dtype_of, is_tensor, result_dtype, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, dtype_of, is_tensor, result_dtype, shape_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,13 +89,12 @@ UNSUPPORTED = SymbolTable(
 
 # Tensor dtypes translated (complex is left out: our prims' complex rules are not nvFuser's).
 SUPPORTED_DTYPES = frozenset(d for d in DATATYPE_NAMES if not d.is_complex)
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype torch does the math in: float32 for bfloat16/float16, else ``dtype``."""
-    return torch.float32 if dtype in _LOW_PRECISION else dtype
+    return torch.float32 if dtype in LOW_PRECISION_DTYPES else dtype
 
 
 def unsupported_reason(bsym: BoundSymbol) -> str | None:

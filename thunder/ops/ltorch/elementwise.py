@@ -12,7 +12,7 @@ from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, first_is_tensor, torchsymbol
-from thunder.ops.meta import ShapeError, dtype_of, is_tensor, result_dtype
+from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, dtype_of, is_tensor, result_dtype
 
 T = torch.Tensor
 
@@ -459,9 +459,8 @@ def _log2addexp2_core(a, b):
 
 def _upcast_binary(core, a, b):
     """``core`` computed in float32 for bfloat16/float16 operands, rounded once."""
-    low = (torch.bfloat16, torch.float16)
     dt = result_dtype(a, b)
-    if dt in low:
+    if dt in LOW_PRECISION_DTYPES:
         a, b = (prims.convert_element_type(x, torch.float32) if is_tensor(x) else x for x in (a, b))
         return prims.convert_element_type(core(a, b), dt)
     if not (dt.is_floating_point or dt.is_complex):
