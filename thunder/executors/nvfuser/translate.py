@@ -164,7 +164,7 @@ def _register(syms, make, check=None) -> None:
 
 
 # -- elementwise unary ------------------------------------------------------------------------
-def _unary(op: str, kind: str):
+def _unary_emitter(op: str, kind: str):
     """``kind``: "same" computes in the input's dtype, "float" in the output's (a float),
     "predicate" in the input's and gives bool, "rounding" is a copy for integers (as torch)."""
 
@@ -198,7 +198,7 @@ _register(
         ).split()
     ]
     + [(getattr(prims, n), n, "predicate") for n in "isnan isinf isfinite signbit".split()],
-    _unary,
+    _unary_emitter,
 )
 TRANSLATIONS[prims.logical_not] = Translation(_logical_not)
 
