@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.frontend.errors import UnsupportedValueError
+from thunder.core.errors import UnsupportedValueError
 
 
 def add_into_first(a, b):

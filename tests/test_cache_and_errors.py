@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.frontend.errors import DataDependentError, UnsupportedOpError
+from thunder.core.errors import DataDependentError, UnsupportedOpError
 
 
 def scale(x, n):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.frontend.errors import UnsupportedOpError
+from thunder.core.errors import UnsupportedOpError
 
 CALLS = {
     "cat axis": lambda x: torch.cat([x, x], axis=1),

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import thunder
+from thunder.core.errors import UnsupportedValueError
 from thunder.core.printing import class_name
 from thunder.core.verify import verify
-from thunder.frontend.errors import UnsupportedValueError
 
 
 @dataclass

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.frontend.errors import UnsupportedValueError
+from thunder.core.errors import UnsupportedValueError
 
 
 def _encoder(norm: bool, **kwargs):

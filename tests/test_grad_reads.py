@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.frontend.errors import UnsupportedOpError
+from thunder.core.errors import UnsupportedOpError
 
 
 class UsesGrad(nn.Module):

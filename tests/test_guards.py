@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import thunder
-from thunder.frontend.errors import UnsupportedOpError, UnsupportedValueError
+from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
 
 
 def _check(jm, m, *args):

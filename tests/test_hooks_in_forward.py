@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.frontend.errors import UnsupportedValueError
+from thunder.core.errors import UnsupportedValueError
 
 COLLECTED = contextvars.ContextVar("collected", default=None)
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import thunder
+from thunder.core.errors import UnsupportedValueError
 from thunder.core.printing import class_name
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.frontend.errors import UnsupportedValueError
 
 
 def _no_proxies(obj, seen=None) -> bool:

@@ -8,11 +8,12 @@ import pytest
 import torch
 
 import thunder
+from thunder.core.context import tracectx
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, symbols_with
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, tracectx
+from thunder.core.trace import Trace
 from thunder.executors.nvfuser import (
     TRANSLATIONS,
     UNSUPPORTED,

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 import thunder
+from thunder.core.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.frontend.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 
 
 def _verify_all(jfn):

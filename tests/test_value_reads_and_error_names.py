@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import thunder
-from thunder.frontend.errors import DataDependentError, UnsupportedOpError
+from thunder.core.errors import DataDependentError, UnsupportedOpError
 from thunder.ops.meta import ShapeError
 
 

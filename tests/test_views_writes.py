@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.frontend.errors import UnsupportedOpError
+from thunder.core.errors import UnsupportedOpError
 
 WRITES = {
     "T": lambda x: x.T.add_(1),

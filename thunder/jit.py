@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 import torch
 
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
+from thunder.core.context import current_trace
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import DISPLAY_LIMIT, Trace, current_trace
+from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim

@@ -6,10 +6,11 @@ import dataclasses
 
 import torch
 
+from thunder.core.context import tracectx
 from thunder.core.proxies import AnyProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Provenance, Trace, tracectx
+from thunder.core.trace import Provenance, Trace
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ pass produced, with its time: that history is what ``thunder.last_traces`` and f
 
     PIPELINE = (
         Pass("dce", on("computation", dce)),
-        Pass("claim", on(KINDS, lambda t, ctx: claim(t, ctx.executors))),
+        Pass("claim", on(KINDS, lambda t, ctx: claim(t, ctx.executors), context=True)),
     )
 """
 

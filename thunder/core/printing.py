@@ -24,6 +24,10 @@ import torch
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, proxies_in
 from thunder.core.tags import Tag
 
+# printed module name -> the module to import under that name (``ltorch`` -> thunder.ops.ltorch);
+# filled as Symbols are declared
+MODULE_PATHS: dict[str, str] = {}
+
 
 def class_name(cls: type) -> str:
     """``__main__.Outer.<locals>.C`` -> ``__main___Outer__locals__C`` (every character that
@@ -207,8 +211,6 @@ GRAD_BLOCKS = {Tag.NO_GRAD: "with torch.no_grad():", Tag.ENABLE_GRAD: "with torc
 
 def print_program(trace, printer: Printer | None = None) -> Program:
     """``trace`` as a runnable Python function and the map from its lines to BoundSymbols."""
-    from thunder.core.symbol import MODULE_PATHS
-
     printer = printer or Printer()
     for k, v in trace.ctx_objects.items():
         printer.ctx[k] = v

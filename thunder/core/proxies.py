@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.pytree import tree_leaves
+from thunder.core.source import user_location
 
 _DTYPE_SHORT = {
     torch.float64: "f64",
@@ -147,8 +148,6 @@ class TensorProxy(torch.Tensor, Proxy):
             out = dispatch_handler(func, args, kwargs or {})
             if out is not NotImplemented:
                 return out
-        from thunder.core.source import user_location  # only on this error path
-
         loc = user_location()
         where = f"\n  at {loc.filename}:{loc.lineno} in {loc.function}: {loc.line()}" if loc else ""
         raise RuntimeError(

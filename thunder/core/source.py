@@ -1,18 +1,34 @@
-"""Finding the user's source line for a recorded operation (cheap: a frame walk)."""
+"""Where a recorded operation came from in the user's program: ``SourceLocation``, and finding
+the user's source line (cheap: a frame walk)."""
 
 from __future__ import annotations
 
+import dataclasses
+import linecache
 import os
 import sys
 
 import torch
 
-from thunder.core.symbol import SourceLocation
-
 _SKIP = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # thunder/
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLocation:
+    """Where in the user's program a BoundSymbol came from."""
+
+    filename: str
+    lineno: int
+    function: str
+
+    def line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} in {self.function}"
 
 
 def _skipped(filename: str) -> bool:

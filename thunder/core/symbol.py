@@ -18,12 +18,12 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from thunder.core.context import current_trace
+from thunder.core.printing import MODULE_PATHS, bsym_lines
 from thunder.core.proxies import proxies_in
+from thunder.core.source import SourceLocation
 from thunder.core.tags import Tag
 from thunder.core.tags import tags as _tags
-
-# printed module name -> the module to import under that name (``ltorch`` -> thunder.ops.ltorch)
-MODULE_PATHS: dict[str, str] = {}
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
@@ -69,7 +69,7 @@ class Symbol:
         set_(self, "__doc__", self.doc or getattr(fn, "__doc__", None))
 
     def __call__(self, *args, **kwargs):
-        trc = _current_trace()
+        trc = current_trace()
         if trc is None:
             return self.eager(*args, **kwargs)
         return trc.record(self, args, kwargs)
@@ -87,16 +87,6 @@ class Symbol:
 
     def __reduce__(self):
         return (_symbol_by_id, (self.id,))
-
-
-def _current_trace():
-    """``thunder.core.trace.current_trace`` (which imports this module): found on the first
-    call, then called directly (every op recorded goes through here)."""
-    global _current_trace
-    from thunder.core.trace import current_trace
-
-    _current_trace = current_trace
-    return current_trace()
 
 
 # Every declared op (prims, torch language, aten), by id: what the tables are checked against.
@@ -172,23 +162,6 @@ def symbols_with(*wanted: Tag) -> Iterable[Symbol]:
     """Declared symbols that carry every one of ``wanted``."""
     want = frozenset(wanted)
     return (s for s in SYMBOLS.values() if want <= s.tags)
-
-
-@dataclasses.dataclass(frozen=True)
-class SourceLocation:
-    """Where in the user's program a BoundSymbol came from."""
-
-    filename: str
-    lineno: int
-    function: str
-
-    def line(self) -> str:
-        import linecache
-
-        return linecache.getline(self.filename, self.lineno).strip()
-
-    def __str__(self) -> str:
-        return f"{self.filename}:{self.lineno} in {self.function}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -269,6 +242,4 @@ class BoundSymbol:
         return proxies_in(self.output)
 
     def __repr__(self) -> str:
-        from thunder.core.printing import bsym_lines
-
         return "\n".join(bsym_lines(self, indent=0))

@@ -2,7 +2,7 @@
 
 ``str(trace)`` is deterministic runnable Python (no timings, no addresses);
 ``trace.python_callable()`` compiles it. While a trace is being recorded it is the
-*current trace*: calling a Symbol appends a BoundSymbol to it.
+*current trace* (``thunder.core.context``): calling a Symbol appends a BoundSymbol to it.
 """
 
 from __future__ import annotations
@@ -10,38 +10,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import threading
-from contextlib import contextmanager
 
 import torch
 
 from thunder.core.printing import Printer, Program, print_program
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
-from thunder.core.symbol import BoundSymbol, SourceLocation, Symbol
+from thunder.core.source import SourceLocation
+from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import Tag
-
-
-class _Local(threading.local):
-    trace: Trace | None = None  # (a class default: no AttributeError on a thread's first read)
-
-
-_local = _Local()
-
-
-def current_trace() -> Trace | None:
-    return _local.trace
-
-
-@contextmanager
-def tracectx(trace: Trace | None):
-    """Make ``trace`` the current trace (``None``: run symbols eagerly)."""
-    prev = _local.trace
-    _local.trace = trace
-    try:
-        yield trace
-    finally:
-        _local.trace = prev
 
 
 @dataclasses.dataclass

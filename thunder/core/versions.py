@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from thunder.core.symbol import SourceLocation
+from thunder.core.source import SourceLocation
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 import torch
 
+from thunder.core.context import current_trace, tracectx
+from thunder.core.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.core.overlap import overlaps
 from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten, tree_unflatten
@@ -22,10 +24,9 @@ from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, current_trace, tracectx
+from thunder.core.trace import Trace
 from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
-from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
 from thunder.frontend.guards import code_reads, guard_code_reads
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path

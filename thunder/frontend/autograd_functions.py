@@ -28,12 +28,12 @@ import threading
 import torch
 import torch.utils.checkpoint
 
+from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.symbol import SYMBOLS, Symbol, register
 from thunder.core.tags import Tag
-from thunder.frontend.errors import UnsupportedOpError, at
 from thunder.ops.meta import device_of, dtype_of, requires_grad_of, shape_of
 
 _ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from thunder.core.errors import UnsupportedValueError, at
 from thunder.core.source import user_location
-from thunder.frontend.errors import UnsupportedValueError, at
 
 
 def _encoder_takes_nested_path(enc: nn.TransformerEncoder, src, mask, padding_mask, flag) -> bool:

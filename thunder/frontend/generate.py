@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 
 import torch
 
-from thunder.core.trace import current_trace
+from thunder.core.context import current_trace
 
 NO_OWN_FORWARD = object()  # a module without a forward of its own in its __dict__
 

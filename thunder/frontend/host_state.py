@@ -27,9 +27,8 @@ import threading
 
 import torch
 
-from thunder.core.source import is_user_file, user_location
-from thunder.core.symbol import SourceLocation
-from thunder.frontend.errors import UnsupportedOpError, at
+from thunder.core.errors import UnsupportedOpError, at
+from thunder.core.source import SourceLocation, is_user_file, user_location
 
 _LOCAL = threading.local()
 _LOCK = threading.Lock()

@@ -19,12 +19,12 @@ from typing import Any
 
 import torch
 
+from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
-from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
 from thunder.ops import python as pyops
 

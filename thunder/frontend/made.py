@@ -24,8 +24,7 @@ from typing import Any
 import torch
 
 from thunder.core.proxies import TensorProxy
-from thunder.core.source import frame_location
-from thunder.core.symbol import SourceLocation
+from thunder.core.source import SourceLocation, frame_location
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python
 

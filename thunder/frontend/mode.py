@@ -17,11 +17,11 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
+from thunder.core.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
-from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.values import read_scalar
 from thunder.ops import custom

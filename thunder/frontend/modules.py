@@ -29,10 +29,10 @@ from typing import Any
 
 import torch
 
+from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
-from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.fastpaths import FAST_PATHS
 from thunder.frontend.generate import NO_OWN_FORWARD
 from thunder.frontend.guards import (

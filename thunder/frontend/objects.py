@@ -27,7 +27,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from thunder.frontend.errors import UnsupportedValueError
+from thunder.core.errors import UnsupportedValueError
 
 _MISSING = object()
 _ABSENT_READ = object()  # marks an attribute found missing (and guarded as such)

@@ -36,12 +36,14 @@ from collections.abc import Mapping
 
 import torch
 
+from thunder.core.context import tracectx
+from thunder.core.errors import UnrebuildableError, UnsupportedValueError
+from thunder.core.printing import MODULE_PATHS
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
-from thunder.core.symbol import MODULE_PATHS, BoundSymbol
+from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, tracectx
+from thunder.core.trace import Trace
 from thunder.frontend import made
-from thunder.frontend.errors import UnrebuildableError, UnsupportedValueError
 from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 

@@ -35,21 +35,21 @@ import threading
 
 import torch
 
-from thunder.core.printing import output_str, type_comment
-from thunder.core.proxies import TensorProxy, dispatch_hook
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-from thunder.core.source import user_location
-from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
-from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, SourceLocation, Symbol, register
-from thunder.core.tags import Tag
-from thunder.core.trace import current_trace
-from thunder.frontend.errors import (
+from thunder.core.context import current_trace
+from thunder.core.errors import (
     DataDependentError,
     ThunderError,
     UnsupportedOpError,
     UnsupportedValueError,
     at,
 )
+from thunder.core.printing import output_str, type_comment
+from thunder.core.proxies import TensorProxy, dispatch_hook
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from thunder.core.source import SourceLocation, user_location
+from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
+from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, register
+from thunder.core.tags import Tag
 from thunder.frontend.mode import (
     _DATA_DEPENDENT,
     _METADATA_METHODS,

@@ -22,12 +22,12 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core import proxies
+from thunder.core.context import tracectx
+from thunder.core.errors import DataDependentError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
-from thunder.core.trace import tracectx
-from thunder.frontend.errors import DataDependentError, at
 
 aten = torch.ops.aten
 # aten ops whose result depends on a tensor's values (a Python scalar, or a data-dependent shape)

@@ -160,7 +160,7 @@ def minimum_default(a, b):
     return prims.minimum(a, b)
 
 
-def _unary(overload, prim: Symbol) -> Symbol:
+def _aten_unary(overload, prim: Symbol) -> Symbol:
     def op(a):
         return prim(a)
 
@@ -168,17 +168,17 @@ def _unary(overload, prim: Symbol) -> Symbol:
     return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
 
 
-neg_default = _unary(A.neg.default, prims.neg)
-abs_default = _unary(A.abs.default, prims.abs)
-exp_default = _unary(A.exp.default, prims.exp)
-log_default = _unary(A.log.default, prims.log)
-sin_default = _unary(A.sin.default, prims.sin)
-cos_default = _unary(A.cos.default, prims.cos)
-tanh_default = _unary(A.tanh.default, prims.tanh)
-sigmoid_default = _unary(A.sigmoid.default, prims.sigmoid)
-sqrt_default = _unary(A.sqrt.default, prims.sqrt)
-rsqrt_default = _unary(A.rsqrt.default, prims.rsqrt)
-reciprocal_default = _unary(A.reciprocal.default, prims.reciprocal)
+neg_default = _aten_unary(A.neg.default, prims.neg)
+abs_default = _aten_unary(A.abs.default, prims.abs)
+exp_default = _aten_unary(A.exp.default, prims.exp)
+log_default = _aten_unary(A.log.default, prims.log)
+sin_default = _aten_unary(A.sin.default, prims.sin)
+cos_default = _aten_unary(A.cos.default, prims.cos)
+tanh_default = _aten_unary(A.tanh.default, prims.tanh)
+sigmoid_default = _aten_unary(A.sigmoid.default, prims.sigmoid)
+sqrt_default = _aten_unary(A.sqrt.default, prims.sqrt)
+rsqrt_default = _aten_unary(A.rsqrt.default, prims.rsqrt)
+reciprocal_default = _aten_unary(A.reciprocal.default, prims.reciprocal)
 
 
 def _comparison(overload, prim: Symbol) -> Symbol:

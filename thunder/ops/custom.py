@@ -23,6 +23,7 @@ from thunder.core.pytree import tree_map
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
 from thunder.ops.meta import ShapeError, device_of, dtype_of, new_tensor, shape_of
+from thunder.ops.vjp import VJPS, custom_op_rule
 
 # OpOverload -> its symbol (made on first use)
 CUSTOM: dict = {}
@@ -92,8 +93,6 @@ def _declare(overload) -> Symbol:
             doc=f"{path}: {schema} (a custom operator, run whole)",
         )
     )
-    from thunder.ops.vjp import VJPS, custom_op_rule
-
     VJPS[sym] = custom_op_rule(path)
     return sym
 

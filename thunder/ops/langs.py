@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from thunder.core.symbol import Symbol, register
+from thunder.core.symbol import Symbol, register, symbols_with
 from thunder.core.tags import Tag
 
 # torch callable (function, method descriptor) -> thunder callable
@@ -86,6 +86,4 @@ def first_is_tensor(*args, **kwargs) -> bool:
 
 def all_symbols() -> list[Symbol]:
     """Every torch-language op."""
-    from thunder.core.symbol import symbols_with
-
     return list(symbols_with(Tag.LTORCH))

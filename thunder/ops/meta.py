@@ -10,8 +10,8 @@ from numbers import Number
 
 import torch
 
+from thunder.core.context import current_trace
 from thunder.core.proxies import TensorProxy
-from thunder.core.trace import current_trace
 
 
 class ShapeError(ValueError):
@@ -36,6 +36,12 @@ def device_of(x) -> torch.device:
 
 def requires_grad_of(x) -> bool:
     return x.meta_requires_grad if isinstance(x, TensorProxy) else x.requires_grad
+
+
+# The half-precision floating dtypes: where torch computes an op in float32 for them and rounds
+# the result once (reductions, norms, softmax, some elementwise ops), the decompositions and the
+# fusion translators do too.
+LOW_PRECISION_DTYPES = (torch.bfloat16, torch.float16)
 
 
 def differentiable(dtype: torch.dtype) -> bool:

@@ -13,11 +13,12 @@ import operator
 
 import torch
 
+from thunder.core.context import current_trace
 from thunder.core.printing import type_comment
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy
+from thunder.core.subclass import subclass_name
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
-from thunder.core.trace import current_trace
 
 
 def _python_prim(name: str, meta, *tags: Tag, printer=None, imports: tuple[str, ...] | None = None) -> Symbol:
@@ -283,8 +284,6 @@ flatten_tensor_subclass = _python_prim("flatten_tensor_subclass", _flatten_meta,
 
 
 def _subclass_args(bsym, printer) -> str:
-    from thunder.core.subclass import subclass_name
-
     return ", ".join(
         subclass_name(printer, a) if isinstance(a, type) else printer.value(a) for a in bsym.args
     )

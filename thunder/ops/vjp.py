@@ -29,14 +29,12 @@ import torch
 from thunder.core.symbol import Symbol, SymbolTable
 from thunder.ops import ltorch, prims
 from thunder.ops.ltorch import nn as lnn
-from thunder.ops.meta import canonical_dims, device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
 VJPS = SymbolTable(
     "the VJP rules",
     hint="add a rule to thunder/ops/vjp.py, or declare the prim in NON_DIFFERENTIABLE there",
 )
-
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _rule(*syms: Symbol):
@@ -69,7 +67,7 @@ def _square(a):
 
 
 # -- elementwise unary ----------------------------------------------------------------------
-def _unary(*syms: Symbol):
+def _unary_vjp(*syms: Symbol):
     """A rule ``g * d(out, a)`` from the local derivative ``d``."""
 
     def deco(d: Callable) -> Callable:
@@ -82,148 +80,148 @@ def _unary(*syms: Symbol):
     return deco
 
 
-@_unary(prims.exp)
+@_unary_vjp(prims.exp)
 def _exp(out, a):
     return out
 
 
-@_unary(prims.exp2)
+@_unary_vjp(prims.exp2)
 def _exp2(out, a):
     return prims.mul(out, math.log(2))
 
 
-@_unary(prims.expm1)
+@_unary_vjp(prims.expm1)
 def _expm1(out, a):
     return prims.add(out, 1)
 
 
-@_unary(prims.log)
+@_unary_vjp(prims.log)
 def _log(out, a):
     return prims.reciprocal(a)
 
 
-@_unary(prims.log1p)
+@_unary_vjp(prims.log1p)
 def _log1p(out, a):
     return prims.reciprocal(prims.add(a, 1))
 
 
-@_unary(prims.log2)
+@_unary_vjp(prims.log2)
 def _log2(out, a):
     return prims.reciprocal(prims.mul(a, math.log(2)))
 
 
-@_unary(prims.log10)
+@_unary_vjp(prims.log10)
 def _log10(out, a):
     return prims.reciprocal(prims.mul(a, math.log(10)))
 
 
-@_unary(prims.sin)
+@_unary_vjp(prims.sin)
 def _sin(out, a):
     return prims.cos(a)
 
 
-@_unary(prims.cos)
+@_unary_vjp(prims.cos)
 def _cos(out, a):
     return prims.neg(prims.sin(a))
 
 
-@_unary(prims.tan)
+@_unary_vjp(prims.tan)
 def _tan(out, a):
     return prims.add(_square(out), 1)
 
 
-@_unary(prims.asin)
+@_unary_vjp(prims.asin)
 def _asin(out, a):
     return prims.rsqrt(prims.sub(1, _square(a)))
 
 
-@_unary(prims.acos)
+@_unary_vjp(prims.acos)
 def _acos(out, a):
     return prims.neg(prims.rsqrt(prims.sub(1, _square(a))))
 
 
-@_unary(prims.atan)
+@_unary_vjp(prims.atan)
 def _atan(out, a):
     return prims.reciprocal(prims.add(_square(a), 1))
 
 
-@_unary(prims.sinh)
+@_unary_vjp(prims.sinh)
 def _sinh(out, a):
     return prims.cosh(a)
 
 
-@_unary(prims.cosh)
+@_unary_vjp(prims.cosh)
 def _cosh(out, a):
     return prims.sinh(a)
 
 
-@_unary(prims.tanh)
+@_unary_vjp(prims.tanh)
 def _tanh(out, a):
     return prims.sub(1, _square(out))
 
 
-@_unary(prims.asinh)
+@_unary_vjp(prims.asinh)
 def _asinh(out, a):
     return prims.rsqrt(prims.add(_square(a), 1))
 
 
-@_unary(prims.acosh)
+@_unary_vjp(prims.acosh)
 def _acosh(out, a):
     return prims.rsqrt(prims.sub(_square(a), 1))
 
 
-@_unary(prims.atanh)
+@_unary_vjp(prims.atanh)
 def _atanh(out, a):
     return prims.reciprocal(prims.sub(1, _square(a)))
 
 
-@_unary(prims.sqrt)
+@_unary_vjp(prims.sqrt)
 def _sqrt(out, a):
     return prims.div(0.5, out)
 
 
-@_unary(prims.rsqrt)
+@_unary_vjp(prims.rsqrt)
 def _rsqrt(out, a):
     return prims.mul(prims.mul(_square(out), out), -0.5)
 
 
-@_unary(prims.reciprocal)
+@_unary_vjp(prims.reciprocal)
 def _reciprocal(out, a):
     return prims.neg(_square(out))
 
 
-@_unary(prims.sigmoid)
+@_unary_vjp(prims.sigmoid)
 def _sigmoid(out, a):
     return prims.mul(out, prims.sub(1, out))
 
 
-@_unary(prims.erf)
+@_unary_vjp(prims.erf)
 def _erf(out, a):
     return prims.mul(prims.exp(prims.neg(_square(a))), 2 / math.sqrt(math.pi))
 
 
-@_unary(prims.erfc)
+@_unary_vjp(prims.erfc)
 def _erfc(out, a):
     return prims.mul(prims.exp(prims.neg(_square(a))), -2 / math.sqrt(math.pi))
 
 
-@_unary(prims.erfinv)
+@_unary_vjp(prims.erfinv)
 def _erfinv(out, a):
     # from the input, as torch's (which saves the input, not the result)
     return prims.mul(prims.exp(_square(prims.erfinv(a))), math.sqrt(math.pi) / 2)
 
 
-@_unary(prims.lgamma)
+@_unary_vjp(prims.lgamma)
 def _lgamma(out, a):
     return prims.digamma(a)
 
 
-@_unary(prims.digamma)
+@_unary_vjp(prims.digamma)
 def _digamma(out, a):
     return prims.polygamma(1, a)
 
 
-@_unary(prims.abs)
+@_unary_vjp(prims.abs)
 def _abs(out, a):
     return prims.sign(a)
 
@@ -725,7 +723,7 @@ def _softmin(g, out, a, dim=None, _stacklevel=3, dtype=None):
 def _logsumexp(g, out, a, dim, keepdim=False):
     """``g * exp(a - out)``, from the input and the result, as torch's (which saves both)."""
     s = shape_of(a)
-    if not dtype_of(a).is_floating_point or dtype_of(a) in _LOW_PRECISION or not s:
+    if not dtype_of(a).is_floating_point or dtype_of(a) in LOW_PRECISION_DTYPES or not s:
         return NotImplemented
     dims = canonical_dims(dim, len(s), "torch.logsumexp")
     kept = _kept(s, dims)
@@ -741,7 +739,7 @@ def _logsumexp(g, out, a, dim, keepdim=False):
 def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """The kernel's gradient, with the mean and 1/std recomputed from the input (where the
     forward is not ``native_layer_norm``, see ``AUGMENTED``)."""
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return NotImplemented
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     _, mean, rstd = ltorch.native_layer_norm(input, ns, None, None, eps)
@@ -752,7 +750,7 @@ def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-
 @_rule(ltorch.native_layer_norm)
 def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
     """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return NotImplemented
     g_out = g[0]
     if g_out is None:  # (the statistics are not differentiable)
@@ -777,7 +775,7 @@ AUGMENTED = SymbolTable("the forwards that keep what their backward needs")
 
 
 def _layer_norm_keeping_statistics(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    if weight is None or bias is None or dtype_of(input) in _LOW_PRECISION:
+    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
         return None
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     return ltorch.native_layer_norm(input, ns, weight, bias, eps)
@@ -831,7 +829,7 @@ def _sdpa(
     if dropout_p > 0:
         return NotImplemented
     sq, sk = shape_of(query), shape_of(key)
-    compute = torch.float32 if dtype_of(query) in _LOW_PRECISION else dtype_of(query)
+    compute = torch.float32 if dtype_of(query) in LOW_PRECISION_DTYPES else dtype_of(query)
     q, k, v = (lnn._cast(t, compute) for t in (query, key, value))
     n_rep = sq[-3] // sk[-3] if enable_gqa and len(sq) >= 3 and sq[-3] != sk[-3] else 1
     k, v = lnn._repeat_heads(k, n_rep), lnn._repeat_heads(v, n_rep)

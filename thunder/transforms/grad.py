@@ -36,12 +36,13 @@ import inspect
 
 import torch
 
+from thunder.core.context import tracectx
+from thunder.core.errors import ThunderError, at
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
-from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import ThunderError, at
+from thunder.core.trace import Trace
 from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
 from thunder.ops.vjp import AUGMENTED, VJPS

@@ -37,7 +37,8 @@ from __future__ import annotations
 import dataclasses
 
 from thunder.core.proxies import TensorProxy, proxies_in
-from thunder.core.symbol import BoundSymbol, SourceLocation
+from thunder.core.source import SourceLocation
+from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions, Write

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core.context import tracectx
+from thunder.core.errors import ThunderError, at
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace, tracectx
-from thunder.frontend.errors import ThunderError, at
+from thunder.core.trace import Trace
 from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 

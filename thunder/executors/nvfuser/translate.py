@@ -39,7 +39,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
-from thunder.ops.meta import dtype_of, is_tensor, result_dtype, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, dtype_of, is_tensor, result_dtype, shape_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,13 +89,12 @@ UNSUPPORTED = SymbolTable(
 
 # Tensor dtypes translated (complex is left out: our prims' complex rules are not nvFuser's).
 SUPPORTED_DTYPES = frozenset(d for d in DATATYPE_NAMES if not d.is_complex)
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype torch does the math in: float32 for bfloat16/float16, else ``dtype``."""
-    return torch.float32 if dtype in _LOW_PRECISION else dtype
+    return torch.float32 if dtype in LOW_PRECISION_DTYPES else dtype
 
 
 def unsupported_reason(bsym: BoundSymbol) -> str | None:
@@ -165,7 +164,7 @@ def _register(syms, make, check=None) -> None:
 
 
 # -- elementwise unary ------------------------------------------------------------------------
-def _unary(op: str, kind: str):
+def _unary_emitter(op: str, kind: str):
     """``kind``: "same" computes in the input's dtype, "float" in the output's (a float),
     "predicate" in the input's and gives bool, "rounding" is a copy for integers (as torch)."""
 
@@ -199,7 +198,7 @@ _register(
         ).split()
     ]
     + [(getattr(prims, n), n, "predicate") for n in "isnan isinf isfinite signbit".split()],
-    _unary,
+    _unary_emitter,
 )
 TRANSLATIONS[prims.logical_not] = Translation(_logical_not)
 

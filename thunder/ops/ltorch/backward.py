@@ -18,14 +18,12 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.reductions import keep_dims
-from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
-
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
+from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, device_of, dtype_of, shape_of
 
 
 def _up(a):
     """``a`` in float32 when it is bfloat16/float16 (as torch's kernels compute)."""
-    return prims.convert_element_type(a, torch.float32) if dtype_of(a) in _LOW_PRECISION else a
+    return prims.convert_element_type(a, torch.float32) if dtype_of(a) in LOW_PRECISION_DTYPES else a
 
 
 def _as(a, dtype):

@@ -12,13 +12,13 @@ from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, first_is_tensor, torchsymbol
-from thunder.ops.meta import ShapeError, dtype_of, is_tensor, result_dtype
+from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, dtype_of, is_tensor, result_dtype
 
 T = torch.Tensor
 
 
 # -- unary: the op is the prim -------------------------------------------------------------
-def _unary(prim: Symbol, *more_torch_fns) -> Symbol:
+def _torch_unary(prim: Symbol, *more_torch_fns) -> Symbol:
     """``ltorch.<name>``: the prim of the same name, for ``torch.<name>`` and ``Tensor.<name>``."""
     name = prim.name
 
@@ -33,46 +33,46 @@ def _unary(prim: Symbol, *more_torch_fns) -> Symbol:
     return torchsymbol(*fns, *more_torch_fns, torch_impl=f"torch.{name}", tags=(Tag.ELEMENTWISE,))(op)
 
 
-abs = _unary(prims.abs, T.__abs__)
-neg = _unary(prims.neg, T.__neg__, torch.negative, T.negative)
-exp = _unary(prims.exp)
-exp2 = _unary(prims.exp2)
-expm1 = _unary(prims.expm1)
-log = _unary(prims.log)
-log1p = _unary(prims.log1p)
-log2 = _unary(prims.log2)
-log10 = _unary(prims.log10)
-sin = _unary(prims.sin)
-cos = _unary(prims.cos)
-tan = _unary(prims.tan)
-asin = _unary(prims.asin)
-acos = _unary(prims.acos)
-atan = _unary(prims.atan)
-sinh = _unary(prims.sinh)
-cosh = _unary(prims.cosh)
-tanh = _unary(prims.tanh, F.tanh)
-asinh = _unary(prims.asinh)
-acosh = _unary(prims.acosh)
-atanh = _unary(prims.atanh)
-sqrt = _unary(prims.sqrt)
-rsqrt = _unary(prims.rsqrt)
-reciprocal = _unary(prims.reciprocal)
-sigmoid = _unary(prims.sigmoid, torch.special.expit, F.sigmoid)
-erf = _unary(prims.erf)
-erfc = _unary(prims.erfc)
-erfinv = _unary(prims.erfinv)
-lgamma = _unary(prims.lgamma)
-digamma = _unary(prims.digamma)
-floor = _unary(prims.floor)
-ceil = _unary(prims.ceil)
-trunc = _unary(prims.trunc)
-sign = _unary(prims.sign)
-signbit = _unary(prims.signbit)
-isnan = _unary(prims.isnan)
-isinf = _unary(prims.isinf)
-isfinite = _unary(prims.isfinite)
-bitwise_not = _unary(prims.bitwise_not, T.__invert__)
-logical_not = _unary(prims.logical_not)
+abs = _torch_unary(prims.abs, T.__abs__)
+neg = _torch_unary(prims.neg, T.__neg__, torch.negative, T.negative)
+exp = _torch_unary(prims.exp)
+exp2 = _torch_unary(prims.exp2)
+expm1 = _torch_unary(prims.expm1)
+log = _torch_unary(prims.log)
+log1p = _torch_unary(prims.log1p)
+log2 = _torch_unary(prims.log2)
+log10 = _torch_unary(prims.log10)
+sin = _torch_unary(prims.sin)
+cos = _torch_unary(prims.cos)
+tan = _torch_unary(prims.tan)
+asin = _torch_unary(prims.asin)
+acos = _torch_unary(prims.acos)
+atan = _torch_unary(prims.atan)
+sinh = _torch_unary(prims.sinh)
+cosh = _torch_unary(prims.cosh)
+tanh = _torch_unary(prims.tanh, F.tanh)
+asinh = _torch_unary(prims.asinh)
+acosh = _torch_unary(prims.acosh)
+atanh = _torch_unary(prims.atanh)
+sqrt = _torch_unary(prims.sqrt)
+rsqrt = _torch_unary(prims.rsqrt)
+reciprocal = _torch_unary(prims.reciprocal)
+sigmoid = _torch_unary(prims.sigmoid, torch.special.expit, F.sigmoid)
+erf = _torch_unary(prims.erf)
+erfc = _torch_unary(prims.erfc)
+erfinv = _torch_unary(prims.erfinv)
+lgamma = _torch_unary(prims.lgamma)
+digamma = _torch_unary(prims.digamma)
+floor = _torch_unary(prims.floor)
+ceil = _torch_unary(prims.ceil)
+trunc = _torch_unary(prims.trunc)
+sign = _torch_unary(prims.sign)
+signbit = _torch_unary(prims.signbit)
+isnan = _torch_unary(prims.isnan)
+isinf = _torch_unary(prims.isinf)
+isfinite = _torch_unary(prims.isfinite)
+bitwise_not = _torch_unary(prims.bitwise_not, T.__invert__)
+logical_not = _torch_unary(prims.logical_not)
 
 
 @torchsymbol(torch.round, T.round, torch_impl="torch.round", tags=(Tag.ELEMENTWISE,))
@@ -459,9 +459,8 @@ def _log2addexp2_core(a, b):
 
 def _upcast_binary(core, a, b):
     """``core`` computed in float32 for bfloat16/float16 operands, rounded once."""
-    low = (torch.bfloat16, torch.float16)
     dt = result_dtype(a, b)
-    if dt in low:
+    if dt in LOW_PRECISION_DTYPES:
         a, b = (prims.convert_element_type(x, torch.float32) if is_tensor(x) else x for x in (a, b))
         return prims.convert_element_type(core(a, b), dt)
     if not (dt.is_floating_point or dt.is_complex):

@@ -18,6 +18,7 @@ from thunder.ops.ltorch.factories import in_graph_of
 from thunder.ops.ltorch.nn import _scaled_sum
 from thunder.ops.ltorch.shape import _slice_dim
 from thunder.ops.meta import (
+    LOW_PRECISION_DTYPES,
     ShapeError,
     broadcast_shapes,
     canonical_dim,
@@ -28,7 +29,6 @@ from thunder.ops.meta import (
 )
 
 T = torch.Tensor
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 @torchsymbol(torch.tensordot, torch_impl="torch.tensordot", tags=(Tag.MATMUL,))
@@ -92,7 +92,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str | None = None):
     grid = batch + (P, R, M)
     a = prims.broadcast_in_dim(x1, grid, tuple(range(nb - len(s1) + 2, nb)) + (nb, nb + 2))
     b = prims.broadcast_in_dim(x2, grid, tuple(range(nb - len(s2) + 2, nb)) + (nb + 1, nb + 2))
-    if dt in _LOW_PRECISION:
+    if dt in LOW_PRECISION_DTYPES:
         a, b = prims.convert_element_type(a, torch.float32), prims.convert_element_type(b, torch.float32)
     mag = prims.abs(prims.sub(a, b))
     last = (nb + 2,)
@@ -111,7 +111,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str | None = None):
         out = _safe_root(prims.sum(prims.mul(mag, mag), last), 2)
     else:
         out = _safe_root(prims.sum(prims.pow(mag, p), last), p)
-    return out if dt not in _LOW_PRECISION else prims.convert_element_type(out, dt)
+    return out if dt not in LOW_PRECISION_DTYPES else prims.convert_element_type(out, dt)
 
 
 # -- products with vectors and matrices ----------------------------------------------------
@@ -411,7 +411,7 @@ def renorm(input, p, dim: int, maxnorm):
         raise ShapeError(f"{op}: maxnorm must be >= 0, got {maxnorm}")
     d = canonical_dim(dim, len(s), op)
     rest = tuple(i for i in range(len(s)) if i != d)
-    acc = torch.float32 if dt in _LOW_PRECISION else None
+    acc = torch.float32 if dt in LOW_PRECISION_DTYPES else None
     norm = red.vector_norm(input, p, rest, True, dtype=acc)
     factor = prims.where(prims.gt(norm, maxnorm), prims.div(maxnorm, prims.add(norm, 1e-7)), 1.0)
     if acc is not None:

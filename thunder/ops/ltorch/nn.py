@@ -19,10 +19,17 @@ from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch import shape as sh
 from thunder.ops.ltorch.dropout import dropout
-from thunder.ops.meta import ShapeError, broadcast_shapes, canonical_dim, device_of, dtype_of, shape_of
+from thunder.ops.meta import (
+    LOW_PRECISION_DTYPES,
+    ShapeError,
+    broadcast_shapes,
+    canonical_dim,
+    device_of,
+    dtype_of,
+    shape_of,
+)
 
 T = torch.Tensor
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _cast(a, dtype):
@@ -30,7 +37,7 @@ def _cast(a, dtype):
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float32 if dtype in _LOW_PRECISION else dtype
+    return torch.float32 if dtype in LOW_PRECISION_DTYPES else dtype
 
 
 def _swap_last(a):

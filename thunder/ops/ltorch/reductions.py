@@ -19,15 +19,21 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.factories import in_graph_of
-from thunder.ops.meta import ShapeError, canonical_dims, device_of, dtype_of, is_tensor, shape_of
+from thunder.ops.meta import (
+    LOW_PRECISION_DTYPES,
+    ShapeError,
+    canonical_dims,
+    device_of,
+    dtype_of,
+    is_tensor,
+    shape_of,
+)
 
 T = torch.Tensor
 
 # What ``torch.max(x, dim)`` returns: a pair readable as ``.values`` / ``.indices``.
 max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
-
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def reduction_dims(a, dim, op: str) -> tuple[int, ...]:
@@ -58,7 +64,7 @@ def _cast(a, dtype):
 def _upcast(a):
     """(a in float32 if it is bfloat16/float16, the dtype to cast the result back to)."""
     dt = dtype_of(a)
-    if dt in _LOW_PRECISION:
+    if dt in LOW_PRECISION_DTYPES:
         return prims.convert_element_type(a, torch.float32), dt
     return a, None
 

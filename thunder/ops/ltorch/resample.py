@@ -20,10 +20,9 @@ import torch.nn.functional as F
 from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
-from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, canonical_dim, device_of, dtype_of, shape_of
 
 T = torch.Tensor
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 # spatial dimensions each interpolating mode works on (the nearest modes and area take 1-3)
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "area", *_MODE_DIMS)
@@ -40,7 +39,7 @@ def _along(v, shape, dim: int):
 
 
 def _compute_dtype(dt: torch.dtype) -> torch.dtype:
-    return torch.float32 if dt in _LOW_PRECISION or not dt.is_floating_point else dt
+    return torch.float32 if dt in LOW_PRECISION_DTYPES or not dt.is_floating_point else dt
 
 
 # -- F.interpolate --------------------------------------------------------------------------

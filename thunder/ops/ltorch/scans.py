@@ -20,10 +20,9 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.elementwise import logaddexp_core
-from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, shape_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, canonical_dim, device_of, dtype_of, shape_of
 
 T = torch.Tensor
-_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _shifted(x, d: int, k: int, fill):
@@ -74,9 +73,9 @@ def logcumsumexp(a, dim: int):
     d = _scan_dim(a, dim, op)
     if d is None:
         return a
-    x = prims.convert_element_type(a, torch.float32) if dt in _LOW_PRECISION else a
+    x = prims.convert_element_type(a, torch.float32) if dt in LOW_PRECISION_DTYPES else a
     out = _scan(x, d, logaddexp_core, float("-inf"))
-    return out if dt not in _LOW_PRECISION else prims.convert_element_type(out, dt)
+    return out if dt not in LOW_PRECISION_DTYPES else prims.convert_element_type(out, dt)
 
 
 cummax_result = namedtuple("cummax", ["values", "indices"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thunder.core.symbol import SourceLocation
+from thunder.core.source import SourceLocation
 
 
 class ThunderError(RuntimeError):
