@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import torch
 
 from thunder.core.overlap import overlaps
-from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in
+from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor, proxy_of
@@ -25,10 +25,10 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace, current_trace, tracectx
 from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
+from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.errors import UnrebuildableError, UnsupportedOpError, UnsupportedValueError, at
-from thunder.frontend.guards import code_reads, guard_code_reads
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
-from thunder.frontend.inputs import Inputs, Unpack, _is_argument_path
+from thunder.frontend.inputs import Inputs, is_argument_path
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
@@ -38,22 +38,13 @@ from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
+from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import value_reads
-from thunder.ops import prims
+from thunder.frontend.views import View
+from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
-
-
-@dataclasses.dataclass
-class View:
-    """``value`` is output ``index`` of ``op(base, *args, **kwargs)``, a view of ``base``."""
-
-    base: TensorProxy
-    op: object
-    args: tuple
-    kwargs: dict
-    index: int
-    value: TensorProxy
-    func: object = None  # the torch callable that made it (replayed on meta tensors for its layout)
+from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, PIECE_WRITES, VIEW_WRITES
+from thunder.ops.meta import ShapeError
 
 
 @dataclasses.dataclass
@@ -156,8 +147,6 @@ class Acquisition:
             self._keepalive.append(t)
             holder = self.inputs.prologue.add_name(f"captured{len(self.inputs.captured)}")
             self.inputs.prologue.ctx_objects = {**self.inputs.prologue.ctx_objects, holder: t}
-            from thunder.core.proxies import AnyProxy
-
             root = AnyProxy(holder, type(t))
             p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
             self.inputs.captured[id(t)] = p
@@ -196,17 +185,13 @@ class Acquisition:
             if current.meta_requires_grad and not value.meta_requires_grad and torch.is_grad_enabled():
                 # eager's in-place op keeps a tensor that requires grad in its graph, with a zero
                 # gradient where the new value does not depend on it (``x.eq_(y)``, ``x.fill_(2)``)
-                from thunder.ops.ltorch.factories import in_graph_of
-
-                value = in_graph_of(value, current)
+                value = ltorch.in_graph_of(value, current)
             elif current.meta_requires_grad and not value.meta_requires_grad:
                 # a write under no_grad (``with torch.no_grad(): self.w.clamp_(max=1)``) is not
                 # in eager's graph: the tensor stays itself there, and later ops pass their
                 # gradient to it unchanged (to the parameter, for a parameter)
-                from thunder.ops.ltorch.inplace import write_through_detach
-
                 with torch.enable_grad():
-                    value = write_through_detach(current, value)
+                    value = ltorch.write_through_detach(current, value)
         if value is current:
             return original
         if not self._through_detach:
@@ -233,8 +218,6 @@ class Acquisition:
             self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
         elif view is not None:
             # a write into a view reaches its base (and so every other view of that base)
-            from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
-
             write = VIEW_WRITES.get(view.op)
             if view.op in PIECE_WRITES:
                 write = functools.partial(PIECE_WRITES[view.op], index=view.index)
@@ -244,15 +227,13 @@ class Acquisition:
                     "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
                     "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
                 )
-            from thunder.ops.ltorch.casts import detach
-
-            self._through_detach += view.op is detach
+            self._through_detach += view.op is ltorch.detach
             try:
                 self._rebind(
                     view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
                 )
             finally:
-                self._through_detach -= view.op is detach
+                self._through_detach -= view.op is ltorch.detach
         # views taken of the old value see the write, as they alias it in eager
         self._refresh_views(current, self.current(original))
         return original
@@ -266,8 +247,6 @@ class Acquisition:
             return p
         if not self.is_input_view(p):
             return p
-        from thunder.ops import ltorch
-
         return ltorch.clone(p)
 
     def _through_repeats(self, view: View, op: str):
@@ -276,8 +255,6 @@ class Acquisition:
         down to the written one (bottom first); None when the chain has no such expand. A
         written view whose own elements repeat (one memory location twice) is refused, as
         eager refuses add_, copy_ and the like on it."""
-        from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS
-
         chain, found, link = [], None, view
         while link is not None:
             chain.append(link)
@@ -306,8 +283,6 @@ class Acquisition:
     def _scatter_through(self, root: TensorProxy, chain: list, value: TensorProxy) -> TensorProxy:
         """``root`` with ``value`` put where the bottom view of ``chain`` reads it: the same views
         taken of the positions ``0 .. n-1`` of ``root`` say where (each at most once)."""
-        from thunder.ops import ltorch
-
         n = math.prod(root.meta_shape)
         where = ltorch.reshape(
             prims.iota(n, start=0, step=1, dtype=torch.int64, device=root.meta_device), root.meta_shape
@@ -408,9 +383,6 @@ class Acquisition:
                 )
             value = prims.convert_element_type(value, current.meta_dtype)
         if value.meta_shape != current.meta_shape:
-            from thunder.ops import ltorch
-            from thunder.ops.meta import ShapeError
-
             try:
                 value = ltorch.expand(value, current.meta_shape)
             except ShapeError:
@@ -612,16 +584,14 @@ def _guard_written_inputs(state: Acquisition) -> None:
     args = []
     for p in inputs.tensor_inputs:
         src = inputs.sources.get(p.name)
-        if src is not None and _is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
+        if src is not None and is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
             args.append((p, src[2]))
     written = {id(p) for p, _ in args if state.current(p) is not p}
     for p, strides in state.layout_reads.values():  # views or copies were decided on its layout
-        inputs.checks.append(BoundSymbol(pyops.check_strides, (p, strides), {}, None))
-        inputs.guards.append(p)
+        inputs.checks.add_check(pyops.check_strides, p, strides, always=True)
     for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
         if p.name in state.grad_writes:
-            inputs.checks.append(BoundSymbol(pyops.check_not_leaf, (p,), {}, None))
-            inputs.guards.append(p)
+            inputs.checks.add_check(pyops.check_not_leaf, p, always=True)
     if len(args) < 2 or not written:
         return
     for hit, t in args:
@@ -634,8 +604,8 @@ def _guard_written_inputs(state: Acquisition) -> None:
                 "supported: pass separate tensors (.clone())" + (at(where) if where is not None else "")
             )
     ordered = [p for p, _ in args if id(p) in written] + [p for p, _ in args if id(p) not in written]
-    inputs.checks.append(BoundSymbol(pyops.check_no_alias, tuple(ordered), {"written": len(written)}, None))
-    inputs.guards.append(args[0][0])
+    inputs.checks.add_check(pyops.check_no_alias, *ordered, written=len(written))
+    inputs.checks.check_always(args[0][0])
 
 
 def _used_inputs(comp: Trace, state: Acquisition) -> list:

@@ -23,9 +23,13 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
+from thunder.frontend.torch_names import describe
+from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
-from thunder.ops import custom
+from thunder.frontend.views import View
+from thunder.ops import custom, ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
 
@@ -161,14 +165,12 @@ def _python_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return args, kwargs
 
 
-def _autocast_on() -> bool:
+def autocast_on() -> bool:
     return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
 
 
 def _inplace_base(name: str):
     """The out-of-place op for an in-place method: ``add_`` -> ``add``, ``zero_`` -> ``zeros_like``."""
-    from thunder.ops import ltorch
-
     special = {
         "zero_": ltorch.zeros_like,
         "fill_": ltorch.fill,
@@ -182,14 +184,10 @@ def _inplace_base(name: str):
 
 
 def _uniform(a, from_=0.0, to=1.0, *, generator=None):
-    from thunder.ops import ltorch
-
     return ltorch.add(ltorch.mul(ltorch.rand_like(a), to - from_), from_)
 
 
 def _normal(a, mean=0.0, std=1.0, *, generator=None):
-    from thunder.ops import ltorch
-
     return ltorch.add(ltorch.mul(ltorch.randn_like(a), std), mean)
 
 
@@ -198,35 +196,6 @@ def _writes_first(func) -> bool:
     if isinstance(func, torch._ops.OpOverload):
         return func._schema.is_mutable
     return isinstance(func, torch._ops.OpOverloadPacket) and func._qualified_op_name.endswith("_")
-
-
-def describe(func) -> str:
-    """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
-    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return f"torch.ops.{func}"
-    qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    mod = getattr(func, "__module__", None)
-    if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
-        qual = getattr(func, "__name__", qual)
-    if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
-        return "torch.Tensor." + qual.split(".", 1)[1]
-    name = getattr(func, "__name__", qual)
-    for cmod, public in (
-        ("torch._C._fft", "fft"),
-        ("torch._C._linalg", "linalg"),
-        ("torch._C._special", "special"),
-    ):
-        if mod == cmod:
-            return f"torch.{public}.{name.removeprefix(public + '_')}"
-    if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith(
-        "_VariableFunctionsClass"
-    ):
-        return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
-    if qual.startswith("Tensor."):
-        return "torch." + qual
-    if "<locals>" in qual:  # a function made by a factory (F.adaptive_max_pool2d's boolean_dispatch)
-        qual = name
-    return f"{mod}.{qual}"
 
 
 class AcquisitionMode(TorchFunctionMode):
@@ -309,7 +278,7 @@ class AcquisitionMode(TorchFunctionMode):
             )
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
-        if _autocast_on():
+        if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet "
                 "(it would silently compute in the wrong dtype); cast explicitly instead"
@@ -327,8 +296,6 @@ class AcquisitionMode(TorchFunctionMode):
             and len(args) >= 2
             and not any(isinstance(a, TensorProxy) for a in args[:2])
         ):
-            from thunder.ops import ltorch
-
             args = (ltorch.tensor(args[0]), *args[1:])
         target = TORCH_TO_THUNDER.get(func)
         if func in (T.view, T.view_as) and isinstance(args[0], TensorProxy):
@@ -336,8 +303,6 @@ class AcquisitionMode(TorchFunctionMode):
         if func is T.contiguous and isinstance(args[0], TensorProxy):
             out = args[0]
             if not state.is_contiguous(args[0]):
-                from thunder.ops import ltorch
-
                 out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
             if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
                 state.guessed_layouts.update((args[0].name, out.name))
@@ -364,8 +329,6 @@ class AcquisitionMode(TorchFunctionMode):
             flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
             return self._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
         if func is T.copy_:
-            from thunder.ops import ltorch
-
             dst, src = args[0], args[1]
             return state.rebind(dst, self._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
         if name.endswith("_") and not name.endswith("__"):
@@ -389,8 +352,6 @@ class AcquisitionMode(TorchFunctionMode):
         """``func(..., out=t)``: the op, then its result copied into ``t`` as ``t.copy_`` would
         (a write into an input or a buffer reaches the caller's tensor); returns ``t``, as eager
         does. Only where the result has ``t``'s shape and dtype (eager would resize or cast)."""
-        from thunder.ops import ltorch
-
         op = f"{describe(func)}(out=...)"
         target = TORCH_TO_THUNDER.get(func)
         if target is None or not isinstance(out, TensorProxy):
@@ -464,8 +425,6 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
         """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
-        from thunder.ops.ltorch.casts import to
-
         device = None
         if isinstance(dtype, str):
             name = dtype
@@ -476,7 +435,7 @@ class AcquisitionMode(TorchFunctionMode):
                     + at(user_location())
                 )
             device = torch.device("cuda") if name.startswith("torch.cuda.") else torch.device("cpu")
-        return self._call(T.type, to, (t, dtype) if device is None else (t, device, dtype), {})
+        return self._call(T.type, ltorch.to, (t, dtype) if device is None else (t, device, dtype), {})
 
     def _call(self, func, target, args, kwargs):
         try:
@@ -498,15 +457,10 @@ class AcquisitionMode(TorchFunctionMode):
             result = PROPERTY_TO_THUNDER[name](t)
             view = PROPERTY_VIEWS.get(name)
             if view is not None and isinstance(t, TensorProxy) and result is not t:
-                from thunder.frontend.acquire import View
-
                 op, args, func = view(t)
                 self.state.add_view(View(t, op, args, {}, 0, result, func))
             return result
         if name == "data":  # a view without history, as detach()
-            from thunder.frontend.acquire import View
-            from thunder.ops import ltorch
-
             result = ltorch.detach(t)
             if result is not t:
                 self.state.add_view(View(t, ltorch.detach, (), {}, 0, result, T.detach))
@@ -530,8 +484,6 @@ class AcquisitionMode(TorchFunctionMode):
                 inputs.guard_attr(t, "grad", None)
                 self.state.grads[key] = None
             else:
-                from thunder.frontend.inputs import Unpack
-
                 p = inputs.tensor(real, f"{t.name}_grad", Unpack(t, "attr", "grad"))
                 inputs.seen.setdefault(id(real), p)
                 self.state.grads[key] = p
@@ -539,8 +491,6 @@ class AcquisitionMode(TorchFunctionMode):
         return None if grad is None else self.state.current(grad)
 
     def _setitem(self, a, key, value):
-        from thunder.ops import ltorch
-
         result = self._call(T.__setitem__, ltorch.setitem, (a, key, value), {})
         self.state.rebind(a, result, "torch.Tensor.__setitem__")
         return None
@@ -560,9 +510,6 @@ class AcquisitionMode(TorchFunctionMode):
     def _track_views(self, func, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
-            from thunder.frontend.acquire import View
-            from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
-
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return

@@ -30,7 +30,6 @@ from typing import Any
 import torch
 
 from thunder.core.proxies import AnyProxy, TensorProxy
-from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.fastpaths import FAST_PATHS
@@ -39,59 +38,22 @@ from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
     MODULE_MACHINERY,
+    OBJECT_BUDGET,
+    ObjectState,
+    guard_held_object,
     is_immutable,
     is_plain_object,
+    object_state,
     snapshot,
     state_check,
 )
-from thunder.frontend.inputs import _LITERAL_TYPES, Unpack
+from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import same
 
 _ABSENT = object()
-# how deep the state of objects held by attributes (a config, its sub-configs, theirs) is
-# checked, and how many objects of one such tree at most (an object holding a large graph of
-# objects gets the first ones; those further on are checked by identity)
-_OBJECT_DEPTH = 4
-_OBJECT_BUDGET = 64
 _HOLDING = (list, tuple, dict, collections.OrderedDict)
-
-
-@dataclasses.dataclass
-class ObjectState:
-    """The attributes of a plain object (a config) as the call began, and the objects they hold."""
-
-    obj: Any
-    values: dict[str, Any]  # name -> snapshot
-    children: dict[str, ObjectState]
-    originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
-
-    def restore(self) -> str | None:
-        """Put back what the trace changed of the object (forward writes into the user's own
-        object, which its module's shadow shares); the first attribute changed, or None."""
-        d = object.__getattribute__(self.obj, "__dict__")
-        changed = None
-        for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
-            if name not in d or name not in self.values or not same(d[name], self.values[name]):
-                changed = changed or name
-        if changed is not None:
-            d.clear()
-            d.update(self.originals)
-            for name, v in self.originals.items():  # a list or dict changed in place
-                if not same(v, self.values[name]):
-                    _refill(v, self.values[name])
-        for name, child in self.children.items():
-            inner = child.restore()
-            changed = changed or (None if inner is None else f"{name}.{inner}")
-        return changed
-
-
-def _refill(container, snap) -> None:
-    if isinstance(container, list):
-        container[:] = snap
-    elif isinstance(container, (dict, set)):
-        container.clear()
-        container.update(snap)
 
 
 class _Watched(dict):
@@ -149,26 +111,6 @@ class _Watched(dict):
         tables = (d.get("_parameters"), d.get("_buffers"), d.get("_modules"))
         if not any(dict.__contains__(t, name) for t in tables if t is not None):
             self._note()
-
-
-def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
-    """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
-    most ``_OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
-    seen = {id(obj)} if seen is None else seen
-    values, children = {}, {}
-    d = object.__getattribute__(obj, "__dict__")
-    for name, v in d.items():
-        values[name] = snapshot(v)
-    for name, v in d.items():
-        if (
-            depth + 1 < _OBJECT_DEPTH
-            and id(v) not in seen
-            and len(seen) < _OBJECT_BUDGET
-            and is_plain_object(v)
-        ):
-            seen.add(id(v))
-            children[name] = object_state(v, depth + 1, seen)
-    return ObjectState(obj, values, children, dict(d))
 
 
 @dataclasses.dataclass
@@ -243,8 +185,7 @@ class ModuleShadows:
             known = self.by_id.get(id(mod))
             if known is not None:  # a module met again (shared): it must stay the same object
                 if known.holder is not holder:
-                    inputs.checks.append(BoundSymbol(pyops.check_is, (holder, known.holder), {}, None))
-                    inputs.guards.append(holder)
+                    inputs.checks.add_check(pyops.check_is, holder, known.holder, always=True)
                 continue
             record = self._make(mod, holder, path, prefix)
             made.append(record)
@@ -288,8 +229,7 @@ class ModuleShadows:
                     alias = AnyProxy(inputs.computation.add_name(f"{holder.name}_{name}"), type(t))
                     inputs.prologue.names.add(alias.name)
                     inputs.sources[alias.name] = (alias, Unpack(holder, kind, name), t)
-                    inputs.checks.append(BoundSymbol(pyops.check_is, (alias, p), {}, None))
-                    inputs.guards.append(alias)
+                    inputs.checks.add_check(pyops.check_is, alias, p, always=True)
                 made[name] = p
             d["_parameters" if kind == "param" else "_buffers"] = made
         hooks = {}
@@ -331,7 +271,7 @@ class ModuleShadows:
                 objects[name] = object_state(v)
             elif type(v) in _HOLDING:  # objects in a list, a tuple or a dict (the first ones)
                 items = v.items() if isinstance(v, dict) else enumerate(v)
-                held = [(k, x) for k, x in items if is_plain_object(x)][:_OBJECT_BUDGET]
+                held = [(k, x) for k, x in items if is_plain_object(x)][:OBJECT_BUDGET]
                 for k, x in held:
                     objects[(name, k)] = object_state(x)
         fast = FAST_PATHS.get(type(mod))
@@ -364,9 +304,9 @@ class ModuleShadows:
         """The value of a global torch flag (``pyops.TORCH_FLAGS``) the trace depends on; the
         prologue checks it keeps that value."""
         value = pyops.TORCH_FLAGS[name]()
-        checks = self.state.inputs.global_checks
-        if not any(b.sym is pyops.check_torch_flag and b.args[0] == name for b in checks):
-            checks.append(BoundSymbol(pyops.check_torch_flag, (name, value), {}, None))
+        checks = self.state.inputs.checks
+        if not any(b.sym is pyops.check_torch_flag and b.args[0] == name for b in checks.of_globals):
+            checks.add_global_check(pyops.check_torch_flag, name, value)
         return value
 
     def _guard_global_hooks(self) -> None:
@@ -374,13 +314,12 @@ class ModuleShadows:
 
         inputs = self.state.inputs
         if not any(getattr(module_module, name, None) for name in GLOBAL_HOOKS):
-            inputs.global_checks.append(BoundSymbol(pyops.check_no_module_hooks, (), {}, None))
+            inputs.checks.add_global_check(pyops.check_no_module_hooks)
             return
         holder = AnyProxy(inputs.prologue.add_name("g_torch_nn_modules_module"), dict)
         inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, holder.name: module_module.__dict__}
         hooks = {n: snapshot(getattr(module_module, n)) for n in GLOBAL_HOOKS if hasattr(module_module, n)}
-        inputs.checks.append(BoundSymbol(pyops.check_items, (holder, state_check(hooks)), {}, None))
-        inputs.guards.append(holder)
+        inputs.checks.add_check(pyops.check_items, holder, state_check(hooks), always=True)
 
     # -- after the trace ----------------------------------------------------------------
     def restore_user_state(self) -> None:
@@ -513,7 +452,7 @@ class ModuleShadows:
         old = record.state.get(name, _ABSENT)
         if old is _ABSENT:
             inputs.guard_absent(record.holder, name)
-        elif isinstance(old, _LITERAL_TYPES):
+        elif isinstance(old, LITERAL_TYPES):
             guard = inputs.guard_attr(record.holder, name, old)
             if type(old) is int:
                 self.state.written_numbers.add(guard)
@@ -531,9 +470,7 @@ class ModuleShadows:
         initial = {"_modules": record.modules, "_parameters": record.params, "_buffers": record.buffers}
         tables = tuple((name, tuple(initial[name])) for name in sorted(record.read_all)) or None
         check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=tables, nones=record.nones)
-        bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
-        inputs.checks.append(bsym)
-        inputs.guards.append(record.holder)
+        inputs.checks.add_check(pyops.check_module, record.holder, type(record.real), check, always=True)
         holding: dict[str, AnyProxy] = {}  # the containers held objects are in, unpacked once
         for name, obj in record.objects.items():
             if isinstance(name, str):
@@ -558,25 +495,6 @@ class ModuleShadows:
 
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
         guard_held_object(self.state.inputs, parent, name, obj, kind)
-
-
-def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
-    and check its state (``guard_object_state``)."""
-    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
-    inputs.prologue.names.add(holder.name)
-    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
-    guard_object_state(inputs, holder, obj)
-
-
-def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
-    """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
-    objects below it."""
-    check = state_check(obj.values, keys=obj.values.keys())
-    inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
-    inputs.guards.append(holder)
-    for child_name, child in obj.children.items():
-        guard_held_object(inputs, holder, child_name, child)
 
 
 def _rereads(old, new, reals: dict) -> bool:

@@ -42,6 +42,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace, tracectx
 from thunder.frontend import made
 from thunder.frontend.errors import UnrebuildableError, UnsupportedValueError
+from thunder.frontend.inputs import is_constant_object
 from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 
@@ -388,9 +389,7 @@ def _is_constant_input(state, v) -> bool:
     inputs = getattr(state, "inputs", None)
     if inputs is not None and inputs.seen.get(id(v)) is v:
         return True
-    from thunder.frontend.inputs import _is_constant_object
-
-    return _is_constant_object(v) and not isinstance(v, torch.nn.Module)
+    return is_constant_object(v) and not isinstance(v, torch.nn.Module)
 
 
 def _modules_of(state) -> list:

@@ -55,8 +55,10 @@ from thunder.frontend.mode import (
     _METADATA_METHODS,
     _METADATA_PROPERTIES,
     _PASSTHROUGH,
-    describe,
+    autocast_on,
 )
+from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.torch_names import describe
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN
 from thunder.ops.langs import resolve_path
@@ -149,7 +151,9 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     inputs.tensor_inputs.append(p)
     # the prologue checks the class, the outer metadata and the flatten context (the check
     # of a subclass proxy), then flattens it and checks each inner tensor it makes
-    inputs.checks.append(BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values())))
+    inputs.checks.of_values.append(
+        BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values()))
+    )
     return instance
 
 
@@ -407,9 +411,7 @@ class Subclasses:
                 f"thunder: {describe(func)} writes into a {cls.__qualname__} in place; in-place operations on "
                 "tensor subclasses are not supported yet" + at(loc)
             )
-        from thunder.frontend.mode import _autocast_on
-
-        if _autocast_on():
+        if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
                 + at(loc)
@@ -418,8 +420,6 @@ class Subclasses:
 
     def call(self, func, args, kwargs, loc: SourceLocation | None):
         """Record ``func(*args, **kwargs)`` as one BoundSymbol resolved by the dispatch."""
-        from thunder.frontend.numbers import DynamicInt
-
         state = self.state
         leaves, spec = tree_flatten((args, kwargs))
         pleaves, rleaves, cls = [], [], None

@@ -28,6 +28,7 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.core.trace import tracectx
 from thunder.frontend.errors import DataDependentError, at
+from thunder.frontend.torch_names import describe
 
 aten = torch.ops.aten
 # aten ops whose result depends on a tensor's values (a Python scalar, or a data-dependent shape)
@@ -126,7 +127,8 @@ def _dispatch(state):
         packet = getattr(func, "overloadpacket", None)
         if packet not in _VALUE_OPS:
             return NotImplemented  # the proxy's own error: an operation below torch's Python API
-        what = _describe(getattr(state, "handling", None)) or f"torch's {packet.__name__}"
+        handling = getattr(state, "handling", None)
+        what = describe(handling) if handling is not None else f"torch's {packet.__name__}"
         if packet in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
             return read_scalar(state, args[0], what, _SCALAR_READS[packet])
         raise DataDependentError(
@@ -135,14 +137,6 @@ def _dispatch(state):
         )
 
     return handler
-
-
-def _describe(func) -> str | None:
-    if func is None:
-        return None
-    from thunder.frontend.mode import describe
-
-    return describe(func)
 
 
 @contextmanager
