@@ -123,15 +123,16 @@ class Shadow:
     state: dict[str, Any]  # the real module's plain attributes as the call began (snapshots)
     # plain objects held by attributes (by name), or in a list, tuple or dict held so ((name, key))
     objects: dict[str | tuple, ObjectState]
-    initial: dict[str, Any]  # the shadow's __dict__ as made
     params: dict[str, Any]  # the shadow's _parameters as made
     buffers: dict[str, Any]
-    modules: dict[str, Any]
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
     keys: frozenset[str]  # the names in the real module's __dict__ as the call began
+    nones: tuple  # (table, name) of its parameters and buffers that were None (StateCheck)
+    # the shadow's __dict__ and _modules as made (once the whole tree has its shadows)
+    initial: dict[str, Any] = dataclasses.field(default_factory=dict)
+    modules: dict[str, Any] = dataclasses.field(default_factory=dict)
     read_all: set = dataclasses.field(default_factory=set)  # tables the code read whole (_Watched)
-    nones: tuple = ()  # (table, name) of its parameters and buffers that were None (StateCheck)
     watching: bool = True  # (until the trace ends)
 
 
@@ -279,20 +280,18 @@ class ModuleShadows:
             d["forward"] = types.MethodType(functools.partial(fast, flag=self.guarded_flag), shadow)
         shadow.__dict__.update(d)
         record = Shadow(
-            mod,
-            shadow,
-            holder,
-            state,
-            objects,
-            {},
-            dict(d["_parameters"]),
-            dict(d["_buffers"]),
-            {},
-            as_inputs,
-            hooks,
-            frozenset(mod.__dict__),
+            real=mod,
+            shadow=shadow,
+            holder=holder,
+            state=state,
+            objects=objects,
+            params=dict(d["_parameters"]),
+            buffers=dict(d["_buffers"]),
+            inputs=as_inputs,
+            hooks=hooks,
+            keys=frozenset(mod.__dict__),
+            nones=tuple(nones),
         )
-        record.nones = tuple(nones)
         for table in ("_parameters", "_buffers"):
             shadow.__dict__[table] = _Watched(shadow.__dict__[table], record, table)
         self.by_id[id(mod)] = record
