@@ -72,7 +72,7 @@ def _reject_autograd_function(func) -> None:
     """Inside the forward of a custom ``torch.autograd.Function`` applied without going through
     ``torch.autograd.Function.apply`` (which ``autograd_functions.py`` records): tracing
     through it would drop its backward, so say so instead."""
-    f = sys._getframe(2)
+    f = sys._getframe(3)  # (above _op and _handle: the mode's __torch_function__)
     for _ in range(64):
         if f is None:
             return
@@ -115,13 +115,6 @@ _LEGACY_TYPES = {
 }  # fmt: skip
 # Autograd hooks on tensors: the backward runs as one program and would never call them
 _GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
-_HANDLED = (
-    _METADATA_METHODS
-    | _DATA_DEPENDENT
-    | _PASSTHROUGH
-    | _GRAD_HOOKS
-    | {torch._is_all_true, torch._is_any_true}
-)
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -216,7 +209,7 @@ class AcquisitionMode(TorchFunctionMode):
         if arguments is not None:
             with self:  # its torch calls are recorded
                 return renormed_lookup(func, arguments)
-        if func not in TORCH_TO_THUNDER and func not in _HANDLED:
+        if func not in TORCH_TO_THUNDER and func not in _BEFORE_RESOLVING:
             body = _inlinable(func)
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
@@ -234,48 +227,20 @@ class AcquisitionMode(TorchFunctionMode):
         state = self.state
         state.handling = func
         state.mark_op_start()
+        handler = _BEFORE_RESOLVING.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
         # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
-        if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
+        name = getattr(func, "__name__", None)
+        if name == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
-        if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
-            target = state.resolve(args[0])
-            if func.__self__.__name__ == "requires_grad" and isinstance(target, TensorProxy):
-                self._requires_grad(target, args[1], "setting torch.Tensor.requires_grad")
-                return None
-            raise UnsupportedOpError(
-                f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
-                + at(user_location())
-            )
-        if func in _PASSTHROUGH:
-            return func(*args, **kwargs)
-        if func in _GRAD_HOOKS:
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
-                "backward as one program, which would not call the hook or keep the gradient; register it on a "
-                "parameter or on an output, outside the compiled function" + at(user_location())
-            )
-        if func is T.type and (len(args) > 1 or kwargs.get("dtype") is not None):
-            return self._type(state.resolve(args[0]), *args[1:], **kwargs)
-        if func in _METADATA_METHODS:
-            if args and isinstance(args[0], TensorProxy):
-                state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
-            return func(*args, **kwargs)
-        if func in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
-            # ``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)
-            return read_scalar(state, args[0], describe(func), _SCALAR_READS[func])
-        if func in (torch._is_all_true, torch._is_any_true):
-            raise DataDependentError(
-                f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
-                "this way): data-dependent, not known while tracing; construct the distribution with "
-                "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
-                + at(user_location())
-            )
-        if func in _DATA_DEPENDENT:
-            raise DataDependentError(
-                f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
-                "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
-                "express it with tensor ops such as torch.where" + at(user_location())
-            )
+        if name == "__set__" and hasattr(func, "__self__"):
+            return self._set_property(func.__self__.__name__, args)
+        return self._op(func, args, kwargs)
+
+    def _op(self, func, args, kwargs):
+        """A call that computes: recorded as the thunder op for ``func`` on the current values."""
+        state = self.state
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
         if autocast_on():
@@ -297,40 +262,35 @@ class AcquisitionMode(TorchFunctionMode):
             and not any(isinstance(a, TensorProxy) for a in args[:2])
         ):
             args = (ltorch.tensor(args[0]), *args[1:])
+        handler = _AFTER_RESOLVING.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
         target = TORCH_TO_THUNDER.get(func)
-        if func in (T.view, T.view_as) and isinstance(args[0], TensorProxy):
-            self._check_view(func, args, kwargs)
-        if func is T.contiguous and isinstance(args[0], TensorProxy):
-            out = args[0]
-            if not state.is_contiguous(args[0]):
-                out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
-            if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
-                state.guessed_layouts.update((args[0].name, out.name))
-            return out
         if target is not None:
-            # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
-            inplace = False
-            if "inplace" in kwargs:
-                kwargs = dict(kwargs)
-                inplace = kwargs.pop("inplace") is True
-            if inplace or _writes_first(func):
-                operands = (state.read_for_write(args[0]), *args[1:])
-                return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
-            result = self._call(func, target, args, kwargs)
-            self._track_views(func, target, args, kwargs, result)
-            if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
-                # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
-                self._requires_grad(result, True, describe(func))
-            return result
+            return self._thunder_op(func, target, args, kwargs)
+        return self._without_thunder_op(func, args, kwargs)
+
+    def _thunder_op(self, func, target, args, kwargs):
+        state = self.state
+        # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
+        inplace = False
+        if "inplace" in kwargs:
+            kwargs = dict(kwargs)
+            inplace = kwargs.pop("inplace") is True
+        if inplace or _writes_first(func):
+            operands = (state.read_for_write(args[0]), *args[1:])
+            return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
+        result = self._call(func, target, args, kwargs)
+        self._track_views(func, target, args, kwargs, result)
+        if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
+            # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
+            self._requires_grad(result, True, describe(func))
+        return result
+
+    def _without_thunder_op(self, func, args, kwargs):
+        """An in-place method made functional (``x.add_(1)``), a library's operator, or an error."""
+        state = self.state
         name = getattr(func, "__name__", "")
-        if func is T.__setitem__:
-            return self._setitem(*args)
-        if func is T.requires_grad_ and isinstance(args[0], TensorProxy):
-            flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
-            return self._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
-        if func is T.copy_:
-            dst, src = args[0], args[1]
-            return state.rebind(dst, self._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
         if name.endswith("_") and not name.endswith("__"):
             base = _inplace_base(name)
             if base is not None:
@@ -346,6 +306,15 @@ class AcquisitionMode(TorchFunctionMode):
         raise UnsupportedOpError(
             f"thunder: {describe(func)} is not supported (no thunder op for it; thunder.ops.ltorch lists "
             "the supported ones)" + at(user_location())
+        )
+
+    def _set_property(self, name: str, args):
+        target = self.state.resolve(args[0])
+        if name == "requires_grad" and isinstance(target, TensorProxy):
+            self._requires_grad(target, args[1], "setting torch.Tensor.requires_grad")
+            return None
+        raise UnsupportedOpError(
+            f"thunder: setting torch.Tensor.{name} is not supported while tracing" + at(user_location())
         )
 
     def _into(self, func, args, kwargs, out):
@@ -523,3 +492,114 @@ class AcquisitionMode(TorchFunctionMode):
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                     self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+
+
+# -- calls handled by a function of their own, keyed by the torch function --------------------
+# Each takes ``(mode, func, args, kwargs)``. Looked up before the arguments are resolved to
+# their current values: calls that record nothing (metadata, global state) or are refused.
+def _passthrough(mode, func, args, kwargs):
+    return func(*args, **kwargs)
+
+
+def _metadata(mode, func, args, kwargs):
+    if args and isinstance(args[0], TensorProxy):
+        mode.state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
+    return func(*args, **kwargs)
+
+
+def _type_or_metadata(mode, func, args, kwargs):
+    """``t.type()`` is the type's name; ``t.type(torch.float16)`` a cast."""
+    if len(args) > 1 or kwargs.get("dtype") is not None:
+        return mode._type(mode.state.resolve(args[0]), *args[1:], **kwargs)
+    return _metadata(mode, func, args, kwargs)
+
+
+def _scalar_read(mode, func, args, kwargs):
+    """``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)."""
+    if args and isinstance(args[0], TensorProxy):
+        return read_scalar(mode.state, args[0], describe(func), _SCALAR_READS[func])
+    return _refuse_data_dependent(mode, func, args, kwargs)
+
+
+def _refuse_data_dependent(mode, func, args, kwargs):
+    raise DataDependentError(
+        f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
+        "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
+        "express it with tensor ops such as torch.where" + at(user_location())
+    )
+
+
+def _refuse_value_check(mode, func, args, kwargs):
+    raise DataDependentError(
+        f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
+        "this way): data-dependent, not known while tracing; construct the distribution with "
+        "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
+        + at(user_location())
+    )
+
+
+def _refuse_grad_hook(mode, func, args, kwargs):
+    raise UnsupportedOpError(
+        f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
+        "backward as one program, which would not call the hook or keep the gradient; register it on a "
+        "parameter or on an output, outside the compiled function" + at(user_location())
+    )
+
+
+# (later entries win: a scalar read is data-dependent unless its tensor is known)
+_BEFORE_RESOLVING = {
+    **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
+    torch._is_all_true: _refuse_value_check,
+    torch._is_any_true: _refuse_value_check,
+    **dict.fromkeys(_SCALAR_READS, _scalar_read),
+    **dict.fromkeys(_METADATA_METHODS, _metadata),
+    T.type: _type_or_metadata,
+    **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
+    **dict.fromkeys(_PASSTHROUGH, _passthrough),
+}
+
+
+# After the arguments are resolved: calls that take the current values but need more than
+# their thunder op (or have none).
+def _view(mode, func, args, kwargs):
+    if isinstance(args[0], TensorProxy):
+        mode._check_view(func, args, kwargs)
+    return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+
+
+def _contiguous(mode, func, args, kwargs):
+    if not isinstance(args[0], TensorProxy):
+        return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+    state = mode.state
+    out = args[0]
+    if not state.is_contiguous(args[0]):
+        out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+    if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
+        state.guessed_layouts.update((args[0].name, out.name))
+    return out
+
+
+def _setitem(mode, func, args, kwargs):
+    return mode._setitem(*args)
+
+
+def _requires_grad_(mode, func, args, kwargs):
+    if not isinstance(args[0], TensorProxy):
+        return mode._without_thunder_op(func, args, kwargs)
+    flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+    return mode._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
+
+
+def _copy_(mode, func, args, kwargs):
+    dst, src = args[0], args[1]
+    return mode.state.rebind(dst, mode._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
+
+
+_AFTER_RESOLVING = {
+    T.view: _view,
+    T.view_as: _view,
+    T.contiguous: _contiguous,
+    T.__setitem__: _setitem,
+    T.requires_grad_: _requires_grad_,
+    T.copy_: _copy_,
+}
