@@ -226,7 +226,7 @@ class AcquisitionMode(TorchFunctionMode):
     def _handle(self, func, args, kwargs):
         state = self.state
         state.handling = func
-        state.mark_op_start()
+        state.inplace.mark_op_start()
         handler = _BEFORE_RESOLVING.get(func)
         if handler is not None:
             return handler(self, func, args, kwargs)
@@ -278,8 +278,8 @@ class AcquisitionMode(TorchFunctionMode):
             kwargs = dict(kwargs)
             inplace = kwargs.pop("inplace") is True
         if inplace or _writes_first(func):
-            operands = (state.read_for_write(args[0]), *args[1:])
-            return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
+            operands = (state.inplace.read_for_write(args[0]), *args[1:])
+            return state.inplace.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
         result = self._call(func, target, args, kwargs)
         self._track_views(func, target, args, kwargs, result)
         if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
@@ -294,8 +294,8 @@ class AcquisitionMode(TorchFunctionMode):
         if name.endswith("_") and not name.endswith("__"):
             base = _inplace_base(name)
             if base is not None:
-                result = self._call(func, base, (state.read_for_write(args[0]), *args[1:]), kwargs)
-                return state.rebind(args[0], result, describe(func))
+                result = self._call(func, base, (state.inplace.read_for_write(args[0]), *args[1:]), kwargs)
+                return state.inplace.rebind(args[0], result, describe(func))
         if custom.is_custom_op(func):  # a library's operator: one opaque op (thunder/ops/custom.py)
             return self._call(func, custom.symbol_for(func), args, kwargs)
         if self.inlined and describe(self.inlined[0]) != describe(func):
@@ -338,7 +338,7 @@ class AcquisitionMode(TorchFunctionMode):
                 f"{out.dtype}), where eager would resize or cast out; not supported, assign the result instead"
                 + at(user_location())
             )
-        return self.state.rebind(out, self._call(T.copy_, ltorch.copy_to, (out, result), {}), op)
+        return self.state.inplace.rebind(out, self._call(T.copy_, ltorch.copy_to, (out, result), {}), op)
 
     def _requires_grad(self, t: TensorProxy, flag: bool, op: str) -> TensorProxy:
         """``t.requires_grad_(flag)``: on a value computed here that requires no grad, the
@@ -380,11 +380,11 @@ class AcquisitionMode(TorchFunctionMode):
             shape = (tuple(kwargs["size"]),)
         if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
             return  # sizes given as traced values: left to the op
-        if not self.state.is_input_view(args[0]):
+        if not self.state.views.is_input_view(args[0]):
             # a computed tensor: eager's layout is not always contiguous (an elementwise op keeps
             # a channels_last input's layout), so no view is refused on a guess
             return
-        m = self.state.meta_of(args[0])
+        m = self.state.views.meta_of(args[0])
         if m is None:
             return
         try:
@@ -427,12 +427,12 @@ class AcquisitionMode(TorchFunctionMode):
             view = PROPERTY_VIEWS.get(name)
             if view is not None and isinstance(t, TensorProxy) and result is not t:
                 op, args, func = view(t)
-                self.state.add_view(View(t, op, args, {}, 0, result, func))
+                self.state.views.add(View(t, op, args, {}, 0, result, func))
             return result
         if name == "data":  # a view without history, as detach()
             result = ltorch.detach(t)
             if result is not t:
-                self.state.add_view(View(t, ltorch.detach, (), {}, 0, result, T.detach))
+                self.state.views.add(View(t, ltorch.detach, (), {}, 0, result, T.detach))
             return result
         raise UnsupportedOpError(
             f"thunder: the tensor property .{name} is not supported" + at(user_location())
@@ -457,16 +457,16 @@ class AcquisitionMode(TorchFunctionMode):
                 inputs.seen.setdefault(id(real), p)
                 self.state.grads[key] = p
         grad = self.state.grads[key]
-        return None if grad is None else self.state.current(grad)
+        return None if grad is None else self.state.inplace.current(grad)
 
     def _setitem(self, a, key, value):
         result = self._call(T.__setitem__, ltorch.setitem, (a, key, value), {})
-        self.state.rebind(a, result, "torch.Tensor.__setitem__")
+        self.state.inplace.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
     def _eager_views(self, func, args, kwargs) -> bool:
         """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors)."""
-        m = self.state.meta_of(args[0])
+        m = self.state.views.meta_of(args[0])
         if m is None:
             return True
         try:
@@ -482,16 +482,16 @@ class AcquisitionMode(TorchFunctionMode):
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return
-            if target in LAYOUT_VIEWS and self.state.layout_guessed(args[0]):
+            if target in LAYOUT_VIEWS and self.state.views.layout_guessed(args[0]):
                 for leaf in tree_flatten(result)[0]:
                     if isinstance(leaf, TensorProxy):
-                        self.state.guessed_layouts.add(leaf.name)
+                        self.state.views.guessed_layouts.add(leaf.name)
             if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
                 return  # eager copied (reshape of a non-contiguous tensor)
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
-                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+                    self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
 
 
 # -- calls handled by a function of their own, keyed by the torch function --------------------
@@ -572,10 +572,10 @@ def _contiguous(mode, func, args, kwargs):
         return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
     state = mode.state
     out = args[0]
-    if not state.is_contiguous(args[0]):
+    if not state.views.is_contiguous(args[0]):
         out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
-    if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
-        state.guessed_layouts.update((args[0].name, out.name))
+    if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
+        state.views.guessed_layouts.update((args[0].name, out.name))
     return out
 
 
@@ -592,7 +592,9 @@ def _requires_grad_(mode, func, args, kwargs):
 
 def _copy_(mode, func, args, kwargs):
     dst, src = args[0], args[1]
-    return mode.state.rebind(dst, mode._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
+    return mode.state.inplace.rebind(
+        dst, mode._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_"
+    )
 
 
 _AFTER_RESOLVING = {

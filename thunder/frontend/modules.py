@@ -146,6 +146,10 @@ class ModuleShadows:
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
         self.object_changed: tuple | None = None  # (module record, attribute, its attribute) the trace wrote
+        self.tensors: dict[int, TensorProxy] = {}  # id(parameter, buffer or tensor attribute) -> its proxy
+        self.paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
+        # what forward did to the modules, for the epilogue: (holder, "set"/"del"/..., name, value)
+        self.writes: list[tuple] = []
 
     def real_of(self, v):
         """The user's module for a shadow (``v`` itself otherwise)."""
@@ -190,7 +194,7 @@ class ModuleShadows:
                 continue
             record = self._make(mod, holder, path, prefix)
             made.append(record)
-        paths = self.state.module_paths
+        paths = self.paths
         for path, mod in module.named_modules(remove_duplicate=False):
             paths.setdefault(id(self.by_id[id(mod)].shadow), ".".join(p for p in (scope_path, path) if p))
         for record in made:  # submodules: their shadows (the tree is complete now)
@@ -212,7 +216,7 @@ class ModuleShadows:
         d = dict(mod.__dict__)
         state, objects, as_inputs = {}, {}, set()
         nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None
-        tensors: dict[int, TensorProxy] = self.state.module_tensors
+        tensors = self.tensors
         for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
             made = {}
             for name, t in table.items():
@@ -361,7 +365,6 @@ class ModuleShadows:
             self._guard(record, written)
 
     def _diff(self, record: Shadow) -> set[str]:
-        state = self.state
         shadow, holder, mod = record.shadow, record.holder, record.real
         written = set()
         for name, v in shadow._parameters.items():
@@ -372,10 +375,10 @@ class ModuleShadows:
                 )
         for name, v in shadow._buffers.items():
             if record.buffers.get(name, _ABSENT) is not v:
-                state.module_writes.append((holder, "set", name, v))
+                self.writes.append((holder, "set", name, v))
         for name in record.buffers:
             if name not in shadow._buffers:
-                state.module_writes.append((holder, "del", name, None))
+                self.writes.append((holder, "del", name, None))
         if shadow._modules != record.modules or any(
             shadow._modules[k] is not v for k, v in record.modules.items()
         ):
@@ -393,12 +396,12 @@ class ModuleShadows:
                 continue
             if name in ("_parameters", "_buffers", "_modules"):
                 raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
-            state.module_writes.append((holder, "set", name, v))
+            self.writes.append((holder, "set", name, v))
             written.add(name)
             self._guard_written(record, name)
         for name in record.initial:
             if name not in d:
-                state.module_writes.append((holder, "del", name, None))
+                self.writes.append((holder, "del", name, None))
                 written.add(name)
                 self._guard_written(record, name)
         return written
@@ -407,7 +410,7 @@ class ModuleShadows:
         """Hooks registered or removed on the shadow (its own copies of the hook tables):
         the same in the user's module, by the handle's id, as ``register_*_hook`` and
         ``RemovableHandle.remove`` do."""
-        d, real, writes = record.shadow.__dict__, record.real.__dict__, self.state.module_writes
+        d, real, writes = record.shadow.__dict__, record.real.__dict__, self.writes
         for name in record.hooks:
             table, before = d.get(name), real.get(name)
             if table is not record.initial.get(name) or not isinstance(table, dict):
@@ -436,11 +439,11 @@ class ModuleShadows:
             for table in (real._parameters, real._buffers):
                 for t in table.values():
                     if t is not None:
-                        yield t, self.state.module_tensors[id(t)]
+                        yield t, self.tensors[id(t)]
             for name in record.inputs:
                 t = real.__dict__.get(name)
-                if isinstance(t, torch.Tensor) and id(t) in self.state.module_tensors:
-                    yield t, self.state.module_tensors[id(t)]
+                if isinstance(t, torch.Tensor) and id(t) in self.tensors:
+                    yield t, self.tensors[id(t)]
 
     def _guard_written(self, record: Shadow, name: str) -> None:
         # the value a write replaced was most likely read (``self.calls += 1``): the prologue

@@ -154,7 +154,7 @@ class _Builder:
             if v.name in self._input_names:
                 # an input tensor is returned as itself: in-place writes reached it already
                 return self.output(v)
-            cur = self.state.current(v) if hasattr(self.state, "current") else v
+            cur = self.state.inplace.current(v) if hasattr(self.state, "inplace") else v
             self.rename(cur, name)
             return self.output(cur)
         if isinstance(v, torch.Tensor):  # a real tensor from a closure or a global

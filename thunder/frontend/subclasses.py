@@ -365,7 +365,7 @@ class Subclasses:
                     "nested tensor subclasses are not supported yet" + at(user_location())
                 )
             if isinstance(x, TensorProxy):
-                inner[n] = state.current(x)
+                inner[n] = state.inplace.current(x)
             else:
                 inner[n] = state.capture(x)
                 self.captured_inside.add(inner[n].name)
@@ -425,7 +425,7 @@ class Subclasses:
         pleaves, rleaves, cls = [], [], None
         for v in leaves:
             if isinstance(v, TensorProxy):
-                v = state.current(v)
+                v = state.inplace.current(v)
                 pleaves.append(v)
                 rleaves.append(v)
             elif isinstance(v, torch.Tensor):
@@ -550,7 +550,7 @@ class Subclasses:
         leaves, spec = tree_flatten((args, kwargs))
         for i, v in enumerate(leaves):
             if isinstance(v, TensorProxy):
-                leaves[i] = state.current(v)
+                leaves[i] = state.inplace.current(v)
             elif isinstance(v, torch.Tensor):
                 if not is_plain_tensor(v):
                     # torch asked the proxy first (the leftmost argument with a dispatch of its
@@ -633,6 +633,13 @@ def dispatchable(sym: Symbol, args, kwargs) -> bool:
     return sym.meta is not None and sym in EAGER_IMPLS
 
 
+class _NoWrites:
+    """After tracing there are no in-place writes to follow: a value is what it holds."""
+
+    def current(self, p):
+        return p
+
+
 class _AfterTracing:
     """What ``Subclasses`` reads of an acquisition, for ops resolved after it: the trace they
     are recorded in. A real tensor the dispatch uses (a number torch wrapped into a tensor, a
@@ -643,9 +650,7 @@ class _AfterTracing:
 
     def __init__(self, trace):
         self.computation = trace
-
-    def current(self, p):
-        return p
+        self.inplace = _NoWrites()
 
     def capture(self, t):
         p = proxy_of(t)

@@ -46,7 +46,7 @@ def read_scalar(state, t: TensorProxy, what: str, convert=None):
     naming ``what`` and the user's line. ``t`` is read as it is now, after the in-place writes
     traced so far (``n.add_(1); float(n)`` reads the new value, as eager does)."""
     if isinstance(t, TensorProxy):
-        t = state.current(t)
+        t = state.inplace.current(t)
     real = known_value(state, t) if isinstance(t, TensorProxy) else None
     if real is None or real.numel() != 1:
         raise DataDependentError(
