@@ -72,7 +72,7 @@ class Acquisition:
         # names of the int literals the function wrote back (candidates for DynamicInt)
         self.written_numbers: set[str] = set()
         self.grads: dict[tuple, TensorProxy | None] = {}  # (input name, "grad") -> its .grad as read
-        self._keepalive: list = []
+        self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
 

@@ -43,7 +43,7 @@ class InplaceWrites:
         # a write reaching its base through detach() or .data: eager allows it into a leaf
         # that requires grad (it leaves the history alone)
         self._through_detach = 0
-        self._keepalive: list = []
+        self._keepalive: list = []  # the proxies rebound: ``latest`` is keyed by their ids
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
