@@ -1,9 +1,6 @@
-"""Guards on state the traced code read without it being an input: the plain attributes of
-modules and of the objects they hold (a config), globals, closure cells, the default argument
-values of the user's functions, and the class attributes of the user's own module classes
-(``scale = 2.0`` in the class body, the methods).
-An attribute added to a module, a config or such a class since the trace (an instance
-``forward``, a value that now shadows the class's) misses the cache too.
+"""How state the traced code read without it being an input is checked: the plain attributes
+of modules and of the objects they hold (a config), and the values ``code_reads.py`` finds in
+globals, closure cells, default arguments and the user's own classes.
 
 The state is checked as a whole, by value, in one prologue line per object:
 
@@ -17,15 +14,10 @@ identity in one C-level pass (``all(map(operator.is_, ...))``), which is what an
 state gives; only when that fails does it compare values exactly (type and value, so
 ``2`` does not pass for ``2.0``), which is what a re-set value or a container needs.
 
-Plain objects among the values of globals, closure cells and default arguments (or in a
-list, tuple or dict there), a jitted callable object and a ``functools.partial``'s arguments
-get the same check of their state, by attribute (``CodeReads.objects``); one the traced code
-changes is put back and the trace refused.
-
 Objects held by attributes (instances of Python classes, such as a transformers config) get
-a check of their own state, four levels deep (``config.sub.inner.leaf``) and up to 64 objects
-per object a module holds, and so do the first 64 such objects in a list, tuple or dict a
-module holds; objects further down or beyond are checked by identity only.
+a check of their own state (``ObjectState``), four levels deep (``config.sub.inner.leaf``) and
+up to 64 objects per object a module holds, and so do the first 64 such objects in a list,
+tuple or dict a module holds; objects further down or beyond are checked by identity only.
 """
 
 from __future__ import annotations
@@ -33,16 +25,16 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
-import functools
-import os
-import sys
-import sysconfig
 import types
 from typing import Any
 
 import torch
 
-from thunder.ops.python import StateCheck
+from thunder.core.proxies import AnyProxy
+from thunder.core.trace import sanitize_name
+from thunder.frontend.unpack import Unpack
+from thunder.ops import python as pyops
+from thunder.ops.python import StateCheck, same
 
 # What nn.Module.__init__ puts into every module's __dict__, besides ``training``: the
 # parameters, buffers and submodules are checked as inputs, the hooks on their own.
@@ -145,226 +137,83 @@ def is_plain_object(v) -> bool:
     return True
 
 
-# -- globals and closure cells read by the user's code ------------------------------------
-def _library_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # thunder itself
-    return tuple(os.path.join(d, "") for d in dirs)
-
-
-_LIBRARY_DIRS = _library_dirs()
-
-
-def is_user_code(code: types.CodeType) -> bool:
-    """Code outside the standard library, installed packages and thunder: its globals and
-    closures are guarded (a library's module state is taken as fixed)."""
-    return not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIRS)
-
-
-def _codes(code: types.CodeType):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
+# how deep the state of objects held by attributes (a config, its sub-configs, theirs) is
+# checked, and how many objects of one such tree at most (an object holding a large graph of
+# objects gets the first ones; those further on are checked by identity)
+_OBJECT_DEPTH = 4
+OBJECT_BUDGET = 64
 
 
 @dataclasses.dataclass
-class CodeReads:
-    """The globals (per globals dict) and closure cells the user's functions may read, with
-    their values as the call began."""
+class ObjectState:
+    """The attributes of a plain object (a config) as the call began, and the objects they hold."""
 
-    globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
-    cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
-    classes: list[tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=list)
-    defaults: list[tuple[types.FunctionType, dict[str, Any]]] = dataclasses.field(default_factory=list)
-    # plain objects among those values, in them (a list of configs) or called (the jitted
-    # callable object, a partial's arguments): id -> (a name for them, their state)
-    objects: dict[int, tuple[str, Any]] = dataclasses.field(default_factory=dict)
+    obj: Any
+    values: dict[str, Any]  # name -> snapshot
+    children: dict[str, ObjectState]
+    originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
 
-    def add_objects(self, label: str, v) -> None:
-        from thunder.frontend.modules import object_state
-
-        for o in _objects_in(v):
-            if id(o) not in self.objects:
-                self.objects[id(o)] = (label, object_state(o))
-
-    def restore_objects(self) -> str | None:
-        """Put back what the trace changed of those objects; the first change, or None."""
+    def restore(self) -> str | None:
+        """Put back what the trace changed of the object (forward writes into the user's own
+        object, which its module's shadow shares); the first attribute changed, or None."""
+        d = object.__getattribute__(self.obj, "__dict__")
         changed = None
-        for label, obj in self.objects.values():
-            inner = obj.restore()
-            if inner is not None and changed is None:
-                changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
+        for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
+            if name not in d or name not in self.values or not same(d[name], self.values[name]):
+                changed = changed or name
+        if changed is not None:
+            d.clear()
+            d.update(self.originals)
+            for name, v in self.originals.items():  # a list or dict changed in place
+                if not same(v, self.values[name]):
+                    _refill(v, self.values[name])
+        for name, child in self.children.items():
+            inner = child.restore()
+            changed = changed or (None if inner is None else f"{name}.{inner}")
         return changed
 
 
-def _objects_in(v) -> list:
-    """``v`` when it is a plain object, else the plain objects a list, tuple or dict ``v`` holds
-    (the first 64)."""
-    if is_plain_object(v):
-        return [v]
-    if type(v) in (list, tuple, dict, collections.OrderedDict):
-        return [x for x in (v.values() if isinstance(v, dict) else v) if is_plain_object(x)][:64]
-    return []
+def _refill(container, snap) -> None:
+    if isinstance(container, list):
+        container[:] = snap
+    elif isinstance(container, (dict, set)):
+        container.clear()
+        container.update(snap)
 
 
-def code_reads(functions, classes=()) -> CodeReads:
-    """What ``functions``, the methods of ``classes`` and the user functions they reach
-    through globals and closures read of globals and closure cells, and of the user's own
-    modules they import (``config.FLAG``). A name bound to a module (``torch``, ``F``) is
-    checked by identity: rebinding it to another object misses the cache."""
-    reads = CodeReads()
-    todo = []
-    for fn in functions:  # a callable object's state and methods; a partial's function and arguments
-        if isinstance(fn, functools.partial):
-            todo.append(fn.func)
-            for i, v in enumerate((*fn.args, *fn.keywords.values())):
-                reads.add_objects(f"bound by the partial ({i})", v)
-                todo.extend(_reached(v))
-        elif is_plain_object(fn):
-            reads.add_objects("called", fn)
-            todo.extend(_reached(type(fn)))
-        else:
-            todo.append(fn)
-    seen_classes: set[int] = set()
-    for cls in classes:
-        for klass in cls.__mro__:
-            for v in vars(klass).values():
-                if isinstance(v, (staticmethod, classmethod)):
-                    v = v.__func__
-                if isinstance(v, types.FunctionType):
-                    todo.append(v)
-            if id(klass) not in seen_classes and _is_user_class(klass):
-                seen_classes.add(id(klass))
-                reads.classes.append((klass, _class_values(klass)))
-    seen: set[int] = set()
-    while todo:
-        fn = todo.pop()
-        if isinstance(fn, types.MethodType):
-            fn = fn.__func__
-        if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
-            continue
-        seen.add(id(fn))
-        if fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
-            values = {
-                "__defaults__": snapshot(fn.__defaults__),
-                "__kwdefaults__": snapshot(fn.__kwdefaults__),
-            }
-            reads.defaults.append((fn, values))
-            for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()):
-                reads.add_objects(f"a default of {fn.__name__}", v)
-            todo.extend(
-                f
-                for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
-                for f in _reached(v)
-            )
-        g = fn.__globals__
-        _, values = reads.globals.setdefault(id(g), (g, {}))
-        for code in _codes(fn.__code__):
-            modules = []
-            for name in code.co_names:
-                if name in values or name not in g:
-                    continue
-                v = g[name]
-                values[name] = snapshot(v)
-                reads.add_objects(f"global {name}", v)
-                if isinstance(v, types.ModuleType):
-                    if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
-                        modules.append(v)
-                    continue
-                todo.extend(_reached(v))
-            for mod in modules:
-                d = vars(mod)
-                _, read = reads.globals.setdefault(id(d), (d, {}))
-                for name in code.co_names:
-                    v = d.get(name, _MISSING)
-                    if (
-                        v is _MISSING
-                        or name in read
-                        or isinstance(v, types.ModuleType)
-                        or name.startswith("__")
-                    ):
-                        continue
-                    read[name] = snapshot(v)
-                    reads.add_objects(f"{mod.__name__}.{name}", v)
-                    todo.extend(_reached(v))
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            if name == "__class__":  # the class a method using super() is defined in: fixed
-                continue
-            try:
-                v = cell.cell_contents
-            except ValueError:  # not set yet (a recursive helper defined later)
-                continue
-            reads.cells.append((cell, name, snapshot(v)))
-            reads.add_objects(f"closure variable {name}", v)
-            todo.extend(_reached(v))
-    return reads
+def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
+    """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
+    most ``OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
+    seen = {id(obj)} if seen is None else seen
+    values, children = {}, {}
+    d = object.__getattribute__(obj, "__dict__")
+    for name, v in d.items():
+        values[name] = snapshot(v)
+    for name, v in d.items():
+        if (
+            depth + 1 < _OBJECT_DEPTH
+            and id(v) not in seen
+            and len(seen) < OBJECT_BUDGET
+            and is_plain_object(v)
+        ):
+            seen.add(id(v))
+            children[name] = object_state(v, depth + 1, seen)
+    return ObjectState(obj, values, children, dict(d))
 
 
-_MISSING = object()
+def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
+    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
+    and check its state (``guard_object_state``)."""
+    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
+    inputs.prologue.names.add(holder.name)
+    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
+    guard_object_state(inputs, holder, obj)
 
 
-def _is_user_class(klass: type) -> bool:
-    """A class the user wrote (in a script, a notebook cell, their own package): its class
-    attributes are program state. A library's classes are taken as fixed."""
-    if _is_user_module(sys.modules.get(klass.__module__)):
-        return True
-    return any(
-        isinstance(f, types.FunctionType) and is_user_code(f.__code__)
-        for v in vars(klass).values()
-        for f in ((v.__func__,) if isinstance(v, (staticmethod, classmethod)) else (v,))
-    )
-
-
-def _class_values(klass: type) -> dict[str, Any]:
-    """A class's own attributes as the call began (values, methods), Python's ``__dunder__``
-    entries aside."""
-    return {k: snapshot(v) for k, v in vars(klass).items() if not (k.startswith("__") and k.endswith("__"))}
-
-
-def _is_user_module(mod: types.ModuleType | None) -> bool:
-    path = getattr(mod, "__file__", None)
-    return path is not None and not os.path.abspath(path).startswith(_LIBRARY_DIRS)
-
-
-def _reached(v) -> list:
-    """Functions whose code the traced code may run through ``v``."""
-    if isinstance(v, (types.FunctionType, types.MethodType)):
-        return [v]
-    if isinstance(v, type) and not issubclass(v, torch.nn.Module):  # modules: their shadows are guarded
-        return [f for k in v.__mro__ for f in vars(k).values() if isinstance(f, types.FunctionType)]
-    return []
-
-
-def guard_code_reads(inputs, reads: CodeReads) -> None:
-    """Prologue checks for ``reads``: one line per globals dict, one per closure cell."""
-    from thunder.core.proxies import AnyProxy
-    from thunder.core.symbol import BoundSymbol
-    from thunder.core.trace import sanitize_name
-    from thunder.ops import python as pyops
-
-    def holder(name: str, obj, t: type) -> AnyProxy:
-        p = AnyProxy(inputs.prologue.add_name(sanitize_name(name)), t)
-        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, p.name: obj}
-        inputs.guards.append(p)
-        return p
-
-    for g, values in reads.globals.values():
-        if values:
-            h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
-            inputs.checks.append(BoundSymbol(pyops.check_items, (h, state_check(values)), {}, None))
-    for klass, values in reads.classes:
-        h = holder(f"cls_{klass.__name__}", klass, type)
-        check = state_check(values, keys=vars(klass).keys())
-        inputs.checks.append(BoundSymbol(pyops.check_class, (h, check), {}, None))
-    for fn, values in reads.defaults:
-        h = holder(f"fn_{fn.__name__}", fn, types.FunctionType)
-        inputs.checks.append(BoundSymbol(pyops.check_defaults, (h, state_check(values)), {}, None))
-    for cell, name, value in reads.cells:
-        h = holder(f"cell_{name}", cell, types.CellType)
-        inputs.checks.append(BoundSymbol(pyops.check_cell, (h, state_check({name: value})), {}, None))
-    from thunder.frontend.modules import guard_object_state
-
-    for _, obj in reads.objects.values():  # (by identity through the checks above; their state here)
-        guard_object_state(inputs, holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj)), obj)
+def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
+    """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
+    objects below it."""
+    check = state_check(obj.values, keys=obj.values.keys())
+    inputs.checks.add_check(pyops.check_state, holder, type(obj.obj), check, always=True)
+    for child_name, child in obj.children.items():
+        guard_held_object(inputs, holder, child_name, child)

@@ -25,10 +25,14 @@ from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
+from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
+from thunder.frontend.prologue_checks import PrologueChecks
+from thunder.frontend.subclasses import subclass_input
+from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 
-_LITERAL_TYPES = (
+LITERAL_TYPES = (
     int,
     float,
     bool,
@@ -40,15 +44,6 @@ _LITERAL_TYPES = (
     type(Ellipsis),
     slice,
 )
-
-
-@dataclasses.dataclass
-class Unpack:
-    """How one value is reached: ``kind`` (item, attr, param, buffer, submodule) of ``parent``."""
-
-    parent: Any  # the parent's proxy (AnyProxy or the root proxies ``args``/``kwargs``)
-    kind: str
-    key: Any
 
 
 _UNPACK_SYMS = {
@@ -77,7 +72,7 @@ class Inputs:
         self.kwargs_proxy = AnyProxy(self.prologue.add_name("kwargs"), dict)
         # what is known of each proxy: name -> (proxy, Unpack, real value)
         self.sources: dict[str, tuple[Any, Unpack, Any]] = {}
-        self.checks: list[BoundSymbol] = []  # checks on containers, made eagerly
+        self.checks = PrologueChecks()
         self.tensor_inputs: list[TensorProxy] = []  # every tensor proxy made for an input
         self.captured: dict[int, TensorProxy] = {}
         self.module_proxy: AnyProxy | None = None
@@ -86,8 +81,6 @@ class Inputs:
         # opened lists/dicts/tuples: (the copy user code sees, its holder, its items at the start)
         self.containers: list[tuple[Any, AnyProxy, list]] = []
         self.container_holders: dict[int, AnyProxy] = {}  # id(copy) -> holder
-        self.guards: list[AnyProxy] = []  # values the prologue always checks
-        self.global_checks: list[BoundSymbol] = []  # checks on global state (no input to unpack)
         # ``(module, holder, path)``: set by acquisition to swap an argument module's state
         self.on_module = None
         # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
@@ -108,8 +101,6 @@ class Inputs:
         """The proxy of tensor input ``t``; for a tensor subclass, the instance user code sees
         (its proxy is ``thunder.core.subclass.proxy_of(instance)``)."""
         if not is_plain_tensor(t):
-            from thunder.frontend.subclasses import subclass_input
-
             instance = subclass_input(self, t, self._name(path, "t"), unpack)
             if self.on_subclass is not None:
                 self.on_subclass(proxy_of(instance))
@@ -130,21 +121,21 @@ class Inputs:
             p = self.tensor(v, tensor_prefix + path if path else path, unpack)
             self.seen[id(v)] = p
             return p
-        if isinstance(v, _LITERAL_TYPES) or _is_literal(v):
+        if isinstance(v, LITERAL_TYPES) or _is_literal(v):
             if type(v) is int and sanitize_name(path or "i") in self.dynamic:
                 return self.dynamic_int(v, path, unpack)
             p = NumberProxy(self._name(path or "i", "i"), v) if isinstance(v, (int, float)) else None
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
-            self.checks.append(BoundSymbol(pyops.check_literal, (holder, v), {}, None))
+            self.checks.add_check(pyops.check_literal, holder, v)
             if unpack.kind == "attr":
                 self.literal_names[(id(unpack.parent), unpack.key)] = holder.name
             return v
         t = type(v)
         if t in (tuple, list) or (isinstance(v, tuple) and hasattr(t, "_fields")):
             holder = self._container(v, path, unpack)
-            self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
-            self.checks.append(BoundSymbol(pyops.check_len, (holder, len(v)), {}, None))
+            self.checks.add_check(pyops.check_type, holder, t)
+            self.checks.add_check(pyops.check_len, holder, len(v))
             items = [
                 self.value(
                     x, f"{path}_{i}", Unpack(holder, "item", i), depth + 1, tensor_prefix=tensor_prefix
@@ -156,8 +147,8 @@ class Inputs:
             return out
         if t is dict or t is collections.OrderedDict:
             holder = self._container(v, path, unpack)
-            self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
-            self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
+            self.checks.add_check(pyops.check_type, holder, t)
+            self.checks.add_check(pyops.check_keys, holder, tuple(v.keys()))
             out = t(
                 (
                     k,
@@ -179,8 +170,8 @@ class Inputs:
         made as the epilogue makes one (``cls()``, then the items in order)."""
         t = type(v)
         holder = self._container(v, path, unpack)
-        self.checks.append(BoundSymbol(pyops.check_type, (holder, t), {}, None))
-        self.checks.append(BoundSymbol(pyops.check_keys, (holder, tuple(v.keys())), {}, None))
+        self.checks.add_check(pyops.check_type, holder, t)
+        self.checks.add_check(pyops.check_keys, holder, tuple(v.keys()))
         try:
             out = t()
         except TypeError as e:
@@ -205,13 +196,13 @@ class Inputs:
         if isinstance(v, torch.nn.Module) and self.on_module is not None:
             # checked by identity; it runs as a shadow whose parameters and buffers are inputs
             # like the jitted module's (thunder/frontend/modules.py)
-            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+            self.checks.add_check(pyops.check_is, holder, v)
             self._keepalive.append(v)
             shadow = self.on_module(v, holder, holder.name)
             self.seen[id(v)] = shadow
             return shadow
-        if _is_constant_object(v):
-            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+        if is_constant_object(v):
+            self.checks.add_check(pyops.check_is, holder, v)
             self.seen[id(v)] = v
             self._keepalive.append(v)
             return v
@@ -222,7 +213,7 @@ class Inputs:
                 "functions and classes, and objects of Python classes such as dataclasses)"
             )
         w = make_wrapper(v, holder, path or holder.name, self)
-        self.checks.append(BoundSymbol(pyops.check_type, (holder, type(v)), {}, None))
+        self.checks.add_check(pyops.check_type, holder, type(v))
         self.seen[id(v)] = w
         self.wrappers.append(w)
         return w
@@ -235,11 +226,11 @@ class Inputs:
         if first is None:  # a constant object: its own identity check is enough
             holder = AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
-            self.checks.append(BoundSymbol(pyops.check_is, (holder, v), {}, None))
+            self.checks.add_check(pyops.check_is, holder, v)
             return seen
         holder = AnyProxy(self._name(path or "p", "p"), type(v))
         self.sources[holder.name] = (holder, unpack, v)
-        self.checks.append(BoundSymbol(pyops.check_is, (holder, first), {}, None))
+        self.checks.add_check(pyops.check_is, holder, first)
         return seen
 
     def _opened(self, out, holder: AnyProxy, real) -> None:
@@ -256,17 +247,14 @@ class Inputs:
         """Check ``holder.name == value`` in the prologue (module attributes the function set)."""
         p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(value))
         self.sources[p.name] = (p, Unpack(holder, "attr", name), value)
-        self.checks.append(BoundSymbol(pyops.check_literal, (p, value), {}, None))
-        self.guards.append(p)
+        self.checks.add_check(pyops.check_literal, p, value, always=True)
         return p.name
 
     def dynamic_int(self, v: int, path: str, unpack: Unpack):
         """An int input that may change between calls: checked as an int, traced as a value."""
-        from thunder.frontend.numbers import DynamicInt
-
         p = NumberProxy(self._name(path, "i"), v)
         self.sources[p.name] = (p, unpack, v)
-        self.checks.append(BoundSymbol(pyops.check_type, (p, int), {}, None))
+        self.checks.add_check(pyops.check_type, p, int)
         self.number_inputs.append(p)
         return DynamicInt(p, v, (p,), self)
 
@@ -275,22 +263,21 @@ class Inputs:
         for root in d.roots:
             if all(root is not s for s in self.specialized):
                 self.specialized.append(root)
-                self.checks.append(BoundSymbol(pyops.check_literal, (root, root.value), {}, None))
+                self.checks.add_check(pyops.check_literal, root, root.value)
 
     def guard_compare(self, p: NumberProxy, op: str, bound: int, outcome: bool) -> None:
         """Check that ``p <op> bound`` is still ``outcome`` (a counter compared with a limit)."""
-        self.checks.append(BoundSymbol(pyops.check_int_compare, (p, op, bound, outcome), {}, None))
-        if all(p is not g for g in self.guards):
-            self.guards.append(p)
+        self.checks.add_check(pyops.check_int_compare, p, op, bound, outcome)
+        if all(p is not g for g in self.checks.always):
+            self.checks.check_always(p)
 
     def guard_value(self, t: TensorProxy, value) -> None:
         """Check the value of the one-element input tensor ``t`` (the trace read it)."""
-        self.checks.append(BoundSymbol(pyops.check_tensor_value, (t, value), {}, None))
+        self.checks.add_check(pyops.check_tensor_value, t, value)
 
     def guard_absent(self, holder: AnyProxy, name: str) -> None:
         """Check that ``holder`` has no attribute ``name`` (one the function created)."""
-        self.checks.append(BoundSymbol(pyops.check_hasattr, (holder, name, False), {}, None))
-        self.guards.append(holder)
+        self.checks.add_check(pyops.check_hasattr, holder, name, False, always=True)
 
     # -- the prologue ---------------------------------------------------------------------
     def bind_arguments(self, fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -307,8 +294,8 @@ class Inputs:
         names = (
             _positional_names(sig, len(args)) if sig is not None else [f"args_{i}" for i in range(len(args))]
         )
-        self.checks.append(BoundSymbol(pyops.check_len, (self.args_proxy, len(args)), {}, None))
-        self.checks.append(BoundSymbol(pyops.check_keys, (self.kwargs_proxy, tuple(kwargs)), {}, None))
+        self.checks.add_check(pyops.check_len, self.args_proxy, len(args))
+        self.checks.add_check(pyops.check_keys, self.kwargs_proxy, tuple(kwargs))
         pargs = tuple(self.value(a, names[i], Unpack(self.args_proxy, "item", i)) for i, a in enumerate(args))
         pkwargs = {k: self.value(v, k, Unpack(self.kwargs_proxy, "item", k)) for k, v in kwargs.items()}
         return pargs, pkwargs
@@ -323,7 +310,7 @@ class Inputs:
         pro.signature = "*args, **kwargs"
         emitted: set[str] = {self.args_proxy.name, self.kwargs_proxy.name}
         checks_by_holder: dict[str, list[BoundSymbol]] = {}
-        for c in self.checks:
+        for c in self.checks.of_values:
             checks_by_holder.setdefault(c.args[0].name, []).append(c)
 
         def emit(proxy):
@@ -361,16 +348,16 @@ class Inputs:
         # containers, objects and literals, and the tensors the trace relied on; module state
         # and captured tensors only when the computation uses them.
         for proxy, unpack, _ in self.sources.values():
-            if _is_argument_path(unpack, self) and not isinstance(proxy, TensorProxy):
+            if is_argument_path(unpack, self) and not isinstance(proxy, TensorProxy):
                 emit(proxy)
         # the arguments' tensors before module state and globals: a call that misses an entry
         # usually differs there (a longer cache in a decoding loop), and an entry tried in
         # vain should fail at its first checks, not after every module's
         for p in (*used, *checked, *epilogue_inputs):
             if isinstance(p, TensorProxy) and p.name in self.sources:
-                if _is_argument_path(self.sources[p.name][1], self):
+                if is_argument_path(self.sources[p.name][1], self):
                     emit(p)
-        for p in self.guards:
+        for p in self.checks.always:
             emit(p)
         for p in used:
             emit(p)
@@ -378,7 +365,7 @@ class Inputs:
             emit(p)
         for p in epilogue_inputs:
             emit(p)
-        pro.bound_symbols += self.global_checks
+        pro.bound_symbols += self.checks.of_globals
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         # traced without autocast (tracing under it is refused): a call under it must miss
         pro.bound_symbols.append(BoundSymbol(pyops.check_torch_flag, ("autocast", False), {}, None))
@@ -391,7 +378,7 @@ def _is_literal(v) -> bool:
     if isinstance(v, (enum.Enum, torch.Size, torch.memory_format, torch.layout, bytes, range)):
         return True
     if type(v) is frozenset:
-        return all(isinstance(x, _LITERAL_TYPES) for x in v)
+        return all(isinstance(x, LITERAL_TYPES) for x in v)
     return False
 
 
@@ -406,7 +393,7 @@ _CONSTANT_TYPES = (
 )
 
 
-def _is_constant_object(v) -> bool:
+def is_constant_object(v) -> bool:
     """Objects used as they are and checked by identity (functions, classes, modules)."""
     return isinstance(v, _CONSTANT_TYPES) or type(v).__module__ == "builtins" and callable(v)
 
@@ -417,7 +404,7 @@ def _is_wrappable(v) -> bool:
     return t.__module__ != "builtins" and (hasattr(v, "__dict__") or hasattr(t, "__slots__"))
 
 
-def _is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
+def is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
     while True:
         parent = unpack.parent
         if parent is inputs.args_proxy or parent is inputs.kwargs_proxy:

@@ -23,9 +23,13 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
+from thunder.frontend.torch_names import describe
+from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
-from thunder.ops import custom
+from thunder.frontend.views import View
+from thunder.ops import custom, ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
 
@@ -68,7 +72,7 @@ def _reject_autograd_function(func) -> None:
     """Inside the forward of a custom ``torch.autograd.Function`` applied without going through
     ``torch.autograd.Function.apply`` (which ``autograd_functions.py`` records): tracing
     through it would drop its backward, so say so instead."""
-    f = sys._getframe(2)
+    f = sys._getframe(3)  # (above _op and _handle: the mode's __torch_function__)
     for _ in range(64):
         if f is None:
             return
@@ -111,13 +115,6 @@ _LEGACY_TYPES = {
 }  # fmt: skip
 # Autograd hooks on tensors: the backward runs as one program and would never call them
 _GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
-_HANDLED = (
-    _METADATA_METHODS
-    | _DATA_DEPENDENT
-    | _PASSTHROUGH
-    | _GRAD_HOOKS
-    | {torch._is_all_true, torch._is_any_true}
-)
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -161,14 +158,12 @@ def _python_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return args, kwargs
 
 
-def _autocast_on() -> bool:
+def autocast_on() -> bool:
     return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
 
 
 def _inplace_base(name: str):
     """The out-of-place op for an in-place method: ``add_`` -> ``add``, ``zero_`` -> ``zeros_like``."""
-    from thunder.ops import ltorch
-
     special = {
         "zero_": ltorch.zeros_like,
         "fill_": ltorch.fill,
@@ -182,14 +177,10 @@ def _inplace_base(name: str):
 
 
 def _uniform(a, from_=0.0, to=1.0, *, generator=None):
-    from thunder.ops import ltorch
-
     return ltorch.add(ltorch.mul(ltorch.rand_like(a), to - from_), from_)
 
 
 def _normal(a, mean=0.0, std=1.0, *, generator=None):
-    from thunder.ops import ltorch
-
     return ltorch.add(ltorch.mul(ltorch.randn_like(a), std), mean)
 
 
@@ -198,35 +189,6 @@ def _writes_first(func) -> bool:
     if isinstance(func, torch._ops.OpOverload):
         return func._schema.is_mutable
     return isinstance(func, torch._ops.OpOverloadPacket) and func._qualified_op_name.endswith("_")
-
-
-def describe(func) -> str:
-    """``torch.Tensor.add_``, ``torch.nn.functional.gelu``, ``torch.sin``."""
-    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return f"torch.ops.{func}"
-    qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-    mod = getattr(func, "__module__", None)
-    if "<locals>" in qual:  # made by a factory (F.max_pool2d is boolean_dispatch.<locals>.fn)
-        qual = getattr(func, "__name__", qual)
-    if qual.startswith("TensorBase.") or qual.startswith("_TensorBase."):
-        return "torch.Tensor." + qual.split(".", 1)[1]
-    name = getattr(func, "__name__", qual)
-    for cmod, public in (
-        ("torch._C._fft", "fft"),
-        ("torch._C._linalg", "linalg"),
-        ("torch._C._special", "special"),
-    ):
-        if mod == cmod:
-            return f"torch.{public}.{name.removeprefix(public + '_')}"
-    if mod in (None, "torch._C._nn", "torch._C._VariableFunctions") or qual.startswith(
-        "_VariableFunctionsClass"
-    ):
-        return {"torch._C._nn": "torch.nn.functional."}.get(mod, "torch.") + name
-    if qual.startswith("Tensor."):
-        return "torch." + qual
-    if "<locals>" in qual:  # a function made by a factory (F.adaptive_max_pool2d's boolean_dispatch)
-        qual = name
-    return f"{mod}.{qual}"
 
 
 class AcquisitionMode(TorchFunctionMode):
@@ -247,7 +209,7 @@ class AcquisitionMode(TorchFunctionMode):
         if arguments is not None:
             with self:  # its torch calls are recorded
                 return renormed_lookup(func, arguments)
-        if func not in TORCH_TO_THUNDER and func not in _HANDLED:
+        if func not in TORCH_TO_THUNDER and func not in _BEFORE_RESOLVING:
             body = _inlinable(func)
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
@@ -264,52 +226,24 @@ class AcquisitionMode(TorchFunctionMode):
     def _handle(self, func, args, kwargs):
         state = self.state
         state.handling = func
-        state.mark_op_start()
+        state.inplace.mark_op_start()
+        handler = _BEFORE_RESOLVING.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
         # properties arrive as a getset descriptor's __get__ (and assignments as its __set__)
-        if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):
+        name = getattr(func, "__name__", None)
+        if name == "__get__" and hasattr(func, "__self__"):
             return self._property(func.__self__.__name__, args[0])
-        if getattr(func, "__name__", None) == "__set__" and hasattr(func, "__self__"):
-            target = state.resolve(args[0])
-            if func.__self__.__name__ == "requires_grad" and isinstance(target, TensorProxy):
-                self._requires_grad(target, args[1], "setting torch.Tensor.requires_grad")
-                return None
-            raise UnsupportedOpError(
-                f"thunder: setting torch.Tensor.{func.__self__.__name__} is not supported while tracing"
-                + at(user_location())
-            )
-        if func in _PASSTHROUGH:
-            return func(*args, **kwargs)
-        if func in _GRAD_HOOKS:
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
-                "backward as one program, which would not call the hook or keep the gradient; register it on a "
-                "parameter or on an output, outside the compiled function" + at(user_location())
-            )
-        if func is T.type and (len(args) > 1 or kwargs.get("dtype") is not None):
-            return self._type(state.resolve(args[0]), *args[1:], **kwargs)
-        if func in _METADATA_METHODS:
-            if args and isinstance(args[0], TensorProxy):
-                state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
-            return func(*args, **kwargs)
-        if func in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
-            # ``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)
-            return read_scalar(state, args[0], describe(func), _SCALAR_READS[func])
-        if func in (torch._is_all_true, torch._is_any_true):
-            raise DataDependentError(
-                f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
-                "this way): data-dependent, not known while tracing; construct the distribution with "
-                "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
-                + at(user_location())
-            )
-        if func in _DATA_DEPENDENT:
-            raise DataDependentError(
-                f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
-                "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
-                "express it with tensor ops such as torch.where" + at(user_location())
-            )
+        if name == "__set__" and hasattr(func, "__self__"):
+            return self._set_property(func.__self__.__name__, args)
+        return self._op(func, args, kwargs)
+
+    def _op(self, func, args, kwargs):
+        """A call that computes: recorded as the thunder op for ``func`` on the current values."""
+        state = self.state
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
-        if _autocast_on():
+        if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet "
                 "(it would silently compute in the wrong dtype); cast explicitly instead"
@@ -327,52 +261,41 @@ class AcquisitionMode(TorchFunctionMode):
             and len(args) >= 2
             and not any(isinstance(a, TensorProxy) for a in args[:2])
         ):
-            from thunder.ops import ltorch
-
             args = (ltorch.tensor(args[0]), *args[1:])
+        handler = _AFTER_RESOLVING.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
         target = TORCH_TO_THUNDER.get(func)
-        if func in (T.view, T.view_as) and isinstance(args[0], TensorProxy):
-            self._check_view(func, args, kwargs)
-        if func is T.contiguous and isinstance(args[0], TensorProxy):
-            out = args[0]
-            if not state.is_contiguous(args[0]):
-                from thunder.ops import ltorch
-
-                out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
-            if state.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
-                state.guessed_layouts.update((args[0].name, out.name))
-            return out
         if target is not None:
-            # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
-            inplace = False
-            if "inplace" in kwargs:
-                kwargs = dict(kwargs)
-                inplace = kwargs.pop("inplace") is True
-            if inplace or _writes_first(func):
-                operands = (state.read_for_write(args[0]), *args[1:])
-                return state.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
-            result = self._call(func, target, args, kwargs)
-            self._track_views(func, target, args, kwargs, result)
-            if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
-                # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
-                self._requires_grad(result, True, describe(func))
-            return result
-        name = getattr(func, "__name__", "")
-        if func is T.__setitem__:
-            return self._setitem(*args)
-        if func is T.requires_grad_ and isinstance(args[0], TensorProxy):
-            flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
-            return self._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
-        if func is T.copy_:
-            from thunder.ops import ltorch
+            return self._thunder_op(func, target, args, kwargs)
+        return self._without_thunder_op(func, args, kwargs)
 
-            dst, src = args[0], args[1]
-            return state.rebind(dst, self._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_")
+    def _thunder_op(self, func, target, args, kwargs):
+        state = self.state
+        # ``F.relu(x, inplace=True)``: run out of place and rebind; the flag itself is dropped
+        inplace = False
+        if "inplace" in kwargs:
+            kwargs = dict(kwargs)
+            inplace = kwargs.pop("inplace") is True
+        if inplace or _writes_first(func):
+            operands = (state.inplace.read_for_write(args[0]), *args[1:])
+            return state.inplace.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
+        result = self._call(func, target, args, kwargs)
+        self._track_views(func, target, args, kwargs, result)
+        if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
+            # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
+            self._requires_grad(result, True, describe(func))
+        return result
+
+    def _without_thunder_op(self, func, args, kwargs):
+        """An in-place method made functional (``x.add_(1)``), a library's operator, or an error."""
+        state = self.state
+        name = getattr(func, "__name__", "")
         if name.endswith("_") and not name.endswith("__"):
             base = _inplace_base(name)
             if base is not None:
-                result = self._call(func, base, (state.read_for_write(args[0]), *args[1:]), kwargs)
-                return state.rebind(args[0], result, describe(func))
+                result = self._call(func, base, (state.inplace.read_for_write(args[0]), *args[1:]), kwargs)
+                return state.inplace.rebind(args[0], result, describe(func))
         if custom.is_custom_op(func):  # a library's operator: one opaque op (thunder/ops/custom.py)
             return self._call(func, custom.symbol_for(func), args, kwargs)
         if self.inlined and describe(self.inlined[0]) != describe(func):
@@ -385,12 +308,19 @@ class AcquisitionMode(TorchFunctionMode):
             "the supported ones)" + at(user_location())
         )
 
+    def _set_property(self, name: str, args):
+        target = self.state.resolve(args[0])
+        if name == "requires_grad" and isinstance(target, TensorProxy):
+            self._requires_grad(target, args[1], "setting torch.Tensor.requires_grad")
+            return None
+        raise UnsupportedOpError(
+            f"thunder: setting torch.Tensor.{name} is not supported while tracing" + at(user_location())
+        )
+
     def _into(self, func, args, kwargs, out):
         """``func(..., out=t)``: the op, then its result copied into ``t`` as ``t.copy_`` would
         (a write into an input or a buffer reaches the caller's tensor); returns ``t``, as eager
         does. Only where the result has ``t``'s shape and dtype (eager would resize or cast)."""
-        from thunder.ops import ltorch
-
         op = f"{describe(func)}(out=...)"
         target = TORCH_TO_THUNDER.get(func)
         if target is None or not isinstance(out, TensorProxy):
@@ -408,7 +338,7 @@ class AcquisitionMode(TorchFunctionMode):
                 f"{out.dtype}), where eager would resize or cast out; not supported, assign the result instead"
                 + at(user_location())
             )
-        return self.state.rebind(out, self._call(T.copy_, ltorch.copy_to, (out, result), {}), op)
+        return self.state.inplace.rebind(out, self._call(T.copy_, ltorch.copy_to, (out, result), {}), op)
 
     def _requires_grad(self, t: TensorProxy, flag: bool, op: str) -> TensorProxy:
         """``t.requires_grad_(flag)``: on a value computed here that requires no grad, the
@@ -450,11 +380,11 @@ class AcquisitionMode(TorchFunctionMode):
             shape = (tuple(kwargs["size"]),)
         if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
             return  # sizes given as traced values: left to the op
-        if not self.state.is_input_view(args[0]):
+        if not self.state.views.is_input_view(args[0]):
             # a computed tensor: eager's layout is not always contiguous (an elementwise op keeps
             # a channels_last input's layout), so no view is refused on a guess
             return
-        m = self.state.meta_of(args[0])
+        m = self.state.views.meta_of(args[0])
         if m is None:
             return
         try:
@@ -464,8 +394,6 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
         """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
-        from thunder.ops.ltorch.casts import to
-
         device = None
         if isinstance(dtype, str):
             name = dtype
@@ -476,7 +404,7 @@ class AcquisitionMode(TorchFunctionMode):
                     + at(user_location())
                 )
             device = torch.device("cuda") if name.startswith("torch.cuda.") else torch.device("cpu")
-        return self._call(T.type, to, (t, dtype) if device is None else (t, device, dtype), {})
+        return self._call(T.type, ltorch.to, (t, dtype) if device is None else (t, device, dtype), {})
 
     def _call(self, func, target, args, kwargs):
         try:
@@ -498,18 +426,13 @@ class AcquisitionMode(TorchFunctionMode):
             result = PROPERTY_TO_THUNDER[name](t)
             view = PROPERTY_VIEWS.get(name)
             if view is not None and isinstance(t, TensorProxy) and result is not t:
-                from thunder.frontend.acquire import View
-
                 op, args, func = view(t)
-                self.state.add_view(View(t, op, args, {}, 0, result, func))
+                self.state.views.add(View(t, op, args, {}, 0, result, func))
             return result
         if name == "data":  # a view without history, as detach()
-            from thunder.frontend.acquire import View
-            from thunder.ops import ltorch
-
             result = ltorch.detach(t)
             if result is not t:
-                self.state.add_view(View(t, ltorch.detach, (), {}, 0, result, T.detach))
+                self.state.views.add(View(t, ltorch.detach, (), {}, 0, result, T.detach))
             return result
         raise UnsupportedOpError(
             f"thunder: the tensor property .{name} is not supported" + at(user_location())
@@ -530,24 +453,20 @@ class AcquisitionMode(TorchFunctionMode):
                 inputs.guard_attr(t, "grad", None)
                 self.state.grads[key] = None
             else:
-                from thunder.frontend.inputs import Unpack
-
                 p = inputs.tensor(real, f"{t.name}_grad", Unpack(t, "attr", "grad"))
                 inputs.seen.setdefault(id(real), p)
                 self.state.grads[key] = p
         grad = self.state.grads[key]
-        return None if grad is None else self.state.current(grad)
+        return None if grad is None else self.state.inplace.current(grad)
 
     def _setitem(self, a, key, value):
-        from thunder.ops import ltorch
-
         result = self._call(T.__setitem__, ltorch.setitem, (a, key, value), {})
-        self.state.rebind(a, result, "torch.Tensor.__setitem__")
+        self.state.inplace.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
     def _eager_views(self, func, args, kwargs) -> bool:
         """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors)."""
-        m = self.state.meta_of(args[0])
+        m = self.state.views.meta_of(args[0])
         if m is None:
             return True
         try:
@@ -560,19 +479,129 @@ class AcquisitionMode(TorchFunctionMode):
     def _track_views(self, func, target, args, kwargs, result):
         # ops tagged "view" alias their first argument in eager: later writes must reach them
         if Tag.VIEW in getattr(target, "tags", ()) and args and isinstance(args[0], TensorProxy):
-            from thunder.frontend.acquire import View
-            from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
-
             copies = COPYING_CALLS.get(target)
             if copies is not None and copies(*args, **kwargs):
                 return
-            if target in LAYOUT_VIEWS and self.state.layout_guessed(args[0]):
+            if target in LAYOUT_VIEWS and self.state.views.layout_guessed(args[0]):
                 for leaf in tree_flatten(result)[0]:
                     if isinstance(leaf, TensorProxy):
-                        self.state.guessed_layouts.add(leaf.name)
+                        self.state.views.guessed_layouts.add(leaf.name)
             if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
                 return  # eager copied (reshape of a non-contiguous tensor)
 
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
-                    self.state.add_view(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+                    self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+
+
+# -- calls handled by a function of their own, keyed by the torch function --------------------
+# Each takes ``(mode, func, args, kwargs)``. Looked up before the arguments are resolved to
+# their current values: calls that record nothing (metadata, global state) or are refused.
+def _passthrough(mode, func, args, kwargs):
+    return func(*args, **kwargs)
+
+
+def _metadata(mode, func, args, kwargs):
+    if args and isinstance(args[0], TensorProxy):
+        mode.state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
+    return func(*args, **kwargs)
+
+
+def _type_or_metadata(mode, func, args, kwargs):
+    """``t.type()`` is the type's name; ``t.type(torch.float16)`` a cast."""
+    if len(args) > 1 or kwargs.get("dtype") is not None:
+        return mode._type(mode.state.resolve(args[0]), *args[1:], **kwargs)
+    return _metadata(mode, func, args, kwargs)
+
+
+def _scalar_read(mode, func, args, kwargs):
+    """``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)."""
+    if args and isinstance(args[0], TensorProxy):
+        return read_scalar(mode.state, args[0], describe(func), _SCALAR_READS[func])
+    return _refuse_data_dependent(mode, func, args, kwargs)
+
+
+def _refuse_data_dependent(mode, func, args, kwargs):
+    raise DataDependentError(
+        f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
+        "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
+        "express it with tensor ops such as torch.where" + at(user_location())
+    )
+
+
+def _refuse_value_check(mode, func, args, kwargs):
+    raise DataDependentError(
+        f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
+        "this way): data-dependent, not known while tracing; construct the distribution with "
+        "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
+        + at(user_location())
+    )
+
+
+def _refuse_grad_hook(mode, func, args, kwargs):
+    raise UnsupportedOpError(
+        f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
+        "backward as one program, which would not call the hook or keep the gradient; register it on a "
+        "parameter or on an output, outside the compiled function" + at(user_location())
+    )
+
+
+# (later entries win: a scalar read is data-dependent unless its tensor is known)
+_BEFORE_RESOLVING = {
+    **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
+    torch._is_all_true: _refuse_value_check,
+    torch._is_any_true: _refuse_value_check,
+    **dict.fromkeys(_SCALAR_READS, _scalar_read),
+    **dict.fromkeys(_METADATA_METHODS, _metadata),
+    T.type: _type_or_metadata,
+    **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
+    **dict.fromkeys(_PASSTHROUGH, _passthrough),
+}
+
+
+# After the arguments are resolved: calls that take the current values but need more than
+# their thunder op (or have none).
+def _view(mode, func, args, kwargs):
+    if isinstance(args[0], TensorProxy):
+        mode._check_view(func, args, kwargs)
+    return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+
+
+def _contiguous(mode, func, args, kwargs):
+    if not isinstance(args[0], TensorProxy):
+        return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+    state = mode.state
+    out = args[0]
+    if not state.views.is_contiguous(args[0]):
+        out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+    if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
+        state.views.guessed_layouts.update((args[0].name, out.name))
+    return out
+
+
+def _setitem(mode, func, args, kwargs):
+    return mode._setitem(*args)
+
+
+def _requires_grad_(mode, func, args, kwargs):
+    if not isinstance(args[0], TensorProxy):
+        return mode._without_thunder_op(func, args, kwargs)
+    flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+    return mode._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
+
+
+def _copy_(mode, func, args, kwargs):
+    dst, src = args[0], args[1]
+    return mode.state.inplace.rebind(
+        dst, mode._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_"
+    )
+
+
+_AFTER_RESOLVING = {
+    T.view: _view,
+    T.view_as: _view,
+    T.contiguous: _contiguous,
+    T.__setitem__: _setitem,
+    T.requires_grad_: _requires_grad_,
+    T.copy_: _copy_,
+}

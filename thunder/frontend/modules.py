@@ -31,7 +31,6 @@ import torch
 
 from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
-from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.fastpaths import FAST_PATHS
 from thunder.frontend.generate import NO_OWN_FORWARD
@@ -39,59 +38,22 @@ from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
     MODULE_MACHINERY,
+    OBJECT_BUDGET,
+    ObjectState,
+    guard_held_object,
     is_immutable,
     is_plain_object,
+    object_state,
     snapshot,
     state_check,
 )
-from thunder.frontend.inputs import _LITERAL_TYPES, Unpack
+from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import same
 
 _ABSENT = object()
-# how deep the state of objects held by attributes (a config, its sub-configs, theirs) is
-# checked, and how many objects of one such tree at most (an object holding a large graph of
-# objects gets the first ones; those further on are checked by identity)
-_OBJECT_DEPTH = 4
-_OBJECT_BUDGET = 64
 _HOLDING = (list, tuple, dict, collections.OrderedDict)
-
-
-@dataclasses.dataclass
-class ObjectState:
-    """The attributes of a plain object (a config) as the call began, and the objects they hold."""
-
-    obj: Any
-    values: dict[str, Any]  # name -> snapshot
-    children: dict[str, ObjectState]
-    originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
-
-    def restore(self) -> str | None:
-        """Put back what the trace changed of the object (forward writes into the user's own
-        object, which its module's shadow shares); the first attribute changed, or None."""
-        d = object.__getattribute__(self.obj, "__dict__")
-        changed = None
-        for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
-            if name not in d or name not in self.values or not same(d[name], self.values[name]):
-                changed = changed or name
-        if changed is not None:
-            d.clear()
-            d.update(self.originals)
-            for name, v in self.originals.items():  # a list or dict changed in place
-                if not same(v, self.values[name]):
-                    _refill(v, self.values[name])
-        for name, child in self.children.items():
-            inner = child.restore()
-            changed = changed or (None if inner is None else f"{name}.{inner}")
-        return changed
-
-
-def _refill(container, snap) -> None:
-    if isinstance(container, list):
-        container[:] = snap
-    elif isinstance(container, (dict, set)):
-        container.clear()
-        container.update(snap)
 
 
 class _Watched(dict):
@@ -151,26 +113,6 @@ class _Watched(dict):
             self._note()
 
 
-def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
-    """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
-    most ``_OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
-    seen = {id(obj)} if seen is None else seen
-    values, children = {}, {}
-    d = object.__getattribute__(obj, "__dict__")
-    for name, v in d.items():
-        values[name] = snapshot(v)
-    for name, v in d.items():
-        if (
-            depth + 1 < _OBJECT_DEPTH
-            and id(v) not in seen
-            and len(seen) < _OBJECT_BUDGET
-            and is_plain_object(v)
-        ):
-            seen.add(id(v))
-            children[name] = object_state(v, depth + 1, seen)
-    return ObjectState(obj, values, children, dict(d))
-
-
 @dataclasses.dataclass
 class Shadow:
     """One module of a traced tree: the real module, its shadow and what is known of both."""
@@ -181,15 +123,16 @@ class Shadow:
     state: dict[str, Any]  # the real module's plain attributes as the call began (snapshots)
     # plain objects held by attributes (by name), or in a list, tuple or dict held so ((name, key))
     objects: dict[str | tuple, ObjectState]
-    initial: dict[str, Any]  # the shadow's __dict__ as made
     params: dict[str, Any]  # the shadow's _parameters as made
     buffers: dict[str, Any]
-    modules: dict[str, Any]
     inputs: set[str]  # attributes read as inputs (tensors, counters), not checked by value
     hooks: dict[str, list]  # the real module's hook tables (name -> items) as the call began
     keys: frozenset[str]  # the names in the real module's __dict__ as the call began
+    nones: tuple  # (table, name) of its parameters and buffers that were None (StateCheck)
+    # the shadow's __dict__ and _modules as made (once the whole tree has its shadows)
+    initial: dict[str, Any] = dataclasses.field(default_factory=dict)
+    modules: dict[str, Any] = dataclasses.field(default_factory=dict)
     read_all: set = dataclasses.field(default_factory=set)  # tables the code read whole (_Watched)
-    nones: tuple = ()  # (table, name) of its parameters and buffers that were None (StateCheck)
     watching: bool = True  # (until the trace ends)
 
 
@@ -203,6 +146,10 @@ class ModuleShadows:
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
         self.object_changed: tuple | None = None  # (module record, attribute, its attribute) the trace wrote
+        self.tensors: dict[int, TensorProxy] = {}  # id(parameter, buffer or tensor attribute) -> its proxy
+        self.paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
+        # what forward did to the modules, for the epilogue: (holder, "set"/"del"/..., name, value)
+        self.writes: list[tuple] = []
 
     def real_of(self, v):
         """The user's module for a shadow (``v`` itself otherwise)."""
@@ -243,12 +190,11 @@ class ModuleShadows:
             known = self.by_id.get(id(mod))
             if known is not None:  # a module met again (shared): it must stay the same object
                 if known.holder is not holder:
-                    inputs.checks.append(BoundSymbol(pyops.check_is, (holder, known.holder), {}, None))
-                    inputs.guards.append(holder)
+                    inputs.checks.add_check(pyops.check_is, holder, known.holder, always=True)
                 continue
             record = self._make(mod, holder, path, prefix)
             made.append(record)
-        paths = self.state.module_paths
+        paths = self.paths
         for path, mod in module.named_modules(remove_duplicate=False):
             paths.setdefault(id(self.by_id[id(mod)].shadow), ".".join(p for p in (scope_path, path) if p))
         for record in made:  # submodules: their shadows (the tree is complete now)
@@ -270,7 +216,7 @@ class ModuleShadows:
         d = dict(mod.__dict__)
         state, objects, as_inputs = {}, {}, set()
         nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None
-        tensors: dict[int, TensorProxy] = self.state.module_tensors
+        tensors = self.tensors
         for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
             made = {}
             for name, t in table.items():
@@ -288,8 +234,7 @@ class ModuleShadows:
                     alias = AnyProxy(inputs.computation.add_name(f"{holder.name}_{name}"), type(t))
                     inputs.prologue.names.add(alias.name)
                     inputs.sources[alias.name] = (alias, Unpack(holder, kind, name), t)
-                    inputs.checks.append(BoundSymbol(pyops.check_is, (alias, p), {}, None))
-                    inputs.guards.append(alias)
+                    inputs.checks.add_check(pyops.check_is, alias, p, always=True)
                 made[name] = p
             d["_parameters" if kind == "param" else "_buffers"] = made
         hooks = {}
@@ -331,7 +276,7 @@ class ModuleShadows:
                 objects[name] = object_state(v)
             elif type(v) in _HOLDING:  # objects in a list, a tuple or a dict (the first ones)
                 items = v.items() if isinstance(v, dict) else enumerate(v)
-                held = [(k, x) for k, x in items if is_plain_object(x)][:_OBJECT_BUDGET]
+                held = [(k, x) for k, x in items if is_plain_object(x)][:OBJECT_BUDGET]
                 for k, x in held:
                     objects[(name, k)] = object_state(x)
         fast = FAST_PATHS.get(type(mod))
@@ -339,20 +284,18 @@ class ModuleShadows:
             d["forward"] = types.MethodType(functools.partial(fast, flag=self.guarded_flag), shadow)
         shadow.__dict__.update(d)
         record = Shadow(
-            mod,
-            shadow,
-            holder,
-            state,
-            objects,
-            {},
-            dict(d["_parameters"]),
-            dict(d["_buffers"]),
-            {},
-            as_inputs,
-            hooks,
-            frozenset(mod.__dict__),
+            real=mod,
+            shadow=shadow,
+            holder=holder,
+            state=state,
+            objects=objects,
+            params=dict(d["_parameters"]),
+            buffers=dict(d["_buffers"]),
+            inputs=as_inputs,
+            hooks=hooks,
+            keys=frozenset(mod.__dict__),
+            nones=tuple(nones),
         )
-        record.nones = tuple(nones)
         for table in ("_parameters", "_buffers"):
             shadow.__dict__[table] = _Watched(shadow.__dict__[table], record, table)
         self.by_id[id(mod)] = record
@@ -364,9 +307,9 @@ class ModuleShadows:
         """The value of a global torch flag (``pyops.TORCH_FLAGS``) the trace depends on; the
         prologue checks it keeps that value."""
         value = pyops.TORCH_FLAGS[name]()
-        checks = self.state.inputs.global_checks
-        if not any(b.sym is pyops.check_torch_flag and b.args[0] == name for b in checks):
-            checks.append(BoundSymbol(pyops.check_torch_flag, (name, value), {}, None))
+        checks = self.state.inputs.checks
+        if not any(b.sym is pyops.check_torch_flag and b.args[0] == name for b in checks.of_globals):
+            checks.add_global_check(pyops.check_torch_flag, name, value)
         return value
 
     def _guard_global_hooks(self) -> None:
@@ -374,13 +317,12 @@ class ModuleShadows:
 
         inputs = self.state.inputs
         if not any(getattr(module_module, name, None) for name in GLOBAL_HOOKS):
-            inputs.global_checks.append(BoundSymbol(pyops.check_no_module_hooks, (), {}, None))
+            inputs.checks.add_global_check(pyops.check_no_module_hooks)
             return
         holder = AnyProxy(inputs.prologue.add_name("g_torch_nn_modules_module"), dict)
         inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, holder.name: module_module.__dict__}
         hooks = {n: snapshot(getattr(module_module, n)) for n in GLOBAL_HOOKS if hasattr(module_module, n)}
-        inputs.checks.append(BoundSymbol(pyops.check_items, (holder, state_check(hooks)), {}, None))
-        inputs.guards.append(holder)
+        inputs.checks.add_check(pyops.check_items, holder, state_check(hooks), always=True)
 
     # -- after the trace ----------------------------------------------------------------
     def restore_user_state(self) -> None:
@@ -423,7 +365,6 @@ class ModuleShadows:
             self._guard(record, written)
 
     def _diff(self, record: Shadow) -> set[str]:
-        state = self.state
         shadow, holder, mod = record.shadow, record.holder, record.real
         written = set()
         for name, v in shadow._parameters.items():
@@ -434,10 +375,10 @@ class ModuleShadows:
                 )
         for name, v in shadow._buffers.items():
             if record.buffers.get(name, _ABSENT) is not v:
-                state.module_writes.append((holder, "set", name, v))
+                self.writes.append((holder, "set", name, v))
         for name in record.buffers:
             if name not in shadow._buffers:
-                state.module_writes.append((holder, "del", name, None))
+                self.writes.append((holder, "del", name, None))
         if shadow._modules != record.modules or any(
             shadow._modules[k] is not v for k, v in record.modules.items()
         ):
@@ -455,12 +396,12 @@ class ModuleShadows:
                 continue
             if name in ("_parameters", "_buffers", "_modules"):
                 raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
-            state.module_writes.append((holder, "set", name, v))
+            self.writes.append((holder, "set", name, v))
             written.add(name)
             self._guard_written(record, name)
         for name in record.initial:
             if name not in d:
-                state.module_writes.append((holder, "del", name, None))
+                self.writes.append((holder, "del", name, None))
                 written.add(name)
                 self._guard_written(record, name)
         return written
@@ -469,7 +410,7 @@ class ModuleShadows:
         """Hooks registered or removed on the shadow (its own copies of the hook tables):
         the same in the user's module, by the handle's id, as ``register_*_hook`` and
         ``RemovableHandle.remove`` do."""
-        d, real, writes = record.shadow.__dict__, record.real.__dict__, self.state.module_writes
+        d, real, writes = record.shadow.__dict__, record.real.__dict__, self.writes
         for name in record.hooks:
             table, before = d.get(name), real.get(name)
             if table is not record.initial.get(name) or not isinstance(table, dict):
@@ -498,11 +439,11 @@ class ModuleShadows:
             for table in (real._parameters, real._buffers):
                 for t in table.values():
                     if t is not None:
-                        yield t, self.state.module_tensors[id(t)]
+                        yield t, self.tensors[id(t)]
             for name in record.inputs:
                 t = real.__dict__.get(name)
-                if isinstance(t, torch.Tensor) and id(t) in self.state.module_tensors:
-                    yield t, self.state.module_tensors[id(t)]
+                if isinstance(t, torch.Tensor) and id(t) in self.tensors:
+                    yield t, self.tensors[id(t)]
 
     def _guard_written(self, record: Shadow, name: str) -> None:
         # the value a write replaced was most likely read (``self.calls += 1``): the prologue
@@ -513,7 +454,7 @@ class ModuleShadows:
         old = record.state.get(name, _ABSENT)
         if old is _ABSENT:
             inputs.guard_absent(record.holder, name)
-        elif isinstance(old, _LITERAL_TYPES):
+        elif isinstance(old, LITERAL_TYPES):
             guard = inputs.guard_attr(record.holder, name, old)
             if type(old) is int:
                 self.state.written_numbers.add(guard)
@@ -531,9 +472,7 @@ class ModuleShadows:
         initial = {"_modules": record.modules, "_parameters": record.params, "_buffers": record.buffers}
         tables = tuple((name, tuple(initial[name])) for name in sorted(record.read_all)) or None
         check = state_check(state, hooks=bool(hooks), keys=record.keys, tables=tables, nones=record.nones)
-        bsym = BoundSymbol(pyops.check_module, (record.holder, type(record.real), check), {}, None)
-        inputs.checks.append(bsym)
-        inputs.guards.append(record.holder)
+        inputs.checks.add_check(pyops.check_module, record.holder, type(record.real), check, always=True)
         holding: dict[str, AnyProxy] = {}  # the containers held objects are in, unpacked once
         for name, obj in record.objects.items():
             if isinstance(name, str):
@@ -558,25 +497,6 @@ class ModuleShadows:
 
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
         guard_held_object(self.state.inputs, parent, name, obj, kind)
-
-
-def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
-    and check its state (``guard_object_state``)."""
-    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
-    inputs.prologue.names.add(holder.name)
-    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
-    guard_object_state(inputs, holder, obj)
-
-
-def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
-    """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
-    objects below it."""
-    check = state_check(obj.values, keys=obj.values.keys())
-    inputs.checks.append(BoundSymbol(pyops.check_state, (holder, type(obj.obj), check), {}, None))
-    inputs.guards.append(holder)
-    for child_name, child in obj.children.items():
-        guard_held_object(inputs, holder, child_name, child)
 
 
 def _rereads(old, new, reals: dict) -> bool:

@@ -28,6 +28,7 @@ import types
 from typing import Any
 
 from thunder.core.errors import UnsupportedValueError
+from thunder.frontend.unpack import Unpack
 
 _MISSING = object()
 _ABSENT_READ = object()  # marks an attribute found missing (and guarded as such)
@@ -250,8 +251,6 @@ def _read(w, m: WrapperMeta, name: str, value):
     """The value user code sees for the attribute ``name`` read from the real object."""
     if name in m.reads and m.reads[name] is not _ABSENT_READ:
         return m.reads[name]
-    from thunder.frontend.inputs import Unpack
-
     v = m.inputs.value(value, f"{m.path}_{name}", Unpack(m.holder, "attr", name), tensor_prefix="t_")
     m.reads[name] = v
     return v

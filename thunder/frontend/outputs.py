@@ -44,6 +44,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.frontend import made
+from thunder.frontend.inputs import is_constant_object
 from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 
@@ -155,7 +156,7 @@ class _Builder:
             if v.name in self._input_names:
                 # an input tensor is returned as itself: in-place writes reached it already
                 return self.output(v)
-            cur = self.state.current(v) if hasattr(self.state, "current") else v
+            cur = self.state.inplace.current(v) if hasattr(self.state, "inplace") else v
             self.rename(cur, name)
             return self.output(cur)
         if isinstance(v, torch.Tensor):  # a real tensor from a closure or a global
@@ -390,9 +391,7 @@ def _is_constant_input(state, v) -> bool:
     inputs = getattr(state, "inputs", None)
     if inputs is not None and inputs.seen.get(id(v)) is v:
         return True
-    from thunder.frontend.inputs import _is_constant_object
-
-    return _is_constant_object(v) and not isinstance(v, torch.nn.Module)
+    return is_constant_object(v) and not isinstance(v, torch.nn.Module)
 
 
 def _modules_of(state) -> list:

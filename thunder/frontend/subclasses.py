@@ -55,8 +55,10 @@ from thunder.frontend.mode import (
     _METADATA_METHODS,
     _METADATA_PROPERTIES,
     _PASSTHROUGH,
-    describe,
+    autocast_on,
 )
+from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.torch_names import describe
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN
 from thunder.ops.langs import resolve_path
@@ -149,7 +151,9 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     inputs.tensor_inputs.append(p)
     # the prologue checks the class, the outer metadata and the flatten context (the check
     # of a subclass proxy), then flattens it and checks each inner tensor it makes
-    inputs.checks.append(BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values())))
+    inputs.checks.of_values.append(
+        BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values()))
+    )
     return instance
 
 
@@ -361,7 +365,7 @@ class Subclasses:
                     "nested tensor subclasses are not supported yet" + at(user_location())
                 )
             if isinstance(x, TensorProxy):
-                inner[n] = state.current(x)
+                inner[n] = state.inplace.current(x)
             else:
                 inner[n] = state.capture(x)
                 self.captured_inside.add(inner[n].name)
@@ -407,9 +411,7 @@ class Subclasses:
                 f"thunder: {describe(func)} writes into a {cls.__qualname__} in place; in-place operations on "
                 "tensor subclasses are not supported yet" + at(loc)
             )
-        from thunder.frontend.mode import _autocast_on
-
-        if _autocast_on():
+        if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
                 + at(loc)
@@ -418,14 +420,12 @@ class Subclasses:
 
     def call(self, func, args, kwargs, loc: SourceLocation | None):
         """Record ``func(*args, **kwargs)`` as one BoundSymbol resolved by the dispatch."""
-        from thunder.frontend.numbers import DynamicInt
-
         state = self.state
         leaves, spec = tree_flatten((args, kwargs))
         pleaves, rleaves, cls = [], [], None
         for v in leaves:
             if isinstance(v, TensorProxy):
-                v = state.current(v)
+                v = state.inplace.current(v)
                 pleaves.append(v)
                 rleaves.append(v)
             elif isinstance(v, torch.Tensor):
@@ -550,7 +550,7 @@ class Subclasses:
         leaves, spec = tree_flatten((args, kwargs))
         for i, v in enumerate(leaves):
             if isinstance(v, TensorProxy):
-                leaves[i] = state.current(v)
+                leaves[i] = state.inplace.current(v)
             elif isinstance(v, torch.Tensor):
                 if not is_plain_tensor(v):
                     # torch asked the proxy first (the leftmost argument with a dispatch of its
@@ -633,6 +633,13 @@ def dispatchable(sym: Symbol, args, kwargs) -> bool:
     return sym.meta is not None and sym in EAGER_IMPLS
 
 
+class _NoWrites:
+    """After tracing there are no in-place writes to follow: a value is what it holds."""
+
+    def current(self, p):
+        return p
+
+
 class _AfterTracing:
     """What ``Subclasses`` reads of an acquisition, for ops resolved after it: the trace they
     are recorded in. A real tensor the dispatch uses (a number torch wrapped into a tensor, a
@@ -643,9 +650,7 @@ class _AfterTracing:
 
     def __init__(self, trace):
         self.computation = trace
-
-    def current(self, p):
-        return p
+        self.inplace = _NoWrites()
 
     def capture(self, t):
         p = proxy_of(t)

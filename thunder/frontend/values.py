@@ -28,6 +28,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
+from thunder.frontend.torch_names import describe
 
 aten = torch.ops.aten
 # aten ops whose result depends on a tensor's values (a Python scalar, or a data-dependent shape)
@@ -45,7 +46,7 @@ def read_scalar(state, t: TensorProxy, what: str, convert=None):
     naming ``what`` and the user's line. ``t`` is read as it is now, after the in-place writes
     traced so far (``n.add_(1); float(n)`` reads the new value, as eager does)."""
     if isinstance(t, TensorProxy):
-        t = state.current(t)
+        t = state.inplace.current(t)
     real = known_value(state, t) if isinstance(t, TensorProxy) else None
     if real is None or real.numel() != 1:
         raise DataDependentError(
@@ -126,7 +127,8 @@ def _dispatch(state):
         packet = getattr(func, "overloadpacket", None)
         if packet not in _VALUE_OPS:
             return NotImplemented  # the proxy's own error: an operation below torch's Python API
-        what = _describe(getattr(state, "handling", None)) or f"torch's {packet.__name__}"
+        handling = getattr(state, "handling", None)
+        what = describe(handling) if handling is not None else f"torch's {packet.__name__}"
         if packet in _SCALAR_READS and args and isinstance(args[0], TensorProxy):
             return read_scalar(state, args[0], what, _SCALAR_READS[packet])
         raise DataDependentError(
@@ -135,14 +137,6 @@ def _dispatch(state):
         )
 
     return handler
-
-
-def _describe(func) -> str | None:
-    if func is None:
-        return None
-    from thunder.frontend.mode import describe
-
-    return describe(func)
 
 
 @contextmanager
