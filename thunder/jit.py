@@ -23,6 +23,7 @@ import torch
 
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.printing import Printer, bsym_line
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace, current_trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
@@ -32,6 +33,7 @@ from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
+from thunder.hf_generate import generate
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
@@ -348,8 +350,6 @@ def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
 
 
 def _check_text(bsym: BoundSymbol) -> str:
-    from thunder.core.printing import Printer, bsym_line
-
     return bsym_line(bsym, Printer())
 
 
@@ -368,8 +368,6 @@ def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
 def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
     """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
     and that line's BoundSymbol."""
-    from thunder.core.printing import Printer, bsym_line
-
     try:
         entry.prologue(*args, **kwargs)
     except PrologueCheckFailed as e:
@@ -433,8 +431,6 @@ class ThunderModule(torch.nn.Module):
 
     def generate(self, *args, **kwargs):
         """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
-        from thunder.frontend.generate import generate
-
         return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):

@@ -34,7 +34,6 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.errors import UnsupportedValueError
 from thunder.frontend.fastpaths import FAST_PATHS
-from thunder.frontend.generate import NO_OWN_FORWARD
 from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
@@ -49,6 +48,7 @@ from thunder.ops import python as pyops
 from thunder.ops.python import same
 
 _ABSENT = object()
+NO_OWN_FORWARD = object()  # what a compiled forward replaced: none of the module's own in its __dict__
 # how deep the state of objects held by attributes (a config, its sub-configs, theirs) is
 # checked, and how many objects of one such tree at most (an object holding a large graph of
 # objects gets the first ones; those further on are checked by identity)
@@ -300,7 +300,7 @@ class ModuleShadows:
                 if isinstance(v, dict):
                     hooks[name] = list(v.items())
         own = getattr(d.get("forward"), "replaced", _ABSENT)
-        if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
+        if own is not _ABSENT:  # generate()'s compiled forward (thunder/hf_generate.py): trace the module's own
             del d["forward"]
             if own is not NO_OWN_FORWARD:
                 d["forward"] = own
