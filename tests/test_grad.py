@@ -41,7 +41,7 @@ def assert_not_recorded_by_torch(outs, leaves) -> None:
     ids = {id(t) for t in leaves}
     for o in outs:
         node = o.grad_fn
-        assert node is not None and type(node).__name__.startswith("ThunderFunction_"), node
+        assert node is not None and type(node).__name__.startswith("ThunderAutogradFunction_"), node
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 assert type(nxt).__name__ == "AccumulateGrad" and id(nxt.variable) in ids, nxt

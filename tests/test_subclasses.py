@@ -22,13 +22,13 @@ from subclass_examples import (
 from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
+from thunder.autograd_bridge import CotangentMismatchError
 from thunder.core.proxies import proxies_in
 from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
 from thunder.executors import pythonex, torchex
 from thunder.executors.claim import claim
-from thunder.executors.torch_autograd import CotangentMismatchError
 from thunder.frontend.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 from thunder.transforms.flatten_subclasses import flatten_trace
 

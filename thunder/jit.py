@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from thunder.autograd_bridge import grad_computation, no_grad_computation
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
@@ -31,7 +32,6 @@ from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
-from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
 from thunder.hf_generate import generate
 from thunder.transforms.dce import dce

@@ -300,7 +300,7 @@ class ModuleShadows:
                 if isinstance(v, dict):
                     hooks[name] = list(v.items())
         own = getattr(d.get("forward"), "replaced", _ABSENT)
-        if own is not _ABSENT:  # generate()'s compiled forward (thunder/hf_generate.py): trace the module's own
+        if own is not _ABSENT:  # generate()'s compiled forward (hf_generate.py): trace the module's own
             del d["forward"]
             if own is not NO_OWN_FORWARD:
                 d["forward"] = own
