@@ -545,7 +545,7 @@ def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
     assert thunder.last_backward_traces(jfn) == []
     last = thunder.last_traces(jfn)[-1]
     ops = [b for b in last.bound_symbols if b.subsymbols and b.subsymbols[0].has_tag(Tag.TENSOR_SUBCLASS)]
-    assert ops and all(b.info.get("claimed_by") == "torch" for b in ops)
+    assert ops and all(b.info.claimed_by == "torch" for b in ops)
 
 
 def test_a_dispatch_returning_plain_tensors_keeps_eagers_gradient():

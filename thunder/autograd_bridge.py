@@ -121,7 +121,7 @@ def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
         f"thunder: the backward of {name} reads the values of its {' and '.join(held) or '(none)'} "
         "from the call; one of them was written in place since."
     )
-    recompute = fw.info.get("saved_to_recompute")
+    recompute = fw.info.saved_to_recompute
     if recompute:
         note += (
             f" (It reads {', '.join(recompute)} only to recompute values that eager saves instead: a write into "
@@ -170,13 +170,11 @@ class _Shared:
     @staticmethod
     def of(fw: Trace, bw: Trace | None, error: Exception | None, name: str) -> _Shared:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
-        writebacks = fw.info.get("writebacks", []) if bw is not None else []
+        writebacks = fw.info.writebacks if bw is not None else []
         layout = _Layout(outputs, fw.args)
         diff = layout.differentiable
         other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
-        overwritten = [
-            (s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())
-        ]
+        overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.overwritten_saves]
         several = len(diff) > 1 and not any(
             isinstance(layout.function_outputs[j], SubclassProxy) for j in diff
         )

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.proxies import proxies_in
 from thunder.core.tags import Tag
 from thunder.core.tags import tags as _tags
@@ -250,8 +251,8 @@ class BoundSymbol:
     source: SourceLocation | None = None
     tags: frozenset = frozenset()
     scope: ModuleScope | None = None  # the module call it was recorded in, kept by every pass
-    # facts for tools that are not printed: {"declined": {"nvfuser": "why"}, "time_s": ...}
-    info: dict = dataclasses.field(default_factory=dict)
+    # what passes note on it (``info.claimed_by``), not printed
+    info: BoundSymbolInfo = dataclasses.field(default_factory=BoundSymbolInfo)
 
     def from_bsym(self, **changes) -> BoundSymbol:
         return dataclasses.replace(self, **changes)

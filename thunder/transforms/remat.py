@@ -15,8 +15,8 @@ from its saved input), and an output of an op with several outputs that an eleme
 chain of its prims makes from values the backward has (a layer norm's output from its saved
 input, mean and 1/std: the chain's prims are recomputed, reading the op's own saved outputs
 where they are copies of its intermediates). Recomputed BoundSymbols are tagged
-``recomputed`` and their ``info["recomputes"]`` names the value; the forward's
-``info["rematerialized"]`` lists what is no longer saved, ``info["saved_to_recompute"]`` the
+``recomputed`` and their ``info.recomputes`` names the value; the forward's
+``info.rematerialized`` lists what is no longer saved, ``info.saved_to_recompute`` the
 inputs saved for it (unlike eager, written in place after the call they make backward() raise).
 
 Before (``t1`` saved)::
@@ -35,6 +35,8 @@ After (``t1`` recomputed from ``t0``)::
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from thunder.core.proxies import Proxy, proxies_in
 from thunder.core.pytree import tree_map
@@ -114,7 +116,7 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
     returned = {p.name for p in proxies_in(outputs)}
     # an input written in place is not available to the backward: its value changes after the
     # forward (saving it would also trip torch's version check where eager saved another value)
-    written = {fw.args[i].name for _, i in fw.info.get("writebacks", [])}
+    written = {fw.args[i].name for _, i in fw.info.writebacks}
     inputs = {p.name: p for p in proxies_in(fw.args) if p.name not in written}
     saved_names = {p.name for p in saved}
     # value name -> the BoundSymbols that recompute it (one op, or a chain of an op's prims)
@@ -170,16 +172,16 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
             {Tag.SAVED_FOR_BACKWARD} if names & saved_names else set()
         )
         new_fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
-    new_fw.info["saved_for_backward"] = [p.name for p in new_saved]
-    new_fw.info["rematerialized"] = sorted(recompute, key=lambda n: order[n])
+    new_fw.info.saved_for_backward = [p.name for p in new_saved]
+    new_fw.info.rematerialized = sorted(recompute, key=lambda n: order[n])
     # inputs saved only to recompute from: an in-place write into one of them after the call
     # makes backward() raise, where eager (which saved the recomputed value) would not
-    new_fw.info["saved_to_recompute"] = sorted({p.name for p in extra_inputs if p.name in saved_names})
+    new_fw.info.saved_to_recompute = sorted({p.name for p in extra_inputs if p.name in saved_names})
 
     new_bw = bw.derive("Rematerialization")
     new_bw.args = list(new_saved) + list(bw.args[len(saved) :])
-    new_bw.info["saved_for_backward"] = new_fw.info["saved_for_backward"]
-    new_bw.info["rematerialized"] = new_fw.info["rematerialized"]
+    new_bw.info.saved_for_backward = new_fw.info.saved_for_backward
+    new_bw.info.rematerialized = new_fw.info.rematerialized
     emitted: set[str] = set()
     defined: set[str] = set()
     body: list[BoundSymbol] = []
@@ -199,7 +201,7 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
             body.append(
                 b.from_bsym(
                     tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
-                    info={**b.info, "recomputes": (name,)},
+                    info=dataclasses.replace(b.info, recomputes=(name,)),
                 )
             )
 
