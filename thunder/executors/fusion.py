@@ -4,7 +4,7 @@ A ``FusionExecutor`` decides per prim, after decomposition, whether it can take 
 (``prim_reason``: None when it can, else why not). During claiming it takes a BoundSymbol
 whole when every prim below it is one it can take (``ltorch.gelu`` whose prims are all
 elementwise), else declines, and the claiming pass offers the decomposition prim by prim.
-What it took stays as it was, marked ``info["claimed_by"]``; the fusion pass
+What it took stays as it was, marked ``info.claimed_by``; the fusion pass
 (``thunder/transforms/fuse.py``) then groups those BoundSymbols into regions and asks the
 executor to compile each (``compile_region``). The torch.compile executor
 (``torchcompileex.py``) and the nvFuser executor (``nvfuserex.py``) implement it.
