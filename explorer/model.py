@@ -171,7 +171,7 @@ class Node:
     @property
     def executor(self) -> str | None:
         b = self._facts.bsym
-        return getattr(b.sym, "executor", None) or b.info.get("claimed_by")
+        return getattr(b.sym, "executor", None) or b.info.claimed_by
 
     @property
     def children(self) -> list[Node]:
@@ -644,7 +644,7 @@ class _Facts:
     @property
     def info(self) -> dict:
         if self._info is _UNSET:
-            self._info = _jsonable(self.bsym.info) if self.bsym.info else {}
+            self._info = _jsonable(self.bsym.info.noted())
         return self._info
 
     @property

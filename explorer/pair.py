@@ -4,9 +4,9 @@ forward op each backward BoundSymbol differentiates.
 The grad pass splits the joint trace into a forward that returns the outputs and the values
 saved for backward, and a backward that takes those values and the outputs' cotangents
 (``thunder/transforms/split.py``). Both traces list the saved names in
-``info["saved_for_backward"]``; each backward BoundSymbol names the forward op it
-differentiates by that op's outputs in ``info["differentiates"]`` (one it recomputes, in
-``info["recomputes"]``). Names are kept from pass to pass, so a backward pass is paired with
+``info.saved_for_backward``; each backward BoundSymbol names the forward op it
+differentiates by that op's outputs in ``info.differentiates`` (one it recomputes, in
+``info.recomputes``). Names are kept from pass to pass, so a backward pass is paired with
 the forward pass the same pass made (``Transform for execution`` with ``Transform for
 execution``), and a link resolves at any step after the split::
 
@@ -119,12 +119,12 @@ class Pair:
 
 def differentiated(n: Node) -> tuple[str, ...]:
     """The outputs of the forward op a backward node differentiates (() when none is recorded)."""
-    return tuple(n.bsym_info.get("differentiates") or ())
+    return tuple(n.bsym_info.differentiates or ())
 
 
 def recomputed_from(n: Node) -> tuple[str, ...]:
     """The outputs of the forward op a backward node recomputes (() when it recomputes none)."""
-    return tuple(n.bsym_info.get("recomputes") or ())
+    return tuple(n.bsym_info.recomputes or ())
 
 
 def shown(nodes: list[Node]) -> list[Node]:
@@ -175,8 +175,7 @@ TraceModel.pair = _pair
 
 
 def _saved_names(p: PassModel) -> list[str] | None:
-    info = getattr(p.trace, "info", None) or {}
-    return info.get("saved_for_backward")
+    return getattr(getattr(p.trace, "info", None), "saved_for_backward", None)
 
 
 def _pass_kind(name: str) -> str:

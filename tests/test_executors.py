@@ -102,8 +102,8 @@ def test_claiming_records_who_declined():
     jfn = thunder.jit(lambda x: x * 3, executors=[only_mul])
     torch.testing.assert_close(jfn(torch.ones(2)), torch.full((2,), 3.0))
     (bsym,) = thunder.last_traces(jfn)[-1].bound_symbols
-    assert bsym.info["claimed_by"] == "torch"
-    assert "only_mul" in bsym.info["declined"]
+    assert bsym.info.claimed_by == "torch"
+    assert "only_mul" in bsym.info.declined
 
 
 def test_unknown_executor_name():

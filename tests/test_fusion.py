@@ -138,7 +138,7 @@ def test_an_op_taken_whole_keeps_its_prims_and_source_lines():
         "add",
         "mul",
     ]
-    assert gelu.info["claimed_by"] == "fuses" and r.info["claimed_by"] == "fuses"
+    assert gelu.info.claimed_by == "fuses" and r.info.claimed_by == "fuses"
     assert gelu.source.lineno == fn.__code__.co_firstlineno + 1
     assert mul.source.lineno == fn.__code__.co_firstlineno + 2
     assert len(fuses.compiled[0].prims) == 6
@@ -152,8 +152,8 @@ def test_an_op_not_fusible_whole_goes_to_torch_and_who_declined_is_recorded():
     jfn = thunder.jit(fn, executors=[Fuses(prims.sub, prims.exp, prims.div, prims.neg)])
     _check(jfn, fn, torch.randn(2, 5))
     softmax, region = [b for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
-    assert softmax.sym.id == "torch.softmax" and softmax.info["claimed_by"] == "torch"
-    assert softmax.info["declined"] == {
+    assert softmax.sym.id == "torch.softmax" and softmax.info.claimed_by == "torch"
+    assert softmax.info.declined == {
         "fuses": "fuses does not fuse ltorch.softmax (prims.amax: the test fuses only 4 prims)"
     }
     assert _members(region) == ["neg"] and _names(region.args) == ["t6"]
@@ -169,7 +169,7 @@ def test_a_region_of_shape_ops_only_goes_back_to_torch():
     assert _regions(jfn) == [] and fuses.compiled == []
     t = thunder.last_traces(jfn)[-1].bound_symbols[0]
     assert t.sym.id == "torch.transpose"
-    assert "shape operations only" in t.info["declined"]["fuses"]
+    assert "shape operations only" in t.info.declined["fuses"]
 
 
 def test_grad_modes_do_not_share_a_region():

@@ -41,7 +41,7 @@ def assert_not_recorded_by_torch(outs, leaves) -> None:
     ids = {id(t) for t in leaves}
     for o in outs:
         node = o.grad_fn
-        assert node is not None and type(node).__name__.startswith("ThunderFunction_"), node
+        assert node is not None and type(node).__name__.startswith("ThunderAutogradFunction_"), node
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 assert type(nxt).__name__ == "AccumulateGrad" and id(nxt.variable) in ids, nxt
@@ -240,15 +240,15 @@ def test_what_crosses_the_cut_is_noted_for_viewers():
     jfn(torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))
     forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
     # saved: in both signatures, in info, and tagged on the forward op that computes it
-    assert [p.name for p in forward.output[1]] == forward.info["saved_for_backward"] == ["x", "w", "t3"]
+    assert [p.name for p in forward.output[1]] == forward.info.saved_for_backward == ["x", "w", "t3"]
     assert [p.name for p in backward.args] == ["x", "w", "t3", "g_t4"]
     assert [b.sym.id for b in forward.bound_symbols if Tag.SAVED_FOR_BACKWARD in b.tags] == ["torch.relu"]
     # rematerialized: no longer saved, recomputed in the backward and tagged so
-    assert forward.info["rematerialized"] == ["t0"]
+    assert forward.info.rematerialized == ["t0"]
     (recomputed,) = [b for b in backward.bound_symbols if Tag.RECOMPUTED in b.tags]
-    assert recomputed.sym.id == "torch.abs" and recomputed.info["recomputes"] == ("t0",)
+    assert recomputed.sym.id == "torch.abs" and recomputed.info.recomputes == ("t0",)
     # each backward op names the forward op it differentiates by its outputs (kept by every pass)
-    by_op = {b.sym.id: b.info.get("differentiates") for b in backward.bound_symbols if Tag.BACKWARD in b.tags}
+    by_op = {b.sym.id: b.info.differentiates for b in backward.bound_symbols if Tag.BACKWARD in b.tags}
     assert by_op["torch.ops.aten.threshold_backward.default"] == ("t3",)
     assert by_op["torch.sign"] == ("t0",)
     assert by_op["torchex.broadcast_in_dim"] == ("t4",)
@@ -263,8 +263,8 @@ def test_a_transcendental_value_is_saved_not_recomputed():
     jfn = thunder.jit(lambda x, w: (x.sin() * w).sum())
     jfn(torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))
     forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
-    assert forward.info["saved_for_backward"] == ["x", "w", "t0"]
-    assert forward.info.get("rematerialized", []) == []
+    assert forward.info.saved_for_backward == ["x", "w", "t0"]
+    assert forward.info.rematerialized == []
     assert not [b for b in backward.bound_symbols if Tag.RECOMPUTED in b.tags]
 
 

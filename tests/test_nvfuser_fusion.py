@@ -47,7 +47,7 @@ def test_nvfuser_regions_of_a_gpt_block_and_their_repros():
     final = thunder.last_traces(jm)[-1]
     for b in final.bound_symbols:
         if not b.has_tag(Tag.FUSION) and not b.has_tag(Tag.DEL) and b.sym.module != "python":
-            assert "nvfuser" in b.info.get("declined", {}), b.sym.id
+            assert "nvfuser" in (b.info.declined or {}), b.sym.id
 
 
 def test_nvfuser_partitioning_respects_what_it_declines():
@@ -66,8 +66,7 @@ def test_nvfuser_partitioning_respects_what_it_declines():
     assert [m.sym.name for m in r1.subsymbols] == ["mul"]
     (flip,) = [b for b in thunder.last_traces(jfn)[-1].bound_symbols if b.sym.name == "flip"]
     assert (
-        flip.info["declined"]["nvfuser"]
-        == "nvfuser does not fuse ltorch.flip (prims.flip: nvFuser has no flip)"
+        flip.info.declined["nvfuser"] == "nvfuser does not fuse ltorch.flip (prims.flip: nvFuser has no flip)"
     )
 
 

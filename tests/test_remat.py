@@ -60,7 +60,7 @@ def _recomputed(backward):
             if b.has_tag(Tag.FUSION):
                 yield from walk(b.subsymbols)
             elif Tag.RECOMPUTED in b.tags:
-                yield b.sym.id, b.info["recomputes"][0]
+                yield b.sym.id, b.info.recomputes[0]
 
     return list(walk(backward.bound_symbols))
 
@@ -104,8 +104,8 @@ def test_a_gelu_output_is_recomputed_in_a_fused_backward_not_saved():
     forward, backward = _traces(jfn)
     (gelu,) = _ops(forward, "ltorch.gelu")
     h, u = gelu.output.name, gelu.args[0].name
-    assert forward.info["rematerialized"] == [h]
-    assert h not in forward.info["saved_for_backward"] and u in forward.info["saved_for_backward"]
+    assert forward.info.rematerialized == [h]
+    assert h not in forward.info.saved_for_backward and u in forward.info.saved_for_backward
     assert _recomputed(backward) == [("ltorch.gelu", h)]
     assert h not in [p.name for p in backward.args]
 
@@ -115,7 +115,7 @@ def test_without_a_fusion_executor_the_gelu_output_is_saved():
     jfn = thunder.jit(fn, executors=["torch"])
     _matches_eager(jfn, fn, params, x)
     forward, backward = _traces(jfn)
-    assert forward.info.get("rematerialized", []) == []
+    assert forward.info.rematerialized == []
     assert _recomputed(backward) == []
 
 
@@ -124,7 +124,7 @@ def test_a_fusion_executor_that_declines_erf_keeps_the_gelu_output_saved():
     jfn = thunder.jit(fn, executors=[FusesAll(prims.erf)])
     _matches_eager(jfn, fn, params, x)
     forward, backward = _traces(jfn)
-    assert forward.info.get("rematerialized", []) == []
+    assert forward.info.rematerialized == []
     assert _recomputed(backward) == []
 
 
@@ -144,8 +144,8 @@ def test_a_layer_norm_output_is_recomputed_from_its_input_and_saved_statistics()
     forward, backward = _traces(jfn)
     (norm,) = _ops(forward, "ltorch.native_layer_norm")
     y, mean, rstd = (p.name for p in norm.output)
-    assert forward.info["rematerialized"] == [y]
-    saved = forward.info["saved_for_backward"]
+    assert forward.info.rematerialized == [y]
+    saved = forward.info.saved_for_backward
     assert y not in saved and {norm.args[0].name, mean, rstd} <= set(saved)
     # (y = (x - mean) * rstd * w + b, its prims reading the saved mean and 1/std)
     recomputed = [(op, v) for op, v in _recomputed(backward) if v == y]
@@ -173,8 +173,8 @@ def test_a_value_returned_or_made_by_a_reduction_is_not_recomputed():
     torch.testing.assert_close(got, w.grad)
     forward, _ = _traces(jfn)
     e = forward.output[0][0].name
-    assert e not in forward.info.get("rematerialized", [])
-    assert all(not n.startswith("s") for n in forward.info.get("rematerialized", []))
+    assert e not in forward.info.rematerialized
+    assert all(not n.startswith("s") for n in forward.info.rematerialized)
 
 
 # -- every op of the database, its backward through a fusing executor -------------------------
@@ -219,7 +219,7 @@ def _check_op(info) -> list[str]:
             torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
     for t in thunder.last_traces(jfn) + thunder.last_backward_traces(jfn):
         verify(t)
-    return thunder.last_traces(jfn)[-1].info.get("rematerialized", [])
+    return thunder.last_traces(jfn)[-1].info.rematerialized
 
 
 @pytest.mark.filterwarnings("ignore:size_average and reduce args")

@@ -22,6 +22,7 @@ from subclass_examples import (
 from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
+from thunder.autograd_bridge import CotangentMismatchError
 from thunder.core.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 from thunder.core.proxies import proxies_in
 from thunder.core.subclass import SubclassProxy
@@ -29,7 +30,6 @@ from thunder.core.tags import Tag
 from thunder.core.verify import verify
 from thunder.executors import pythonex, torchex
 from thunder.executors.claim import claim
-from thunder.executors.torch_autograd import CotangentMismatchError
 from thunder.transforms.flatten_subclasses import flatten_trace
 
 
@@ -545,7 +545,7 @@ def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
     assert thunder.last_backward_traces(jfn) == []
     last = thunder.last_traces(jfn)[-1]
     ops = [b for b in last.bound_symbols if b.subsymbols and b.subsymbols[0].has_tag(Tag.TENSOR_SUBCLASS)]
-    assert ops and all(b.info.get("claimed_by") == "torch" for b in ops)
+    assert ops and all(b.info.claimed_by == "torch" for b in ops)
 
 
 def test_a_dispatch_returning_plain_tensors_keeps_eagers_gradient():

@@ -82,8 +82,8 @@ def test_a_chain_is_one_region_printed_with_its_members():
     final = thunder.last_traces(jfn)[-1]
     assert str(final) == CHAIN_GOLDEN
     (region,) = _regions(jfn)
-    assert region.info["claimed_by"] == "torchcompile"
-    assert [m.info["claimed_by"] for m in region.subsymbols] == ["torchcompile"] * 6
+    assert region.info.claimed_by == "torchcompile"
+    assert [m.info.claimed_by for m in region.subsymbols] == ["torchcompile"] * 6
     lines = [m.source.lineno for m in region.subsymbols]
     first = chain.__code__.co_firstlineno
     assert lines == [first + 1, first + 1, first + 2, first + 2, first + 3, first + 3]
@@ -115,7 +115,7 @@ def test_an_op_left_to_torch_splits_regions_along_the_dependencies():
     ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
     assert ids == ["torchcompile.TorchCompile0", "torch.cumsum", "torchcompile.TorchCompile1"]
     cumsum = thunder.last_traces(jfn)[-1].bound_symbols[1]
-    assert cumsum.info["declined"]["torchcompile"].startswith("torchcompile does not fuse ltorch.cumsum")
+    assert cumsum.info.declined["torchcompile"].startswith("torchcompile does not fuse ltorch.cumsum")
 
 
 def test_compiled_once_per_signature_and_never_through_dynamo():
@@ -338,8 +338,8 @@ def test_one_op_that_torch_runs_whole_is_left_to_torch():
     torch.testing.assert_close(jfn(x), fn(x))
     assert _regions(jfn) == []
     (ln,) = [b for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
-    assert ln.info["claimed_by"] == "torch"
-    assert ln.info["declined"]["torchcompile"] == (
+    assert ln.info.claimed_by == "torch"
+    assert ln.info.declined["torchcompile"] == (
         "torchcompile did not fuse it: a region of one op that torch runs whole has nothing to fuse"
     )
     # with a second op there is something to fuse

@@ -21,9 +21,12 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from thunder.autograd_bridge import grad_computation, no_grad_computation
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.context import current_trace
+from thunder.core.passinfo import SubclassDispatch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.printing import Printer, bsym_line
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
@@ -31,8 +34,9 @@ from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
-from thunder.executors.torch_autograd import grad_computation, no_grad_computation
 from thunder.frontend.acquire import acquire
+from thunder.frontend.subclasses import dispatch_op, dispatchable
+from thunder.hf_generate import generate
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
@@ -48,6 +52,9 @@ EXECUTORS: dict[str, Executor] = {
     "torch": torchex.executor,
     "python": pythonex.executor,
 }
+
+# how the grad pass runs the backward's ops on tensor-subclass values: as acquisition does
+SUBCLASS_DISPATCH = SubclassDispatch(dispatchable, dispatch_op)
 
 
 def default_executors() -> list[Executor]:
@@ -123,14 +130,14 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
         return bundle
     t0 = time.perf_counter()
     try:
-        joint = differentiate(comp)
+        joint = differentiate(comp, ctx.subclass_dispatch)
     except Exception as e:
         if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
-            ctx.extra["autograd_records"] = True
+            ctx.autograd_records = True
             return bundle
         if not isinstance(e, NoVJPError):
             raise
-        ctx.extra["grad_error"] = e
+        ctx.grad_error = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
     return bundle.replace(computation=joint)
@@ -138,7 +145,7 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
 
 def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     """The joint trace cut into the forward (the computation) and the backward."""
-    if "cotangents" not in bundle.computation.info:
+    if bundle.computation.info.cotangents is None:
         return bundle
     return _pair(split_forward_backward, bundle, bundle.computation)
 
@@ -274,14 +281,14 @@ class ThunderFunction:
         acquired.computation.provenance = None
         bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
         history = History.start(bundle, time.perf_counter() - t0)
-        ctx = PassContext(self.executors)
+        ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
         final = run_pipeline(bundle, PIPELINE, ctx, history)
-        grad_error = ctx.extra.get("grad_error")
+        grad_error = ctx.grad_error
         if final.backward is not None or grad_error is not None:
             computation = grad_computation(
                 final.computation, final.backward, error=grad_error, name=self.__name__
             )
-        elif ctx.extra.get("autograd_records"):
+        elif ctx.autograd_records:
             computation = final.computation.python_callable()
         else:
             computation = no_grad_computation(final.computation)
@@ -349,8 +356,6 @@ def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
 
 
 def _check_text(bsym: BoundSymbol) -> str:
-    from thunder.core.printing import Printer, bsym_line
-
     return bsym_line(bsym, Printer())
 
 
@@ -369,8 +374,6 @@ def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
 def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
     """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
     and that line's BoundSymbol."""
-    from thunder.core.printing import Printer, bsym_line
-
     try:
         entry.prologue(*args, **kwargs)
     except PrologueCheckFailed as e:
@@ -434,8 +437,6 @@ class ThunderModule(torch.nn.Module):
 
     def generate(self, *args, **kwargs):
         """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
-        from thunder.frontend.generate import generate
-
         return generate(self, *args, **kwargs)
 
     def __getattr__(self, name):

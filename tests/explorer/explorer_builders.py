@@ -7,6 +7,7 @@ import dataclasses
 import torch
 
 from thunder.core.context import tracectx
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.proxies import AnyProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import Tag
@@ -85,7 +86,7 @@ def tagged_passes() -> list[Trace]:
         {},
         t1,
         [sub_add, mul],
-        info={"declined": {"torchcompile": "not available <here>"}},
+        info=BoundSymbolInfo(declined={"torchcompile": "not available <here>"}),
     )
     t2.bound_symbols = [fusion, new, wb]
     return [t, t2]

@@ -21,6 +21,7 @@ from explorer.model import TraceModel
 from explorer.report import report_html
 from explorer.tree import tree_html
 from explorer.widget import Explorer
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import Tag
@@ -54,7 +55,9 @@ def _hostile_trace(s: str) -> Trace:
     t.args = [x]
     out = AnyProxy("any0", cls)
     sym = Symbol("construct", "prims", meta=lambda *a, **k: None, tags=(Tag.DATACLASS_NEW,), executor=s)
-    t.bound_symbols = [BoundSymbol(sym, (cls,), {"res": x, "tag": s}, out, info={"declined": {s: s}})]
+    t.bound_symbols = [
+        BoundSymbol(sym, (cls,), {"res": x, "tag": s}, out, info=BoundSymbolInfo(declined={s: s}))
+    ]
     t.output = out
     return t
 

@@ -20,6 +20,7 @@ from explorer.pair import walk_shown
 from explorer.pair_view import pair_dot, pair_html, pair_text
 from explorer.report import report_html
 from explorer.widget import Explorer
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -135,7 +136,7 @@ def test_each_backward_op_links_to_the_op_it_differentiates(small_jfn, gpt):
     pair = model_of(gpt).pair()
     linked = 0
     for n in walk_shown(pair.backward):
-        vjp = n.bsym_info.get("vjp")
+        vjp = n.bsym_info.vjp
         if vjp is None:
             continue
         t = pair.target(n)
@@ -146,9 +147,9 @@ def test_each_backward_op_links_to_the_op_it_differentiates(small_jfn, gpt):
     softmax = next(n for n in pair.forward.nodes if "torch.softmax" in n.line)
     assert pair.sources(softmax.id)
     for b in pair.sources(softmax.id):
-        assert pair.backward.find(b).bsym_info["differentiates"] == tuple(softmax.outputs)
+        assert pair.backward.find(b).bsym_info.differentiates == tuple(softmax.outputs)
     gelu = next(n for n in pair.forward.nodes if "gelu" in n.line)
-    assert {pair.backward.find(b).bsym_info["vjp"] for b in pair.sources(gelu.id)} <= _forward_syms(
+    assert {pair.backward.find(b).bsym_info.vjp for b in pair.sources(gelu.id)} <= _forward_syms(
         pair, gelu.id
     )
 
@@ -252,18 +253,18 @@ def _fused_pair() -> TraceModel:
     sin = BoundSymbol(_sym("sin", "torch"), (x,), {}, t0, tags=frozenset({Tag.SAVED_FOR_BACKWARD}))
     exp = BoundSymbol(_sym("exp", "torch"), (t0,), {}, t1)
     fw.args, fw.output, fw.bound_symbols = [x], ((t1,), (x, t0)), [sin, exp]
-    fw.info["saved_for_backward"] = ["x", "t0"]
+    fw.info.saved_for_backward = ["x", "t0"]
     bw = Trace("backward")
     g = bw.tensor((2,), torch.float32, "cpu", name="g_t1")
     t2, t3, t4 = (bw.tensor((2,), torch.float32, "cpu", name=f"t{i}") for i in (2, 3, 4))
     parts = [
-        BoundSymbol(_sym("exp", "torch"), (t0,), {}, t2, info={"differentiates": ("t1",)}),
-        BoundSymbol(_sym("mul", "torch"), (g, t2), {}, t3, info={"differentiates": ("t1",)}),
-        BoundSymbol(_sym("cos", "torch"), (x,), {}, t4, info={"differentiates": ("t0",)}),
+        BoundSymbol(_sym("exp", "torch"), (t0,), {}, t2, info=BoundSymbolInfo(differentiates=("t1",))),
+        BoundSymbol(_sym("mul", "torch"), (g, t2), {}, t3, info=BoundSymbolInfo(differentiates=("t1",))),
+        BoundSymbol(_sym("cos", "torch"), (x,), {}, t4, info=BoundSymbolInfo(differentiates=("t0",))),
     ]
     fusion = BoundSymbol(_sym("fusion0", "torchcompile", tags=(Tag.FUSION,)), (x, t0, g), {}, (t3, t4), parts)
     bw.args, bw.output, bw.bound_symbols = [x, t0, g], (t4,), [fusion]
-    bw.info["saved_for_backward"] = ["x", "t0"]
+    bw.info.saved_for_backward = ["x", "t0"]
     return TraceModel.from_traces({"computation": [fw], "backward": [bw]})
 
 
@@ -293,7 +294,7 @@ def test_links_between_torch_compile_regions():
     for n in bw_region.children:  # each part links to a part of the forward's region made of its rule's op
         t = pair.target(n)
         assert t is not None and t.startswith(fw_region.id + "/"), n.line
-        vjp = n.bsym_info.get("vjp")
+        vjp = n.bsym_info.vjp
         assert vjp is None or vjp in _forward_syms(pair, t), (n.line, vjp, t)
         linked += vjp is not None
     assert linked >= 5

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from thunder.core.passinfo import SubclassDispatch
 from thunder.core.trace import Provenance, Trace
 
 KINDS = ("prologue", "computation", "epilogue", "backward")
@@ -43,11 +44,16 @@ class TraceBundle:
 
 @dataclasses.dataclass
 class PassContext:
-    """What passes may read besides the traces: the chosen executors, and facts about the
-    call being compiled (``extra``) that later passes need."""
+    """What passes may read besides the traces: the chosen executors, what acquisition lends
+    them, and what a pass learnt about the call being compiled that the runtime needs."""
 
     executors: Sequence[Any] = ()
-    extra: dict = dataclasses.field(default_factory=dict)
+    # acquisition's dispatch of ops on tensor-subclass values, for the grad pass
+    subclass_dispatch: SubclassDispatch | None = None
+    # the grad pass met a prim without a VJP rule: ``backward()`` raises this
+    grad_error: Exception | None = None
+    # the gradient of a subclass program cannot be traced: torch's autograd records its ops
+    autograd_records: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from thunder.core.context import current_trace
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.printing import MODULE_PATHS, bsym_lines
 from thunder.core.proxies import proxies_in
 from thunder.core.source import SourceLocation
@@ -223,8 +224,8 @@ class BoundSymbol:
     source: SourceLocation | None = None
     tags: frozenset = frozenset()
     scope: ModuleScope | None = None  # the module call it was recorded in, kept by every pass
-    # facts for tools that are not printed: {"declined": {"nvfuser": "why"}, "time_s": ...}
-    info: dict = dataclasses.field(default_factory=dict)
+    # what passes note on it (``info.claimed_by``), not printed
+    info: BoundSymbolInfo = dataclasses.field(default_factory=BoundSymbolInfo)
 
     def from_bsym(self, **changes) -> BoundSymbol:
         return dataclasses.replace(self, **changes)

@@ -13,6 +13,7 @@ import re
 
 import torch
 
+from thunder.core.passinfo import TraceInfo
 from thunder.core.printing import Printer, Program, print_program
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
@@ -65,8 +66,8 @@ class Trace:
         self.signature: str | None = None
         # objects the printed source refers to by name (the jitted module, captured tensors)
         self.ctx_objects: dict[str, object] = {}
-        # facts for tools that are not printed ({"saved_for_backward": [...]}), kept by derive
-        self.info: dict = {}
+        # what passes note for later ones (``info.saved_for_backward``), not printed; kept by derive
+        self.info = TraceInfo()
 
     # -- names -------------------------------------------------------------------------
     def make_name(self, prefix: str = "t") -> str:
@@ -154,7 +155,7 @@ class Trace:
         t.ctx_objects = dict(self.ctx_objects)
         t.signature = self.signature
         t.grad_enabled = self.grad_enabled
-        t.info = dict(self.info)
+        t.info = self.info.copy()
         return t
 
     # -- printing -------------------------------------------------------------------------

@@ -8,6 +8,7 @@ and ``prims.add`` as comments below the executed line). An executor's implementa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ class Executor:
                 source=bsym.source,
                 tags=bsym.tags | bsym.sym.tags & KEPT_TAGS,
                 scope=bsym.scope,
-                info={**bsym.info, "claimed_by": self.name},  # keeps what the grad pass noted
+                info=dataclasses.replace(bsym.info, claimed_by=self.name),  # keeps what the grad pass noted
             )
         return None
 

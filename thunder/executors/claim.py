@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
@@ -50,7 +51,7 @@ def claim_bsym(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
         claimed = ex.claim(bsym)
         if claimed is not None:
             if declined:
-                claimed.info["declined"] = declined
+                claimed.info.declined = declined
             return [claimed]
         declined[ex.name] = ex.why_not(bsym)
     if not bsym.subsymbols:
@@ -60,7 +61,7 @@ def claim_bsym(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
             f" ({'; '.join(declined.values())})"
         )
     result = []
-    noted = {k: v for k, v in bsym.info.items() if k in _INHERITED_INFO}
+    noted = {k: v for k in _INHERITED_INFO if (v := getattr(bsym.info, k)) is not None}
     for sub in bsym.subsymbols:
         tags = inherit(sub.tags, bsym.tags, _INHERITED_TAGS)
         if sub.source is None or sub.scope is None or tags != sub.tags or noted:
@@ -68,7 +69,7 @@ def claim_bsym(bsym: BoundSymbol, executors: Sequence[Executor]) -> list[BoundSy
                 source=sub.source or bsym.source,
                 tags=tags,
                 scope=sub.scope or bsym.scope,
-                info={**noted, **sub.info},
+                info=BoundSymbolInfo(**noted).merged(sub.info),
             )
         result.extend(claim_bsym(sub, executors))
     return result

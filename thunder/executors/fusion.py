@@ -4,7 +4,7 @@ A ``FusionExecutor`` decides per prim, after decomposition, whether it can take 
 (``prim_reason``: None when it can, else why not). During claiming it takes a BoundSymbol
 whole when every prim below it is one it can take (``ltorch.gelu`` whose prims are all
 elementwise), else declines, and the claiming pass offers the decomposition prim by prim.
-What it took stays as it was, marked ``info["claimed_by"]``; the fusion pass
+What it took stays as it was, marked ``info.claimed_by``; the fusion pass
 (``thunder/transforms/fuse.py``) then groups those BoundSymbols into regions and asks the
 executor to compile each (``compile_region``). The torch.compile executor
 (``torchcompileex.py``) and the nvFuser executor (``nvfuserex.py``) implement it.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.printing import Printer, output_str, type_comment
 from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
@@ -102,7 +103,7 @@ class FusionExecutor(Executor):
     def claim(self, bsym: BoundSymbol) -> BoundSymbol | None:
         if self.decline_reason(bsym) is not None:
             return None
-        return bsym.from_bsym(info={**bsym.info, "claimed_by": self.name})
+        return bsym.from_bsym(info=dataclasses.replace(bsym.info, claimed_by=self.name))
 
     def why_not(self, bsym: BoundSymbol) -> str:
         return f"{self.name} does not fuse {bsym.sym.id} ({self.decline_reason(bsym)})"
@@ -129,7 +130,7 @@ class FusionExecutor(Executor):
             source=region.members[0].source,
             scope=common_scope(region.members),
             tags=frozenset({Tag.FUSION}) | tags,
-            info={"claimed_by": self.name},
+            info=BoundSymbolInfo(claimed_by=self.name),
         )
 
 

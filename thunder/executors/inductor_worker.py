@@ -22,6 +22,8 @@ import struct
 import sys
 import traceback
 
+from thunder.executors.inductor_compile import apply_settings, compile_program
+
 _HEADER = struct.Struct("<Q")
 
 
@@ -51,8 +53,6 @@ def program_from(source: str, modules: dict, ctx: dict, name: str):
 
 
 def main() -> None:
-    from thunder.executors.torchcompileex import apply_settings, compile_program
-
     jobs, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # what Inductor prints must not reach the answers
     while True:

@@ -36,7 +36,7 @@ import torch
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.executors import nvfuser
+from thunder.executors import nvfuser, torchex
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region
 
@@ -63,8 +63,6 @@ class NvFuserRegion:
     """A region's callable: a FusionDefinition per input signature, executed by nvFuser."""
 
     def __init__(self, region: Region):
-        from thunder.executors import torchex
-
         self.name = region.name
         self.prims = region.prims
         self.inputs = list(region.inputs)

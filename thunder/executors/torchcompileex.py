@@ -61,17 +61,16 @@ import weakref
 
 import torch
 
+from thunder.core.printing import Printer
 from thunder.core.proxies import NumberProxy, TensorProxy
-
-try:  # one C++ call that checks many tensors' metadata (what Dynamo's tensor guards use)
-    from torch._C._dynamo.guards import TensorGuards
-except ImportError:  # pragma: no cover (a torch build without Dynamo's C++ guards)
-    TensorGuards = None
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
+from thunder.executors import torchex
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region
+from thunder.executors.inductor_compile import TensorGuards, compile_program, compile_settings
+from thunder.executors.inductor_worker import read_message, write_message
 from thunder.ops import prims
 
 # prim -> what kind of work it is (Inductor generates code for these)
@@ -139,8 +138,6 @@ class TorchCompileExecutor(FusionExecutor):
         """Also declined: a region of one op that torch runs whole (``layer_norm``,
         ``softmax``): torch's own kernel does the same work without a compiled function's
         per-call cost."""
-        from thunder.executors import torchex
-
         if len(region.members) == 1 and torchex.executor.claim(region.members[0]) is not None:
             return "a region of one op that torch runs whole has nothing to fuse"
         return super().region_reason(region)
@@ -191,8 +188,6 @@ class _Helper:
 
     @staticmethod
     def _write(proc: subprocess.Popen, outbox: queue.Queue) -> None:
-        from thunder.executors.inductor_worker import write_message
-
         while (job := outbox.get()) is not None:
             try:
                 write_message(proc.stdin, job)
@@ -200,8 +195,6 @@ class _Helper:
                 return
 
     def _read(self, proc: subprocess.Popen) -> None:
-        from thunder.executors.inductor_worker import read_message
-
         while (answer := read_message(proc.stdout)) is not None:
             number, error = answer
             with self.lock:
@@ -253,91 +246,6 @@ def wait(timeout: float | None = None) -> None:
         region.finish(timeout)
 
 
-def compile_settings() -> dict:
-    """The process-wide state Inductor's cache keys include (its configuration and
-    AOTAutograd's, the thread count its C++ kernels are made for, deterministic algorithms,
-    the default dtype, matmul precision): the helper process takes the caller's, so that
-    what it compiles is what the caller then finds in the caches."""
-    from torch._functorch import config as functorch_config
-    from torch.utils import deterministic
-
-    inductor_config = sys.modules.get("torch._inductor.config")  # (not imported: the defaults)
-    return {
-        "inductor": inductor_config.save_config() if inductor_config is not None else None,
-        "functorch": functorch_config.save_config(),
-        "threads": torch.get_num_threads(),
-        "deterministic": (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-            deterministic.fill_uninitialized_memory,
-        ),
-        "default_dtype": torch.get_default_dtype(),
-        "matmul": {name: getattr(torch.backends.cuda.matmul, name) for name in _MATMUL_SETTINGS},
-    }
-
-
-_MATMUL_SETTINGS = (
-    "fp32_precision",
-    "allow_fp16_reduced_precision_reduction",
-    "allow_bf16_reduced_precision_reduction",
-)
-
-
-def apply_settings(settings: dict) -> None:
-    """In the helper process: the caller's ``compile_settings()``."""
-    from torch._functorch import config as functorch_config
-    from torch.utils import deterministic
-
-    if settings["inductor"] is not None:
-        import torch._inductor.config as inductor_config
-
-        inductor_config.load_config(settings["inductor"])
-    functorch_config.load_config(settings["functorch"])
-    torch.set_num_threads(settings["threads"])
-    enabled, warn_only, fill = settings["deterministic"]
-    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-    deterministic.fill_uninitialized_memory = fill
-    torch.set_default_dtype(settings["default_dtype"])
-    for name, value in settings["matmul"].items():
-        if getattr(torch.backends.cuda.matmul, name) != value:  # (setting one sets others)
-            setattr(torch.backends.cuda.matmul, name, value)
-
-
-def compile_program(program, meta: list, grad: bool):
-    """Inductor's function for ``program`` (a function of torch calls) on inputs of
-    ``meta`` (shape, strides, dtype, device, requires_grad each) in grad mode ``grad``: traced
-    by ``make_fx`` on fake tensors (nothing is computed, static shapes), compiled by
-    ``compile_fx``. The helper process runs this too, for the same result in the caches."""
-    from torch._functorch import config as functorch_config
-    from torch._guards import TracingContext, tracing
-    from torch._inductor import config as inductor_config
-    from torch._inductor.compile_fx import compile_fx
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    with fake_mode:
-        fakes = [
-            torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
-            for shape, stride, dtype, device, rg in meta
-        ]
-    with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
-        gm = make_fx(program)(*fakes)
-    # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
-    # with the shape environment of a tracing context's fake mode; the grad mode of the call
-    # decides whether it compiles a backward too, now rather than at the first backward (so
-    # that AOTAutograd's cache holds both once this returns). The sizes and strides Inductor's
-    # wrapper would assert on every call ``InductorRegion`` checks in one call instead.
-    with (
-        tracing(TracingContext(fake_mode)),
-        torch.set_grad_enabled(grad),
-        functorch_config.patch(force_non_lazy_backward_lowering=True),
-        inductor_config.patch(size_asserts=TensorGuards is None),
-    ):
-        return compile_fx(gm, fakes)
-
-
 class InductorRegion:
     """A region's callable: compiles on the first call with each new input signature.
 
@@ -349,8 +257,6 @@ class InductorRegion:
     """
 
     def __init__(self, region: Region):
-        from thunder.executors import torchex
-
         self.name = region.name
         self.where = f" (from {region.members[0].source})" if region.members[0].source else ""
         self.size = len(region.members)
@@ -422,8 +328,6 @@ class InductorRegion:
     def _shipped(self) -> tuple | None:
         """The program as the helper process rebuilds it: source, modules, named objects;
         None when its objects cannot be pickled. (Printed once per region.)"""
-        from thunder.core.printing import Printer
-
         program = self.trace.program(Printer(blank_comments=True))
         try:
             ctx = pickle.loads(pickle.dumps(program.ctx))

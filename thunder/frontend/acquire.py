@@ -223,7 +223,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them
-        comp.info["versions"] = state.versions
+        comp.info.versions = state.versions
     used = _used_inputs(comp, state)
     comp.args = used
     names = {p.name for p in used}

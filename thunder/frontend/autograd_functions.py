@@ -5,7 +5,7 @@ While tracing, ``Function.apply`` is routed here (``traced_functions``). Without
 (grad mode off, or no input that requires grad) the forward is traced through like any code.
 Otherwise the call is recorded as one BoundSymbol of the class (``_Square.apply``) whose
 subsymbols are the forward's ops, and the class's ``backward`` is run at once on new cotangent
-proxies, its ops recorded aside in ``bsym.info["recorded_backward"]``: the grad pass puts
+proxies, its ops recorded aside in ``bsym.info.recorded_backward``: the grad pass puts
 them in the backward with the real cotangents (``thunder/transforms/grad.py``), so the
 Function's own backward is what computes the gradients, as in eager.
 
@@ -162,7 +162,7 @@ def _apply(cls, *args, **kwargs):
         for o in outs:
             if id(o) not in fixed and (dtype_of(o).is_floating_point or dtype_of(o).is_complex):
                 torch.Tensor.requires_grad_(o)
-    bsym.info["recorded_backward"] = _record_backward(trace, cls, ctx, args, outs, bsym)
+    bsym.info.recorded_backward = _record_backward(trace, cls, ctx, args, outs, bsym)
     return out
 
 

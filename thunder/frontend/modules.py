@@ -33,7 +33,6 @@ from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.fastpaths import FAST_PATHS
-from thunder.frontend.generate import NO_OWN_FORWARD
 from thunder.frontend.guards import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
@@ -53,6 +52,7 @@ from thunder.ops import python as pyops
 from thunder.ops.python import same
 
 _ABSENT = object()
+NO_OWN_FORWARD = object()  # what a compiled forward replaced: none of the module's own in its __dict__
 _HOLDING = (list, tuple, dict, collections.OrderedDict)
 
 
@@ -245,7 +245,7 @@ class ModuleShadows:
                 if isinstance(v, dict):
                     hooks[name] = list(v.items())
         own = getattr(d.get("forward"), "replaced", _ABSENT)
-        if own is not _ABSENT:  # generate()'s compiled forward (frontend/generate.py): trace the module's own
+        if own is not _ABSENT:  # generate()'s compiled forward (hf_generate.py): trace the module's own
             del d["forward"]
             if own is not NO_OWN_FORWARD:
                 d["forward"] = own

@@ -251,7 +251,7 @@ def _flatten_split(bundle: TraceBundle) -> TraceBundle:
     if not (has_subclasses(fw) or has_subclasses(bw)):
         return bundle
     new_bw = flatten_trace(bw, _boundary(bw))
-    cotangents = set(bw.info.get("cotangents", ()))
+    cotangents = set(bw.info.cotangents or ())
     checked = [p for p in bw.args if p.name in cotangents and isinstance(p, SubclassProxy)]
     if checked:
         n = sum(isinstance(p, SubclassProxy) for p in bw.args)  # the flattens the body starts with

@@ -1,7 +1,7 @@
 """Fusion: group what fusion executors claimed into regions, one BoundSymbol per region.
 
 Claiming left the BoundSymbols a fusion executor took as they were, marked
-``info["claimed_by"]``. This pass groups them into regions that respect the data
+``info.claimed_by``. This pass groups them into regions that respect the data
 dependencies, not only neighbours, and replaces each region by one BoundSymbol (``Tag.FUSION``)
 whose subsymbols are its members and whose inputs and outputs are exactly what crosses its
 boundary: the values its members use that it does not make, and the values it makes that a
@@ -102,7 +102,7 @@ def fuse(trace: Trace, executors: Sequence[Executor]) -> Trace:
 def _kind(bsym: BoundSymbol, fusers: dict[str, FusionExecutor]):
     """(executor name, grad-mode tags) for a BoundSymbol a fusion executor claimed, else None:
     only BoundSymbols of one executor recorded under one grad mode share a region."""
-    name = bsym.info.get("claimed_by")
+    name = bsym.info.claimed_by
     if name not in fusers:
         return None
     return (name, bsym.tags & GRAD_MODE_TAGS)
@@ -233,10 +233,9 @@ def _region(bsyms, members: list[int], group_of, users, returned) -> Region:
 
 def _unfuse(bsym: BoundSymbol, ex: FusionExecutor, reason: str, others: Sequence[Executor]):
     """``bsym`` claimed again by the executors that do not fuse, noting why ``ex`` did not."""
-    info = {k: v for k, v in bsym.info.items() if k != "claimed_by"}
-    declined = {**info.get("declined", {}), ex.name: f"{ex.name} did not fuse it: {reason}"}
-    info.pop("declined", None)
+    declined = {**(bsym.info.declined or {}), ex.name: f"{ex.name} did not fuse it: {reason}"}
+    info = dataclasses.replace(bsym.info, claimed_by=None, declined=None)
     result = claim_bsym(bsym.from_bsym(info=info), others)
     for b in result:
-        b.info["declined"] = {**declined, **b.info.get("declined", {})}
+        b.info.declined = {**declined, **(b.info.declined or {})}
     return result

@@ -31,6 +31,7 @@ After::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 
@@ -38,6 +39,7 @@ import torch
 
 from thunder.core.context import tracectx
 from thunder.core.errors import ThunderError, at
+from thunder.core.passinfo import SubclassDispatch
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
@@ -152,7 +154,7 @@ class _Backprop:
         # op's backward reaches, transforms/saved_versions.py, leaves it out)
         adder = self.joint.recording[-1]
         if any(o is total for o in proxies_in(adder.output)):
-            adder.info["accumulates"] = p.name
+            adder.info.accumulates = p.name
 
     def run(self, bsyms: list[BoundSymbol], top: BoundSymbol | None) -> None:
         for b in reversed(bsyms):
@@ -163,7 +165,7 @@ class _Backprop:
                 continue  # the gradient stops here (an output made a leaf by requires_grad_())
             t = top or b
             start = len(self.joint.bound_symbols)
-            if "recorded_backward" in b.info:  # a custom autograd.Function: its own backward
+            if b.info.recorded_backward is not None:  # a custom autograd.Function: its own backward
                 self._replay(b)
                 self._annotate(start, b, t)
             elif self._apply_rule(b):
@@ -181,7 +183,7 @@ class _Backprop:
     def _replay(self, b: BoundSymbol) -> None:
         """The backward recorded with ``b`` (``thunder/frontend/autograd_functions.py``), its
         cotangent proxies replaced by the real cotangents (zeros where an output has none)."""
-        rec = b.info["recorded_backward"]
+        rec = b.info.recorded_backward
         swap: dict[str, TensorProxy] = {}
         for name, c in zip(rec["outputs"], rec["cotangents"]):
             g = self.cot.get(name)
@@ -236,8 +238,8 @@ class _Backprop:
             r.tags = r.tags | {Tag.BACKWARD}
             r.source = top.source
             r.scope = top.scope
-            r.info["differentiates"] = key
-            r.info["vjp"] = b.sym.id
+            r.info.differentiates = key
+            r.info.vjp = b.sym.id
 
 
 def output_names(bsym: BoundSymbol) -> tuple[str, ...]:
@@ -325,7 +327,7 @@ def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forwar
             c.from_bsym(
                 tags=c.tags | {Tag.BACKWARD, Tag.RECOMPUTED},
                 source=c.source or top.source,
-                info={**c.info, "recomputes": key},
+                info=dataclasses.replace(c.info, recomputes=key),
             )
             for c in chosen
         ]
@@ -374,14 +376,18 @@ def _placed(r: BoundSymbol, b: BoundSymbol) -> BoundSymbol:
     return r.from_bsym(source=b.source, scope=b.scope, subsymbols=[_placed(s, b) for s in r.subsymbols])
 
 
-def differentiate(trace: Trace) -> Trace:
+def differentiate(trace: Trace, subclass_dispatch: SubclassDispatch | None = None) -> Trace:
+    """The joint trace: ``trace``'s forward, then its backward, taking the cotangents of the
+    differentiable outputs as more inputs and returning (outputs, gradients of the inputs).
+    ``subclass_dispatch`` (acquisition's, through the pass context) runs the backward's ops
+    on tensor-subclass values."""
     joint = trace.derive("Grad (joint forward and backward)")
     joint.name = "joint"
     writebacks = _writebacks(trace)
     forward = [b for b in trace.bound_symbols if Tag.WRITEBACK not in b.tags]
     outputs = tuple(trace.output) + tuple(b.args[0] for b in writebacks)
     arg_names = [getattr(p, "name", None) for p in trace.args]
-    joint.info["writebacks"] = [
+    joint.info.writebacks = [
         (len(trace.output) + j, arg_names.index(b.args[1].name)) for j, b in enumerate(writebacks)
     ]
 
@@ -415,7 +421,7 @@ def differentiate(trace: Trace) -> Trace:
                 "thunder does not trace its gradient"
             )
         del joint.bound_symbols[:]  # (the list the trace records into)
-        backward, grads = resolve_backward(backward, grads, joint)
+        backward, grads = resolve_backward(backward, grads, joint, subclass_dispatch)
     else:
         forward = opened
     joint.grad_enabled = trace.grad_enabled
@@ -423,5 +429,5 @@ def differentiate(trace: Trace) -> Trace:
     joint.bound_symbols = forward + backward
     joint.args = list(trace.args) + cotangents
     joint.output = (outputs, grads)
-    joint.info["cotangents"] = [c.name for c in cotangents]
+    joint.info.cotangents = [c.name for c in cotangents]
     return joint

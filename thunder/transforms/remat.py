@@ -15,8 +15,8 @@ from its saved input), and an output of an op with several outputs that an eleme
 chain of its prims makes from values the backward has (a layer norm's output from its saved
 input, mean and 1/std: the chain's prims are recomputed, reading the op's own saved outputs
 where they are copies of its intermediates). Recomputed BoundSymbols are tagged
-``recomputed`` and their ``info["recomputes"]`` names the value; the forward's
-``info["rematerialized"]`` lists what is no longer saved, ``info["saved_to_recompute"]`` the
+``recomputed`` and their ``info.recomputes`` names the value; the forward's
+``info.rematerialized`` lists what is no longer saved, ``info.saved_to_recompute`` the
 inputs saved for it (unlike eager, written in place after the call they make backward() raise).
 
 Before (``t1`` saved)::
@@ -35,6 +35,8 @@ After (``t1`` recomputed from ``t0``)::
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from thunder.core.proxies import Proxy, proxies_in
 from thunder.core.pytree import tree_map
@@ -110,46 +112,93 @@ def _chain(b: BoundSymbol, v: Proxy, has, fusing: FusionExecutor) -> list[BoundS
 
 
 def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) -> tuple[Trace, Trace]:
-    outputs, saved = fw.output
-    returned = {p.name for p in proxies_in(outputs)}
+    """The forward and backward with the saved values the backward can recompute cheaply
+    from what it has (see the module's docstring) recomputed there instead of saved.
+
+    Before::
+
+        def forward(x):                 def backward(t0, t1, g):
+          t0 = ltorch.mul(x, 2)           t2 = ltorch.mul(g, t1)
+          t1 = ltorch.add(t0, 1)          ...
+          ...
+          return ((t3,), (t0, t1))
+
+    After (``t1`` recomputed; ``fw.info.rematerialized == ["t1"]``)::
+
+        def forward(x):                 def backward(t0, g):
+          ...                             t1 = ltorch.add(t0, 1)  # recomputed
+          return ((t3,), (t0,))           t2 = ltorch.mul(g, t1)
+    """
+    plan = _Plan.of(fw)
+    for b in fw.bound_symbols:
+        for name, chain in plan.candidates(b, fusing).items():
+            plan.take(name, chain)
+    if not plan.recompute:
+        return fw, bw
+    plan.saved_names -= set(plan.recompute)
+    new_fw = _forward(fw, plan)
+    return new_fw, _backward(bw, plan, new_fw)
+
+
+@dataclasses.dataclass
+class _Plan:
+    """What is recomputed, decided op by op along the forward: ``saved_names`` is what the
+    backward has (saved values, and inputs it now reads to recompute from)."""
+
+    outputs: tuple
+    saved: tuple
+    returned: set[str]  # values the function returns: alive anyway, never recomputed
     # an input written in place is not available to the backward: its value changes after the
     # forward (saving it would also trip torch's version check where eager saved another value)
-    written = {fw.args[i].name for _, i in fw.info.get("writebacks", [])}
-    inputs = {p.name: p for p in proxies_in(fw.args) if p.name not in written}
-    saved_names = {p.name for p in saved}
+    inputs: dict[str, Proxy]
+    saved_names: set[str]
     # value name -> the BoundSymbols that recompute it (one op, or a chain of an op's prims)
-    recompute: dict[str, list[BoundSymbol]] = {}
-    extra_inputs: list = []
+    recompute: dict[str, list[BoundSymbol]] = dataclasses.field(default_factory=dict)
+    extra_inputs: list = dataclasses.field(default_factory=list)  # inputs saved to recompute from
 
-    def has(name: str) -> bool:
-        return name in inputs or name in saved_names
+    @staticmethod
+    def of(fw: Trace) -> _Plan:
+        outputs, saved = fw.output
+        written = {fw.args[i].name for _, i in fw.info.writebacks}
+        return _Plan(
+            outputs=outputs,
+            saved=saved,
+            returned={p.name for p in proxies_in(outputs)},
+            inputs={p.name: p for p in proxies_in(fw.args) if p.name not in written},
+            saved_names={p.name for p in saved},
+        )
 
-    for b in fw.bound_symbols:
+    def has(self, name: str) -> bool:
+        return name in self.inputs or name in self.saved_names
+
+    def _wanted(self, name: str) -> bool:
+        return name in self.saved_names and name not in self.returned
+
+    def candidates(self, b: BoundSymbol, fusing: FusionExecutor | None) -> dict[str, list[BoundSymbol]]:
+        """``b``'s saved outputs that could be recomputed, and how: ``b`` itself (a cheap
+        elementwise op), or, with a fusion executor, a chain of an op's prims per output."""
         outs = proxies_in(b.output)
         if _recomputable(b, fusing):
-            if outs[0].name in saved_names and outs[0].name not in returned:
-                recompute[outs[0].name] = [b]
-        elif fusing is not None and len(outs) > 1 and b.subsymbols:
-            for v in outs:
-                if v.name in saved_names and v.name not in returned:
-                    chain = _chain(b, v, has, fusing)
-                    if chain is not None:
-                        recompute[v.name] = chain
-        for v in outs:
-            if v.name not in recompute:
-                continue
-            made = {p.name for r in recompute[v.name] for p in proxies_in(r.output)}
-            args = [
-                a for r in recompute[v.name] for a in proxies_in((r.args, r.kwargs)) if a.name not in made
-            ]
-            if all(has(a.name) for a in args):
-                extra_inputs += [a for a in args if a.name in inputs and a.name not in saved_names]
-                saved_names |= {a.name for a in args}
-            else:
-                del recompute[v.name]
-    if not recompute:
-        return fw, bw
-    saved_names -= set(recompute)
+            return {outs[0].name: [b]} if self._wanted(outs[0].name) else {}
+        if fusing is None or len(outs) <= 1 or not b.subsymbols:
+            return {}
+        chains = {v.name: _chain(b, v, self.has, fusing) for v in outs if self._wanted(v.name)}
+        return {name: chain for name, chain in chains.items() if chain is not None}
+
+    def take(self, name: str, chain: list[BoundSymbol]) -> None:
+        """Recompute ``name`` by ``chain`` if the backward has everything the chain reads
+        (the inputs among it are saved from now on)."""
+        made = {p.name for r in chain for p in proxies_in(r.output)}
+        args = [a for r in chain for a in proxies_in((r.args, r.kwargs)) if a.name not in made]
+        if not all(self.has(a.name) for a in args):
+            return
+        self.recompute[name] = chain
+        self.extra_inputs += [a for a in args if a.name in self.inputs and a.name not in self.saved_names]
+        self.saved_names |= {a.name for a in args}
+
+
+def _forward(fw: Trace, plan: _Plan) -> Trace:
+    """The forward saving only ``plan.saved_names``, in the order the values are made."""
     order = {
         p.name: i
         for i, p in enumerate(
@@ -157,34 +206,41 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
         )
     }
     new_saved = sorted(
-        {p.name: p for p in list(saved) + extra_inputs if p.name in saved_names}.values(),
+        {p.name: p for p in list(plan.saved) + plan.extra_inputs if p.name in plan.saved_names}.values(),
         key=lambda p: order[p.name],
     )
-
     new_fw = fw.derive("Rematerialization")
-    new_fw.output = (outputs, tuple(new_saved))
+    new_fw.output = (plan.outputs, tuple(new_saved))
     new_fw.bound_symbols = []
     for b in fw.bound_symbols:
         names = {p.name for p in proxies_in(b.output)}
         tags = (b.tags - {Tag.SAVED_FOR_BACKWARD}) | (
-            {Tag.SAVED_FOR_BACKWARD} if names & saved_names else set()
+            {Tag.SAVED_FOR_BACKWARD} if names & plan.saved_names else set()
         )
         new_fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
-    new_fw.info["saved_for_backward"] = [p.name for p in new_saved]
-    new_fw.info["rematerialized"] = sorted(recompute, key=lambda n: order[n])
+    new_fw.info.saved_for_backward = [p.name for p in new_saved]
+    new_fw.info.rematerialized = sorted(plan.recompute, key=lambda n: order[n])
     # inputs saved only to recompute from: an in-place write into one of them after the call
     # makes backward() raise, where eager (which saved the recomputed value) would not
-    new_fw.info["saved_to_recompute"] = sorted({p.name for p in extra_inputs if p.name in saved_names})
+    new_fw.info.saved_to_recompute = sorted({p.name for p in plan.extra_inputs if p.name in plan.saved_names})
+    return new_fw
 
+
+def _backward(bw: Trace, plan: _Plan, new_fw: Trace) -> Trace:
+    """The backward taking ``new_fw``'s saved values, each recomputed value made just before
+    its first use."""
+    new_saved = new_fw.output[1]
     new_bw = bw.derive("Rematerialization")
-    new_bw.args = list(new_saved) + list(bw.args[len(saved) :])
-    new_bw.info["saved_for_backward"] = new_fw.info["saved_for_backward"]
-    new_bw.info["rematerialized"] = new_fw.info["rematerialized"]
+    new_bw.args = list(new_saved) + list(bw.args[len(plan.saved) :])
+    new_bw.info.saved_for_backward = new_fw.info.saved_for_backward
+    new_bw.info.rematerialized = new_fw.info.rematerialized
+    recompute = plan.recompute
     emitted: set[str] = set()
     defined: set[str] = set()
     body: list[BoundSymbol] = []
 
     def emit(name: str) -> None:
+        """Append what recomputes ``name`` (and, first, the recomputed values it reads)."""
         if name in emitted or name not in recompute:
             return
         emitted.add(name)
@@ -193,15 +249,9 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
                 emit(a.name)
         for b in recompute[name]:
             made = {p.name for p in proxies_in(b.output)}
-            if made <= defined:  # an intermediate another value's chain made already
-                continue
-            defined.update(made)
-            body.append(
-                b.from_bsym(
-                    tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
-                    info={**b.info, "recomputes": (name,)},
-                )
-            )
+            if not made <= defined:  # else an intermediate another value's chain made already
+                defined.update(made)
+                body.append(_recomputed(b, name))
 
     for b in bw.bound_symbols:
         for a in proxies_in((b.args, b.kwargs)):
@@ -210,4 +260,12 @@ def rematerialize(fw: Trace, bw: Trace, fusing: FusionExecutor | None = None) ->
     for p in proxies_in(bw.output):
         emit(p.name)
     new_bw.bound_symbols = body
-    return new_fw, new_bw
+    return new_bw
+
+
+def _recomputed(b: BoundSymbol, name: str) -> BoundSymbol:
+    """``b`` as a part of the backward that recomputes ``name``."""
+    return b.from_bsym(
+        tags=(b.tags - {Tag.SAVED_FOR_BACKWARD}) | {Tag.BACKWARD, Tag.RECOMPUTED},
+        info=dataclasses.replace(b.info, recomputes=(name,)),
+    )

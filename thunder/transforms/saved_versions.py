@@ -6,17 +6,17 @@ has been modified by an inplace operation`` when one of them was written in plac
 was saved. A trace writes functionally, so its backward would silently use the value from
 before the write. This pass finds, in the joint trace, the forward values each op's backward
 reads (what thunder's VJP rules use, standing for what eager's backward node saves) that a
-later in-place write overwrote (``info["versions"]``, recorded by acquisition:
-``thunder/core/versions.py``), and notes each in ``info["overwritten_saves"]`` with its
+later in-place write overwrote (``info.versions``, recorded by acquisition:
+``thunder/core/versions.py``), and notes each in ``info.overwritten_saves`` with its
 message and the cotangents that reach that op's backward: the compiled backward raises it when
-one of them is given (``thunder/executors/torch_autograd.py``), so a backward that does not
+one of them is given (``thunder/autograd_bridge.py``), so a backward that does not
 pass through the op, and a program that never calls backward, are unaffected, as in eager.
 
 Thunder's rules read what eager saves for most ops (an op-database test checks every op);
 the ops where they knowingly differ are listed, with the reason, in
 ``tests/test_inplace_autograd.py`` (``KNOWN_DIFFERENCES``). Writes by the caller after the
 call are torch's own check of what the compiled function saved
-(``thunder/executors/torch_autograd.py``). One more known difference: the compiled backward is
+(``thunder/autograd_bridge.py``). One more known difference: the compiled backward is
 one node, run whole, so ``torch.autograd.grad(loss, inputs=[w])`` raises when an op whose
 saved value was overwritten feeds only other inputs' gradients, where eager skips that op.
 
@@ -28,14 +28,13 @@ Before (the joint trace of ``y = x.exp(); y.add_(1); return y``)::
       t2 = prims.mul(g_t1, t0)    # backward of exp: reads t0, which add_ overwrote
       return ((t1,), (t2,))
 
-After: the same trace, with ``info["overwritten_saves"] == [OverwrittenSave(message=
+After: the same trace, with ``info.overwritten_saves == [OverwrittenSave(message=
 "...t0... saved by ltorch.exp ... written by torch.Tensor.add_ ...", cotangents=(0,))]``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
+from thunder.core.passinfo import OverwrittenSave
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.source import SourceLocation
 from thunder.core.symbol import BoundSymbol
@@ -46,12 +45,6 @@ from thunder.core.versions import Versions, Write
 
 class SavedValueOverwrittenError(RuntimeError):
     """A value saved for the backward was written in place before ``backward()``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class OverwrittenSave:
-    message: str
-    cotangents: tuple[int, ...]  # positions of the cotangents whose backward reaches the op
 
 
 def _where(what: str, loc: SourceLocation | None) -> str:
@@ -88,8 +81,8 @@ def _message(value: TensorProxy, op: BoundSymbol, writes: list[Write]) -> str:
 
 
 def check_saved_versions(joint: Trace) -> Trace:
-    versions: Versions | None = joint.info.get("versions")
-    if versions is None or "cotangents" not in joint.info:
+    versions: Versions | None = joint.info.versions
+    if versions is None or joint.info.cotangents is None:
         return joint
     forward = [b for b in joint.bound_symbols if Tag.BACKWARD not in b.tags]
     backward = [b for b in joint.bound_symbols if Tag.BACKWARD in b.tags]
@@ -100,14 +93,14 @@ def check_saved_versions(joint: Trace) -> Trace:
 
     # per forward op (named by its outputs): the forward values its backward reads, and the
     # cotangents its backward depends on
-    reach: dict[str, set[int]] = {c: {i} for i, c in enumerate(joint.info["cotangents"])}
+    reach: dict[str, set[int]] = {c: {i} for i, c in enumerate(joint.info.cotangents)}
     reads: dict[tuple[str, ...], dict[str, TensorProxy]] = {}
     reached: dict[tuple[str, ...], set[int]] = {}
     for r in backward:
-        key = r.info.get("differentiates") or r.info.get("recomputes")
+        key = r.info.differentiates or r.info.recomputes
         args = proxies_in((r.args, r.kwargs))
         deps = set().union(*(reach.get(a.name, ()) for a in args))
-        if key is not None and "accumulates" not in r.info:
+        if key is not None and r.info.accumulates is None:
             reached.setdefault(key, set()).update(deps)
             saved = reads.setdefault(key, {})
             for a in args:
@@ -133,5 +126,5 @@ def check_saved_versions(joint: Trace) -> Trace:
     out = joint.derive("Saved values overwritten in place")
     out.bound_symbols = list(joint.bound_symbols)
     # eager's backward meets the latest op first: its error is the one raised
-    out.info["overwritten_saves"] = [s for _, s in sorted(found, key=lambda f: -f[0])]
+    out.info.overwritten_saves = [s for _, s in sorted(found, key=lambda f: -f[0])]
     return out

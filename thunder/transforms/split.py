@@ -2,7 +2,7 @@
 
 The forward returns the outputs and the values saved for backward; the backward takes those
 values and the outputs' cotangents and returns one gradient (or None) per input. What
-crosses the cut is in both signatures, in ``info["saved_for_backward"]`` of both traces, and
+crosses the cut is in both signatures, in ``info.saved_for_backward`` of both traces, and
 tagged ``saved_for_backward`` on the forward BoundSymbols that compute it.
 
 Before::
@@ -32,7 +32,7 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     fw_bsyms = [b for b in joint.bound_symbols if Tag.BACKWARD not in b.tags]
     bw_bsyms = [b for b in joint.bound_symbols if Tag.BACKWARD in b.tags]
     outputs, grads = joint.output
-    n_ct = len(joint.info["cotangents"])
+    n_ct = len(joint.info.cotangents)
     fw_args, cotangents = joint.args[: len(joint.args) - n_ct], joint.args[len(joint.args) - n_ct :]
 
     defined = {p.name for p in cotangents} | {p.name for b in bw_bsyms for p in proxies_in(b.output)}
@@ -59,7 +59,7 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
         if {p.name for p in proxies_in(b.output)} & names:
             tags |= {Tag.SAVED_FOR_BACKWARD}
         fw.bound_symbols.append(b if tags == b.tags else b.from_bsym(tags=tags))
-    fw.info["saved_for_backward"] = [p.name for p in saved]
+    fw.info.saved_for_backward = [p.name for p in saved]
 
     bw = joint.derive("Split: backward")
     bw.name = "backward"
@@ -68,5 +68,5 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     bw.output = tuple(grads)
     bw.bound_symbols = bw_bsyms
     bw.grad_enabled = False
-    bw.info["saved_for_backward"] = [p.name for p in saved]
+    bw.info.saved_for_backward = [p.name for p in saved]
     return fw, bw

@@ -31,13 +31,13 @@ import torch
 
 from thunder.core.context import tracectx
 from thunder.core.errors import ThunderError, at
+from thunder.core.passinfo import SubclassDispatch
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
-from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 
 
@@ -144,35 +144,45 @@ def cotangent(o: TensorProxy, trace: Trace) -> TensorProxy:
     )
 
 
-def resolve_backward(bsyms: list[BoundSymbol], grads, trace: Trace) -> tuple[list[BoundSymbol], tuple]:
+def resolve_backward(
+    bsyms: list[BoundSymbol], grads, trace: Trace, subclass_dispatch: SubclassDispatch | None
+) -> tuple[list[BoundSymbol], tuple]:
     """The backward ``bsyms`` with every op that meets a subclass value resolved through the
-    subclass's dispatch (recorded with ``trace``'s names), and ``grads`` renamed to match."""
+    subclass's dispatch (``subclass_dispatch``, acquisition's; recorded with ``trace``'s
+    names), and ``grads`` renamed to match."""
+    if subclass_dispatch is None:
+        raise SubclassGradError(
+            "thunder: the backward of tensor-subclass ops runs them through acquisition's subclass dispatch, "
+            "and none was given to the grad pass (PassContext.subclass_dispatch)"
+        )
     env: dict = {}
     out: list[BoundSymbol] = []
     with tracectx(trace), torch.no_grad():
         for b in bsyms:
-            out += _resolve(b, env, trace, b)
+            out += _resolve(b, env, trace, b, subclass_dispatch)
     return out, _sub(grads, env)
 
 
-def _resolve(b: BoundSymbol, env: dict, trace: Trace, top: BoundSymbol) -> list[BoundSymbol]:
+def _resolve(
+    b: BoundSymbol, env: dict, trace: Trace, top: BoundSymbol, subclass_dispatch: SubclassDispatch
+) -> list[BoundSymbol]:
     args, kwargs = _sub((b.args, b.kwargs), env)
     if not any(isinstance(p, SubclassProxy) for p in proxies_in((args, kwargs))):
         return [_mark(renamed(b, env), top)]
-    if not dispatchable(b.sym, args, kwargs):
+    if not subclass_dispatch.dispatchable(b.sym, args, kwargs):
         if not b.subsymbols:
             raise SubclassGradError(
                 f"thunder: the backward applies {b.sym.id} to a tensor subclass value, and it has no torch "
                 "implementation to run through the subclass's __torch_dispatch__" + at(top.source)
             )
-        return [r for s in b.subsymbols for r in _resolve(s, env, trace, top)]
+        return [r for s in b.subsymbols for r in _resolve(s, env, trace, top, subclass_dispatch)]
     start = len(trace.bound_symbols)
     try:
-        new_out = dispatch_op(b.sym, args, kwargs)
+        new_out = subclass_dispatch.dispatch(b.sym, args, kwargs)
     except Exception as e:
         del trace.bound_symbols[start:]
         if b.subsymbols:  # its decomposition may use aten ops the subclass handles
-            return [r for s in b.subsymbols for r in _resolve(s, env, trace, top)]
+            return [r for s in b.subsymbols for r in _resolve(s, env, trace, top, subclass_dispatch)]
         raise SubclassGradError(
             f"thunder: the backward applies {b.sym.id} to a tensor subclass value, and its __torch_dispatch__ "
             f"could not be traced: {e}" + at(top.source)
@@ -200,5 +210,5 @@ def _mark(b: BoundSymbol, top: BoundSymbol) -> BoundSymbol:
     if b is top:
         return b
     return b.from_bsym(
-        tags=b.tags | top.tags, source=top.source, scope=top.scope, info={**b.info, **top.info}
+        tags=b.tags | top.tags, source=top.source, scope=top.scope, info=b.info.merged(top.info)
     )

@@ -19,8 +19,7 @@ from contextlib import ExitStack, contextmanager
 import torch
 
 from thunder.core.context import current_trace
-
-NO_OWN_FORWARD = object()  # a module without a forward of its own in its __dict__
+from thunder.frontend.modules import NO_OWN_FORWARD
 
 
 @contextmanager
@@ -68,8 +67,8 @@ def compiled_encoder(tmodule):
     encoder = model.get_encoder()
     found = tmodule.__dict__.get("_compiled_encoder")
     if found is None or found.module is not encoder:
-        from thunder.jit import ThunderFunction
-
-        found = ThunderFunction(encoder, executors=tmodule._jfn.executors, module=encoder)
+        # a jitted function of the model's own kind (thunder.jit's ThunderFunction, which
+        # imports this module)
+        found = type(tmodule._jfn)(encoder, executors=tmodule._jfn.executors, module=encoder)
         tmodule.__dict__["_compiled_encoder"] = found
     return found

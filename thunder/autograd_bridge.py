@@ -15,6 +15,7 @@ optimizer skips a parameter whose ``.grad`` is None (no weight decay, no momentu
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import nullcontext
 
@@ -120,7 +121,7 @@ def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
         f"thunder: the backward of {name} reads the values of its {' and '.join(held) or '(none)'} "
         "from the call; one of them was written in place since."
     )
-    recompute = fw.info.get("saved_to_recompute")
+    recompute = fw.info.saved_to_recompute
     if recompute:
         note += (
             f" (It reads {', '.join(recompute)} only to recompute values that eager saves instead: a write into "
@@ -130,52 +131,117 @@ def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
     return note
 
 
+@dataclasses.dataclass(frozen=True)
+class _Shared:
+    """What an entry's autograd Function (its forward and backward) and its call share, all
+    fixed by the traces when the entry is made."""
+
+    name: str
+    fw_fn: Callable
+    bw_fn: Callable | None  # None: ``error`` is raised by backward instead
+    error: Exception | None
+    layout: _Layout
+    writebacks: list  # (output position, input position) of values written back into inputs
+    n_user: int  # the outputs the user's function returns (the write-backs' values follow)
+    tensor_saved: list[int]  # positions of the saved values that are tensors ...
+    other_saved: list[int]  # ... and of the others (numbers), kept on the ctx
+    n_saved: int
+    n_args: int
+    # values saved for backward and then written in place (transforms/saved_versions.py): the
+    # backward raises as eager's does, when a cotangent that reaches the op's backward is given
+    overwritten: list[tuple[str, list[int]]]
+    caller_writable: str
+    # with several differentiable outputs, the ones the backward gets no gradient for decide
+    # which inputs get None (``reach``: per Function output, the inputs it is computed from)
+    several: bool
+    reach: list[frozenset[int]]
+    keep_none: bool
+    like: list  # what a missing cotangent is filled with (the outputs' metadata is fixed by the trace)
+    # outputs that require grad though no input does (a value made a leaf inside by
+    # requires_grad_()): one more input that requires grad, so torch's outputs do too
+    leaf: torch.Tensor | None
+    # the common case, kept cheap: every output computed once, every saved value a tensor,
+    # every Function output differentiable, nothing written back
+    plain_outputs: bool
+    all_tensors: bool
+    all_diff: bool
+    enable_grad: bool  # traced under no_grad with an enable_grad block inside
+
+    @staticmethod
+    def of(fw: Trace, bw: Trace | None, error: Exception | None, name: str) -> _Shared:
+        outputs, saved = fw.output if bw is not None else (fw.output, ())
+        writebacks = fw.info.writebacks if bw is not None else []
+        layout = _Layout(outputs, fw.args)
+        diff = layout.differentiable
+        other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
+        overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.overwritten_saves]
+        several = len(diff) > 1 and not any(
+            isinstance(layout.function_outputs[j], SubclassProxy) for j in diff
+        )
+        no_grad_inputs = not any(isinstance(p, TensorProxy) and p.requires_grad for p in fw.args)
+        return _Shared(
+            name=name,
+            fw_fn=fw.python_callable(),
+            bw_fn=bw.python_callable() if bw is not None else None,
+            error=error,
+            layout=layout,
+            writebacks=writebacks,
+            n_user=len(outputs) - len(writebacks),
+            tensor_saved=[i for i, p in enumerate(saved) if isinstance(p, TensorProxy)],
+            other_saved=other_saved,
+            n_saved=len(saved),
+            n_args=len(fw.args),
+            overwritten=overwritten,
+            caller_writable=_caller_writable(fw, saved, outputs, name),
+            several=several,
+            reach=_reaching(fw, layout.function_outputs) if several else [],
+            keep_none=bool(overwritten) or several,
+            like=[
+                (o.meta_shape, o.meta_dtype, o.meta_device) if isinstance(o, TensorProxy) else None
+                for o in layout.function_outputs
+            ],
+            leaf=torch.empty(0, requires_grad=True) if diff and no_grad_inputs and error is None else None,
+            plain_outputs=layout.first == list(range(len(outputs))),
+            all_tensors=not other_saved,
+            all_diff=diff == list(range(len(layout.first))),
+            enable_grad=not fw.grad_enabled,
+        )
+
+
 def grad_computation(
     fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
 ) -> Callable:
     """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
     and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
     computation (outputs only) and backward raises ``error`` (a prim without a VJP rule)."""
-    fw_fn = fw.python_callable()
-    bw_fn = bw.python_callable() if bw is not None else None
-    outputs, saved = fw.output if bw is not None else (fw.output, ())
-    writebacks = fw.info.get("writebacks", []) if bw is not None else []
-    n_user = len(outputs) - len(writebacks)
-    layout = _Layout(outputs, fw.args)
-    first, diff, nondiff = layout.first, layout.differentiable, layout.non_differentiable
-    tensor_saved = [i for i, p in enumerate(saved) if isinstance(p, TensorProxy)]
-    other_saved = [i for i, p in enumerate(saved) if not isinstance(p, TensorProxy)]
-    n_saved = len(saved)
-    n_args = len(fw.args)
-    # values saved for backward and then written in place (transforms/saved_versions.py): the
-    # backward raises as eager's does, when a cotangent that reaches the op's backward is given
-    overwritten = [(s.message, [diff[i] for i in s.cotangents]) for s in fw.info.get("overwritten_saves", ())]
-    caller_writable = _caller_writable(fw, saved, outputs, name)
-    # with several differentiable outputs, the ones the backward gets no gradient for decide
-    # which inputs get None (``reach``: per Function output, the inputs it is computed from)
-    several = len(diff) > 1 and not any(isinstance(layout.function_outputs[j], SubclassProxy) for j in diff)
-    reach = _reaching(fw, layout.function_outputs) if several else []
-    keep_none = bool(overwritten) or several
-    # what a missing cotangent is filled with (the outputs' metadata is fixed by the trace)
-    like = [
-        (o.meta_shape, o.meta_dtype, o.meta_device) if isinstance(o, TensorProxy) else None
-        for o in layout.function_outputs
-    ]
-    # outputs that require grad though no input does (a value made a leaf inside by
-    # requires_grad_()): one more input that requires grad, so torch's outputs do too
-    no_grad_inputs = not any(isinstance(p, TensorProxy) and p.requires_grad for p in fw.args)
-    leaf = torch.empty(0, requires_grad=True) if diff and no_grad_inputs and error is None else None
+    shared = _Shared.of(fw, bw, error, name)
+    fn = type(
+        f"ThunderAutogradFunction_{name}",
+        (torch.autograd.Function,),
+        {"forward": staticmethod(_forward(shared)), "backward": staticmethod(_backward(shared))},
+    )
+    computation = _call(shared, fn.apply)
+    computation.autograd_function = fn
+    return computation
 
-    # the common case, kept cheap: every output computed once, every saved value a tensor,
-    # every Function output differentiable, nothing written back
-    plain_outputs = first == list(range(len(outputs)))
-    all_tensors = not other_saved
-    all_diff = diff == list(range(len(first)))
+
+def _forward(shared: _Shared) -> Callable:
+    """The Function's forward: runs ``fw`` (autograd records nothing inside a Function) and
+    saves what the backward reads."""
+    fw_fn, saves = shared.fw_fn, shared.bw_fn is not None
+    leaf, all_tensors, tensor_saved, other_saved = (
+        shared.leaf,
+        shared.all_tensors,
+        shared.tensor_saved,
+        shared.other_saved,
+    )
+    plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
+    nondiff = shared.layout.non_differentiable
 
     def forward(ctx, *args):
         if leaf is not None:
             args = args[:-1]
-        if bw_fn is None:
+        if not saves:
             outs = fw_fn(*args)
         else:
             outs, values = fw_fn(*args)
@@ -190,6 +256,28 @@ def grad_computation(
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
+
+    return forward
+
+
+def _backward(shared: _Shared) -> Callable:
+    """The Function's backward: torch's and thunder's checks, then the backward trace on the
+    saved values and the cotangents."""
+    bw_fn, error, name, leaf = shared.bw_fn, shared.error, shared.name, shared.leaf
+    overwritten, keep_none, several, reach = (
+        shared.overwritten,
+        shared.keep_none,
+        shared.several,
+        shared.reach,
+    )
+    n_args, like, caller_writable = shared.n_args, shared.like, shared.caller_writable
+    all_tensors, n_saved, tensor_saved, other_saved = (
+        shared.all_tensors,
+        shared.n_saved,
+        shared.tensor_saved,
+        shared.other_saved,
+    )
+    all_diff, diff = shared.all_diff, shared.layout.differentiable
 
     def backward(ctx, *cotangents):
         if error is not None:
@@ -240,15 +328,15 @@ def grad_computation(
                 f"passes), but {e}; pass such a gradient, or compute this gradient outside thunder.jit"
             ) from e
 
-    fn = type(
-        f"ThunderFunction_{name}",
-        (torch.autograd.Function,),
-        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
-    )
-    apply = fn.apply
-    source = layout.source
-    enable_grad = not fw.grad_enabled  # traced under no_grad with an enable_grad block inside
-    direct = plain_outputs and not writebacks and not enable_grad and leaf is None
+    return backward
+
+
+def _call(shared: _Shared, apply: Callable) -> Callable:
+    """The entry's computation: the Function's ``apply``, then the outputs that are inputs put
+    in place and the write-backs into inputs copied with autograd on."""
+    leaf, source, writebacks, n_user = shared.leaf, shared.layout.source, shared.writebacks, shared.n_user
+    enable_grad = shared.enable_grad
+    direct = shared.plain_outputs and not writebacks and not enable_grad and leaf is None
     if leaf is not None:
         function_apply = apply
 
@@ -274,5 +362,4 @@ def grad_computation(
                         args[i].copy_(values[k])
         return tuple(values[:n_user])
 
-    computation.autograd_function = fn
     return computation
