@@ -12,7 +12,7 @@ AttributeError and every reader of a fact can be found by its name. Neither is p
 Also here: ``SubclassDispatch``, what acquisition lends the grad pass through the pass
 context (``PassContext.subclass_dispatch``: a pass does not import acquisition).
 
-This module imports nothing of thunder: ``core/symbol.py`` and ``core/trace.py`` build on it.
+``core/symbol.py`` and ``core/trace.py`` build on this module; it imports only ``core/versions.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from typing import Any
+
+from thunder.core.versions import Versions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +39,8 @@ class TraceInfo:
     """What acquisition and the grad passes note on a computation trace; each trace derived
     from it starts with a copy (``Trace.derive``)."""
 
-    # the in-place writes acquisition recorded per value: a ``thunder.core.versions.Versions``
-    # (not imported: that module builds on core/symbol.py, which builds on this one)
-    versions: Any = None
+    # the in-place writes acquisition recorded per value
+    versions: Versions | None = None
     # the joint trace's cotangent inputs (grad pass); None: no joint forward-and-backward trace
     cotangents: list[str] | None = None
     # values written back into inputs: (output position, input position) each (grad pass)
