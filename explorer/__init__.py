@@ -8,6 +8,7 @@
     explorer.graph_of(jfn, modules=True)      # module clusters, repeated layers folded
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     explorer.pair_of(jfn)                     # forward and backward side by side, links between
+    explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
@@ -122,6 +123,35 @@ def to_html(obj, path: str | None = None, **options) -> str:
     return page
 
 
+def memory(
+    obj,
+    kind: str = "computation",
+    args: tuple | None = None,
+    kwargs: dict | None = None,
+    *,
+    index: int = -1,
+    entry: int | None = None,
+):
+    """Where the memory of a trace goes (``explorer.memory_model.MemoryProfile``, plain data): per
+    line the bytes it allocates and frees and the bytes live after it, the peak and its line,
+    the values saved for backward and what rematerialization recomputes instead. With ``args``
+    the final trace is also run and measured (torch's profiler on CPU, the CUDA allocator on
+    CUDA). Shows as a plot and a table in a notebook."""
+    from explorer.compilation import model_of
+    from explorer.memory_model import attach_measurement, measure_memory, memory_of
+
+    m = model_of(obj, entry=entry)
+    prof = memory_of(m, kind, index)
+    if args is not None or kwargs is not None:
+        if index not in (-1, len(m.series[kind].passes) - 1):
+            raise ValueError("explorer: only the final pass runs, so only it is measured; drop args or index")
+        live, where = measure_memory(
+            obj, tuple(args or ()), kwargs, kind, entry=-1 if entry is None else entry
+        )
+        attach_measurement(prof, live, where)
+    return prof
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
     from explorer.magic import load_ipython_extension as load
@@ -135,4 +165,4 @@ from explorer.display import register_displays  # noqa: E402
 register_displays()
 
 
-__all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "pair_of", "to_html"]
+__all__ = ["explore", "graph_of", "load_ipython_extension", "memory", "model_of", "pair_of", "to_html"]
