@@ -9,6 +9,7 @@
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     explorer.pair_of(jfn)                     # forward and backward side by side, links between
     explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
+    explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
@@ -152,6 +153,23 @@ def memory(
     return prof
 
 
+def compare(
+    obj,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    executors=(("torch",), ("torchcompile", "torch")),
+    repeat: int = 5,
+):
+    """What if another executor ran it (``explorer.whatif.Comparison``, plain data): the
+    function or module behind ``obj`` compiled anew with each list of executors and run on
+    copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
+    outputs match the first list's. Shows as a table in a notebook."""
+    from explorer.whatif import compare
+
+    return compare(obj, args, kwargs, executors=executors, repeat=repeat)
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
     from explorer.magic import load_ipython_extension as load
@@ -165,4 +183,13 @@ from explorer.display import register_displays  # noqa: E402
 register_displays()
 
 
-__all__ = ["explore", "graph_of", "load_ipython_extension", "memory", "model_of", "pair_of", "to_html"]
+__all__ = [
+    "compare",
+    "explore",
+    "graph_of",
+    "load_ipython_extension",
+    "memory",
+    "model_of",
+    "pair_of",
+    "to_html",
+]
