@@ -48,12 +48,14 @@ def explore(
     depth: int = 1,
     kind: str | None = None,
     entry: int | None = None,
-    modules: bool = False,
+    modules: bool | None = None,
 ):
     """The interactive explorer for a jitted function (or a Trace, or a TraceModel).
 
     With ``args`` (and ``kwargs``) the function is run on them first and every line of its
-    final traces is timed, as ``%thunder_trace`` does. ``modules``: open grouped by nn.Module.
+    final traces is timed, as ``%thunder_trace`` does (and the what-if control can run it).
+    ``modules``: open grouped by nn.Module; None (default) groups a jitted module's program,
+    ``False`` opens flat.
     """
     from explorer.compilation import model_of
     from explorer.widget import Explorer
@@ -72,7 +74,10 @@ def explore(
     else:
         m = model_of(obj, entry=entry)
     source = obj if m.entry_index is not None else None  # a jitted function: its cache entries
-    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source, modules=modules)
+    ex = Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source, modules=modules)
+    if args is not None or kwargs is not None:
+        ex.inputs = (args, kwargs)
+    return ex
 
 
 def graph_of(
@@ -82,7 +87,7 @@ def graph_of(
     *,
     depth: int = 0,
     max_nodes: int = 500,
-    modules: bool = False,
+    modules: bool | None = None,
     collapse=(),
     expand=(),
     module_depth: int | None = None,
@@ -91,7 +96,8 @@ def graph_of(
 
     Displays as inline SVG in a notebook; ``.dot`` is the graphviz source. ``modules`` draws
     module clusters: the module paths in ``collapse`` as one node each, those in ``expand``
-    open, the others open down to ``module_depth`` and repeated layers after the first folded.
+    open, the others open down to ``module_depth`` and repeated layers after the first folded;
+    None (default) draws them for a jitted module's program, ``False`` draws it flat.
     """
     from explorer.compilation import model_of
     from explorer.graph import DEFAULT_MODULE_DEPTH, ModulePlan, render_graph
@@ -101,6 +107,8 @@ def graph_of(
         raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(m.series) or 'none'}")
     s = m.series[kind]
     p = s.passes[index]
+    if modules is None:
+        modules = p.modules().has_modules
     plan = ModulePlan(DEFAULT_MODULE_DEPTH if module_depth is None else module_depth, collapse, expand)
     return render_graph(
         p,

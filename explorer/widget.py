@@ -41,13 +41,16 @@ from explorer.html import (
     source_html,
     wrap,
 )
+from explorer.memory_model import attach_measurement, measure_memory, memory_of
+from explorer.memory_view import memory_section_html
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
 from explorer.pair_view import pair_graph, pair_html
 from explorer.text import fmt_seconds, model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
+from explorer.whatif_panel import WhatIfPanel
 
-VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph")
+VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph", "memory")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
 TIMING_ROWS = 200  # the slowest lines in the timing view
 
@@ -96,10 +99,13 @@ class Explorer:
         budget: int = DEFAULT_BUDGET,
         notes: list[str] | None = None,
         source=None,
-        modules: bool = False,
+        modules: bool | None = None,
     ):
         """``source``: the jitted function the model came from; with it, a dropdown switches
-        between its cache entries. ``modules``: open grouped by module."""
+        between its cache entries. ``modules``: open grouped by module (None: when the
+        program has module scopes, i.e. a jitted nn.Module)."""
+        if modules is None:
+            modules = has_module_scopes(model)
         if view not in VIEWS:
             raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
         self.model = model
@@ -110,6 +116,8 @@ class Explorer:
         self.expanded: set[str] = set()  # module paths opened by hand
         self.more_hits = False  # whether the search stopped at MAX_LISTED hits
         self.selected: str | None = None
+        self.inputs: tuple[tuple, dict] | None = None  # (args, kwargs) it ran on, for the what-if
+        self._memory: dict = {}  # (kind, pass index) -> MemoryProfile
         kinds = model.kinds or ["computation"]
         if kind is not None and model.kinds and kind not in kinds:
             raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds)}")
@@ -170,6 +178,13 @@ class Explorer:
         self.depth.observe(lambda _: self._render_main(), "value")
         self.by_module.observe(lambda _: self._render_main(), "value")
         self.fold_button.on_click(lambda _: self.toggle_module())
+        self.peak_button = w.Button(
+            description="peak line in the tree",
+            icon="crosshairs",
+            layout=w.Layout(width="auto", display="none"),
+        )
+        self.peak_button.on_click(lambda _: self.show_peak())
+        self.whatif = WhatIfPanel(self)
         self.query.observe(lambda _: self._on_search(), "value")
         self.matches.observe(self._on_select, "value")
         self.entry.observe(self._on_entry, "value")
@@ -181,13 +196,14 @@ class Explorer:
                 self.kind,
                 w.HBox([self.prev_button, self.pass_slider, self.next_button]),
                 self.passes,
-                w.HBox([self.view, self.depth, self.by_module]),
+                w.HBox([self.view, self.depth, self.by_module, self.peak_button]),
                 self.query,
                 self.status,
                 self.main,
                 self.matches,
                 self.fold_button,
                 self.details,
+                self.whatif.root,
                 self.cache,
             ],
             layout=w.Layout(width="100%"),
@@ -467,9 +483,45 @@ class Explorer:
             body = diff_html(p, self.previous, budget=self.budget)
         elif view in ("pair", "pair-graph"):
             body = self._pair_html(view)
+        elif view == "memory":
+            body = self._memory_html()
         else:
             body = self._timing_html()
+        self.peak_button.layout.display = "flex" if view == "memory" else "none"
         self.main.value = wrap(body)
+
+    def memory(self):
+        """The MemoryProfile of the pass shown (computed once; the final pass measured too when
+        the explorer has the inputs it ran on)."""
+        s, p = self.series, self.current
+        key = (self.model.entry_index, self.kind.value, p.index)
+        if key not in self._memory:
+            prof = memory_of(self.model, self.kind.value, p.index)
+            if self.inputs is not None and self.source is not None and p.index == len(s.passes) - 1:
+                try:
+                    entry = -1 if self.model.entry_index is None else self.model.entry_index
+                    live, where = measure_memory(self.source, *self.inputs, self.kind.value, entry=entry)
+                    attach_measurement(prof, live, where)
+                except Exception as e:
+                    prof.note = "; ".join(
+                        x for x in (prof.note, f"not measured: {type(e).__name__}: {e}") if x
+                    )
+            self._memory[key] = prof
+        return self._memory[key]
+
+    def show_peak(self) -> None:
+        """Select the line where the memory of the shown pass peaks, in the tree."""
+        prof = self.memory()
+        if prof.rows:
+            self.view.value = "tree"
+            self.select(prof.rows[prof.peak_index].node_id)
+
+    def _memory_html(self) -> str:
+        try:
+            prof = self.memory()
+        except ValueError as e:
+            return f'<div class="note">{escape(str(e))}</div>'
+        return memory_section_html(prof, self.current, anchor_prefix="w")
 
     def _timing_html(self) -> str:
         times = self.model.timings.get(self.kind.value)
@@ -538,6 +590,13 @@ class Explorer:
         )
         bundle["text/plain"] = model_text(self.model)
         return bundle
+
+
+def has_module_scopes(model: TraceModel) -> bool:
+    """Whether the program was recorded in nn.Module calls (a jitted module): its views then
+    open grouped by module."""
+    s = model.series.get("computation")
+    return s is not None and s.final.modules().has_modules
 
 
 def _entry_label(e) -> str:
