@@ -32,7 +32,7 @@ import dataclasses
 import torch
 
 import thunder
-from explorer.model import PassModel, TraceModel
+from explorer.model import PassModel, TraceModel, collector_paused
 from explorer.runner import instrument
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy
@@ -98,6 +98,36 @@ def _contiguous(shape) -> tuple[int, ...]:
         strides.append(step)
         step *= max(int(s), 1)
     return tuple(reversed(strides))
+
+
+PLAIN, DEL, INPLACE, VIEW, SHAPE = range(5)
+
+
+def _classify(b) -> int:
+    """What a line does to memory: frees (a ``del``), writes into its input, is a view (or
+    another shape op, whose outputs may alias its input), or makes new tensors."""
+    if Tag.DEL in b.sym.tags or Tag.DEL in b.tags:
+        return DEL
+    if _is_inplace(b):
+        return INPLACE
+    if _is_view(b):
+        return VIEW
+    return SHAPE if _is_shape_op(b) else PLAIN
+
+
+class _Kinds(dict):
+    """_classify per (symbol, the symbol of its only subsymbol): tags are read once per op,
+    not once per line (reading a tag costs a Python-level hash: seconds on 80,000 lines)."""
+
+    def of(self, b) -> int:
+        if b.tags:
+            return _classify(b)
+        subs = b.subsymbols
+        key = (id(b.sym), id(subs[0].sym) if len(subs) == 1 and not subs[0].tags else len(subs))
+        k = self.get(key)
+        if k is None:
+            k = self[key] = _classify(b)
+        return k
 
 
 def _is_shape_op(b) -> bool:
@@ -190,6 +220,7 @@ def memory_of(model: TraceModel, kind: str = "computation", index: int = -1) -> 
     return prof
 
 
+@collector_paused()
 def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
     """Bytes allocated, freed and live after each top-level line of one pass."""
     trace = p.trace
@@ -210,7 +241,9 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
         of[a.name], size[sid], refs[sid] = sid, tensor_bytes(a), 1
         inputs.add(sid)
         input_bytes += size[sid]
-    has_del = any(Tag.DEL in b.sym.tags or Tag.DEL in b.tags for b in bsyms)
+    kinds = _Kinds()
+    classes = [kinds.of(b) for b in bsyms]
+    has_del = DEL in classes
     free_after: dict[int, list[str]] = {}
     if not has_del:  # free at last use, as del_last_used would
         keep = {q.name for q in proxies_in(trace.output)} | set(of)
@@ -238,9 +271,9 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
         freed_at[sid] = row
         return size[sid]
 
-    for i, (b, node) in enumerate(zip(bsyms, p.nodes)):
+    for i, (b, node, what) in enumerate(zip(bsyms, p.nodes, classes)):
         alloc = freed = 0
-        if Tag.DEL in b.sym.tags or Tag.DEL in b.tags:
+        if what == DEL:
             for q in proxies_in((b.args, b.kwargs)):
                 freed += drop(q.name, i)
         else:
@@ -249,14 +282,14 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
             new = [q for q in outs if q.name not in of and isinstance(q, TensorProxy)]
             if new:
                 alias: list[str | None] = [None] * len(outs)
-                if _is_inplace(b) or _is_shape_op(b):
+                if what != PLAIN:
                     first = next(
                         (q.name for q in proxies_in((b.args, b.kwargs)) if isinstance(q, TensorProxy)), None
                     )
-                    found = views.aliases(b, outs) if not _is_inplace(b) else None
+                    found = views.aliases(b, outs) if what != INPLACE else None
                     if found is not None:
                         alias = found
-                    elif _is_inplace(b) or _is_view(b):
+                    elif what in (INPLACE, VIEW):
                         alias = [first] * len(outs)
                 by_name = dict(zip((q.name for q in outs), alias))
                 for q in new:
@@ -501,7 +534,7 @@ def attach_measurement(prof: MemoryProfile, live: list[int] | None, where: str) 
 
 
 # -- plain data ---------------------------------------------------------------------------------
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class MemoryRow:
     """One top-level line: bytes it allocates and frees, bytes live after it (computed), and
     the measured live bytes when measured. ``text`` is how the line prints."""

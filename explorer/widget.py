@@ -46,6 +46,7 @@ from explorer.memory_view import memory_section_html
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
 from explorer.pair_view import pair_graph, pair_html
+from explorer.search_index import index_of
 from explorer.text import fmt_seconds, model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
 from explorer.whatif_panel import WhatIfPanel
@@ -53,6 +54,10 @@ from explorer.whatif_panel import WhatIfPanel
 VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph", "memory")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
 TIMING_ROWS = 200  # the slowest lines in the timing view
+# The most a saved notebook keeps of one explorer's static copy: its budget shrinks to fit
+# (a module-grouped 2-layer Llama's copy was 0.7 MB at STATIC_BUDGET, its notebook 2 MB).
+STATIC_BYTES = 200_000
+MIN_STATIC_BUDGET = 40
 
 
 @collector_paused()
@@ -73,7 +78,9 @@ def search(p: PassModel, query: str, proxies: Mapping | None = None, limit: int 
             if n.source is not None and str(n.source.line) == line_part and n.source.file.endswith(file_part)
         )
     elif proxies is not None and q in proxies or q in p.args:
-        found = (n for n in p.walk() if q in n.inputs or q in n.outputs)
+        return index_of(p).with_name(q, limit)  # (explorer.search_index: milliseconds at 40,000 lines)
+    elif "\t" not in q and "\n" not in q:
+        return index_of(p).containing(q.lower(), limit)
     else:
         ql = q.lower()
         found = (
@@ -581,15 +588,25 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs: the trace kind shown here
-        bundle["text/html"] = model_html(
-            self.model,
-            budget=STATIC_BUDGET,
-            kind=self.kind.value,
-            modules=self.by_module.value,
-            pair_open=self.view.value in ("pair", "pair-graph"),
-        )
+        bundle["text/html"] = self.static_html()
         bundle["text/plain"] = model_text(self.model)
         return bundle
+
+    def static_html(self) -> str:
+        """The static copy of what it shows (every trace kind, the one shown open), each view
+        budgeted so that the copy stays under about STATIC_BYTES."""
+        budget = STATIC_BUDGET
+        while True:
+            html = model_html(
+                self.model,
+                budget=budget,
+                kind=self.kind.value,
+                modules=self.by_module.value,
+                pair_open=self.view.value in ("pair", "pair-graph"),
+            )
+            if len(html) <= STATIC_BYTES or budget <= MIN_STATIC_BUDGET:
+                return html
+            budget = max(MIN_STATIC_BUDGET, min(budget // 2, int(budget * 0.9 * STATIC_BYTES / len(html))))
 
 
 def has_module_scopes(model: TraceModel) -> bool:
