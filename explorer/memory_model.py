@@ -27,6 +27,7 @@ tested only where CUDA is present). Views: ``explorer.memory_view``; ``explorer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import torch
@@ -444,10 +445,10 @@ def measure_memory(
             return marks.live, f"{torch.cuda.get_device_name()} (torch.cuda.memory_allocated after each line)"
         from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             result = fn(*target_args)
             marks.close()
-        del result
+            del result
     changes = [0] * len(target.bound_symbols)
     seen = False
     for ev in prof.events():
@@ -463,6 +464,30 @@ def measure_memory(
         total += c
         live.append(total)
     return live, "cpu (torch.profiler, profile_memory=True)"
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """The profiler's own log lines (kineto's start / stop lines, the allocator's note on
+    blocks allocated before it started) are written to file descriptor 2 by C++, around every
+    run: silenced for the run (Python errors still propagate as exceptions)."""
+    import os
+    import sys
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (some embedded interpreters)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def thunder_callable(trace):
@@ -481,7 +506,7 @@ def _computation_args(e, args, kwargs):
     try:
         return list(e.prologue(*args, **kwargs)[0])
     except PrologueCheckFailed:
-        with torch.no_grad():
+        with torch.set_grad_enabled(not torch.is_grad_enabled()):
             return list(e.prologue(*args, **kwargs)[0])
 
 

@@ -43,9 +43,10 @@ def _series(values: list[int], points: int) -> list[tuple[int, int]]:
     out = []
     step = n / points
     for k in range(points):
-        lo, hi = int(k * step), max(int((k + 1) * step), int(k * step) + 1)
-        i = max(range(lo, min(hi, n)), key=values.__getitem__)
-        out.append((i, values[i]))
+        lo = int(k * step)
+        seg = values[lo : max(int((k + 1) * step), lo + 1)]
+        top = max(seg)
+        out.append((lo + seg.index(top), top))
     return out
 
 
@@ -106,7 +107,8 @@ def _rows_shown(prof: MemoryProfile) -> list[int]:
     if n <= FULL_TABLE:
         return list(range(n))
     near = range(max(prof.peak_index - AROUND_PEAK, 0), min(prof.peak_index + AROUND_PEAK + 1, n))
-    largest = sorted(range(n), key=lambda i: -prof.rows[i].allocated)[:LARGEST]
+    allocated = [-r.allocated for r in prof.rows]
+    largest = sorted(range(n), key=allocated.__getitem__)[:LARGEST]
     return sorted(set(near) | set(largest))
 
 

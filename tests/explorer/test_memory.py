@@ -87,6 +87,13 @@ def test_measured_on_cpu_agrees_line_by_line_on_the_mlp():
         assert [r.measured for r in prof.rows] == [r.live for r in prof.rows], kind
 
 
+def test_measured_under_another_grad_mode_than_traced():
+    jm, x = mlp_step()  # traced with grad enabled
+    with torch.no_grad():
+        prof = explorer.memory(jm, "computation", args=(x,))
+    assert prof.measured and [r.measured for r in prof.rows] == [r.live for r in prof.rows]
+
+
 class Block(nn.Module):
     def __init__(self, d: int = 64, heads: int = 4):
         super().__init__()
