@@ -332,7 +332,7 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
         has_scopes=any(r.scope is not None for r in rows),
         pass_model=p,
         note=""
-        if has_del
+        if has_del or not free_after
         else "this trace has no del lines (it comes before del_last_used): values are freed after their last use",
     )
 

@@ -1,9 +1,9 @@
 """The memory view: live bytes over the lines of a trace as an SVG plot, and tables.
 
 Everything here is static HTML (no script, no matplotlib): the widget, the report and a saved
-notebook show the same thing. The plot draws the computed live bytes after each line (and the
-measured ones, dashed, where measured); at most ``PLOT_POINTS`` points per curve, each the
-largest value of the lines it stands for, so the peak is never smoothed away. The peak is
+notebook show the same thing. The plot draws the computed live bytes after each line as steps
+(and the measured ones, dashed, where measured); at most ``PLOT_POINTS`` steps per curve, each
+the largest value of the lines it stands for, so the peak is never smoothed away. The peak is
 marked and links (``#anchor``) to its row below, which shows the line with its subsymbols.
 """
 
@@ -65,7 +65,11 @@ def plot_svg(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
         return PAD_T + h - h * v / top
 
     def line(values: list[int], cls: str, style: str) -> str:
-        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in _series(values, PLOT_POINTS))
+        steps, before = [], 0  # a step at each line: the bytes live before it, then after it
+        for i, v in _series(values, PLOT_POINTS):
+            steps.append(f"{x(i):.1f},{y(before):.1f} {x(i):.1f},{y(v):.1f}")
+            before = v
+        pts = " ".join(steps)
         return f'<polyline class="{cls}" fill="none" {style} points="{pts}"/>'
 
     parts = [
@@ -95,7 +99,8 @@ def plot_svg(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
             f"<title>{tip}</title>"
             f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{PAD_T}" y2="{PAD_T + h}" stroke="#e53935" '
             f'stroke-dasharray="2 2"/><circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="#e53935"/>'
-            f'<text x="{min(px + 6, WIDTH - 120):.1f}" y="{PAD_T + 10}" font-size="11" fill="#e53935">'
+            + (f'<text x="{px - 6:.1f}" text-anchor="end"' if px > WIDTH / 2 else f'<text x="{px + 6:.1f}"')
+            + f' y="{PAD_T + 10}" font-size="11" fill="#e53935">'
             f"peak {fmt_bytes(prof.peak)} (line {prof.peak_index})</text></a>"
         )
     parts.append("</svg>")
