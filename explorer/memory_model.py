@@ -22,7 +22,8 @@ reads for the last time), and says so in ``note``.
 ``measure_memory`` runs the final trace line by line on real inputs and records the measured
 change per line: torch's profiler memory figures on CPU (``profile_memory=True``), and
 ``torch.cuda.memory_allocated()`` after each line on CUDA (that path is written for CUDA and
-tested only where CUDA is present). Views: ``explorer.memory_view``; ``explorer.memory(jfn)`` is the entry point.
+tested only where CUDA is present). Views: ``explorer.memory_view``; ``explorer.memory(jfn)``
+is the entry point.
 """
 
 from __future__ import annotations
@@ -204,12 +205,15 @@ class _MetaViews:
 
 # -- computing --------------------------------------------------------------------------------
 def memory_of(model: TraceModel, kind: str = "computation", index: int = -1) -> MemoryProfile:
-    """The computed memory of one trace of ``model`` (default: the final computation trace).
-    A compilation with a backward also gets its saved-for-backward values and what
-    rematerialization recomputes instead."""
+    """The computed memory of one trace of ``model`` (default: the final computation trace;
+    ``"forward"`` names it too when there is a backward). A compilation with a backward also
+    gets its saved-for-backward values and what rematerialization recomputes instead."""
+    if kind == "forward" and "forward" not in model.series and "backward" in model.series:
+        kind = "computation"  # after the split, the computation trace is the forward
     if kind not in model.series:
         raise ValueError(
-            f"explorer: no {kind} trace here to measure memory on; there are: {', '.join(model.series) or 'none'}"
+            f"explorer: no {kind} trace here to measure memory on; "
+            f"there are: {', '.join(model.series) or 'none'}"
         )
     s = model.series[kind]
     p = s.passes[index]
@@ -333,7 +337,8 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
         pass_model=p,
         note=""
         if has_del or not free_after
-        else "this trace has no del lines (it comes before del_last_used): values are freed after their last use",
+        else "this trace has no del lines (it comes before del_last_used): "
+        "values are freed after their last use",
     )
 
 

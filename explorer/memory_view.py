@@ -86,7 +86,8 @@ def plot_svg(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
         )
     parts.append(
         f'<text x="{PAD_L}" y="{HEIGHT - 6}" font-size="10" fill="#666">line 0</text>'
-        f'<text x="{WIDTH - 8}" y="{HEIGHT - 6}" font-size="10" fill="#666" text-anchor="end">line {n - 1}</text>'
+        f'<text x="{WIDTH - 8}" y="{HEIGHT - 6}" font-size="10" fill="#666" text-anchor="end">'
+        f"line {n - 1}</text>"
     )
     parts.append(line(computed, "computed", 'stroke="#1976d2" stroke-width="1.5"'))
     if measured is not None:

@@ -55,6 +55,7 @@ def test_mlp_training_step_forward_by_hand():
     assert saved["t2"].line.startswith("t2 = torch.relu(t0)")
     assert prof.saved_bytes == hidden
     assert prof.rematerialized == []
+    assert _table(explorer.memory(jm, "forward")) == _table(prof)  # the forward is the computation trace
 
 
 def test_mlp_training_step_backward_by_hand():
