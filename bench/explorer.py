@@ -136,7 +136,8 @@ def memory_case(jfn, args: tuple, lists: list[list[str]], what: str) -> None:
             print(f"    {r.label:<24} did not run: {r.error}")
         else:
             print(
-                f"    {r.label:<24} {r.seconds * 1e3:9.2f} ms  first call {r.first_call_seconds:7.2f} s  "
+                f"    {r.label:<24} {r.seconds * 1e3:9.2f} ms  first call {r.first_call_seconds:7.2f} s "
+                f"+ {r.background_compile_seconds or 0:.2f} s compiling  "
                 f"peak {r.peak_bytes} B  {r.fusion_regions} regions  outputs {'match' if r.matched else 'DIFFER'}"
             )
 

@@ -168,6 +168,7 @@ def compare(
     *,
     executors=(("torch",), ("torchcompile", "torch")),
     repeat: int = 5,
+    warmup: int = 2,
 ):
     """What if another executor ran it (``explorer.whatif.Comparison``, plain data): the
     function or module behind ``obj`` compiled anew with each list of executors and run on
@@ -175,7 +176,7 @@ def compare(
     outputs match the first list's. Shows as a table in a notebook."""
     from explorer.whatif import compare
 
-    return compare(obj, args, kwargs, executors=executors, repeat=repeat)
+    return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -3,7 +3,8 @@
 ``compare(jfn, args, executors=[["torch"], ["torchcompile", "torch"]])`` makes a new
 ``thunder.jit`` of the function (or module) behind ``jfn`` for each list, so the user's own
 cached entries are not touched, and runs it on fresh copies of the same inputs: the first
-call's time (tracing, passes and compiling included), the fastest of ``repeat`` later calls,
+call's time (tracing, passes and compiling included), the fastest of ``repeat`` later calls
+(after ``warmup`` calls once Inductor's background compilations are loaded),
 the peak memory of the final computation trace (computed, and measured where it can be: the
 profiler on CPU, the CUDA allocator on CUDA), the number of fusion regions, and whether the
 outputs match those of the first list. A list that cannot compile or run gets its error in
@@ -89,6 +90,7 @@ def compare(
     *,
     executors=DEFAULT_EXECUTORS,
     repeat: int = 5,
+    warmup: int = 2,
     measure: bool = True,
 ) -> Comparison:
     """One row per executor list (see the module docstring)."""
@@ -110,7 +112,11 @@ def compare(
             out = jx(*a, **k)
             _sync(out)
             row.first_call_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
             torchcompileex.wait()  # regions Inductor compiles in the background
+            row.background_compile_seconds = time.perf_counter() - t0
+            for _ in range(warmup):  # (a region's first compiled calls load it and start its threads)
+                _sync(jx(*a, **k))
             best = float("inf")
             for _ in range(max(repeat, 1)):
                 t0 = time.perf_counter()
@@ -157,6 +163,7 @@ class WhatIfRow:
     executors: list[str]
     seconds: float | None = None
     first_call_seconds: float | None = None
+    background_compile_seconds: float | None = None  # waiting for Inductor's helper after the first call
     peak_bytes: int | None = None
     measured_peak_bytes: int | None = None
     fusion_regions: int | None = None

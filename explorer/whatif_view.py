@@ -52,7 +52,7 @@ def comparison_table_html(c: Comparison) -> str:
             f"<td><code>{escape(r.label)}</code></td>",
             f'<td class="num{best}">{fmt_seconds(r.seconds)}</td>',
             f'<td class="num">{ratio}</td>',
-            f'<td class="num">{fmt_seconds(r.first_call_seconds)}</td>',
+            f'<td class="num">{fmt_seconds(r.first_call_seconds)}{_compiling(r)}</td>',
             f'<td class="num{small}">{fmt_bytes(r.peak_bytes)}</td>',
         ]
         if measured:
@@ -69,6 +69,12 @@ def comparison_table_html(c: Comparison) -> str:
         "<code>thunder.jit(..., executors=...)</code>; outputs checked against the first list's.</div></div>"
     )
     return "".join(out)
+
+
+def _compiling(r) -> str:
+    """Time spent waiting for background compilation after the first call, when it counts."""
+    s = r.background_compile_seconds
+    return f" + {fmt_seconds(s)} compiling" if s is not None and s >= 0.01 else ""
 
 
 def comparison_html(c: Comparison) -> str:
