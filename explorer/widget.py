@@ -58,6 +58,7 @@ TIMING_ROWS = 200  # the slowest lines in the timing view
 # (a module-grouped 2-layer Llama's copy was 0.7 MB at STATIC_BUDGET, its notebook 2 MB).
 STATIC_BYTES = 200_000
 MIN_STATIC_BUDGET = 40
+MEASURED_LINES = 5000  # the memory view measures traces up to this long (the profiler: ~1 ms a line)
 
 
 @collector_paused()
@@ -378,6 +379,7 @@ class Explorer:
             self._updating = False
         self._refresh()
 
+    @collector_paused()  # (a search makes many small objects: no collections over the traces)
     def _on_search(self) -> None:
         self._search()
         self._fill_matches()
@@ -504,7 +506,16 @@ class Explorer:
         key = (self.model.entry_index, self.kind.value, p.index)
         if key not in self._memory:
             prof = memory_of(self.model, self.kind.value, p.index)
-            if self.inputs is not None and self.source is not None and p.index == len(s.passes) - 1:
+            if len(prof.rows) > MEASURED_LINES:
+                prof.note = "; ".join(
+                    x
+                    for x in (
+                        prof.note,
+                        f"not measured here ({len(prof.rows)} lines): explorer.memory(jfn, args=...) measures it",
+                    )
+                    if x
+                )
+            elif self.inputs is not None and self.source is not None and p.index == len(s.passes) - 1:
                 try:
                     entry = -1 if self.model.entry_index is None else self.model.entry_index
                     live, where = measure_memory(self.source, *self.inputs, self.kind.value, entry=entry)
