@@ -148,8 +148,9 @@ def _memory_section(model: TraceModel, kinds: list[str], comparison) -> str:
     for k in kinds:
         try:
             prof = memory_of(model, k)
-        except ValueError as e:  # a model without its traces (read from JSON)
-            out.append(f'<div class="note">{escape(str(e))}</div>')
+        except Exception as e:  # a model without its traces (read from JSON); the page still reads
+            why = escape(f"{type(e).__name__}: {e}")
+            out.append(f'<div class="note">memory of the {escape(k)} trace: {why}</div>')
             continue
         out.append(memory_section_html(prof, model.series[k].final, anchor_prefix="r"))
     if comparison is not None:

@@ -511,7 +511,8 @@ class Explorer:
                     x
                     for x in (
                         prof.note,
-                        f"not measured here ({len(prof.rows)} lines): explorer.memory(jfn, args=...) measures it",
+                        f"not measured here ({len(prof.rows)} lines): "
+                        "explorer.memory(jfn, args=...) measures it",
                     )
                     if x
                 )
@@ -537,8 +538,8 @@ class Explorer:
     def _memory_html(self) -> str:
         try:
             prof = self.memory()
-        except ValueError as e:
-            return f'<div class="note">{escape(str(e))}</div>'
+        except Exception as e:  # shown where the view would be
+            return f'<div class="note">memory: {escape(f"{type(e).__name__}: {e}")}</div>'
         return memory_section_html(prof, self.current, anchor_prefix="w")
 
     def _timing_html(self) -> str:
