@@ -169,14 +169,16 @@ def compare(
     executors=(("torch",), ("torchcompile", "torch")),
     repeat: int = 5,
     warmup: int = 2,
+    measure: bool = True,
 ):
     """What if another executor ran it (``explorer.whatif.Comparison``, plain data): the
     function or module behind ``obj`` compiled anew with each list of executors and run on
     copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
-    outputs match the first list's. Shows as a table in a notebook."""
+    outputs match the first list's (``measure``: the peak also measured, one profiled run per
+    list). Shows as a table in a notebook."""
     from explorer.whatif import compare
 
-    return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup)
+    return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)
 
 
 def load_ipython_extension(ipython) -> None:
