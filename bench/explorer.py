@@ -15,10 +15,18 @@ By module: for the GPT, the module tree, its HTML and the module-clustered graph
 and a stack of small modules (``--module-ops`` BoundSymbols, four per module): the module
 tree, its HTML (budgeted) and the module graph (repeated layers folded into one node).
 
+Memory and what-if (``--skip-memory`` to leave out): for the GPT and the 40,000-op program,
+the time to compute the memory view of the final computation trace and to render it (target
+< 1 s at 40,000 lines), to measure it with torch's profiler, and to build the what-if table
+(``explorer.compare``, executor lists from ``--whatif`` for the GPT and ``--whatif-large`` for
+the long program, where Inductor would compile one 40,000-op kernel); and the widget's search
+per query on the 40,000-op program, first (reads the trace) and then per keystroke.
+
 CPU time (time.process_time) is printed beside wall time: the machine may be shared. Prints
 figures only (no asserts).
 
     python bench/explorer.py [--layers 12] [--ops 40000] [--module-ops 12000] [--skip-large]
+        [--skip-memory] [--whatif "torch | torchcompile, torch"] [--whatif-large "torch | torch, python"]
 """
 
 from __future__ import annotations
@@ -101,6 +109,56 @@ def _row(what: str, c: _Clock, extra: str = "") -> str:
     return f"{what:<32}{c.wall * 1e3:9.1f} ms wall {c.cpu * 1e3:9.1f} ms cpu   {extra}"
 
 
+def memory_case(jfn, args: tuple, lists: list[list[str]], what: str) -> None:
+    """The memory view (computed, rendered, measured) and the what-if table of ``jfn``."""
+    from explorer.memory_model import attach_measurement, measure_memory, memory_of
+    from explorer.memory_view import memory_section_html
+    from explorer.whatif_view import comparison_table_html
+
+    m = model_of(jfn)
+    with _Clock() as c:
+        prof = memory_of(m, "computation")
+    print(_row(f"{what}: memory computed", c, f"{len(prof.rows)} lines, peak {prof.peak} B (target < 1 s)"))
+    with _Clock() as c:
+        html = memory_section_html(prof, m.series["computation"].final)
+    print(_row(f"{what}: memory view HTML", c, f"{len(html) / 1e3:.0f} KB"))
+    with _Clock() as c, torch.no_grad():
+        live, where = measure_memory(jfn, args)
+        attach_measurement(prof, live, where)
+    peak = f"measured peak {prof.measured_peak} B" if prof.measured else prof.note
+    print(_row(f"{what}: memory measured", c, peak))
+    with _Clock() as c, torch.no_grad():
+        comp = explorer.compare(jfn, args, executors=lists, repeat=3)
+        table = comparison_table_html(comp)
+    print(_row(f"{what}: what-if table", c, f"{len(table) / 1e3:.0f} KB"))
+    for r in comp.rows:
+        if r.error:
+            print(f"    {r.label:<24} did not run: {r.error}")
+        else:
+            print(
+                f"    {r.label:<24} {r.seconds * 1e3:9.2f} ms  first call {r.first_call_seconds:7.2f} s "
+                f"+ {r.background_compile_seconds or 0:.2f} s compiling  "
+                f"peak {r.peak_bytes} B  {r.fusion_regions} regions  outputs {'match' if r.matched else 'DIFFER'}"
+            )
+
+
+def search_case(jfn) -> None:
+    """The widget's search on a long program: the first query reads the trace, then each keystroke."""
+    from explorer.widget import Explorer
+
+    ex = Explorer(model_of(jfn))
+    with _Clock() as c:
+        ex.query.value = "no such text"
+    print(_row("search: first query", c, "(reads every line once)"))
+    worst = None
+    for q in ("s", "si", "sin", "t1", "t12", "t123", "t1234", "tanh", "0.75"):
+        with _Clock() as c:
+            ex.query.value = q
+        if worst is None or c.wall > worst.wall:
+            worst, worst_q = c, q
+    print(_row("search: slowest keystroke", worst, f"{worst_q!r} (target < 0.2 s)"))
+
+
 def gpt_case(layers: int) -> None:
     torch.manual_seed(0)
     model = GPT(layers).eval()
@@ -153,6 +211,7 @@ def gpt_case(layers: int) -> None:
     with _Clock() as c:
         g = graph_view.render_graph(final, comp.proxies, modules=True)
     print(_row("by module: graph laid out", c, f"{g.nodes} nodes{'' if g.svg else ' (NOT laid out)'}"))
+    return jm, idx
 
 
 class Layer(nn.Module):
@@ -204,6 +263,7 @@ def large_case(ops: int) -> None:
     with _Clock() as c:
         page = explorer.to_html(jfn)
     print(_row("whole report (to_html)", c, f"{len(page) / 1e6:.2f} MB (targets < 5 s, < 10 MB)"))
+    return jfn
 
 
 def main() -> None:
@@ -212,10 +272,21 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=40_000)
     ap.add_argument("--module-ops", type=int, default=12_000)
     ap.add_argument("--skip-large", action="store_true", help="only the GPT-style model")
+    ap.add_argument("--skip-memory", action="store_true", help="no memory view, what-if or search")
+    ap.add_argument("--whatif", default="torch | torchcompile, torch", help="executor lists for the GPT")
+    ap.add_argument("--whatif-large", default="torch | torch, python", help="... for the 40,000-op program")
     opts = ap.parse_args()
-    gpt_case(opts.layers)
+    from explorer.whatif_panel import parse_lists
+
+    jm, idx = gpt_case(opts.layers)
+    if not opts.skip_memory:
+        print()
+        memory_case(jm, (idx,), parse_lists(opts.whatif), f"GPT {opts.layers} layers")
     if not opts.skip_large:
-        large_case(opts.ops)
+        jfn = large_case(opts.ops)
+        if not opts.skip_memory:
+            memory_case(jfn, (torch.ones(4),), parse_lists(opts.whatif_large), f"{opts.ops} ops")
+            search_case(jfn)
         module_case(opts.module_ops)
 
 

@@ -8,6 +8,8 @@
     explorer.graph_of(jfn, modules=True)      # module clusters, repeated layers folded
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     explorer.pair_of(jfn)                     # forward and backward side by side, links between
+    explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
+    explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
     %load_ext explorer                        # then: %thunder_trace fn(x)
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
@@ -48,12 +50,14 @@ def explore(
     depth: int = 1,
     kind: str | None = None,
     entry: int | None = None,
-    modules: bool = False,
+    modules: bool | None = None,
 ):
     """The interactive explorer for a jitted function (or a Trace, or a TraceModel).
 
     With ``args`` (and ``kwargs``) the function is run on them first and every line of its
-    final traces is timed, as ``%thunder_trace`` does. ``modules``: open grouped by nn.Module.
+    final traces is timed, as ``%thunder_trace`` does (and the what-if control can run it).
+    ``modules``: open grouped by nn.Module; None (default) groups a jitted module's program,
+    ``False`` opens flat.
     """
     from explorer.compilation import model_of
     from explorer.widget import Explorer
@@ -72,7 +76,10 @@ def explore(
     else:
         m = model_of(obj, entry=entry)
     source = obj if m.entry_index is not None else None  # a jitted function: its cache entries
-    return Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source, modules=modules)
+    ex = Explorer(m, view=view, depth=depth, kind=kind, notes=notes, source=source, modules=modules)
+    if args is not None or kwargs is not None:
+        ex.inputs = (args, kwargs)
+    return ex
 
 
 def graph_of(
@@ -82,7 +89,7 @@ def graph_of(
     *,
     depth: int = 0,
     max_nodes: int = 500,
-    modules: bool = False,
+    modules: bool | None = None,
     collapse=(),
     expand=(),
     module_depth: int | None = None,
@@ -91,7 +98,8 @@ def graph_of(
 
     Displays as inline SVG in a notebook; ``.dot`` is the graphviz source. ``modules`` draws
     module clusters: the module paths in ``collapse`` as one node each, those in ``expand``
-    open, the others open down to ``module_depth`` and repeated layers after the first folded.
+    open, the others open down to ``module_depth`` and repeated layers after the first folded;
+    None (default) draws them for a jitted module's program, ``False`` draws it flat.
     """
     from explorer.compilation import model_of
     from explorer.graph import DEFAULT_MODULE_DEPTH, ModulePlan, render_graph
@@ -101,6 +109,8 @@ def graph_of(
         raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(m.series) or 'none'}")
     s = m.series[kind]
     p = s.passes[index]
+    if modules is None:
+        modules = p.modules().has_modules
     plan = ModulePlan(DEFAULT_MODULE_DEPTH if module_depth is None else module_depth, collapse, expand)
     return render_graph(
         p,
@@ -124,6 +134,55 @@ def to_html(obj, path: str | None = None, **options) -> str:
     return page
 
 
+def memory(
+    obj,
+    kind: str = "computation",
+    args: tuple | None = None,
+    kwargs: dict | None = None,
+    *,
+    index: int = -1,
+    entry: int | None = None,
+):
+    """Where the memory of a trace goes (``explorer.memory_model.MemoryProfile``, plain data): per
+    line the bytes it allocates and frees and the bytes live after it, the peak and its line,
+    the values saved for backward and what rematerialization recomputes instead. With ``args``
+    the final trace is also run and measured (torch's profiler on CPU, the CUDA allocator on
+    CUDA). Shows as a plot and a table in a notebook."""
+    from explorer.compilation import model_of
+    from explorer.memory_model import attach_measurement, measure_memory, memory_of
+
+    m = model_of(obj, entry=entry)
+    prof = memory_of(m, kind, index)
+    if args is not None or kwargs is not None:
+        if index not in (-1, len(m.series[kind].passes) - 1):
+            raise ValueError("explorer: only the final pass runs, so only it is measured; drop args or index")
+        live, where = measure_memory(
+            obj, tuple(args or ()), kwargs, kind, entry=-1 if entry is None else entry
+        )
+        attach_measurement(prof, live, where)
+    return prof
+
+
+def compare(
+    obj,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    executors=(("torch",), ("torchcompile", "torch")),
+    repeat: int = 5,
+    warmup: int = 2,
+    measure: bool = True,
+):
+    """What if another executor ran it (``explorer.whatif.Comparison``, plain data): the
+    function or module behind ``obj`` compiled anew with each list of executors and run on
+    copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
+    outputs match the first list's (``measure``: the peak also measured, one profiled run per
+    list). Shows as a table in a notebook."""
+    from explorer.whatif import compare
+
+    return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
     from explorer.magic import load_ipython_extension as load
@@ -140,4 +199,13 @@ from explorer.display import register_displays  # noqa: E402
 register_displays()
 
 
-__all__ = ["explore", "graph_of", "load_ipython_extension", "model_of", "pair_of", "to_html"]
+__all__ = [
+    "compare",
+    "explore",
+    "graph_of",
+    "load_ipython_extension",
+    "memory",
+    "model_of",
+    "pair_of",
+    "to_html",
+]

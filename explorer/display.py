@@ -17,6 +17,23 @@ _DISPLAYS = (
 )
 
 
+# the explorer's own results (module, class name, view module, function that renders it)
+_RESULT_DISPLAYS = (
+    ("explorer.memory_model", "MemoryProfile", "explorer.memory_view", "memory_html"),
+    ("explorer.whatif", "Comparison", "explorer.whatif_view", "comparison_html"),
+)
+
+
+def _render_with(view: str, name: str):
+    def render(obj) -> str:
+        import importlib
+
+        return getattr(importlib.import_module(view), name)(obj)
+
+    render.__name__ = name
+    return render
+
+
 def _render(name: str):
     def render(obj) -> str:
         return getattr(html, name)(obj)
@@ -38,4 +55,6 @@ def register_displays(ipython=None) -> bool:
     formatter = ipython.display_formatter.formatters["text/html"]
     for module, cls, fn in _DISPLAYS:
         formatter.for_type_by_name(module, cls, _render(fn))
+    for module, cls, view, fn in _RESULT_DISPLAYS:
+        formatter.for_type_by_name(module, cls, _render_with(view, fn))
     return True

@@ -43,7 +43,7 @@ class Options:
     executors: list[str] | None = None
     depth: int = 1
     view: str = "tree"
-    modules: bool = False  # group the tree and graph by module
+    modules: bool | None = None  # group the tree and graph by module (None: when it has modules)
 
 
 def parse_line(line: str) -> tuple[Options, str]:
@@ -148,6 +148,7 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
         notes.append(f"Times were not measured: {type(e).__name__}: {e}")
     ex = Explorer(model, view=opts.view, depth=opts.depth, notes=notes, source=jfn, modules=opts.modules)
     ex.result = result
+    ex.inputs = (args, kwargs)  # for the what-if control
     return ex
 
 

@@ -13,11 +13,14 @@ from html import escape
 
 from explorer.graph import count_nodes, render_graph
 from explorer.html import cache_html, diff_html, pass_header_html, source_html
+from explorer.memory_model import memory_of
+from explorer.memory_view import memory_section_html
 from explorer.model import PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.pair_view import pair_graph, pair_html
 from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet
 from explorer.tree import DEFAULT_BUDGET, tree_html
+from explorer.whatif_view import comparison_table_html
 
 REPORT_CSS = """
 body{margin:16px 22px;background:#fff}
@@ -35,6 +38,7 @@ body{margin:16px 22px;background:#fff}
 """
 TIMING_ROWS = 30  # the slowest lines listed in each final pass
 PAIR_TAB = "pair"  # the tab of the forward and backward side by side (a name no trace kind has)
+MEMORY_TAB = "memory"  # the tab of the memory plots (and the what-if table, when given)
 
 
 def _id(*parts) -> str:
@@ -51,7 +55,9 @@ def report_html(
     budget: int = DEFAULT_BUDGET,
     title: str | None = None,
     kind: str | None = None,
-    modules: bool = False,
+    modules: bool | None = None,
+    memory: bool = True,
+    comparison=None,
 ) -> str:
     """The page for a jitted function, an Explorer, a Trace or a TraceModel.
 
@@ -60,7 +66,9 @@ def report_html(
     ``kind``: the trace kind the page opens on (default: the one an Explorer shows, else the
     computation; ``"pair"``: the forward and backward side by side). Each tree, list of changes, text diff and printed trace shows at most
     ``budget`` elements, so the page of a 40,000-line program stays a few MB. ``modules``:
-    trees grouped by module and graphs in module clusters (where scopes were recorded).
+    trees grouped by module and graphs in module clusters (where scopes were recorded; None:
+    when they were). ``memory``: a tab with the memory plot of the final computation and
+    backward traces; ``comparison`` (an ``explorer.compare`` result): its table in that tab.
     """
     model = getattr(obj, "model", None)
     shown: dict[str, int] = {}  # kind -> the pass an Explorer shows
@@ -74,7 +82,11 @@ def report_html(
         from explorer.compilation import model_of
 
         model = model_of(obj)
+    if comparison is None:  # the explorer's what-if control ran one
+        comparison = getattr(getattr(obj, "whatif", None), "comparison", None)
     kinds = list(model.series)
+    if modules is None:
+        modules = "computation" in model.series and model.series["computation"].final.modules().has_modules
     pair = model.pair()
     if kind is not None and kind not in model.series and not (kind == PAIR_TAB and pair is not None):
         raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds) or 'none'}")
@@ -92,6 +104,8 @@ def report_html(
     # trace-kind radios come first so each section (a later sibling) can be shown by them
     default_kind = kind or ("computation" if "computation" in kinds else (kinds[0] if kinds else None))
     tabs = kinds + ([PAIR_TAB] if pair is not None else [])
+    memory_kinds = [k for k in ("computation", "backward") if memory and k in model.series]
+    tabs += [MEMORY_TAB] if memory_kinds or comparison is not None else []
     for k in tabs:
         checked = " checked" if k == default_kind else ""
         parts.append(f'<input type="radio" class="rad" name="kind" id="{_id(k)}"{checked}>')
@@ -101,6 +115,8 @@ def report_html(
         parts.append(f'<label for="{_id(k)}">{escape(k)} ({len(s.passes)} passes)</label>')
     if pair is not None:
         parts.append(f'<label for="{_id(PAIR_TAB)}">forward + backward</label>')
+    if MEMORY_TAB in tabs:
+        parts.append(f'<label for="{_id(MEMORY_TAB)}">memory{" + what if" if comparison else ""}</label>')
     for k in tabs:
         rules.append(f"#{_id(k)}:checked~.kind.{_id('k', k)}{{display:block}}")
         rules.append(
@@ -113,6 +129,8 @@ def report_html(
         parts.append(_series_html(model, s, at, rules, graphs, graph_depth, open_depth, budget, modules))
     if pair is not None:
         parts.append(_pair_section(pair, graphs, graph_depth, budget))
+    if MEMORY_TAB in tabs:
+        parts.append(_memory_section(model, memory_kinds, comparison))
     if model.entries:
         parts.append(cache_html(model))
     css = stylesheet() + REPORT_CSS + "\n".join(rules)
@@ -122,6 +140,25 @@ def report_html(
         f"<title>thunder: {escape(model.title)}</title><style>{css}</style></head>"
         f'<body><div class="thx">{body}</div></body></html>\n'
     )
+
+
+def _memory_section(model: TraceModel, kinds: list[str], comparison) -> str:
+    """Memory plots of the final traces of ``kinds``, and the what-if table when given."""
+    out = [f'<div class="kind {_id("k", MEMORY_TAB)}">']
+    for k in kinds:
+        try:
+            prof = memory_of(model, k)
+        except Exception as e:  # a model without its traces (read from JSON); the page still reads
+            why = escape(f"{type(e).__name__}: {e}")
+            out.append(f'<div class="note">memory of the {escape(k)} trace: {why}</div>')
+            continue
+        out.append(memory_section_html(prof, model.series[k].final, anchor_prefix="r"))
+    if comparison is not None:
+        out.append(
+            '<div class="hd">what if another executor ran it</div>' + comparison_table_html(comparison)
+        )
+    out.append("</div>")
+    return "".join(out)
 
 
 def _pair_section(pair, graphs: str, graph_depth: int, budget: int) -> str:

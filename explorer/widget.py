@@ -41,16 +41,25 @@ from explorer.html import (
     source_html,
     wrap,
 )
+from explorer.memory_model import attach_measurement, measure_memory, memory_of
+from explorer.memory_view import memory_section_html
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
 from explorer.pair_view import pair_graph, pair_html
+from explorer.search_index import index_of
 from explorer.seconds import fmt_seconds
 from explorer.text import model_text, short_file
 from explorer.tree import DEFAULT_BUDGET, MODULE_DEPTH, tree_html
+from explorer.whatif_panel import WhatIfPanel
 
-VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph")
+VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph", "memory")
 MAX_LISTED = 1000  # search hits (or lines) in the list to select from
 TIMING_ROWS = 200  # the slowest lines in the timing view
+# The most a saved notebook keeps of one explorer's static copy: its budget shrinks to fit
+# (a module-grouped 2-layer Llama's copy was 0.7 MB at STATIC_BUDGET, its notebook 2 MB).
+STATIC_BYTES = 200_000
+MIN_STATIC_BUDGET = 40
+MEASURED_LINES = 5000  # the memory view measures traces up to this long (the profiler: ~1 ms a line)
 
 
 @collector_paused()
@@ -71,7 +80,9 @@ def search(p: PassModel, query: str, proxies: Mapping | None = None, limit: int 
             if n.source is not None and str(n.source.line) == line_part and n.source.file.endswith(file_part)
         )
     elif proxies is not None and q in proxies or q in p.args:
-        found = (n for n in p.walk() if q in n.inputs or q in n.outputs)
+        return index_of(p).with_name(q, limit)  # (explorer.search_index: milliseconds at 40,000 lines)
+    elif "\t" not in q and "\n" not in q:
+        return index_of(p).containing(q.lower(), limit)
     else:
         ql = q.lower()
         found = (
@@ -97,10 +108,13 @@ class Explorer:
         budget: int = DEFAULT_BUDGET,
         notes: list[str] | None = None,
         source=None,
-        modules: bool = False,
+        modules: bool | None = None,
     ):
         """``source``: the jitted function the model came from; with it, a dropdown switches
-        between its cache entries. ``modules``: open grouped by module."""
+        between its cache entries. ``modules``: open grouped by module (None: when the
+        program has module scopes, i.e. a jitted nn.Module)."""
+        if modules is None:
+            modules = has_module_scopes(model)
         if view not in VIEWS:
             raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
         self.model = model
@@ -111,6 +125,8 @@ class Explorer:
         self.expanded: set[str] = set()  # module paths opened by hand
         self.more_hits = False  # whether the search stopped at MAX_LISTED hits
         self.selected: str | None = None
+        self.inputs: tuple[tuple, dict] | None = None  # (args, kwargs) it ran on, for the what-if
+        self._memory: dict = {}  # (kind, pass index) -> MemoryProfile
         kinds = model.kinds or ["computation"]
         if kind is not None and model.kinds and kind not in kinds:
             raise ValueError(f"explorer: no {kind} trace here; there are: {', '.join(kinds)}")
@@ -171,6 +187,13 @@ class Explorer:
         self.depth.observe(lambda _: self._render_main(), "value")
         self.by_module.observe(lambda _: self._render_main(), "value")
         self.fold_button.on_click(lambda _: self.toggle_module())
+        self.peak_button = w.Button(
+            description="peak line in the tree",
+            icon="crosshairs",
+            layout=w.Layout(width="auto", display="none"),
+        )
+        self.peak_button.on_click(lambda _: self.show_peak())
+        self.whatif = WhatIfPanel(self)
         self.query.observe(lambda _: self._on_search(), "value")
         self.matches.observe(self._on_select, "value")
         self.entry.observe(self._on_entry, "value")
@@ -182,13 +205,14 @@ class Explorer:
                 self.kind,
                 w.HBox([self.prev_button, self.pass_slider, self.next_button]),
                 self.passes,
-                w.HBox([self.view, self.depth, self.by_module]),
+                w.HBox([self.view, self.depth, self.by_module, self.peak_button]),
                 self.query,
                 self.status,
                 self.main,
                 self.matches,
                 self.fold_button,
                 self.details,
+                self.whatif.root,
                 self.cache,
             ],
             layout=w.Layout(width="100%"),
@@ -356,6 +380,7 @@ class Explorer:
             self._updating = False
         self._refresh()
 
+    @collector_paused()  # (a search makes many small objects: no collections over the traces)
     def _on_search(self) -> None:
         self._search()
         self._fill_matches()
@@ -468,9 +493,55 @@ class Explorer:
             body = diff_html(p, self.previous, budget=self.budget)
         elif view in ("pair", "pair-graph"):
             body = self._pair_html(view)
+        elif view == "memory":
+            body = self._memory_html()
         else:
             body = self._timing_html()
+        self.peak_button.layout.display = "flex" if view == "memory" else "none"
         self.main.value = wrap(body)
+
+    def memory(self):
+        """The MemoryProfile of the pass shown (computed once; the final pass measured too when
+        the explorer has the inputs it ran on)."""
+        s, p = self.series, self.current
+        key = (self.model.entry_index, self.kind.value, p.index)
+        if key not in self._memory:
+            prof = memory_of(self.model, self.kind.value, p.index)
+            if len(prof.rows) > MEASURED_LINES:
+                prof.note = "; ".join(
+                    x
+                    for x in (
+                        prof.note,
+                        f"not measured here ({len(prof.rows)} lines): "
+                        "explorer.memory(jfn, args=...) measures it",
+                    )
+                    if x
+                )
+            elif self.inputs is not None and self.source is not None and p.index == len(s.passes) - 1:
+                try:
+                    entry = -1 if self.model.entry_index is None else self.model.entry_index
+                    live, where = measure_memory(self.source, *self.inputs, self.kind.value, entry=entry)
+                    attach_measurement(prof, live, where)
+                except Exception as e:
+                    prof.note = "; ".join(
+                        x for x in (prof.note, f"not measured: {type(e).__name__}: {e}") if x
+                    )
+            self._memory[key] = prof
+        return self._memory[key]
+
+    def show_peak(self) -> None:
+        """Select the line where the memory of the shown pass peaks, in the tree."""
+        prof = self.memory()
+        if prof.rows:
+            self.view.value = "tree"
+            self.select(prof.rows[prof.peak_index].node_id)
+
+    def _memory_html(self) -> str:
+        try:
+            prof = self.memory()
+        except Exception as e:  # shown where the view would be
+            return f'<div class="note">memory: {escape(f"{type(e).__name__}: {e}")}</div>'
+        return memory_section_html(prof, self.current, anchor_prefix="w")
 
     def _timing_html(self) -> str:
         times = self.model.timings.get(self.kind.value)
@@ -530,15 +601,32 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs: the trace kind shown here
-        bundle["text/html"] = model_html(
-            self.model,
-            budget=STATIC_BUDGET,
-            kind=self.kind.value,
-            modules=self.by_module.value,
-            pair_open=self.view.value in ("pair", "pair-graph"),
-        )
+        bundle["text/html"] = self.static_html()
         bundle["text/plain"] = model_text(self.model)
         return bundle
+
+    def static_html(self) -> str:
+        """The static copy of what it shows (every trace kind, the one shown open), each view
+        budgeted so that the copy stays under about STATIC_BYTES."""
+        budget = STATIC_BUDGET
+        while True:
+            html = model_html(
+                self.model,
+                budget=budget,
+                kind=self.kind.value,
+                modules=self.by_module.value,
+                pair_open=self.view.value in ("pair", "pair-graph"),
+            )
+            if len(html) <= STATIC_BYTES or budget <= MIN_STATIC_BUDGET:
+                return html
+            budget = max(MIN_STATIC_BUDGET, min(budget // 2, int(budget * 0.9 * STATIC_BYTES / len(html))))
+
+
+def has_module_scopes(model: TraceModel) -> bool:
+    """Whether the program was recorded in nn.Module calls (a jitted module): its views then
+    open grouped by module."""
+    s = model.series.get("computation")
+    return s is not None and s.final.modules().has_modules
 
 
 def _entry_label(e) -> str:

@@ -299,7 +299,8 @@ def test_llama_by_module(llama):
 
 
 def test_widget_by_module(gpt):
-    ex = Explorer(gpt)
+    assert Explorer(gpt).by_module.value  # a jitted module opens grouped by module
+    ex = Explorer(gpt, modules=False)
     assert 'data-id="module:' not in ex.main.value and not ex.by_module.value
     ex.by_module.value = True
     assert 'data-id="module:blocks.0"' in ex.main.value
@@ -357,7 +358,8 @@ def test_report_by_module(gpt):
     page = report_html(gpt, modules=True, graphs="final")
     assert "<summary>Bound symbols by module</summary>" in page
     assert 'data-id="module:blocks.1.attn"' in page and "blocks.0 (Block)" in page
-    assert "by module" not in report_html(gpt, graphs="none")
+    assert "<summary>Bound symbols by module</summary>" in report_html(gpt, graphs="none")  # the default
+    assert "by module" not in report_html(gpt, graphs="none", modules=False)
 
 
 def test_a_region_without_a_scope_goes_with_the_module_holding_its_members():

@@ -38,8 +38,8 @@ def test_one_widget_tree(ex):
         return 1 + sum(count(k) for k in kids)
 
     # a fixed set of controls, however many bound symbols the trace has
-    assert count(ex.root) < 25
-    buttons = (ex.prev_button, ex.next_button, ex.fold_button)
+    assert count(ex.root) < 31
+    buttons = (ex.prev_button, ex.next_button, ex.fold_button, ex.peak_button, ex.whatif.button)
     assert all(not isinstance(c, w.Button) or c in buttons for c in _walk(ex.root))
 
 
