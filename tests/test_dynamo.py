@@ -1,0 +1,253 @@
+"""thunder behind torch.compile (``thunder.dynamo``): programs thunder.jit refuses, split by
+Dynamo at graph breaks, each piece compiled by thunder; checked against eager over calls with
+changing data."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import thunder
+from thunder.dynamo import GraphBreak, Piece, ThunderCompiler, thunderfx
+from thunder.frontend.errors import DataDependentError
+from thunder.ops import python as pyops
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _line_of(fn, text: str) -> int:
+    """The file line number of the line of ``fn``'s source containing ``text``."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def branchy(x, w):
+    y = torch.tanh(x @ w)
+    if y.sum() > 0:  # data-dependent: thunder.jit refuses it
+        y = y * 2
+    else:
+        y = y - 1
+    return y.sin()
+
+
+def test_data_dependent_branch_matches_eager_and_names_the_line():
+    with pytest.raises(DataDependentError):
+        thunder.jit(branchy)(torch.randn(4, 3), torch.randn(3, 5))
+    cf = thunderfx(branchy)
+    signs = set()
+    for i in range(3):
+        x, w = torch.randn(4, 3) * (1 if i % 2 else -1), torch.randn(3, 5)
+        signs.add(bool(branchy(x, w).sum() > 0))
+        torch.testing.assert_close(cf(x, w), branchy(x, w))
+    assert cf.breaks, "the branch on a tensor's value is a graph break"
+    brk = cf.breaks[0]
+    assert isinstance(brk, GraphBreak)
+    assert brk.lineno == _line_of(branchy, "if y.sum() > 0") and "data-dependent" in brk.reason
+    assert brk.filename == __file__ and brk.function == "branchy" and "if y.sum() > 0" in brk.code
+    # the last call: the piece before the break, the break, the piece of the branch taken
+    steps = cf.last_run
+    assert isinstance(steps[0], Piece) and steps[1] is brk and isinstance(steps[2], Piece)
+    assert all(p.fallback is None for p in cf.pieces)
+    # every piece is a thunder function with its traces
+    first = steps[0]
+    assert "tanh" in str(thunder.last_traces(first.jfn)[-1])
+    assert thunder.compile_stats(first.jfn).cache_misses == 1  # traced once, then cached
+
+
+def with_item(x):
+    scale = x.abs().max().item()  # a Python float from a tensor's value
+    steps = int(scale * 3) % 3 + 1
+    y = x
+    for _ in range(steps):
+        y = y * 0.5 + scale
+    return y
+
+
+def test_item_used_as_a_python_number_matches_eager():
+    cf = thunderfx(with_item)
+    for _ in range(3):
+        x = torch.randn(5)
+        torch.testing.assert_close(cf(x), with_item(x))
+    assert cf.pieces and any(".item()" in b.code or "item" in b.reason for b in cf.breaks)
+
+
+SEEN: list = []
+
+
+def prints_and_appends(x):
+    y = x.relu() + 1
+    print("sum is", float(y.sum()))
+    SEEN.append(y)
+    return y * 3
+
+
+def test_print_and_list_append_happen_every_call(capsys):
+    SEEN.clear()
+    cf = thunderfx(prints_and_appends)
+    xs = [torch.randn(4) for _ in range(3)]
+    for x in xs:
+        out = cf(x)
+        torch.testing.assert_close(out, (x.relu() + 1) * 3)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"sum is {float((x.relu() + 1).sum())}" for x in xs]
+    assert len(SEEN) == 3
+    for x, y in zip(xs, SEEN):
+        assert type(y) is torch.Tensor  # a real tensor, never a proxy
+        torch.testing.assert_close(y, x.relu() + 1)
+    assert any("print" in b.reason or "print" in b.code for b in cf.breaks)
+
+
+def with_missing_op(x):
+    y = x * 2 + 1
+    if y.mean() > 0:  # a break, so the op below is in a piece of its own
+        y = y + 1
+    z = torch.special.bessel_j0(y)  # thunder has no op for it
+    return z.cos()
+
+
+def test_a_piece_with_an_op_thunder_lacks_runs_eagerly_and_says_why():
+    cf = thunderfx(with_missing_op)
+    for _ in range(3):
+        x = torch.randn(6)
+        torch.testing.assert_close(cf(x), with_missing_op(x))
+    assert len(cf.fallbacks) == 1
+    fb = cf.fallbacks[0]
+    assert "bessel_j0" in fb.error and "UnsupportedOpError" in fb.error
+    assert fb.user_line is not None and "bessel_j0" in fb.user_line
+    assert str(_line_of(with_missing_op, "bessel_j0")) in fb.user_line
+    fallen = cf.pieces[fb.piece]
+    assert fallen.fallback is fb and "eager" in fallen.describe()
+    # the other pieces are still thunder's
+    assert [p.index for p in cf.pieces if p.fallback is None] == [
+        p.index for p in cf.pieces if p is not fallen
+    ]
+    assert any(p.fallback is None for p in cf.last_run if isinstance(p, Piece))
+    assert "runs eagerly" in cf.summary()
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 8)
+        self.b = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.a(x))
+        if h.mean() > 0.1:
+            h = h * 1.5
+        return self.b(h).logsumexp(-1).mean()
+
+
+def test_backward_is_thunder_s_own_and_equals_eager():
+    model = Net()
+    ref = copy.deepcopy(model)
+    cf = thunderfx(model)
+    for _ in range(3):
+        x = torch.randn(5, 6)
+        loss, expected = cf(x), ref(x)
+        loss.backward()
+        expected.backward()
+        torch.testing.assert_close(loss, expected)
+        for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, msg=name)
+        model.zero_grad()
+        ref.zero_grad()
+    first = cf.pieces[0]
+    backward = thunder.last_backward_traces(first.jfn)
+    assert backward and "backward" in backward[-1].tags
+    # Dynamo does not compile thunder's backward as graphs of its own
+    assert all("thunder.backward" not in str(line.filename) for p in cf.pieces for line in p.lines)
+
+
+def test_training_step_of_wav2vec2_for_ctc_matches_eager():
+    tr = pytest.importorskip("transformers")
+    cfg = tr.Wav2Vec2Config(
+        vocab_size=12,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=48,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        feat_proj_dropout=0.0,
+        final_dropout=0.0,
+        layerdrop=0.0,
+        mask_time_prob=0.0,
+        ctc_loss_reduction="mean",
+    )
+    model = tr.Wav2Vec2ForCTC(cfg).train()
+    ref = copy.deepcopy(model)
+
+    def step(m, values, labels):
+        out = m(values, labels=labels)
+        out.loss.backward()
+        return out.loss
+
+    with pytest.raises(Exception, match="labels|data-dependent"):
+        thunder.jit(step)(model, torch.randn(2, 400), torch.randint(1, 12, (2, 5)))
+    model.zero_grad()
+    cf = thunderfx(step)
+    for _ in range(3):
+        values, labels = torch.randn(2, 400), torch.randint(1, 12, (2, 5))
+        torch.testing.assert_close(cf(model, values, labels), step(ref, values, labels))
+        for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+            if q.grad is None:
+                assert p.grad is None, name
+                continue
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+        model.zero_grad()
+        ref.zero_grad()
+    # the vocab check in the loss is the break the issue is about
+    assert any("labels.max() >= self.config.vocab_size" in b.code for b in cf.breaks)
+    assert sum(len(p.gm.graph.nodes) for p in cf.pieces if p.fallback is None) > 50
+    assert any(thunder.last_backward_traces(p.jfn) for p in cf.pieces if p.fallback is None)
+
+
+def test_cached_calls_leave_dynamo_s_guards_to_dynamo():
+    cf = thunderfx(branchy)
+    x, w = torch.randn(4, 3), torch.randn(3, 5)
+    cf(x, w)
+    cf(x, w)
+    piece = cf.pieces[0]
+    full = thunder.last_prologue_traces(piece.jfn)[-1]
+    assert any(b.subsymbols and b.subsymbols[0].sym is pyops.check_tensor for b in full.bound_symbols)
+    trimmed = piece.dynamo_prologue
+    assert trimmed is not None and "check_" not in str(trimmed)
+    stats = thunder.compile_stats(piece.jfn)
+    assert (stats.cache_misses, stats.cache_hits) == (1, 1)
+
+
+def test_dynamic_shapes_keep_thunder_s_checks():
+    cf = thunderfx(branchy)
+    for n in (2, 3, 4, 5):  # Dynamo marks the size dynamic after it changes
+        x, w = torch.randn(n, 3), torch.randn(3, 5)
+        torch.testing.assert_close(cf(x, w), branchy(x, w))
+    assert any(not p.static for p in cf.pieces)
+    assert all(p.dynamo_prologue is None for p in cf.pieces if not p.static)
+
+
+def test_backend_form_and_options():
+    backend = ThunderCompiler(executors=["torch"])
+    cfn = torch.compile(branchy, backend=backend)
+    x, w = torch.randn(4, 3), torch.randn(3, 5)
+    torch.testing.assert_close(cfn(x, w), branchy(x, w))
+    assert backend.pieces and backend.breaks
+    with pytest.raises(TypeError, match="executor"):
+        ThunderCompiler(executor=["torch"])
+    with pytest.raises(ValueError, match="unknown executor"):
+        ThunderCompiler(executors=["nope"])
