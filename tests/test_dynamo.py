@@ -251,3 +251,24 @@ def test_backend_form_and_options():
         ThunderCompiler(executor=["torch"])
     with pytest.raises(ValueError, match="unknown executor"):
         ThunderCompiler(executors=["nope"])
+
+
+def gelu_branch(x, w):
+    h = torch.nn.functional.gelu(x @ w)
+    if h.mean() > 0:
+        h = h * 2
+    return (h.sin() + 1).sum()
+
+
+def test_pieces_fuse_with_the_torchcompile_executor_forward_and_backward():
+    cf = thunderfx(gelu_branch, executors=["torchcompile"])
+    for _ in range(3):
+        x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, 5, requires_grad=True)
+        cf(x, w).backward()
+        got = (x.grad, w.grad)
+        x.grad = w.grad = None
+        gelu_branch(x, w).backward()
+        torch.testing.assert_close(got, (x.grad, w.grad))
+    first = cf.pieces[0].jfn
+    assert "TorchCompile0" in str(thunder.last_traces(first)[-1])
+    assert "TorchCompile0" in str(thunder.last_backward_traces(first)[-1])

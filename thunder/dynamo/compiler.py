@@ -157,8 +157,14 @@ class ThunderCompiler:
 
     @property
     def breaks(self) -> list[GraphBreak]:
-        """The graph breaks, one per piece that ended at one, in compile order."""
-        return [p.break_after for p in self.pieces if p.break_after is not None]
+        """The graph breaks, in compile order, each once (pieces on both sides of a branch
+        can end at the same break)."""
+        found = {}
+        for p in self.pieces:
+            b = p.break_after
+            if b is not None:
+                found.setdefault((b.filename, b.lineno, b.reason), b)
+        return list(found.values())
 
     @property
     def fallbacks(self) -> list[Fallback]:
