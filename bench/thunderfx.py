@@ -124,7 +124,9 @@ def main() -> None:
         f"torch {torch.__version__} on cpu; cached call: min of {opts.repeat} x {opts.number} calls "
         "(process CPU time, 1 thread); first call: fresh process, empty Inductor cache (wall clock)"
     )
-    print(f"{'program':16} {'mode':10} {'runner':28} {'cached us':>10} {'/eager':>7} {'first s':>8}", flush=True)
+    print(
+        f"{'program':16} {'mode':10} {'runner':28} {'cached us':>10} {'/eager':>7} {'first s':>8}", flush=True
+    )
     for program in names:
         for mode in MODES:
             torch._dynamo.reset()
@@ -134,7 +136,11 @@ def main() -> None:
             fns = {name: runner(name, model) for name in RUNNERS}
             for name, fn in fns.items():
                 torch.testing.assert_close(
-                    call(fn, model, x, mode), expected, rtol=1e-4, atol=1e-4, msg=lambda m, n=name: f"{n}: {m}"
+                    call(fn, model, x, mode),
+                    expected,
+                    rtol=1e-4,
+                    atol=1e-4,
+                    msg=lambda m, n=name: f"{n}: {m}",
                 )
             times = per_call_us(fns, model, x, mode, opts.number, opts.repeat)
             for name in fns:
