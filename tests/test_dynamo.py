@@ -230,6 +230,11 @@ def test_cached_calls_leave_dynamo_s_guards_to_dynamo():
     assert trimmed is not None and "check_" not in str(trimmed)
     stats = thunder.compile_stats(piece.jfn)
     assert (stats.cache_misses, stats.cache_hits) == (1, 1)
+    # what runs is that prologue: called directly with an input Dynamo's guards would have
+    # stopped (float64), the piece does not check it and trace again; torch's matmul refuses it
+    with pytest.raises(RuntimeError, match="dtype|Double|Float"):
+        piece(x.double(), w)
+    assert stats.cache_misses == 1
 
 
 def test_dynamic_shapes_keep_thunder_s_checks():
