@@ -277,3 +277,41 @@ def test_pieces_fuse_with_the_torchcompile_executor_forward_and_backward():
     first = cf.pieces[0].jfn
     assert "TorchCompile0" in str(thunder.last_traces(first)[-1])
     assert "TorchCompile0" in str(thunder.last_backward_traces(first)[-1])
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def grad_mode_and_higher_order_ops(x):
+    with torch.no_grad():  # torch._C._set_grad_enabled calls in the graph
+        s = x.sum() * 0
+    y = Square.apply(x.sin()) + s  # torch.ops.higher_order.autograd_function_apply
+    a, b = y.split(2)  # operator.getitem
+    z = torch.utils.checkpoint.checkpoint(torch.cos, a * b, use_reentrant=False)  # tag_activation_checkpoint
+    return z.sum()
+
+
+def test_graphs_with_grad_mode_calls_and_higher_order_ops():
+    cf = thunderfx(grad_mode_and_higher_order_ops)
+    for _ in range(3):
+        x = torch.randn(4, 3, requires_grad=True)
+        out = cf(x)
+        out.backward()
+        got = x.grad
+        x.grad = None
+        expected = grad_mode_and_higher_order_ops(x)
+        expected.backward()
+        torch.testing.assert_close((out, got), (expected, x.grad))
+    code = "\n".join(p.gm.code for p in cf.pieces)
+    assert "_set_grad_enabled" in code and "autograd_function_apply" in code
+    assert "tag_activation_checkpoint" in code
+    assert not cf.fallbacks, [str(f) for f in cf.fallbacks]
