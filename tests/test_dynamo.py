@@ -59,7 +59,12 @@ def test_data_dependent_branch_matches_eager_and_names_the_line():
     assert all(p.fallback is None for p in cf.pieces)
     # every piece is a thunder function with its traces
     first = steps[0]
-    assert "tanh" in str(thunder.last_traces(first.jfn)[-1])
+    final = thunder.last_traces(first.jfn)[-1]
+    assert "tanh" in str(final)
+    # its BoundSymbols name the user's lines, not the lines of the graph's generated code
+    sources = {(b.source.filename, b.source.lineno) for b in final.bound_symbols if b.source is not None}
+    assert (__file__, _line_of(branchy, "torch.tanh(x @ w)")) in sources
+    assert not [f for f, _ in sources if f.startswith("<eval_with_key>")]
     assert thunder.compile_stats(first.jfn).cache_misses == 1  # traced once, then cached
 
 

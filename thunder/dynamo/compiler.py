@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import re
-import traceback
 import types
 
 import torch
@@ -26,6 +24,7 @@ import torch._dynamo.eval_frame as eval_frame
 import thunder
 from thunder.dynamo.breaks import GraphBreak, break_after
 from thunder.dynamo.guards import has_static_inputs, without_dynamo_checks
+from thunder.dynamo.lines import SourceLine, point_at_user_lines, source_lines, user_line_of
 from thunder.jit import grad_computation, resolve_executors
 
 
@@ -41,19 +40,6 @@ class Fallback:
     def __str__(self) -> str:
         at = f" (your line: {self.user_line})" if self.user_line else ""
         return f"piece {self.piece} runs eagerly: {self.error}{at}"
-
-
-@dataclasses.dataclass(frozen=True)
-class SourceLine:
-    """The user's source line a graph node came from (its innermost frame)."""
-
-    filename: str
-    lineno: int
-    function: str
-    code: str
-
-    def __str__(self) -> str:
-        return f"{self.filename}:{self.lineno} in {self.function}: {self.code}"
 
 
 class Piece:
@@ -113,8 +99,10 @@ class Piece:
             compiled = stats.entries[-1] if stats.entries else None
             if stats.cache_misses == misses or compiled is not last:
                 raise  # the compiled program raised, not the compilation: as eager would
-            self.fallback = Fallback(self.index, f"{type(e).__name__}: {e}", _user_line_of(self.gm, e))
+            self.fallback = Fallback(self.index, f"{type(e).__name__}: {e}", user_line_of(self.gm, e))
             return self.gm(*args)
+        if stats.cache_misses != misses and stats.entries:  # a new compilation: its traces name
+            point_at_user_lines(self.gm, stats.entries[-1])  # the user's lines, not the graph's
         if self.static and len(stats.entries) == 1 and stats.cache_misses == 1:
             self._fast = self._run_entry(stats.entries[0], stats)
         return out
@@ -205,48 +193,3 @@ def _compile_lazily_made_code(gm) -> None:
     recompile = getattr(gm, "real_recompile", None)
     if recompile is not None:
         recompile()
-
-
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n\s*(?P<code>[^\n]*)')
-
-
-def _innermost(stack_trace: str | None) -> SourceLine | None:
-    found = list(_FRAME.finditer(stack_trace or ""))
-    if not found:
-        return None
-    m = found[-1]
-    fn = m.group("fn")
-    resume = re.match(r"^torch_dynamo_resume_in_(.+)_at_\d+$", fn)
-    return SourceLine(
-        m.group("file"), int(m.group("line")), resume.group(1) if resume else fn, m.group("code").strip()
-    )
-
-
-def source_lines(gm) -> list[SourceLine]:
-    """The user's lines of the graph's ops, in graph order, each once."""
-    seen = {}
-    for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method", "call_module"):
-            line = _innermost(node.meta.get("stack_trace"))
-            if line is not None:
-                seen.setdefault((line.filename, line.lineno), line)
-    return list(seen.values())
-
-
-def _user_line_of(gm, exc: BaseException) -> str | None:
-    """The user's line of the graph node whose generated line raised ``exc`` (FX keeps a map
-    from the lines of ``gm.code`` to nodes)."""
-    filename = getattr(getattr(gm.forward, "__code__", None), "co_filename", None)
-    lineno_map = getattr(gm, "_lineno_map", None)
-    start = getattr(gm, "_prologue_start", 0)
-    lines = [
-        line for frame, line in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_filename == filename
-    ]
-    if not lines or not lineno_map:
-        return None
-    index = lineno_map.get(lines[-1] - start)
-    nodes = list(gm.graph.nodes)
-    if index is None or not 0 <= index < len(nodes):
-        return None
-    line = _innermost(nodes[index].meta.get("stack_trace"))
-    return str(line) if line is not None else None
