@@ -5,10 +5,12 @@ and as a training step (forward, ``out.float().sum().backward()``). Runners:
 
 - ``eager``; ``torch.compile`` (Dynamo + Inductor); ``dynamo, eager backend``
   (``torch.compile(backend="eager")``: Dynamo's own cost per call, for reference);
-- ``thunder.jit`` (thunder's default executors);
-- ``thunderfx`` (``thunder.dynamo.thunderfx``: Dynamo's graphs compiled by thunder.jit);
-- ``thunderfx, thunder's checks``: the same, with each piece's full thunder prologue on every
-  call instead of the one that leaves Dynamo's guards to Dynamo (the cost it saves).
+- ``thunder.jit`` (thunder's default executors) and ``thunder.jit torchcompile`` (its
+  torch.compile fusion executor, compiling on the calling thread);
+- ``thunderfx`` (``thunder.dynamo.thunderfx``: Dynamo's graphs compiled by thunder.jit) and
+  ``thunderfx torchcompile`` (the same with the torch.compile fusion executor);
+- ``thunderfx, thunder's checks``: ``thunderfx`` with each piece's full thunder prologue on
+  every call instead of the one that leaves Dynamo's guards to Dynamo (the cost it saves).
 
 The cached call: the minimum over ``--repeat`` runs of ``--number`` calls, runners taking
 turns, process CPU time on one thread (as ``bench/fusion.py``). The first call: making the
@@ -33,6 +35,10 @@ import torch  # noqa: E402
 from fusion import ROOT, call, make  # noqa: E402
 
 import thunder  # noqa: E402
+from thunder.executors import torchcompileex  # noqa: E402
+
+# Inductor compiles before a first call returns: the first call is the time until compiled
+torchcompileex.compile_in_background(False)
 
 PROGRAMS = ("GELU MLP 4x64", "GPT 4x128 T=64")
 MODES = ("no-grad", "train step")
@@ -41,7 +47,9 @@ RUNNERS = (
     "torch.compile",
     "dynamo, eager backend",
     "thunder.jit",
+    "thunder.jit torchcompile",
     "thunderfx",
+    "thunderfx torchcompile",
     "thunderfx, thunder's checks",
 )
 FULL_CHECKS = "thunderfx, thunder's checks"
@@ -54,12 +62,13 @@ def runner(name: str, model):
         return torch.compile(model)
     if name == "dynamo, eager backend":
         return torch.compile(model, backend="eager")
-    if name == "thunder.jit":
-        return thunder.jit(model)
-    if name in ("thunderfx", FULL_CHECKS):
+    executors = {"executors": ["torchcompile"]} if name.endswith(" torchcompile") else {}
+    if name.startswith("thunder.jit"):
+        return thunder.jit(model, **executors)
+    if name.startswith("thunderfx"):
         from thunder.dynamo import thunderfx  # imports Dynamo: counted in the first call
 
-        return thunderfx(model)
+        return thunderfx(model, **executors)
     raise ValueError(name)
 
 
