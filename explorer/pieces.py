@@ -76,6 +76,16 @@ def fallback_html(piece) -> str:
     )
 
 
+def skipped_html(program) -> str:
+    """The functions Dynamo gave up on (they run as plain Python, in no piece)."""
+    return "".join(
+        f'<div class="brk"><span class="why">Dynamo runs {escape(f.function)} eagerly: {escape(f.reason)}</span>'
+        f"<br>from {escape(f.location)}<details><summary>Dynamo's message</summary><pre>{escape(f.detail)}</pre>"
+        "</details></div>"
+        for f in getattr(program, "skipped", ())
+    )
+
+
 def _header(program) -> str:
     pieces, breaks = program.pieces, program.breaks
     eager = sum(p.fallback is not None for p in pieces)
@@ -100,6 +110,7 @@ def program_html(program, *, budget: int | None = None) -> str:
 
     for step in _steps(program):
         parts.append(break_html(step) if _is_break(step) else piece(step))
+    parts.append(skipped_html(program))
     rest = _not_run(program)
     if rest:
         parts.append(
@@ -130,6 +141,8 @@ class ProgramExplorer:
                 section = self._piece_section(step)
             self.sections.append(section)
             items.append(section)
+        if getattr(program, "skipped", None):
+            items.append(w.HTML(wrap(skipped_html(program), style=False)))
         rest = _not_run(program)
         if rest:
             items.append(
@@ -197,6 +210,7 @@ def program_report_html(program, **options) -> str:
 
     for step in _steps(program):
         parts.append(break_html(step) if _is_break(step) else piece(step))
+    parts.append(skipped_html(program))
     rest = _not_run(program)
     if rest:
         parts.append('<div class="note">Pieces the last call did not run:</div>')

@@ -320,3 +320,20 @@ def test_graphs_with_grad_mode_calls_and_higher_order_ops():
     assert "_set_grad_enabled" in code and "autograd_function_apply" in code
     assert "tag_activation_checkpoint" in code
     assert not cf.fallbacks, [str(f) for f in cf.fallbacks]
+
+
+def formats_an_item(x):
+    y = x.sin()
+    print(f"mean {y.mean().item():+.3f}")  # Dynamo gives up on the rest of the function here
+    return y.cos()
+
+
+def test_functions_dynamo_gives_up_on_are_listed(capsys):
+    cf = thunderfx(formats_an_item)
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(cf(x), formats_an_item(x))
+    (frame,) = cf.skipped
+    assert frame.lineno == _line_of(formats_an_item, "print(") and frame.function == "formats_an_item"
+    assert frame.filename == __file__ and frame.reason
+    assert str(frame) in cf.summary()

@@ -94,3 +94,20 @@ def test_magic_with_thunderfx(capsys):
     ex = magic.last_explorer
     assert isinstance(ex, ProgramExplorer) and len(ex.program.breaks) == 2
     torch.testing.assert_close(ex.result, two_breaks(torch.ones(3)))
+
+
+def gives_up(x):
+    y = x.sin()
+    print(f"mean {y.mean().item():+.3f}")  # Dynamo runs the rest of this function eagerly
+    return y.cos()
+
+
+def test_functions_dynamo_gives_up_on_are_shown(capsys):
+    cfn = thunderfx(gives_up)
+    for _ in range(3):  # Dynamo gives up when it compiles the rest again for a new value
+        cfn(torch.randn(3))
+    assert cfn.skipped
+    ex = explorer.explore(cfn)
+    shown = "".join(c.value for c in ex.root.children if hasattr(c, "value"))
+    assert "Dynamo runs gives_up eagerly" in shown
+    assert "Dynamo runs gives_up eagerly" in explorer.to_html(cfn)

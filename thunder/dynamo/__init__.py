@@ -8,6 +8,7 @@
     cfn.last_run      # the pieces and graph breaks of the last call, in execution order
     cfn.breaks        # why Dynamo split the program, with the user's source line
     cfn.fallbacks     # the pieces thunder could not take (run eagerly) and why
+    cfn.skipped       # functions Dynamo gave up on (plain Python, eager ops) and why
 
     torch.compile(fn, backend=ThunderCompiler(executors=["torchcompile"]))  # the backend itself
 
@@ -17,8 +18,8 @@ such programs at those points (graph breaks) and runs the Python between the pie
 its own guards; each piece is an FX ``GraphModule`` that thunder compiles, backward included.
 """
 
-from thunder.dynamo.breaks import GraphBreak
+from thunder.dynamo.breaks import GraphBreak, SkippedFrame
 from thunder.dynamo.compiler import Piece, ThunderCompiler
 from thunder.dynamo.program import ThunderFX, thunderfx
 
-__all__ = ["GraphBreak", "Piece", "ThunderCompiler", "ThunderFX", "thunderfx"]
+__all__ = ["GraphBreak", "Piece", "SkippedFrame", "ThunderCompiler", "ThunderFX", "thunderfx"]

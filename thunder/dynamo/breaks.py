@@ -68,3 +68,41 @@ def _user_function(name: str) -> str:
     """``torch_dynamo_resume_in_f_at_17`` (Dynamo's continuation of ``f``) -> ``f``."""
     m = _RESUME.match(name or "")
     return m.group(1) if m else name
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedFrame:
+    """A function (or the rest of one, after a break) Dynamo gave up on: it runs as plain
+    Python, its tensor ops eagerly, in no piece. Read from Dynamo's compilation record."""
+
+    reason: str
+    detail: str
+    filename: str
+    lineno: int
+    function: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.filename}:{self.lineno} in {self.function}"
+
+    def __str__(self) -> str:
+        return f"Dynamo runs {self.function} eagerly from {self.location} ({self.reason})"
+
+
+def skipped_frame(metrics) -> SkippedFrame | None:
+    """The frame a ``torch._dynamo.utils.CompilationMetrics`` record says Dynamo failed to
+    compile (None for a compilation that succeeded)."""
+    text = str(getattr(metrics, "fail_reason", None) or "").strip()
+    if not text:
+        return None
+    lineno = getattr(metrics, "fail_user_frame_lineno", None) or getattr(metrics, "co_firstlineno", 0) or 0
+    filename = (
+        getattr(metrics, "fail_user_frame_filename", None) or getattr(metrics, "co_filename", "?") or "?"
+    )
+    return SkippedFrame(
+        reason=_first_line(text),
+        detail=text,
+        filename=filename,
+        lineno=lineno,
+        function=_user_function(getattr(metrics, "co_name", "?") or "?"),
+    )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 
 import torch
+import torch._dynamo.utils as dynamo_utils
 
-from thunder.dynamo.breaks import GraphBreak
+from thunder.dynamo.breaks import GraphBreak, SkippedFrame, skipped_frame
 from thunder.dynamo.compiler import Fallback, Piece, ThunderCompiler
 
 
@@ -29,6 +30,7 @@ class ThunderFX:
         self.compiled = torch.compile(fn, backend=self.backend)
         self.calls = 0
         self._last: list[int] = []
+        self._skipped: dict[tuple, SkippedFrame] = {}
         name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
         self.__name__ = name
         self.__wrapped__ = fn
@@ -37,12 +39,28 @@ class ThunderFX:
     def __call__(self, *args, **kwargs):
         log: list[int] = []
         self.backend._run_log = log
+        record = getattr(dynamo_utils, "_compilation_metrics", None)  # Dynamo's record of compilations
+        seen = record[-1] if record else None
         try:
             return self.compiled(*args, **kwargs)
         finally:
             self.backend._run_log = None
             self.calls += 1
             self._last = log
+            if record and record[-1] is not seen:
+                self._note_skipped(record, seen)
+
+    def _note_skipped(self, record, seen) -> None:
+        """The frames Dynamo failed to compile during this call (newest records back to ``seen``)."""
+        new = []
+        for metrics in reversed(record):
+            if metrics is seen:
+                break
+            new.append(metrics)
+        for metrics in reversed(new):
+            frame = skipped_frame(metrics)
+            if frame is not None:
+                self._skipped.setdefault((frame.filename, frame.lineno, frame.reason), frame)
 
     @property
     def pieces(self) -> list[Piece]:
@@ -56,6 +74,11 @@ class ThunderFX:
     @property
     def fallbacks(self) -> list[Fallback]:
         return self.backend.fallbacks
+
+    @property
+    def skipped(self) -> list[SkippedFrame]:
+        """Functions (or their rest after a break) Dynamo gave up on: plain Python, eager ops."""
+        return list(self._skipped.values())
 
     @property
     def last_run(self) -> list[Piece | GraphBreak]:
@@ -85,6 +108,8 @@ class ThunderFX:
                     lines.append(f"     {step.fallback}")
         if not self._last:
             lines.append("  (no graph ran: Dynamo ran the whole call as Python)")
+        for frame in self.skipped:
+            lines.append(f"  !! {frame}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
