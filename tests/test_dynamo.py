@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -337,3 +338,19 @@ def test_functions_dynamo_gives_up_on_are_listed(capsys):
     assert frame.lineno == _line_of(formats_an_item, "print(") and frame.function == "formats_an_item"
     assert frame.filename == __file__ and frame.reason
     assert str(frame) in cf.summary()
+
+
+def with_numpy(x):
+    y = x.sin()
+    scale = np.float32(np.abs(y.detach().numpy()).max()) + 1  # Dynamo traces NumPy as torch
+    return torch.from_numpy(np.tanh(y.numpy())) * scale + y
+
+
+def test_numpy_calls_match_eager_and_every_eager_piece_says_why():
+    cf = thunderfx(with_numpy)
+    for _ in range(3):
+        x = torch.randn(4)
+        torch.testing.assert_close(cf(x), with_numpy(x))
+    assert cf.pieces
+    for p in cf.pieces:  # thunder's, or eager with thunder's reason and the user's line
+        assert p.fallback is None or ("not supported" in p.fallback.error and p.fallback.user_line)
