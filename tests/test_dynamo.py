@@ -354,3 +354,24 @@ def test_numpy_calls_match_eager_and_every_eager_piece_says_why():
     assert cf.pieces
     for p in cf.pieces:  # thunder's, or eager with thunder's reason and the user's line
         assert p.fallback is None or ("not supported" in p.fallback.error and p.fallback.user_line)
+
+
+def test_what_the_pieces_no_longer_check_is_guarded_by_dynamo():
+    # a frozen parameter, grad mode and a new dtype: each is a new graph from Dynamo, never a
+    # cached piece run on inputs its (unchecked) entry was not traced for
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    cf = thunderfx(model)
+    x = torch.randn(5, 3)
+    cf(x).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    model.zero_grad(set_to_none=True)
+    model[0].weight.requires_grad_(False)
+    cf(x).sum().backward()
+    assert [p.grad is not None for p in model.parameters()] == [False, True, True, True]
+    with torch.no_grad():
+        assert not cf(x).requires_grad
+    model.double()
+    out = cf(x.double())
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, model(x.double()))
+    assert len(cf.pieces) == 4 and all(p.dynamo_prologue is not None for p in cf.pieces)
