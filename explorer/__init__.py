@@ -11,6 +11,7 @@
     explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
     explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
     %load_ext explorer                        # then: %thunder_trace fn(x)
+    explorer.explore(cfn)                     # a thunderfx program: pieces and graph breaks
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
 and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). Imports
@@ -60,8 +61,11 @@ def explore(
     ``False`` opens flat.
     """
     from explorer.compilation import model_of
+    from explorer.pieces import explore_program, is_program
     from explorer.widget import Explorer
 
+    if is_program(obj):  # thunder.dynamo.thunderfx: its pieces in order, graph breaks between
+        return explore_program(obj, args, kwargs, view=view, depth=depth, modules=modules)
     notes = []
     if args is not None or kwargs is not None:
         from explorer.runner import measure
@@ -125,9 +129,10 @@ def graph_of(
 
 def to_html(obj, path: str | None = None, **options) -> str:
     """Write one self-contained HTML page (tree, graphs, pass stepping) and return its text."""
+    from explorer.pieces import is_program, program_report_html
     from explorer.report import report_html
 
-    page = report_html(obj, **options)
+    page = program_report_html(obj, **options) if is_program(obj) else report_html(obj, **options)
     if path is not None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(page)

@@ -2,6 +2,7 @@
 
     %load_ext explorer
     %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] [--view V] [--modules] fn(args)
+    %thunder_trace --thunderfx fn(args)     # through torch.compile: pieces and graph breaks
 
 The call is evaluated in the user's namespace: ``fn`` is jitted (a function or an
 ``nn.Module``), run on the arguments (moved to CUDA with ``--device cuda``, the module on a
@@ -33,7 +34,7 @@ class MagicUsageError(ValueError):
 
 USAGE = (
     "usage: %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] "
-    "[--view tree|graph|source|diff|timing|pair|pair-graph] [--modules] fn(args)"
+    "[--view tree|graph|source|diff|timing|pair|pair-graph] [--modules] [--thunderfx] fn(args)"
 )
 
 
@@ -44,6 +45,7 @@ class Options:
     depth: int = 1
     view: str = "tree"
     modules: bool | None = None  # group the tree and graph by module (None: when it has modules)
+    thunderfx: bool = False  # compile with thunder.dynamo.thunderfx (Dynamo splits, thunder compiles)
 
 
 def parse_line(line: str) -> tuple[Options, str]:
@@ -54,6 +56,10 @@ def parse_line(line: str) -> tuple[Options, str]:
         head, _, tail = rest.partition(" ")
         if head == "--modules":
             opts.modules = True
+            rest = tail.strip()
+            continue
+        if head == "--thunderfx":
+            opts.thunderfx = True
             rest = tail.strip()
             continue
         name, eq, value = head.partition("=")
@@ -139,6 +145,10 @@ def trace_call(src: str, ns: dict, opts: Options, notes: list[str] | None = None
     notes = list(notes or [])
     fn, args, kwargs = evaluate_call(src, ns)
     fn, args, kwargs = to_device(fn, args, kwargs, opts.device)
+    from explorer.pieces import is_program, trace_program_call
+
+    if opts.thunderfx or is_program(fn):  # the pieces Dynamo made and the graph breaks between them
+        return trace_program_call(fn, args, kwargs, opts, notes)
     jfn = thunder.jit(fn, executors=opts.executors)
     result = jfn(*args, **kwargs)
     model = model_of(jfn)
