@@ -166,6 +166,9 @@ class _Shared:
     all_tensors: bool
     all_diff: bool
     enable_grad: bool  # traced under no_grad with an enable_grad block inside
+    # inputs the call writes back into (after the Function): a saved value in their storage
+    # is saved as a copy, so thunder's own write-back is not taken for a user's in-place write
+    written: tuple[int, ...]
 
     @staticmethod
     def of(fw: Trace, bw: Trace | None, error: Exception | None, name: str) -> _Shared:
@@ -205,6 +208,7 @@ class _Shared:
             all_tensors=not other_saved,
             all_diff=diff == list(range(len(layout.first))),
             enable_grad=not fw.grad_enabled,
+            written=tuple(sorted({i for _, i in writebacks})),
         )
 
 
@@ -237,6 +241,7 @@ def _forward(shared: _Shared) -> Callable:
     )
     plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
     nondiff = shared.layout.non_differentiable
+    written = shared.written
 
     def forward(ctx, *args):
         if leaf is not None:
@@ -245,6 +250,8 @@ def _forward(shared: _Shared) -> Callable:
             outs = fw_fn(*args)
         else:
             outs, values = fw_fn(*args)
+            if written:
+                values = _apart_from(values, [args[i] for i in written])
             if all_tensors:
                 ctx.save_for_backward(*values)
             else:
@@ -258,6 +265,17 @@ def _forward(shared: _Shared) -> Callable:
         return result
 
     return forward
+
+
+def _apart_from(values, inputs: list) -> list:
+    """``values`` with each tensor that shares storage with one of ``inputs`` (which the call
+    writes back into after the Function) replaced by a copy: the backward reads the value from
+    before the write, and torch's version check of saved tensors sees no write of its own."""
+    storages = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    return [
+        v.clone() if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in storages else v
+        for v in values
+    ]
 
 
 def _backward(shared: _Shared) -> Callable:
