@@ -25,8 +25,33 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.subclass import SubclassProxy
 from thunder.core.trace import Trace
 from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.ops.autocast import autocast_state
 from thunder.transforms.grad import differentiable_outputs
 from thunder.transforms.saved_versions import SavedValueOverwrittenError
+
+
+class autocast_off:
+    """Autocast off while a compiled trace runs: its casts are in the trace (thunder/ops/autocast.py),
+    and torch's own would cast again (a backward called inside an autocast block)."""
+
+    def __enter__(self):
+        self.state = autocast_state()
+        for device_type, _ in self.state:
+            torch.set_autocast_enabled(device_type, False)
+
+    def __exit__(self, *exc):
+        for device_type, _ in self.state:
+            torch.set_autocast_enabled(device_type, True)
+
+
+def without_autocast(fn: Callable) -> Callable:
+    """``fn`` run with autocast off (the computation of an entry traced under autocast)."""
+
+    def computation(*args):
+        with autocast_off():
+            return fn(*args)
+
+    return computation
 
 
 def no_grad_computation(trace: Trace) -> Callable:
@@ -329,10 +354,11 @@ def _backward(shared: _Shared) -> Callable:
             for i, v in zip(other_saved, ctx.other_saved):
                 values[i] = v
         try:
-            if all_diff:
-                grads = bw_fn(*values, *cotangents)
-            else:
-                grads = bw_fn(*values, *[cotangents[j] for j in diff])
+            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                if all_diff:
+                    grads = bw_fn(*values, *cotangents)
+                else:
+                    grads = bw_fn(*values, *[cotangents[j] for j in diff])
             if unreached:
                 grads = list(grads)
                 for i in unreached:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.autograd_bridge import grad_computation, no_grad_computation
+from thunder.autograd_bridge import grad_computation, no_grad_computation, without_autocast
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.context import current_trace
 from thunder.core.passinfo import SubclassDispatch
@@ -37,6 +37,7 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.hf_generate import generate
+from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
@@ -265,6 +266,7 @@ class ThunderFunction:
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
                 self._dynamic.update(e.written_numbers - self._static)
+        autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
         t0 = time.perf_counter()
         try:
             acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
@@ -292,6 +294,8 @@ class ThunderFunction:
             computation = final.computation.python_callable()
         else:
             computation = no_grad_computation(final.computation)
+        if autocast:
+            computation = without_autocast(computation)
         entry = CacheEntry(
             prologue_traces=history.traces["prologue"],
             computation_traces=history.traces["computation"],

@@ -31,6 +31,7 @@ from thunder.frontend.prologue_checks import PrologueChecks
 from thunder.frontend.subclasses import subclass_input
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
+from thunder.ops.autocast import autocast_state
 
 LITERAL_TYPES = (
     int,
@@ -367,8 +368,8 @@ class Inputs:
             emit(p)
         pro.bound_symbols += self.checks.of_globals
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
-        # traced without autocast (tracing under it is refused): a call under it must miss
-        pro.bound_symbols.append(BoundSymbol(pyops.check_torch_flag, ("autocast", False), {}, None))
+        # each op's dtype depends on autocast (thunder/ops/autocast.py): a call under another state misses
+        pro.bound_symbols.append(BoundSymbol(pyops.check_autocast, (autocast_state(),), {}, None))
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
 
