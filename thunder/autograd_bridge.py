@@ -77,12 +77,38 @@ class CotangentMismatchError(TypeError):
     pass
 
 
-def _double_backward(name: str) -> DoubleBackwardError:
+def _double_backward(name: str, why: str) -> DoubleBackwardError:
     return DoubleBackwardError(
         f"thunder: the backward of {name} was asked to record its own graph (create_graph=True, a "
-        "double backward); thunder's backward traces are not differentiable yet. Call backward "
-        "without create_graph, or compute higher-order gradients outside thunder.jit."
+        f"double backward), and {why}. Call backward without create_graph, or compute higher-order "
+        "gradients outside thunder.jit."
     )
+
+
+class DoubleBackward:
+    """The backward as a differentiable computation (``transforms/double_backward.py``),
+    compiled the first time a backward is asked to record its graph: ``make()`` returns
+    ``(computation, positions)`` (the gradients it returns are those of the inputs at
+    ``positions``), or raises why it cannot."""
+
+    def __init__(self, make: Callable[[], tuple[Callable, list[int]]]):
+        self.make = make
+        self.made: tuple[Callable, list[int]] | None = None
+        self.error: Exception | None = None
+
+    def gradients(self, name: str, inputs: tuple, cotangents: tuple, n_args: int) -> tuple:
+        if self.made is None and self.error is None:
+            try:
+                self.made = self.make()
+            except Exception as e:
+                self.error = e
+        if self.error is not None:
+            raise _double_backward(name, str(self.error)) from self.error
+        computation, positions = self.made
+        grads = [None] * n_args
+        for i, g in zip(positions, computation(*inputs, *cotangents)):
+            grads[i] = g
+        return tuple(grads)
 
 
 class _Layout:
@@ -194,9 +220,12 @@ class _Shared:
     # inputs the call writes back into (after the Function): a saved value in their storage
     # is saved as a copy, so thunder's own write-back is not taken for a user's in-place write
     written: tuple[int, ...]
+    double: DoubleBackward | None  # the backward recorded (create_graph=True) by differentiating it
 
     @staticmethod
-    def of(fw: Trace, bw: Trace | None, error: Exception | None, name: str) -> _Shared:
+    def of(
+        fw: Trace, bw: Trace | None, error: Exception | None, name: str, double: DoubleBackward | None
+    ) -> _Shared:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
         writebacks = fw.info.writebacks if bw is not None else []
         layout = _Layout(outputs, fw.args)
@@ -234,16 +263,24 @@ class _Shared:
             all_diff=diff == list(range(len(layout.first))),
             enable_grad=not fw.grad_enabled,
             written=tuple(sorted({i for _, i in writebacks})),
+            double=double,
         )
 
 
 def grad_computation(
-    fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
+    fw: Trace,
+    bw: Trace | None,
+    *,
+    error: Exception | None = None,
+    name: str = "computation",
+    double: DoubleBackward | None = None,
 ) -> Callable:
     """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
     and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
-    computation (outputs only) and backward raises ``error`` (a prim without a VJP rule)."""
-    shared = _Shared.of(fw, bw, error, name)
+    computation (outputs only) and backward raises ``error`` (a prim without a VJP rule).
+    ``double``: what a backward asked to record its graph runs (the forward's inputs are kept
+    for it, with their versions)."""
+    shared = _Shared.of(fw, bw, error, name, double)
     fn = type(
         f"ThunderAutogradFunction_{name}",
         (torch.autograd.Function,),
@@ -266,11 +303,14 @@ def _forward(shared: _Shared) -> Callable:
     )
     plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
     nondiff = shared.layout.non_differentiable
-    written = shared.written
+    written, double = shared.written, shared.double is not None
 
     def forward(ctx, *args):
         if leaf is not None:
             args = args[:-1]
+        if double:  # a double backward recomputes from the inputs: an input written since is an error
+            ctx.inputs = args
+            ctx.versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
         if not saves:
             outs = fw_fn(*args)
         else:
@@ -322,11 +362,13 @@ def _backward(shared: _Shared) -> Callable:
     )
     all_diff, diff = shared.all_diff, shared.layout.differentiable
 
+    double = shared.double
+
     def backward(ctx, *cotangents):
         if error is not None:
             raise error
-        if torch.is_grad_enabled():
-            raise _double_backward(name)
+        if torch.is_grad_enabled() and double is None:
+            raise _double_backward(name, "this entry has no differentiable backward")
         for message, reaching in overwritten:
             if any(cotangents[j] is not None for j in reaching):
                 raise SavedValueOverwrittenError(message)
@@ -338,6 +380,10 @@ def _backward(shared: _Shared) -> Callable:
             cotangents = tuple(
                 torch.zeros(m[0], dtype=m[1], device=m[2]) if c is None and m is not None else c
                 for c, m in zip(cotangents, like)
+            )
+        if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too
+            return _recorded_backward(
+                ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
             )
         try:
             tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
@@ -373,6 +419,31 @@ def _backward(shared: _Shared) -> Callable:
             ) from e
 
     return backward
+
+
+def _recorded_backward(
+    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
+) -> tuple:
+    """A backward that records its own graph: the forward's inputs and the cotangents through
+    the backward as a differentiable computation (its own autograd Function)."""
+    try:
+        ctx.saved_tensors  # noqa: B018 (torch's error once freed: a second backward without retain_graph)
+    except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
+        if "modified by an inplace operation" not in str(e):
+            raise
+        raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
+    for a, v in zip(ctx.inputs, ctx.versions):
+        if v is not None and a._version != v:
+            raise SavedValueOverwrittenError(
+                f"thunder: the backward of {name} recomputes from its inputs to record its graph "
+                "(create_graph=True), and one of them was written in place since the call"
+            )
+    if not all_diff:
+        cotangents = [cotangents[j] for j in diff]
+    grads = double.gradients(name, ctx.inputs, tuple(cotangents), n_args)
+    if unreached:
+        grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
+    return grads if leaf is None else (*grads, None)
 
 
 def _call(shared: _Shared, apply: Callable) -> Callable:

@@ -17,11 +17,12 @@ import gc
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.autograd_bridge import grad_computation, no_grad_computation, without_autocast
+from thunder.autograd_bridge import DoubleBackward, grad_computation, no_grad_computation, without_autocast
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.context import current_trace
 from thunder.core.passinfo import SubclassDispatch
@@ -40,6 +41,7 @@ from thunder.hf_generate import generate
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.double_backward import differentiable_backward
 from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
 from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
@@ -95,6 +97,9 @@ class CacheEntry:
     miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
     pass_times: list[tuple[str, str, float]]
     written_numbers: frozenset = frozenset()  # int literals the function wrote back
+    # the traces of the backward as a computation and of its backward, made by the first
+    # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
+    double_backward_traces: dict[str, list[Trace]] | None = None
 
 
 @dataclasses.dataclass
@@ -141,6 +146,7 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
         ctx.grad_error = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
+    ctx.joint = joint
     return bundle.replace(computation=joint)
 
 
@@ -286,9 +292,14 @@ class ThunderFunction:
         ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
         final = run_pipeline(bundle, PIPELINE, ctx, history)
         grad_error = ctx.grad_error
+        double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
+        if final.backward is not None:
+            double = DoubleBackward(
+                functools.partial(_double_backward, self.executors, self.__name__, ctx.joint, entry_ref)
+            )
         if final.backward is not None or grad_error is not None:
             computation = grad_computation(
-                final.computation, final.backward, error=grad_error, name=self.__name__
+                final.computation, final.backward, error=grad_error, name=self.__name__, double=double
             )
         elif ctx.autograd_records:
             computation = final.computation.python_callable()
@@ -310,6 +321,8 @@ class ThunderFunction:
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
         )
+        if double is not None:
+            entry_ref.append(weakref.ref(entry))
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._cache.add(entry)
         n = self.stats.cache_misses
@@ -322,6 +335,38 @@ class ThunderFunction:
                 stacklevel=3,
             )
         return entry
+
+
+def _double_backward(
+    executors: list[Executor], name: str, joint: Trace, entry: list
+) -> tuple[Callable, list[int]]:
+    """The backward of ``joint`` as a computation of (inputs, cotangents), run through the
+    grad pipeline: its own backward is the backward of the backward. Its traces are kept on
+    the entry (``entry``: a weak reference to it, once made; ``thunder.last_double_backward_traces``)."""
+    t0 = time.perf_counter()
+    trace, positions = differentiable_backward(joint)
+    bundle = TraceBundle(None, trace, None)
+    history = History.start(bundle, time.perf_counter() - t0)
+    ctx = PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH)
+    final = run_pipeline(bundle, PIPELINE[1:], ctx, history)  # (differentiable_backward ran dce)
+    if final.backward is None and ctx.grad_error is None:
+        computation = no_grad_computation(final.computation)
+    else:
+        double = None
+        if final.backward is not None:  # a third order, and so on
+            double = DoubleBackward(
+                functools.partial(_double_backward, executors, f"{name}_backward", ctx.joint, [])
+            )
+        computation = grad_computation(
+            final.computation, final.backward, error=ctx.grad_error, name=f"{name}_backward", double=double
+        )
+    made = entry[0]() if entry else None
+    if made is not None:
+        made.double_backward_traces = {
+            "computation": history.traces["computation"],
+            "backward": history.traces["backward"],
+        }
+    return computation, positions
 
 
 @contextlib.contextmanager
@@ -511,6 +556,19 @@ def last_epilogue_traces(obj) -> list[Trace]:
 
 def last_backward_traces(obj) -> list[Trace]:
     return _last(obj).backward_traces
+
+
+def last_double_backward_traces(obj) -> dict[str, list[Trace]]:
+    """The traces of the last entry's backward made differentiable, after a backward asked to
+    record its graph (``torch.autograd.grad(..., create_graph=True)``): ``"computation"``, the
+    backward as a computation of (inputs, cotangents), first to last, and ``"backward"``, its
+    own backward (the backward of the backward)."""
+    traces = _last(obj).double_backward_traces
+    if traces is None:
+        raise RuntimeError(
+            "thunder: no backward of the last entry has recorded its graph (create_graph=True) yet"
+        )
+    return traces
 
 
 def compile_stats(obj) -> CompileStats:
