@@ -75,6 +75,9 @@ class Inputs:
         self.sources: dict[str, tuple[Any, Unpack, Any]] = {}
         self.checks = PrologueChecks()
         self.tensor_inputs: list[TensorProxy] = []  # every tensor proxy made for an input
+        # the inner tensors of subclass inputs as meta tensors laid out as the caller's: a view
+        # the layout cannot give raises as in eager
+        self.inner_layouts: dict[str, torch.Tensor] = {}
         self.captured: dict[int, TensorProxy] = {}
         self.module_proxy: AnyProxy | None = None
         self.seen: dict[int, Any] = {}  # id(real tensor or object) -> its proxy or wrapper
