@@ -157,7 +157,9 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     # the dispatch's aten ops may depend on each inner tensor's layout (a view): checked too
     for attr, ip in inner.items():
         it = getattr(t, attr)
-        inputs.inner_layouts[ip.name] = torch.empty_strided(it.shape, it.stride(), dtype=it.dtype, device="meta")
+        inputs.inner_layouts[ip.name] = torch.empty_strided(
+            it.shape, it.stride(), dtype=it.dtype, device="meta"
+        )
         inputs.checks.of_values.append(BoundSymbol(pyops.check_strides, (ip, tuple(it.stride())), {}, None))
     return instance
 
