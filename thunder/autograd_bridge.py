@@ -77,6 +77,29 @@ class CotangentMismatchError(TypeError):
     pass
 
 
+class CotangentBackwards:
+    """Backwards traced for cotangents of another class than the entry's backward expects: a
+    plain tensor for a subclass output (what a loss computed from the output's values passes
+    in eager). One per set of such outputs, made on first use by ``make(names)``, which returns
+    ``(callable, positions)``: the callable takes the inputs and the cotangents (it recomputes
+    the forward) and returns the gradients of the inputs at ``positions``."""
+
+    def __init__(self, make: Callable[[frozenset[str]], tuple[Callable, list[int]]]):
+        self.make = make
+        self.made: dict[frozenset[str], tuple[Callable, list[int]]] = {}
+
+    def gradients(self, plain: frozenset[str], inputs: tuple, cotangents: list, n_args: int) -> tuple:
+        made = self.made.get(plain)
+        if made is None:
+            made = self.made[plain] = self.make(plain)
+        fn, positions = made
+        grads = [None] * n_args
+        with torch.no_grad():
+            for i, g in zip(positions, fn(*inputs, *cotangents)):
+                grads[i] = g
+        return tuple(grads)
+
+
 def _double_backward(name: str, why: str) -> DoubleBackwardError:
     return DoubleBackwardError(
         f"thunder: the backward of {name} was asked to record its own graph (create_graph=True, a "
@@ -221,10 +244,19 @@ class _Shared:
     # is saved as a copy, so thunder's own write-back is not taken for a user's in-place write
     written: tuple[int, ...]
     double: DoubleBackward | None  # the backward recorded (create_graph=True) by differentiating it
+    # backwards for plain cotangents of subclass outputs, and the class each cotangent is
+    # traced for (per cotangent the backward takes: the output's name and its subclass or None)
+    others: CotangentBackwards | None
+    cotangent_kinds: list[tuple[str, type | None]]
 
     @staticmethod
     def of(
-        fw: Trace, bw: Trace | None, error: Exception | None, name: str, double: DoubleBackward | None
+        fw: Trace,
+        bw: Trace | None,
+        error: Exception | None,
+        name: str,
+        double: DoubleBackward | None,
+        others: CotangentBackwards | None,
     ) -> _Shared:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
         writebacks = fw.info.writebacks if bw is not None else []
@@ -264,6 +296,11 @@ class _Shared:
             enable_grad=not fw.grad_enabled,
             written=tuple(sorted({i for _, i in writebacks})),
             double=double,
+            others=others,
+            cotangent_kinds=[
+                (o.name, o.subclass if isinstance(o, SubclassProxy) else None)
+                for o in (layout.function_outputs[j] for j in diff)
+            ],
         )
 
 
@@ -274,13 +311,14 @@ def grad_computation(
     error: Exception | None = None,
     name: str = "computation",
     double: DoubleBackward | None = None,
+    others: CotangentBackwards | None = None,
 ) -> Callable:
     """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
     and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
     computation (outputs only) and backward raises ``error`` (a prim without a VJP rule).
     ``double``: what a backward asked to record its graph runs (the forward's inputs are kept
-    for it, with their versions)."""
-    shared = _Shared.of(fw, bw, error, name, double)
+    for it, with their versions). ``others``: backwards for plain cotangents of subclass outputs."""
+    shared = _Shared.of(fw, bw, error, name, double, others)
     fn = type(
         f"ThunderAutogradFunction_{name}",
         (torch.autograd.Function,),
@@ -303,7 +341,7 @@ def _forward(shared: _Shared) -> Callable:
     )
     plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
     nondiff = shared.layout.non_differentiable
-    written, double = shared.written, shared.double is not None
+    written, double = shared.written, shared.double is not None or shared.others is not None
 
     def forward(ctx, *args):
         if leaf is not None:
@@ -362,7 +400,7 @@ def _backward(shared: _Shared) -> Callable:
     )
     all_diff, diff = shared.all_diff, shared.layout.differentiable
 
-    double = shared.double
+    double, others, kinds = shared.double, shared.others, shared.cotangent_kinds
 
     def backward(ctx, *cotangents):
         if error is not None:
@@ -412,6 +450,15 @@ def _backward(shared: _Shared) -> Callable:
                 grads = tuple(grads)
             return grads if leaf is None else (*grads, None)
         except PrologueCheckFailed as e:  # the backward's checks of subclass cotangents
+            plain = _plain_cotangents(kinds, cotangents if all_diff else [cotangents[j] for j in diff])
+            if others is not None and plain:
+                _check_versions(ctx, name)
+                grads = others.gradients(
+                    plain, ctx.inputs, cotangents if all_diff else [cotangents[j] for j in diff], n_args
+                )
+                if unreached:
+                    grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
+                return grads if leaf is None else (*grads, None)
             raise CotangentMismatchError(
                 f"thunder: the backward of {name} was traced for the gradient of each tensor-subclass output "
                 f"to be a tensor of the same subclass with inner tensors like the output's (what out.backward() "
@@ -419,6 +466,28 @@ def _backward(shared: _Shared) -> Callable:
             ) from e
 
     return backward
+
+
+def _check_versions(ctx, name: str) -> None:
+    """A backward that recomputes from the inputs: none may have been written since the call."""
+    for a, v in zip(ctx.inputs, ctx.versions):
+        if v is not None and a._version != v:
+            raise SavedValueOverwrittenError(
+                f"thunder: the backward of {name} recomputes its forward from its inputs (to record its graph, "
+                "or for a gradient of another class than traced), and one of them was written in place since the call"
+            )
+
+
+def _plain_cotangents(kinds, cotangents) -> frozenset[str]:
+    """The subclass outputs whose cotangent is a plain tensor; empty when another cotangent is
+    of a class the backward was not traced for."""
+    plain = set()
+    for (name, cls), c in zip(kinds, cotangents):
+        if cls is not None and type(c) is torch.Tensor:
+            plain.add(name)
+        elif cls is not None and type(c) is not cls:
+            return frozenset()
+    return frozenset(plain)
 
 
 def _recorded_backward(
@@ -432,12 +501,7 @@ def _recorded_backward(
         if "modified by an inplace operation" not in str(e):
             raise
         raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
-    for a, v in zip(ctx.inputs, ctx.versions):
-        if v is not None and a._version != v:
-            raise SavedValueOverwrittenError(
-                f"thunder: the backward of {name} recomputes from its inputs to record its graph "
-                "(create_graph=True), and one of them was written in place since the call"
-            )
+    _check_versions(ctx, name)
     if not all_diff:
         cotangents = [cotangents[j] for j in diff]
     grads = double.gradients(name, ctx.inputs, tuple(cotangents), n_args)

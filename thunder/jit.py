@@ -22,12 +22,19 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.autograd_bridge import DoubleBackward, grad_computation, no_grad_computation, without_autocast
+from thunder.autograd_bridge import (
+    CotangentBackwards,
+    DoubleBackward,
+    grad_computation,
+    no_grad_computation,
+    without_autocast,
+)
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.context import current_trace
 from thunder.core.passinfo import SubclassDispatch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
+from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
@@ -41,10 +48,10 @@ from thunder.hf_generate import generate
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
-from thunder.transforms.double_backward import differentiable_backward
-from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.double_backward import backward_from_inputs, differentiable_backward
+from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
 from thunder.transforms.fuse import fuse
-from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
+from thunder.transforms.grad import NoVJPError, differentiable_outputs, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.saved_versions import check_saved_versions
 from thunder.transforms.split import split_forward_backward
@@ -297,9 +304,21 @@ class ThunderFunction:
             double = DoubleBackward(
                 functools.partial(_double_backward, self.executors, self.__name__, ctx.joint, entry_ref)
             )
+        others = None
+        if final.backward is not None and any(
+            isinstance(p, SubclassProxy) for p in differentiable_outputs(*_outputs_and_args(ctx.joint))
+        ):
+            comps = history.traces["computation"]
+            before = comps[[i for i, t in enumerate(comps) if t is ctx.joint][0] - 1]
+            others = CotangentBackwards(functools.partial(_cotangent_backward, self.executors, before))
         if final.backward is not None or grad_error is not None:
             computation = grad_computation(
-                final.computation, final.backward, error=grad_error, name=self.__name__, double=double
+                final.computation,
+                final.backward,
+                error=grad_error,
+                name=self.__name__,
+                double=double,
+                others=others,
             )
         elif ctx.autograd_records:
             computation = final.computation.python_callable()
@@ -367,6 +386,26 @@ def _double_backward(
             "backward": history.traces["backward"],
         }
     return computation, positions
+
+
+def _outputs_and_args(joint: Trace) -> tuple[list, list]:
+    n_ct = len(joint.info.cotangents)
+    return list(joint.output[0]), joint.args[: len(joint.args) - n_ct]
+
+
+def _cotangent_backward(
+    executors: list[Executor], trace: Trace, plain: frozenset[str]
+) -> tuple[Callable, list[int]]:
+    """A backward of ``trace`` (the computation before the grad pass) for plain cotangents of
+    the subclass outputs named in ``plain``: (inputs, cotangents) -> gradients, recomputing the
+    forward, flat inside (``CotangentBackwards``)."""
+    joint = differentiate(trace, SUBCLASS_DISPATCH, plain)
+    computation, positions = backward_from_inputs(joint)
+    bundle = TraceBundle(None, computation, None)
+    history = History.start(bundle, 0.0)
+    passes = (Pass("flatten_tensor_subclasses", on("computation", flatten_inside)), *PIPELINE[-3:])
+    final = run_pipeline(bundle, passes, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history)
+    return final.computation.python_callable(), positions
 
 
 @contextlib.contextmanager

@@ -64,6 +64,24 @@ def _why_not(joint: Trace) -> str | None:
     return None
 
 
+def backward_from_inputs(joint: Trace) -> tuple[Trace, list[int]]:
+    """``(inputs, cotangents) -> gradients`` of the inputs that get one, as ``joint`` records
+    them (not differentiable: for a backward traced for other cotangents than the entry's,
+    which recomputes its forward); and the positions of those inputs."""
+    if joint.info.writebacks:
+        raise DoubleBackwardUnsupported(
+            "thunder: a backward from the inputs of a function that writes into them"
+        )
+    _, grads = joint.output
+    trace = joint.derive("Backward from the inputs")
+    trace.name = "backward_from_inputs"
+    trace.info.cotangents = None
+    trace.bound_symbols = list(joint.bound_symbols)
+    positions = [i for i, g in enumerate(grads) if g is not None]
+    trace.output = tuple(grads[i] for i in positions)
+    return dce(trace), positions
+
+
 def differentiable_backward(joint: Trace) -> tuple[Trace, list[int]]:
     """``(inputs, cotangents) -> gradients`` of the inputs that get one, recorded under grad
     mode with every floating cotangent requiring grad; and the positions of those inputs."""
