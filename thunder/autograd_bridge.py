@@ -11,6 +11,12 @@ after the Function with autograd on, so an input's history (or the leaf error) i
 An input whose value reaches only outputs that the backward gets no gradient for (a second
 head left out of the loss) gets ``None`` as its gradient, as in eager, not zeros: an
 optimizer skips a parameter whose ``.grad`` is None (no weight decay, no momentum step).
+
+Two backwards are made on demand from the forward's inputs (kept, with their versions, for
+them): a backward asked to record its graph (``create_graph=True``) runs the backward as a
+differentiable computation (``DoubleBackward``, ``transforms/double_backward.py``), and a
+plain gradient of a tensor-subclass output runs a backward traced for it
+(``CotangentBackwards``).
 """
 
 from __future__ import annotations
