@@ -169,3 +169,20 @@ def test_an_autocast_training_loop_follows_eager(make, inputs):
         assert q.grad.dtype == p.grad.dtype, name
         torch.testing.assert_close(q, p, **BF16, msg=name)
     assert thunder.compile_stats(jm).cache_misses == 1
+
+
+def test_a_gradient_penalty_under_autocast_follows_eager():
+    def critic(x, w):
+        return torch.tanh(x @ w).sum()
+
+    def penalty(fn, x, w):
+        x = x.clone().requires_grad_()
+        with _autocast():
+            (g,) = torch.autograd.grad(fn(x, w), x, create_graph=True)
+            loss = (g.float().norm() - 1) ** 2
+        return torch.autograd.grad(loss, w)[0]
+
+    x, w = _x(4, 8), _x(8, 3).requires_grad_()
+    got, expected = penalty(thunder.jit(critic), x, w), penalty(critic, x, w)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, **BF16)

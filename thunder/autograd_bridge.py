@@ -426,9 +426,10 @@ def _backward(shared: _Shared) -> Callable:
                 for c, m in zip(cotangents, like)
             )
         if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too
-            return _recorded_backward(
-                ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
-            )
+            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                return _recorded_backward(
+                    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
+                )
         try:
             tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
         except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
@@ -459,9 +460,10 @@ def _backward(shared: _Shared) -> Callable:
             plain = _plain_cotangents(kinds, cotangents if all_diff else [cotangents[j] for j in diff])
             if others is not None and plain:
                 _check_versions(ctx, name)
-                grads = others.gradients(
-                    plain, ctx.inputs, cotangents if all_diff else [cotangents[j] for j in diff], n_args
-                )
+                with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                    grads = others.gradients(
+                        plain, ctx.inputs, cotangents if all_diff else [cotangents[j] for j in diff], n_args
+                    )
                 if unreached:
                     grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
                 return grads if leaf is None else (*grads, None)
