@@ -206,17 +206,6 @@ def test_uniform_and_normal_in_place():
     assert 2.0 <= x.min() and x.max() <= 3.0
 
 
-def test_autocast_is_a_clear_error_not_a_wrong_dtype():
-    def f(x, w):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            return x @ w  # autocast-line
-
-    with pytest.raises(UnsupportedOpError, match="autocast") as e:
-        thunder.jit(f)(torch.randn(2, 2), torch.randn(2, 2))
-    assert "autocast-line" in str(e.value)
-    assert not torch.is_autocast_enabled("cpu")
-
-
 def test_views_see_later_writes_to_their_base_as_in_eager():
     def f(x):
         row, xt = x[0], x.t()

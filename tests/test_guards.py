@@ -639,7 +639,7 @@ def test_attributes_of_the_users_own_module_changed():
 
 def test_a_call_under_autocast_misses_an_entry_traced_without_it():
     # the cached program computes in float32; under autocast eager's matmul is bfloat16, so
-    # the entry must not answer (tracing under autocast is a clear refusal)
+    # the entry must not answer: the call under autocast makes an entry of its own
     def f(x, w):
         return (x @ w).sum(-1)
 
@@ -648,11 +648,12 @@ def test_a_call_under_autocast_misses_an_entry_traced_without_it():
     assert jf(x, w).dtype is torch.float32
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert f(x, w).dtype is torch.bfloat16
-        with pytest.raises(UnsupportedOpError, match="autocast"):
-            jf(x, w)
+        assert jf(x, w).dtype is torch.bfloat16
     torch.testing.assert_close(jf(x, w), f(x, w))
     assert jf.stats.cache_misses == 2 and jf.stats.cache_hits == 1
-    assert "check_torch_flag('autocast', False)" in str(thunder.last_prologue_traces(jf)[-1])
+    first, second = (e.prologue_traces[-1] for e in thunder.compile_stats(jf).entries)
+    assert "check_autocast(())" in str(first)
+    assert "check_autocast((('cpu', torch.bfloat16),))" in str(second)
 
 
 def scaled_by_default(x, opts={"scale": 2.0}, *, shift=(1.0,)):  # noqa: B006 (the mutable default is the point)

@@ -84,6 +84,25 @@ def test_gradients_through_writes_into_a_non_leaf_input(write):
     torch.testing.assert_close(w.grad, expected)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, w: x.mul_(w).sum(),
+        lambda x, w: (x[1:].mul_(w[1:]), (x * w).sum())[1],
+        lambda x, w: (x.T.add_(w), (x.exp() * w).sum())[1],
+    ],
+    ids=["mul_", "a view's mul_", "read after the write"],
+)
+def test_thunders_write_back_into_a_plain_input_is_not_a_users_write(fn):
+    x, w = torch.randn(3, 3), torch.randn(3, 3, requires_grad=True)
+    x_eager, w_eager = x.clone(), w.detach().clone().requires_grad_()
+    fn(x_eager, w_eager).backward()
+    x_thunder = x.clone()
+    thunder.jit(fn)(x_thunder, w).backward()
+    torch.testing.assert_close(w.grad, w_eager.grad)
+    torch.testing.assert_close(x_thunder, x_eager.detach())
+
+
 def test_zero_keeps_requires_grad():
     def f(y):
         return y.zero_()

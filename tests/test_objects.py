@@ -103,7 +103,7 @@ def prologue(*args, **kwargs):
   prims.check_no_alias(t_cache_k, x, written=1)
   prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   prims.check_grad_enabled(True)
-  prims.check_torch_flag('autocast', False)
+  prims.check_autocast(())
   return ((x, t_cache_k), (cache,))
 """
 

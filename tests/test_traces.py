@@ -63,8 +63,8 @@ def prologue(*args, **kwargs):
     # prims.check_tensor(x, (3,), torch.float32, 'cpu', False)
   pythonex.check_grad_enabled(True)
     # prims.check_grad_enabled(True)
-  pythonex.check_torch_flag('autocast', False)
-    # prims.check_torch_flag('autocast', False)
+  pythonex.check_autocast(())
+    # prims.check_autocast(())
   return ((x,), ())
 """
 

@@ -11,6 +11,12 @@ after the Function with autograd on, so an input's history (or the leaf error) i
 An input whose value reaches only outputs that the backward gets no gradient for (a second
 head left out of the loss) gets ``None`` as its gradient, as in eager, not zeros: an
 optimizer skips a parameter whose ``.grad`` is None (no weight decay, no momentum step).
+
+Two backwards are made on demand from the forward's inputs (kept, with their versions, for
+them): a backward asked to record its graph (``create_graph=True``) runs the backward as a
+differentiable computation (``DoubleBackward``, ``transforms/double_backward.py``), and a
+plain gradient of a tensor-subclass output runs a backward traced for it
+(``CotangentBackwards``).
 """
 
 from __future__ import annotations
@@ -25,8 +31,33 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.subclass import SubclassProxy
 from thunder.core.trace import Trace
 from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.ops.autocast import autocast_state
 from thunder.transforms.grad import differentiable_outputs
 from thunder.transforms.saved_versions import SavedValueOverwrittenError
+
+
+class autocast_off:
+    """Autocast off while a compiled trace runs: its casts are in the trace (thunder/ops/autocast.py),
+    and torch's own would cast again (a backward called inside an autocast block)."""
+
+    def __enter__(self):
+        self.state = autocast_state()
+        for device_type, _ in self.state:
+            torch.set_autocast_enabled(device_type, False)
+
+    def __exit__(self, *exc):
+        for device_type, _ in self.state:
+            torch.set_autocast_enabled(device_type, True)
+
+
+def without_autocast(fn: Callable) -> Callable:
+    """``fn`` run with autocast off (the computation of an entry traced under autocast)."""
+
+    def computation(*args):
+        with autocast_off():
+            return fn(*args)
+
+    return computation
 
 
 def no_grad_computation(trace: Trace) -> Callable:
@@ -52,12 +83,61 @@ class CotangentMismatchError(TypeError):
     pass
 
 
-def _double_backward(name: str) -> DoubleBackwardError:
+class CotangentBackwards:
+    """Backwards traced for cotangents of another class than the entry's backward expects: a
+    plain tensor for a subclass output (what a loss computed from the output's values passes
+    in eager). One per set of such outputs, made on first use by ``make(names)``, which returns
+    ``(callable, positions)``: the callable takes the inputs and the cotangents (it recomputes
+    the forward) and returns the gradients of the inputs at ``positions``."""
+
+    def __init__(self, make: Callable[[frozenset[str]], tuple[Callable, list[int]]]):
+        self.make = make
+        self.made: dict[frozenset[str], tuple[Callable, list[int]]] = {}
+
+    def gradients(self, plain: frozenset[str], inputs: tuple, cotangents: list, n_args: int) -> tuple:
+        made = self.made.get(plain)
+        if made is None:
+            made = self.made[plain] = self.make(plain)
+        fn, positions = made
+        grads = [None] * n_args
+        with torch.no_grad():
+            for i, g in zip(positions, fn(*inputs, *cotangents)):
+                grads[i] = g
+        return tuple(grads)
+
+
+def _double_backward(name: str, why: str) -> DoubleBackwardError:
     return DoubleBackwardError(
         f"thunder: the backward of {name} was asked to record its own graph (create_graph=True, a "
-        "double backward); thunder's backward traces are not differentiable yet. Call backward "
-        "without create_graph, or compute higher-order gradients outside thunder.jit."
+        f"double backward), and {why}. Call backward without create_graph, or compute higher-order "
+        "gradients outside thunder.jit."
     )
+
+
+class DoubleBackward:
+    """The backward as a differentiable computation (``transforms/double_backward.py``),
+    compiled the first time a backward is asked to record its graph: ``make()`` returns
+    ``(computation, positions)`` (the gradients it returns are those of the inputs at
+    ``positions``), or raises why it cannot."""
+
+    def __init__(self, make: Callable[[], tuple[Callable, list[int]]]):
+        self.make = make
+        self.made: tuple[Callable, list[int]] | None = None
+        self.error: Exception | None = None
+
+    def gradients(self, name: str, inputs: tuple, cotangents: tuple, n_args: int) -> tuple:
+        if self.made is None and self.error is None:
+            try:
+                self.made = self.make()
+            except Exception as e:
+                self.error = e
+        if self.error is not None:
+            raise _double_backward(name, str(self.error)) from self.error
+        computation, positions = self.made
+        grads = [None] * n_args
+        for i, g in zip(positions, computation(*inputs, *cotangents)):
+            grads[i] = g
+        return tuple(grads)
 
 
 class _Layout:
@@ -166,9 +246,24 @@ class _Shared:
     all_tensors: bool
     all_diff: bool
     enable_grad: bool  # traced under no_grad with an enable_grad block inside
+    # inputs the call writes back into (after the Function): a saved value in their storage
+    # is saved as a copy, so thunder's own write-back is not taken for a user's in-place write
+    written: tuple[int, ...]
+    double: DoubleBackward | None  # the backward recorded (create_graph=True) by differentiating it
+    # backwards for plain cotangents of subclass outputs, and the class each cotangent is
+    # traced for (per cotangent the backward takes: the output's name and its subclass or None)
+    others: CotangentBackwards | None
+    cotangent_kinds: list[tuple[str, type | None]]
 
     @staticmethod
-    def of(fw: Trace, bw: Trace | None, error: Exception | None, name: str) -> _Shared:
+    def of(
+        fw: Trace,
+        bw: Trace | None,
+        error: Exception | None,
+        name: str,
+        double: DoubleBackward | None,
+        others: CotangentBackwards | None,
+    ) -> _Shared:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
         writebacks = fw.info.writebacks if bw is not None else []
         layout = _Layout(outputs, fw.args)
@@ -205,16 +300,31 @@ class _Shared:
             all_tensors=not other_saved,
             all_diff=diff == list(range(len(layout.first))),
             enable_grad=not fw.grad_enabled,
+            written=tuple(sorted({i for _, i in writebacks})),
+            double=double,
+            others=others,
+            cotangent_kinds=[
+                (o.name, o.subclass if isinstance(o, SubclassProxy) else None)
+                for o in (layout.function_outputs[j] for j in diff)
+            ],
         )
 
 
 def grad_computation(
-    fw: Trace, bw: Trace | None, *, error: Exception | None = None, name: str = "computation"
+    fw: Trace,
+    bw: Trace | None,
+    *,
+    error: Exception | None = None,
+    name: str = "computation",
+    double: DoubleBackward | None = None,
+    others: CotangentBackwards | None = None,
 ) -> Callable:
     """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
     and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
-    computation (outputs only) and backward raises ``error`` (a prim without a VJP rule)."""
-    shared = _Shared.of(fw, bw, error, name)
+    computation (outputs only) and backward raises ``error`` (a prim without a VJP rule).
+    ``double``: what a backward asked to record its graph runs (the forward's inputs are kept
+    for it, with their versions). ``others``: backwards for plain cotangents of subclass outputs."""
+    shared = _Shared.of(fw, bw, error, name, double, others)
     fn = type(
         f"ThunderAutogradFunction_{name}",
         (torch.autograd.Function,),
@@ -237,14 +347,20 @@ def _forward(shared: _Shared) -> Callable:
     )
     plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
     nondiff = shared.layout.non_differentiable
+    written, double = shared.written, shared.double is not None or shared.others is not None
 
     def forward(ctx, *args):
         if leaf is not None:
             args = args[:-1]
+        if double:  # a double backward recomputes from the inputs: an input written since is an error
+            ctx.inputs = args
+            ctx.versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
         if not saves:
             outs = fw_fn(*args)
         else:
             outs, values = fw_fn(*args)
+            if written:
+                values = _apart_from(values, [args[i] for i in written])
             if all_tensors:
                 ctx.save_for_backward(*values)
             else:
@@ -258,6 +374,17 @@ def _forward(shared: _Shared) -> Callable:
         return result
 
     return forward
+
+
+def _apart_from(values, inputs: list) -> list:
+    """``values`` with each tensor that shares storage with one of ``inputs`` (which the call
+    writes back into after the Function) replaced by a copy: the backward reads the value from
+    before the write, and torch's version check of saved tensors sees no write of its own."""
+    storages = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    return [
+        v.clone() if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in storages else v
+        for v in values
+    ]
 
 
 def _backward(shared: _Shared) -> Callable:
@@ -279,11 +406,13 @@ def _backward(shared: _Shared) -> Callable:
     )
     all_diff, diff = shared.all_diff, shared.layout.differentiable
 
+    double, others, kinds = shared.double, shared.others, shared.cotangent_kinds
+
     def backward(ctx, *cotangents):
         if error is not None:
             raise error
-        if torch.is_grad_enabled():
-            raise _double_backward(name)
+        if torch.is_grad_enabled() and double is None:
+            raise _double_backward(name, "this entry has no differentiable backward")
         for message, reaching in overwritten:
             if any(cotangents[j] is not None for j in reaching):
                 raise SavedValueOverwrittenError(message)
@@ -296,6 +425,11 @@ def _backward(shared: _Shared) -> Callable:
                 torch.zeros(m[0], dtype=m[1], device=m[2]) if c is None and m is not None else c
                 for c, m in zip(cotangents, like)
             )
+        if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too
+            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                return _recorded_backward(
+                    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
+                )
         try:
             tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
         except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
@@ -311,10 +445,11 @@ def _backward(shared: _Shared) -> Callable:
             for i, v in zip(other_saved, ctx.other_saved):
                 values[i] = v
         try:
-            if all_diff:
-                grads = bw_fn(*values, *cotangents)
-            else:
-                grads = bw_fn(*values, *[cotangents[j] for j in diff])
+            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                if all_diff:
+                    grads = bw_fn(*values, *cotangents)
+                else:
+                    grads = bw_fn(*values, *[cotangents[j] for j in diff])
             if unreached:
                 grads = list(grads)
                 for i in unreached:
@@ -322,6 +457,16 @@ def _backward(shared: _Shared) -> Callable:
                 grads = tuple(grads)
             return grads if leaf is None else (*grads, None)
         except PrologueCheckFailed as e:  # the backward's checks of subclass cotangents
+            plain = _plain_cotangents(kinds, cotangents if all_diff else [cotangents[j] for j in diff])
+            if others is not None and plain:
+                _check_versions(ctx, name)
+                with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                    grads = others.gradients(
+                        plain, ctx.inputs, cotangents if all_diff else [cotangents[j] for j in diff], n_args
+                    )
+                if unreached:
+                    grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
+                return grads if leaf is None else (*grads, None)
             raise CotangentMismatchError(
                 f"thunder: the backward of {name} was traced for the gradient of each tensor-subclass output "
                 f"to be a tensor of the same subclass with inner tensors like the output's (what out.backward() "
@@ -329,6 +474,48 @@ def _backward(shared: _Shared) -> Callable:
             ) from e
 
     return backward
+
+
+def _check_versions(ctx, name: str) -> None:
+    """A backward that recomputes from the inputs: none may have been written since the call."""
+    for a, v in zip(ctx.inputs, ctx.versions):
+        if v is not None and a._version != v:
+            raise SavedValueOverwrittenError(
+                f"thunder: the backward of {name} recomputes its forward from its inputs (to record its graph, "
+                "or for a gradient of another class than traced), and one of them was written in place since the call"
+            )
+
+
+def _plain_cotangents(kinds, cotangents) -> frozenset[str]:
+    """The subclass outputs whose cotangent is a plain tensor; empty when another cotangent is
+    of a class the backward was not traced for."""
+    plain = set()
+    for (name, cls), c in zip(kinds, cotangents):
+        if cls is not None and type(c) is torch.Tensor:
+            plain.add(name)
+        elif cls is not None and type(c) is not cls:
+            return frozenset()
+    return frozenset(plain)
+
+
+def _recorded_backward(
+    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
+) -> tuple:
+    """A backward that records its own graph: the forward's inputs and the cotangents through
+    the backward as a differentiable computation (its own autograd Function)."""
+    try:
+        ctx.saved_tensors  # noqa: B018 (torch's error once freed: a second backward without retain_graph)
+    except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
+        if "modified by an inplace operation" not in str(e):
+            raise
+        raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
+    _check_versions(ctx, name)
+    if not all_diff:
+        cotangents = [cotangents[j] for j in diff]
+    grads = double.gradients(name, ctx.inputs, tuple(cotangents), n_args)
+    if unreached:
+        grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
+    return grads if leaf is None else (*grads, None)
 
 
 def _call(shared: _Shared, apply: Callable) -> Callable:

@@ -17,16 +17,24 @@ import gc
 import time
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.autograd_bridge import grad_computation, no_grad_computation
+from thunder.autograd_bridge import (
+    CotangentBackwards,
+    DoubleBackward,
+    grad_computation,
+    no_grad_computation,
+    without_autocast,
+)
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.core.context import current_trace
 from thunder.core.passinfo import SubclassDispatch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
+from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
@@ -37,11 +45,13 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.hf_generate import generate
+from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.del_last_used import del_last_used
-from thunder.transforms.flatten_subclasses import flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.double_backward import backward_from_inputs, differentiable_backward
+from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
 from thunder.transforms.fuse import fuse
-from thunder.transforms.grad import NoVJPError, differentiate, needs_grad
+from thunder.transforms.grad import NoVJPError, differentiable_outputs, differentiate, needs_grad
 from thunder.transforms.remat import rematerialize
 from thunder.transforms.saved_versions import check_saved_versions
 from thunder.transforms.split import split_forward_backward
@@ -94,6 +104,9 @@ class CacheEntry:
     miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
     pass_times: list[tuple[str, str, float]]
     written_numbers: frozenset = frozenset()  # int literals the function wrote back
+    # the traces of the backward as a computation and of its backward, made by the first
+    # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
+    double_backward_traces: dict[str, list[Trace]] | None = None
 
 
 @dataclasses.dataclass
@@ -140,6 +153,7 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
         ctx.grad_error = e
         return bundle
     joint.provenance.seconds = time.perf_counter() - t0
+    ctx.joint = joint
     return bundle.replace(computation=joint)
 
 
@@ -265,6 +279,7 @@ class ThunderFunction:
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
                 self._dynamic.update(e.written_numbers - self._static)
+        autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
         t0 = time.perf_counter()
         try:
             acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
@@ -284,14 +299,33 @@ class ThunderFunction:
         ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
         final = run_pipeline(bundle, PIPELINE, ctx, history)
         grad_error = ctx.grad_error
+        double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
+        if final.backward is not None:
+            double = DoubleBackward(
+                functools.partial(_double_backward, self.executors, self.__name__, ctx.joint, entry_ref)
+            )
+        others = None
+        if final.backward is not None and any(
+            isinstance(p, SubclassProxy) for p in differentiable_outputs(*_outputs_and_args(ctx.joint))
+        ):
+            comps = history.traces["computation"]
+            before = comps[[i for i, t in enumerate(comps) if t is ctx.joint][0] - 1]
+            others = CotangentBackwards(functools.partial(_cotangent_backward, self.executors, before))
         if final.backward is not None or grad_error is not None:
             computation = grad_computation(
-                final.computation, final.backward, error=grad_error, name=self.__name__
+                final.computation,
+                final.backward,
+                error=grad_error,
+                name=self.__name__,
+                double=double,
+                others=others,
             )
         elif ctx.autograd_records:
             computation = final.computation.python_callable()
         else:
             computation = no_grad_computation(final.computation)
+        if autocast:
+            computation = without_autocast(computation)
         entry = CacheEntry(
             prologue_traces=history.traces["prologue"],
             computation_traces=history.traces["computation"],
@@ -306,6 +340,8 @@ class ThunderFunction:
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
         )
+        if double is not None:
+            entry_ref.append(weakref.ref(entry))
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._cache.add(entry)
         n = self.stats.cache_misses
@@ -318,6 +354,58 @@ class ThunderFunction:
                 stacklevel=3,
             )
         return entry
+
+
+def _double_backward(
+    executors: list[Executor], name: str, joint: Trace, entry: list
+) -> tuple[Callable, list[int]]:
+    """The backward of ``joint`` as a computation of (inputs, cotangents), run through the
+    grad pipeline: its own backward is the backward of the backward. Its traces are kept on
+    the entry (``entry``: a weak reference to it, once made; ``thunder.last_double_backward_traces``)."""
+    t0 = time.perf_counter()
+    trace, positions = differentiable_backward(joint)
+    bundle = TraceBundle(None, trace, None)
+    history = History.start(bundle, time.perf_counter() - t0)
+    ctx = PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH)
+    final = run_pipeline(bundle, PIPELINE[1:], ctx, history)  # (differentiable_backward ran dce)
+    if final.backward is None and ctx.grad_error is None:
+        computation = no_grad_computation(final.computation)
+    else:
+        double = None
+        if final.backward is not None:  # a third order, and so on
+            double = DoubleBackward(
+                functools.partial(_double_backward, executors, f"{name}_backward", ctx.joint, [])
+            )
+        computation = grad_computation(
+            final.computation, final.backward, error=ctx.grad_error, name=f"{name}_backward", double=double
+        )
+    made = entry[0]() if entry else None
+    if made is not None:
+        made.double_backward_traces = {
+            "computation": history.traces["computation"],
+            "backward": history.traces["backward"],
+        }
+    return computation, positions
+
+
+def _outputs_and_args(joint: Trace) -> tuple[list, list]:
+    n_ct = len(joint.info.cotangents)
+    return list(joint.output[0]), joint.args[: len(joint.args) - n_ct]
+
+
+def _cotangent_backward(
+    executors: list[Executor], trace: Trace, plain: frozenset[str]
+) -> tuple[Callable, list[int]]:
+    """A backward of ``trace`` (the computation before the grad pass) for plain cotangents of
+    the subclass outputs named in ``plain``: (inputs, cotangents) -> gradients, recomputing the
+    forward, flat inside (``CotangentBackwards``)."""
+    joint = differentiate(trace, SUBCLASS_DISPATCH, plain)
+    computation, positions = backward_from_inputs(joint)
+    bundle = TraceBundle(None, computation, None)
+    history = History.start(bundle, 0.0)
+    passes = (Pass("flatten_tensor_subclasses", on("computation", flatten_inside)), *PIPELINE[-3:])
+    final = run_pipeline(bundle, passes, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history)
+    return final.computation.python_callable(), positions
 
 
 @contextlib.contextmanager
@@ -507,6 +595,19 @@ def last_epilogue_traces(obj) -> list[Trace]:
 
 def last_backward_traces(obj) -> list[Trace]:
     return _last(obj).backward_traces
+
+
+def last_double_backward_traces(obj) -> dict[str, list[Trace]]:
+    """The traces of the last entry's backward made differentiable, after a backward asked to
+    record its graph (``torch.autograd.grad(..., create_graph=True)``): ``"computation"``, the
+    backward as a computation of (inputs, cotangents), first to last, and ``"backward"``, its
+    own backward (the backward of the backward)."""
+    traces = _last(obj).double_backward_traces
+    if traces is None:
+        raise RuntimeError(
+            "thunder: no backward of the last entry has recorded its graph (create_graph=True) yet"
+        )
+    return traces
 
 
 def compile_stats(obj) -> CompileStats:

@@ -54,6 +54,8 @@ class PassContext:
     grad_error: Exception | None = None
     # the gradient of a subclass program cannot be traced: torch's autograd records its ops
     autograd_records: bool = False
+    # the joint forward-and-backward trace (grad pass): a double backward differentiates it
+    joint: Trace | None = None
 
 
 @dataclasses.dataclass(frozen=True)

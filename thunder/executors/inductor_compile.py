@@ -87,6 +87,7 @@ def compile_program(program, meta: list, grad: bool):
         ]
     with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
         gm = make_fx(program)(*fakes)
+    _views_as_reshapes(gm)
     # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
     # with the shape environment of a tracing context's fake mode; the grad mode of the call
     # decides whether it compiles a backward too, now rather than at the first backward (so
@@ -99,3 +100,20 @@ def compile_program(program, meta: list, grad: bool):
         inductor_config.patch(size_asserts=TensorGuards is None),
     ):
         return compile_fx(gm, fakes)
+
+
+def _views_as_reshapes(gm) -> None:
+    """Each ``aten.view`` of the graph made a ``reshape``: ``make_fx`` chose a view where the
+    layouts it traced allowed one (``torch.matmul`` of a transposed tensor, expanded), and
+    AOTAutograd traces the graph again, with grad, where an op may lay out its result otherwise
+    (then the view is impossible: "Cannot view a tensor with shape [2, 4, 8, 16] and strides
+    (512, 16, 64, 1)"). A region is functional, so a copy where a view cannot be is the same
+    value; where it can, reshape is that view."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is view:
+            node.target = reshape
+            changed = True
+    if changed:
+        gm.recompile()

@@ -18,6 +18,7 @@ from thunder.core.subclass import subclass_name, subclass_of
 from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
+from thunder.ops.autocast import autocast_state
 from thunder.ops.python import same
 
 
@@ -96,6 +97,13 @@ def check_grad_enabled(flag):
 def check_torch_flag(name, value):
     if pyops.TORCH_FLAGS[name]() is not value:
         raise PrologueCheckFailed(f"traced with {name} {'on' if value else 'off'}")
+
+
+def check_autocast(state):
+    if autocast_state() != state:
+        raise PrologueCheckFailed(
+            f"traced with autocast {'on for ' + str(state) if state else 'off'}, now {autocast_state() or 'off'}"
+        )
 
 
 def check_default_dtype(dtype):
@@ -472,6 +480,7 @@ for _prim, _fn in (
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_torch_flag, check_torch_flag),
+    (pyops.check_autocast, check_autocast),
     (pyops.check_hasattr, check_hasattr),
     (pyops.check_no_module_hooks, check_no_module_hooks),
     (pyops.check_no_alias, check_no_alias),

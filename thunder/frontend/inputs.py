@@ -31,6 +31,7 @@ from thunder.frontend.prologue_checks import PrologueChecks
 from thunder.frontend.subclasses import subclass_input
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
+from thunder.ops.autocast import autocast_state
 
 LITERAL_TYPES = (
     int,
@@ -74,6 +75,9 @@ class Inputs:
         self.sources: dict[str, tuple[Any, Unpack, Any]] = {}
         self.checks = PrologueChecks()
         self.tensor_inputs: list[TensorProxy] = []  # every tensor proxy made for an input
+        # the inner tensors of subclass inputs as meta tensors laid out as the caller's: a view
+        # the layout cannot give raises as in eager
+        self.inner_layouts: dict[str, torch.Tensor] = {}
         self.captured: dict[int, TensorProxy] = {}
         self.module_proxy: AnyProxy | None = None
         self.seen: dict[int, Any] = {}  # id(real tensor or object) -> its proxy or wrapper
@@ -367,8 +371,8 @@ class Inputs:
             emit(p)
         pro.bound_symbols += self.checks.of_globals
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
-        # traced without autocast (tracing under it is refused): a call under it must miss
-        pro.bound_symbols.append(BoundSymbol(pyops.check_torch_flag, ("autocast", False), {}, None))
+        # each op's dtype depends on autocast (thunder/ops/autocast.py): a call under another state misses
+        pro.bound_symbols.append(BoundSymbol(pyops.check_autocast, (autocast_state(),), {}, None))
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
 

@@ -28,6 +28,7 @@ from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
 from thunder.frontend.views import View
 from thunder.ops import custom, ltorch
+from thunder.ops.autocast import autocast_arguments
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
@@ -243,13 +244,9 @@ class AcquisitionMode(TorchFunctionMode):
         state = self.state
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
-        if autocast_on():
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet "
-                "(it would silently compute in the wrong dtype); cast explicitly instead"
-                + at(user_location())
-            )
         args, kwargs = state.resolve((args, kwargs))
+        if autocast_on() and func in TORCH_TO_THUNDER:  # eager's casts, recorded (ops/autocast.py)
+            args, kwargs = autocast_arguments(TORCH_TO_THUNDER[func], args, kwargs)
         args, kwargs = _python_dtypes(args, kwargs)
         out = kwargs.pop("out", None)
         if out is not None:

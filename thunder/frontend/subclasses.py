@@ -154,6 +154,13 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     inputs.checks.of_values.append(
         BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(inner.values()))
     )
+    # the dispatch's aten ops may depend on each inner tensor's layout (a view): checked too
+    for attr, ip in inner.items():
+        it = getattr(t, attr)
+        inputs.inner_layouts[ip.name] = torch.empty_strided(
+            it.shape, it.stride(), dtype=it.dtype, device="meta"
+        )
+        inputs.checks.of_values.append(BoundSymbol(pyops.check_strides, (ip, tuple(it.stride())), {}, None))
     return instance
 
 
@@ -498,6 +505,11 @@ class Subclasses:
                         "subclasses that return a plain argument as it is are not supported yet"
                         + at(call.loc)
                     )
+                if rg and differentiable(v.meta_dtype) and not v.meta_requires_grad:
+                    # a plain result of a differentiable op: autograd runs above the dispatch in
+                    # eager, so it requires grad whatever class the dispatch returns
+                    with torch._C.DisableTorchFunction():
+                        T.requires_grad_(v)
                 results.append(v)
             elif isinstance(v, torch.Tensor):
                 p = proxy_of(v)
@@ -567,7 +579,25 @@ class Subclasses:
             raise type(e)(f"thunder: {func}: {e}" + where) from e
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
+        if Tag.VIEW in sym.tags:
+            self._view_layout(func, args, kwargs, where)
         return out
+
+    def _view_layout(self, func, args, kwargs, where: str) -> None:
+        """A view the dispatch takes of an inner tensor of an input: taken of a meta tensor
+        laid out as the caller's, so a view that layout cannot give (``view`` of a transposed
+        tensor) raises eager's error. (Of computed values thunder knows no layout: the dispatch
+        ran on the outer layout torch chose from the trace's, so none is checked.)"""
+        inputs = getattr(self.state, "inputs", None)  # (None: the grad pass's dispatch, after tracing)
+        if inputs is None or not args or not isinstance(args[0], TensorProxy):
+            return
+        layout = inputs.inner_layouts.get(args[0].name)
+        if layout is None or any(isinstance(a, torch.Tensor) for a in tree_leaves((args[1:], kwargs))):
+            return
+        try:
+            func(layout, *args[1:], **kwargs)
+        except RuntimeError as e:
+            raise RuntimeError(f"thunder: {func}: {e}" + where) from e
 
 
 def _is_subclass_value(a) -> bool:

@@ -83,6 +83,9 @@ TORCH_FLAGS = {
     "mha_fastpath": torch.backends.mha.get_fastpath_enabled,
 }
 check_torch_flag = _python_prim("check_torch_flag", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_autocast((('cpu', torch.bfloat16),))``: the device types autocast was on for at the
+# call, with their dtypes (thunder/ops/autocast.py): each op's dtype depends on it
+check_autocast = _python_prim("check_autocast", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
 COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)

@@ -241,6 +241,12 @@ def _boundary(trace: Trace) -> frozenset[str]:
     return frozenset(p.name for p in proxies_in((trace.args, trace.output)) if isinstance(p, SubclassProxy))
 
 
+def flatten_inside(trace: Trace) -> Trace:
+    """``trace`` flat inside, its subclass arguments and results real instances (a trace run
+    by the runtime directly, as the backward is)."""
+    return flatten_trace(trace, _boundary(trace)) if has_subclasses(trace) else trace
+
+
 def _flatten_split(bundle: TraceBundle) -> TraceBundle:
     """After the forward/backward split: autograd hands each side real instances (a subclass
     input must be the Function's input for its gradient to reach it, a subclass output its

@@ -376,11 +376,16 @@ def _placed(r: BoundSymbol, b: BoundSymbol) -> BoundSymbol:
     return r.from_bsym(source=b.source, scope=b.scope, subsymbols=[_placed(s, b) for s in r.subsymbols])
 
 
-def differentiate(trace: Trace, subclass_dispatch: SubclassDispatch | None = None) -> Trace:
+def differentiate(
+    trace: Trace,
+    subclass_dispatch: SubclassDispatch | None = None,
+    plain_cotangents: frozenset[str] = frozenset(),
+) -> Trace:
     """The joint trace: ``trace``'s forward, then its backward, taking the cotangents of the
     differentiable outputs as more inputs and returning (outputs, gradients of the inputs).
     ``subclass_dispatch`` (acquisition's, through the pass context) runs the backward's ops
-    on tensor-subclass values."""
+    on tensor-subclass values. The cotangent of a subclass output is of its class, or a plain
+    tensor for the outputs named in ``plain_cotangents``."""
     joint = trace.derive("Grad (joint forward and backward)")
     joint.name = "joint"
     writebacks = _writebacks(trace)
@@ -399,7 +404,7 @@ def differentiate(trace: Trace, subclass_dispatch: SubclassDispatch | None = Non
     backprop = _Backprop(joint)
     cotangents = []
     for o in differentiable_outputs(outputs, trace.args):
-        ct = cotangent(o, joint)
+        ct = cotangent(o, joint, o.name in plain_cotangents)
         cotangents.append(ct)
         backprop.cot[o.name] = ct
     joint.grad_enabled = False  # the backward records no grad-mode blocks of its own

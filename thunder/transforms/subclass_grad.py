@@ -129,11 +129,12 @@ def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
     return any(b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) for b in bsyms)
 
 
-def cotangent(o: TensorProxy, trace: Trace) -> TensorProxy:
+def cotangent(o: TensorProxy, trace: Trace, plain: bool = False) -> TensorProxy:
     """The cotangent proxy of the output ``o``: for a subclass output, a value of the same
-    subclass with inner tensors like ``o``'s (what ``out.backward()`` passes in eager)."""
+    subclass with inner tensors like ``o``'s (what ``out.backward()`` passes in eager), or
+    with ``plain`` a plain tensor (what a loss computed from the output's values passes)."""
     name = trace.add_name(f"g_{o.name}")
-    if not isinstance(o, SubclassProxy):
+    if plain or not isinstance(o, SubclassProxy):
         return TensorProxy(name, o.meta_shape, o.meta_dtype, o.meta_device)
     inner = {
         attr: TensorProxy(trace.add_name(f"{name}_{attr}"), t.meta_shape, t.meta_dtype, t.meta_device)

@@ -1,0 +1,51 @@
+"""The torch.compile executor on a region whose views depend on layouts: ``torch.matmul`` of a
+transposed tensor (attention's ``q @ k.transpose``) compiled with gradients, as in
+transformers' Phi-3, matches eager (Inductor's graph reshapes where ``make_fx`` had viewed:
+``thunder/executors/inductor_compile.py``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import thunder
+
+
+def _attention(x, wq, wk):
+    b, s, _ = x.shape
+    q = (x @ wq).view(b, s, 4, 16).transpose(1, 2)
+    k = (x @ wk).view(b, s, 4, 16).transpose(1, 2)
+    q = q * 2 + torch.cat((-q[..., 8:], q[..., :8]), dim=-1)  # a rotary-style mix
+    return (q @ k.transpose(-1, -2)).softmax(-1).sum()
+
+
+def test_attention_scores_of_transposed_heads_compile_with_gradients():
+    x = torch.randn(2, 8, 64)
+    wq, wk = torch.randn(64, 64, requires_grad=True), torch.randn(64, 64, requires_grad=True)
+    jf = thunder.jit(_attention, executors=["torchcompile"])
+    got = torch.autograd.grad(jf(x, wq, wk), (wq, wk))
+    expected = torch.autograd.grad(_attention(x, wq, wk), (wq, wk))
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_transformers_phi3_trains_through_the_torchcompile_executor():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    cfg = transformers.Phi3Config(
+        vocab_size=64, hidden_size=64, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, pad_token_id=0,
+    )  # fmt: skip
+    model = transformers.Phi3ForCausalLM(cfg)
+    ids = torch.randint(0, 64, (2, 8))
+    jm = thunder.jit(model, executors=["torchcompile"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jm(input_ids=ids, labels=ids).loss.backward()
+        grads = {n: p.grad for n, p in model.named_parameters()}
+        model.zero_grad(set_to_none=True)
+        model(input_ids=ids, labels=ids).loss.backward()
+    torch.testing.assert_close(grads, {n: p.grad for n, p in model.named_parameters()}, rtol=1e-4, atol=1e-5)
