@@ -212,6 +212,8 @@ def _max_min(a, dim, keepdim, which: str):
     if dim is None:
         return _extremum(prims.amax if which == "max" else prims.amin, a, None, False, op)
     values = _extremum(prims.amax if which == "max" else prims.amin, a, dim, keepdim, op)
+    if values is a:  # a 0-dim input: eager's values are a new tensor in the graph, not the input
+        values = prims.clone(a)
     indices = _arg_extremum(prims.argmax if which == "max" else prims.argmin, a, dim, keepdim, op)
     return (max_result if which == "max" else min_result)(values, indices)
 

@@ -281,9 +281,16 @@ def split(a, split_size_or_sections, dim: int = 0):
             raise ShapeError(f"torch.split: sections {sizes} do not add up to {s[d]}")
     out, start = [], 0
     for size in sizes:
-        out.append(_slice_dim(a, d, start, start + size))
+        out.append(_slice_dim(a, d, start, start + size) if size != s[d] else _whole(a))
         start += size
     return tuple(out)
+
+
+def _whole(a):
+    """A chunk that is the whole tensor is still a new value (eager's view with its own
+    autograd history), never the input itself."""
+    s = shape_of(a)
+    return prims.slice_prim(a, (0,) * len(s), tuple(s), (1,) * len(s))
 
 
 @torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=(Tag.SHAPE, Tag.VIEW))
@@ -571,6 +578,8 @@ def index_select(a, dim: int, index):
 
 @torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=(Tag.INDEXING,))
 def gather(a, dim: int, index):
+    if dtype_of(index) is torch.int32:  # torch takes int32 indices too
+        index = prims.convert_element_type(index, torch.int64)
     return prims.take_along_axis(a, index, canonical_dim(dim, len(shape_of(a)), "torch.gather"))
 
 
@@ -589,7 +598,7 @@ def take_along_dim(a, indices, dim: int | None = None):
     rest = broadcast_shapes(sa[:d] + sa[d + 1 :], si[:d] + si[d + 1 :], op=op)
     a = _expand_index(a, rest[:d] + (sa[d],) + rest[d:])
     indices = _expand_index(indices, rest[:d] + (si[d],) + rest[d:])
-    return prims.take_along_axis(a, indices, d)
+    return prims.take_along_axis(a, wrap_index(indices, sa[d]), d)  # negative: from the end
 
 
 @torchsymbol(torch.take, T.take, torch_impl="torch.take", tags=(Tag.INDEXING,))
