@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 
@@ -102,7 +103,140 @@ def _indices(*idx: int) -> Callable[[int, object], bool]:
     return lambda i, sample: i in idx
 
 
-DIFFERENCES: list[Difference] = []
+def _is_tensor(x) -> bool:
+    return isinstance(x, torch.Tensor)
+
+
+def _arg(sample, i: int, name: str, default=None):
+    return sample.args[i] if len(sample.args) > i else sample.kwargs.get(name, default)
+
+
+def _moves_metadata(method: str) -> Callable[[int, object], bool]:
+    """The in-place method changes the tensor's shape or strides (eager's ``x.t_()``)."""
+
+    def pred(i, sample) -> bool:
+        x = sample.input.detach().clone()
+        before = (x.shape, x.stride())
+        getattr(x, method)(*sample.args, **sample.kwargs)
+        return (x.shape, x.stride()) != before
+
+    return pred
+
+
+def _even_same_padding(i, sample) -> bool:
+    if sample.kwargs.get("padding") != "same":
+        return False
+    kernel = sample.args[0].shape[2:]
+    dilation = sample.kwargs.get("dilation", 1)
+    dilation = (dilation,) * len(kernel) if isinstance(dilation, int) else dilation
+    return any(d * (k - 1) % 2 for d, k in zip(dilation, kernel))
+
+
+def _svd_matrix_norm(i, sample) -> bool:
+    """A matrix norm of order 'nuc', 2 or -2 (``torch.linalg.norm``, ``torch.norm``)."""
+    ord_ = _arg(sample, 0, "ord", _arg(sample, 0, "p"))
+    dim = _arg(sample, 1, "dim")
+    matrix = (isinstance(dim, (tuple, list)) and len(dim) == 2) or (dim is None and sample.input.ndim == 2)
+    return ord_ == "nuc" or (matrix and ord_ in (2, -2))
+
+
+_METADATA_INPLACE = (
+    "in-place ops that change the tensor's shape or strides (squeeze_, unsqueeze_, transpose_, t_): "
+    "thunder writes values back into the input, never its metadata (refused, or a write that overlaps itself)"
+)
+
+DIFFERENCES: list[Difference] = [
+    Difference(
+        "addbmm",
+        "inplace",
+        lambda i, s: s.input.shape != (s.args[0].shape[1], s.args[1].shape[2]),
+        "eager's addbmm_ resizes a smaller broadcastable input to the result's shape; thunder's in-place "
+        "ops never grow a tensor (a clear error)",
+    ),
+    Difference("squeeze", "inplace", _moves_metadata("squeeze_"), _METADATA_INPLACE),
+    Difference("squeeze.multiple", "inplace", _moves_metadata("squeeze_"), _METADATA_INPLACE),
+    Difference("unsqueeze", "inplace", _moves_metadata("unsqueeze_"), _METADATA_INPLACE),
+    Difference("transpose", "inplace", _moves_metadata("transpose_"), _METADATA_INPLACE),
+    Difference("t", "inplace", _moves_metadata("t_"), _METADATA_INPLACE),
+    Difference(
+        "nn.functional.conv2d",
+        "forward",
+        _even_same_padding,
+        "padding='same' with an even kernel extent (asymmetric padding) is refused",
+    ),
+    Difference(
+        "nn.functional.conv3d",
+        "forward",
+        _even_same_padding,
+        "padding='same' with an even kernel extent (asymmetric padding) is refused",
+    ),
+    Difference(
+        "nn.functional.pad.circular",
+        "grad",
+        lambda i, s: any(p < 0 for p in s.args[0]),
+        "circular padding with negative pads (a crop): the gradient differs from eager's (inf); not yet "
+        "investigated",
+    ),
+    Difference(
+        "nn.functional.scaled_dot_product_attention",
+        "forward",
+        lambda i, s: s.kwargs.get("dropout_p", 0) > 0,
+        "attention dropout draws a random mask",
+    ),
+    Difference(
+        "nn.functional.batch_norm",
+        "forward",
+        lambda i, s: s.input.ndim < 2,
+        "a 1-D (empty) input: eager accepts it, thunder's batch_norm needs at least 2 dimensions",
+    ),
+    Difference(
+        "tensor_split",
+        "forward",
+        lambda i, s: _is_tensor(s.args[0]),
+        "split points given as a tensor decide the output shapes (data-dependent): refused",
+    ),
+    Difference(
+        "repeat_interleave",
+        "forward",
+        lambda i, s: _is_tensor(_arg(s, 0, "repeats")) and _arg(s, 0, "repeats").numel() > 1,
+        "repeats given as a tensor decide the output shape (data-dependent): refused",
+    ),
+    Difference(
+        "__getitem__",
+        "forward",
+        lambda i, s: any(_is_tensor(k) and k.dtype is torch.bool for k in pytree.tree_leaves(s.args)),
+        "a boolean mask selects a data-dependent number of elements: refused",
+    ),
+    Difference(
+        "einsum",
+        "forward",
+        lambda i, s: s.args[0] == "iji->j",
+        "a repeated index in one operand that is not reduced away ('iji->j', a diagonal) is refused",
+    ),
+    Difference(
+        "gather",
+        "forward",
+        lambda i, s: s.args[1].ndim != s.input.ndim and s.args[1].numel() == 0,
+        "an empty index of another rank than the input: eager accepts it, thunder's gather needs equal ranks",
+    ),
+    Difference(
+        "tensordot",
+        "forward",
+        lambda i, s: s.input.shape == (1, 1, 1),
+        "eager contracts a size-1 dimension against a larger one (broadcasting it); thunder refuses "
+        "contracted dims of different sizes",
+    ),
+    Difference("norm.nuc", "forward", _all, "the nuclear norm needs singular values (an SVD): no thunder op"),
+    Difference(
+        "linalg.norm", "forward", _svd_matrix_norm, "matrix norms 'nuc', 2, -2 need an SVD: no thunder op"
+    ),
+    Difference(
+        "linalg.norm.subgradients_at_zero",
+        "forward",
+        _svd_matrix_norm,
+        "matrix norms 'nuc', 2, -2 need an SVD: no thunder op",
+    ),
+]
 
 
 def declared(entry: str, phase: str, index: int, sample) -> Difference | None:

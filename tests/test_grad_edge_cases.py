@@ -129,3 +129,19 @@ def test_take_along_dim_with_negative_indices(dim):
     index = torch.tensor([[-1, 0, -3], [2, -2, 1]])
     shape = {0: (3, 3), 1: (2, 3)}[dim]
     _check(lambda a: torch.take_along_dim(a, index, dim), torch.randn(shape, dtype=f64))
+
+
+def test_diff_of_order_zero_ignores_prepend_and_append():
+    _check(lambda x, p, a: torch.diff(x, 0, 0, p, a), *(torch.randn(n, 5, dtype=f64) for n in (5, 1, 2)))
+
+
+def test_diff_of_an_order_beyond_the_length_is_empty():
+    _check(lambda x: torch.diff(x, 6, 1), torch.randn(3, 3, 3, dtype=f64))
+
+
+def test_0dim_topk_gather_index_select():
+    x = torch.tensor(1.5, dtype=f64)
+    _check(lambda a: torch.topk(a, 1, 0), x)
+    _check(lambda a: torch.gather(a, 0, torch.tensor(0)), x)
+    _check(lambda a: torch.gather(a, 0, torch.tensor([0])), x)
+    _check(lambda a: torch.index_select(a, 0, torch.tensor([0])), x)

@@ -421,6 +421,13 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     (d,) = canonical_dims(dim, len(s), "torch.topk") or (0,)
     if s and not 0 <= k <= s[d]:
         raise ShapeError(f"torch.topk: k={k} is out of range for dimension {d} of size {s[d]}")
+    if not s:  # a 0-dim tensor: its one element, as the one-element vector it views
+        values, indices = prims.topk(prims.reshape(a, (1,)), k, 0, largest, sorted)
+        return (
+            topk_result(prims.reshape(values, ()), prims.reshape(indices, ()))
+            if k == 1
+            else topk_result(values, indices)
+        )
     values, indices = prims.topk(a, k, d, largest, sorted)
     return topk_result(values, indices)
 
