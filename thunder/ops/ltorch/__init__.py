@@ -21,5 +21,6 @@ from thunder.ops.ltorch.rnn import *  # noqa: F401,F403
 from thunder.ops.ltorch.scans import *  # noqa: F401,F403
 from thunder.ops.ltorch.scatter import *  # noqa: F401,F403
 from thunder.ops.ltorch.shape import *  # noqa: F401,F403
+from thunder.ops.ltorch.special import *  # noqa: F401,F403
 from thunder.ops.ltorch.spellings import *  # noqa: F401,F403
 from thunder.ops.ltorch.stacking import *  # noqa: F401,F403
