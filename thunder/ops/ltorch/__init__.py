@@ -12,6 +12,7 @@ from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
 from thunder.ops.ltorch.losses import *  # noqa: F401,F403
+from thunder.ops.ltorch.margins import *  # noqa: F401,F403
 from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
 from thunder.ops.ltorch.order import *  # noqa: F401,F403
