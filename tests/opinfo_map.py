@@ -140,6 +140,10 @@ def _svd_matrix_norm(i, sample) -> bool:
     return ord_ == "nuc" or (matrix and ord_ in (2, -2))
 
 
+def _random_slopes(i, sample) -> bool:
+    return sample.kwargs.get("training", False) and bool((sample.input < 0).any())
+
+
 _METADATA_INPLACE = (
     "in-place ops that change the tensor's shape or strides (squeeze_, unsqueeze_, transpose_, t_): "
     "thunder writes values back into the input, never its metadata (refused, or a write that overlaps itself)"
@@ -158,6 +162,18 @@ DIFFERENCES: list[Difference] = [
     Difference("unsqueeze", "inplace", _moves_metadata("unsqueeze_"), _METADATA_INPLACE),
     Difference("transpose", "inplace", _moves_metadata("transpose_"), _METADATA_INPLACE),
     Difference("t", "inplace", _moves_metadata("t_"), _METADATA_INPLACE),
+    Difference(
+        "nn.functional.rrelu",
+        "forward",
+        _random_slopes,
+        "in training the slopes of negative inputs are drawn at random",
+    ),
+    Difference(
+        "nn.functional.rrelu",
+        "inplace",
+        _random_slopes,
+        "in training the slopes of negative inputs are drawn at random",
+    ),
     Difference(
         "nn.functional.conv2d",
         "forward",

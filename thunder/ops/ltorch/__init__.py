@@ -10,6 +10,7 @@ from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
+from thunder.ops.ltorch.layers import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
 from thunder.ops.ltorch.losses import *  # noqa: F401,F403
 from thunder.ops.ltorch.margins import *  # noqa: F401,F403
@@ -25,3 +26,4 @@ from thunder.ops.ltorch.shape import *  # noqa: F401,F403
 from thunder.ops.ltorch.special import *  # noqa: F401,F403
 from thunder.ops.ltorch.spellings import *  # noqa: F401,F403
 from thunder.ops.ltorch.stacking import *  # noqa: F401,F403
+from thunder.ops.ltorch.unpool import *  # noqa: F401,F403

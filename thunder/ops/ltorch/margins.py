@@ -23,7 +23,7 @@ from thunder.ops.ltorch import casts, factories, matrix, reductions, scans, shap
 from thunder.ops.ltorch import elementwise as ew
 from thunder.ops.meta import ShapeError, device_of, dtype_of, is_tensor, shape_of
 
-_LOSS = (Tag.REDUCTION,)
+_LOSS = (Tag.LOSS,)
 
 
 def _mode(size_average, reduce, reduction: str) -> str:
