@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from thunder.ops.langs import alias
-from thunder.ops.ltorch import casts, matrix, nn, reductions, shape
+from thunder.ops.ltorch import casts, factories, matrix, nn, reductions, shape
 from thunder.ops.ltorch import elementwise as ew
 from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.meta import ShapeError, dtype_of, shape_of
@@ -110,3 +110,21 @@ alias(_real_only("resolve_conj"), torch.resolve_conj, T.resolve_conj)
 alias(_real_only("resolve_neg"), torch.resolve_neg, T.resolve_neg)
 alias(_real_only("real"), torch.real)
 alias(_real_only("conj_physical", copy=True), torch.conj_physical, T.conj_physical)
+
+
+def tensor_new(self, *args, device=None):
+    """The legacy ``Tensor.new``: ``x.new(2, 3)`` or ``x.new(torch.Size(...))`` is
+    ``x.new_empty(size)``, ``x.new([1, 2])`` is ``x.new_tensor([1, 2])``, ``x.new()`` an empty
+    tensor; in ``x``'s dtype, and its device unless given."""
+    if not args:
+        return factories.new_empty(self, (0,), device=device)
+    if all(isinstance(a, int) for a in args) or (len(args) == 1 and isinstance(args[0], torch.Size)):
+        return factories.new_empty(
+            self, tuple(args[0]) if isinstance(args[0], torch.Size) else args, device=device
+        )
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return factories.new_tensor(self, args[0], device=device)
+    raise ShapeError(f"Tensor.new: arguments {args!r} are not supported; pass sizes or a list of numbers")
+
+
+alias(tensor_new, T.new)
