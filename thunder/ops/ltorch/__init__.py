@@ -27,4 +27,5 @@ from thunder.ops.ltorch.shape import *  # noqa: F401,F403
 from thunder.ops.ltorch.special import *  # noqa: F401,F403
 from thunder.ops.ltorch.spellings import *  # noqa: F401,F403
 from thunder.ops.ltorch.stacking import *  # noqa: F401,F403
+from thunder.ops.ltorch.statistics import *  # noqa: F401,F403
 from thunder.ops.ltorch.unpool import *  # noqa: F401,F403

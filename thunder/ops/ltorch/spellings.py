@@ -43,6 +43,9 @@ alias(_copied(shape.unbind), torch.unbind_copy)
 alias(_copied(shape.unsqueeze), torch.unsqueeze_copy)
 alias(_copied(lambda a, size: shape.view(a, size)), torch.view_copy)
 alias(_copied(tensor_unfold), torch.unfold_copy)
+alias(
+    _copied(lambda a, split_sizes, dim=0: shape.split(a, list(split_sizes), dim)), torch.split_with_sizes_copy
+)
 
 
 alias(lambda a, split_size, dim=0: shape.split(a, split_size, dim), torch.unsafe_split, T.unsafe_split)
@@ -128,3 +131,11 @@ def tensor_new(self, *args, device=None):
 
 
 alias(tensor_new, T.new)
+
+
+alias(
+    lambda s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False: factories.full(
+        (), s, dtype=dtype or torch.get_default_dtype(), device=device
+    ),
+    torch.scalar_tensor,
+)
