@@ -1,5 +1,7 @@
-"""More ``torch.nn.functional`` layers: ``bilinear``, ``rrelu``, ``local_response_norm``, and
-the deprecated ``upsample_nearest``/``upsample_bilinear`` spellings of ``interpolate``.
+"""More ``torch.nn.functional`` layers: ``bilinear``, ``rrelu``, ``local_response_norm``.
+
+(``F.upsample_nearest``/``F.upsample_bilinear`` need nothing here: they are Python functions
+without a ``__torch_function__`` check that call ``F.interpolate``, which is an op.)
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ import torch.nn.functional as F
 
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import alias, torchsymbol
-from thunder.ops.ltorch import conv, factories, nn, resample, shape
+from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch import conv, factories, nn, shape
 from thunder.ops.ltorch import elementwise as ew
 from thunder.ops.meta import ShapeError, shape_of
 
@@ -61,15 +63,3 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
         div = shape.reshape(div, s)
     div = ew.pow(ew.add(ew.mul(div, alpha), k), beta)
     return ew.div(input, div)
-
-
-alias(
-    lambda input, size=None, scale_factor=None: resample.interpolate(input, size, scale_factor, "nearest"),
-    F.upsample_nearest,
-)
-alias(
-    lambda input, size=None, scale_factor=None: resample.interpolate(
-        input, size, scale_factor, "bilinear", True
-    ),
-    F.upsample_bilinear,
-)
