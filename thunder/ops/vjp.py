@@ -1001,3 +1001,19 @@ def _gather(t, index, dim):
     if hi != st:
         t = prims.slice_prim(t, (0,) * len(st), hi, (1,) * len(st))
     return prims.take_along_axis(t, index, dim)
+
+
+@_rule(ltorch.special_entr)
+def _special_entr(g, out, a):
+    """As torch: ``-(1 + log a)`` everywhere (inf at 0, NaN below), where the decomposition's
+    ``where`` would give 0 outside the positive values."""
+    return (prims.mul(g, prims.neg(prims.add(prims.log(a), 1))),)
+
+
+@_rule(ltorch.special_xlog1py)
+def _special_xlog1py(g, out, a, b):
+    """As torch: ``log1p(b)`` for ``a`` (also where ``a`` is 0, where the decomposition's
+    ``where`` gives 0) and ``a / (b + 1)`` for ``b``."""
+    if not (is_tensor(a) and is_tensor(b)):
+        return NotImplemented
+    return prims.mul(g, prims.log1p(b)), prims.div(prims.mul(g, a), prims.add(b, 1))
