@@ -195,13 +195,6 @@ DIFFERENCES: list[Difference] = [
         "padding='same' with an even kernel extent (asymmetric padding) is refused",
     ),
     Difference(
-        "nn.functional.pad.circular",
-        "grad",
-        lambda i, s: any(p < 0 for p in s.args[0]),
-        "circular padding with negative pads (a crop): the gradient differs from eager's (inf); not yet "
-        "investigated",
-    ),
-    Difference(
         "nn.functional.scaled_dot_product_attention",
         "forward",
         lambda i, s: s.kwargs.get("dropout_p", 0) > 0,

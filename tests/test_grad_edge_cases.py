@@ -145,3 +145,8 @@ def test_0dim_topk_gather_index_select():
     _check(lambda a: torch.gather(a, 0, torch.tensor(0)), x)
     _check(lambda a: torch.gather(a, 0, torch.tensor([0])), x)
     _check(lambda a: torch.index_select(a, 0, torch.tensor([0])), x)
+
+
+@pytest.mark.parametrize("pads", [(-1, 1, -2, 1), (1, -2, 2, -1), (-1, -1, 0, 2)])
+def test_circular_pad_with_negative_pads_wraps_what_the_crop_leaves(pads):
+    _check(lambda x: torch.nn.functional.pad(x, pads, "circular"), torch.randn(1, 3, 4, 5, dtype=f64))
