@@ -123,15 +123,6 @@ def _moves_metadata(method: str) -> Callable[[int, object], bool]:
     return pred
 
 
-def _even_same_padding(i, sample) -> bool:
-    if sample.kwargs.get("padding") != "same":
-        return False
-    kernel = sample.args[0].shape[2:]
-    dilation = sample.kwargs.get("dilation", 1)
-    dilation = (dilation,) * len(kernel) if isinstance(dilation, int) else dilation
-    return any(d * (k - 1) % 2 for d, k in zip(dilation, kernel))
-
-
 def _svd_matrix_norm(i, sample) -> bool:
     """A matrix norm of order 'nuc', 2 or -2 (``torch.linalg.norm``, ``torch.norm``)."""
     ord_ = _arg(sample, 0, "ord", _arg(sample, 0, "p"))
@@ -181,18 +172,6 @@ DIFFERENCES: list[Difference] = [
         "with aweights the normaliser w_sum - correction * sum(w * aweights) / w_sum cancels, so the "
         "gradients agree only to the precision the cancellation leaves (to ~1e-5 relative, or ~1e-6 "
         "absolute where eager's is exactly 0); torch.autograd.gradcheck passes for both",
-    ),
-    Difference(
-        "nn.functional.conv2d",
-        "forward",
-        _even_same_padding,
-        "padding='same' with an even kernel extent (asymmetric padding) is refused",
-    ),
-    Difference(
-        "nn.functional.conv3d",
-        "forward",
-        _even_same_padding,
-        "padding='same' with an even kernel extent (asymmetric padding) is refused",
     ),
     Difference(
         "nn.functional.scaled_dot_product_attention",

@@ -150,3 +150,21 @@ def test_0dim_topk_gather_index_select():
 @pytest.mark.parametrize("pads", [(-1, 1, -2, 1), (1, -2, 2, -1), (-1, -1, 0, 2)])
 def test_circular_pad_with_negative_pads_wraps_what_the_crop_leaves(pads):
     _check(lambda x: torch.nn.functional.pad(x, pads, "circular"), torch.randn(1, 3, 4, 5, dtype=f64))
+
+
+@pytest.mark.parametrize(
+    "conv, x, w, dilation",
+    [
+        (torch.nn.functional.conv1d, (2, 3, 9), (4, 3, 4), 1),
+        (torch.nn.functional.conv2d, (1, 2, 6, 7), (3, 2, 2, 3), 1),
+        (torch.nn.functional.conv2d, (2, 5, 5), (1, 2, 2, 3), (1, 3)),
+        (torch.nn.functional.conv3d, (1, 1, 5, 6, 4), (2, 1, 2, 3, 4), 1),
+    ],
+)
+def test_same_padding_with_an_even_kernel_extent(conv, x, w, dilation):
+    """As torch: the one extra zero of an odd total padding goes at the end."""
+    _check(
+        lambda a, b: conv(a, b, padding="same", dilation=dilation),
+        torch.randn(x, dtype=f64),
+        torch.randn(w, dtype=f64),
+    )
