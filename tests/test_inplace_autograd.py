@@ -431,6 +431,9 @@ KNOWN_DIFFERENCES = {
     ("foreach_sub", "input"): _FOREACH_SAVES,
     ("foreach_addcmul", "input"): _FOREACH_SAVES,
     ("foreach_addcdiv", "input"): _FOREACH_SAVES,
+    ("cov", "input"): _RECOMPUTES,
+    ("corrcoef", "input"): _RECOMPUTES,
+    ("index_reduce", "output"): _RESULT,
 }
 
 
@@ -546,6 +549,7 @@ KNOWN_INPLACE_DIFFERENCES = {
     ("cumprod", True): _RESULT,
     ("cumprod_zeros", True): _RESULT,
     ("scatter_reduce", True): _RESULT,
+    ("index_reduce", True): _RESULT,
     ("sgn", True): _ZERO_GRAD,
 }
 

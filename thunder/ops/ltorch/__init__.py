@@ -10,6 +10,7 @@ from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
+from thunder.ops.ltorch.indexed import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
 from thunder.ops.ltorch.layers import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
