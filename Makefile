@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PKGS := graphviz chromium chromium-driver
 
-.PHONY: lab demo test lint system venv clean check-nvfuser check-nvfuser-legacy check-torchcompile
+.PHONY: lab demo test lint system venv clean check-nvfuser check-nvfuser-legacy check-torchcompile check-opinfo
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -35,6 +35,11 @@ test: system $(STAMP)
 # takes every tenth op).
 check-torchcompile: $(STAMP)
 	THUNDER_EVERY_OP=1 $(VPY) -m pytest -q tests/test_torchcompile.py -k op_database
+
+# Every sample of every PyTorch OpInfo entry that has a thunder op (forward, gradients, in-place
+# variants) against eager; `make test` takes the first two samples of each entry.
+check-opinfo: $(STAMP)
+	THUNDER_ALL_OPINFO=1 $(VPY) -m pytest -q tests/test_opinfo.py
 
 lint: $(STAMP)
 	$(VPY) -m ruff check thunder explorer tests bench

@@ -2485,3 +2485,408 @@ op(
     ref=A.native_layer_norm.default,
     tol=NN_TOL,
 )
+
+# -- more elementwise math and small compositions (thunder/ops/ltorch/special.py) -----------
+op("deg2rad", torch.deg2rad, unary(), (f32, f64, i64), T.deg2rad)
+op("rad2deg", torch.rad2deg, unary(), (f32, f64, i64), T.rad2deg)
+op(
+    "sinc",
+    torch.sinc,
+    lambda m: unary()(m) + [s(torch.tensor([0.0, 1.0, -2.0, 0.5], dtype=m.dtype))],
+    (f32, f64),
+    T.sinc,
+)
+op(
+    "isposinf",
+    torch.isposinf,
+    lambda m: [s(torch.tensor([math.inf, -math.inf, NAN, 1.0], dtype=m.dtype)), s(m(3, 4))],
+    (f32, f64),
+    T.isposinf,
+)
+op(
+    "isneginf",
+    torch.isneginf,
+    lambda m: [s(torch.tensor([math.inf, -math.inf, NAN, 1.0], dtype=m.dtype)), s(m(3, 4))],
+    (f32, f64),
+    T.isneginf,
+)
+op("isreal", torch.isreal, unary(), NUM, T.isreal)
+op(
+    "fmax",
+    torch.fmax,
+    lambda m: [s(with_nans(m, 3, 4), m(3, 4)), s(m(3, 4), with_nans(m, 4))],
+    (f32, f64),
+    T.fmax,
+)
+op(
+    "fmin",
+    torch.fmin,
+    lambda m: [s(with_nans(m, 3, 4), m(3, 4)), s(m(3, 4), with_nans(m, 4))],
+    (f32, f64),
+    T.fmin,
+)
+# eager's gradient of ldexp is 0 where an integer exponent is negative (2 ** -1 taken as an integer)
+op(
+    "ldexp",
+    torch.ldexp,
+    lambda m: [s(m(3, 4), m(3, 4, dtype=i64, low=-3, high=3)), s(m(3, 4), m(4))],
+    (f32, f64),
+    numerical_grad=True,
+)
+op("angle", torch.angle, lambda m: [s(with_nans(m, 3, 4)), s(m(5))], (f32, f64), T.angle)
+op(
+    "polygamma",
+    torch.polygamma,
+    lambda m: [s(1, m(3, 4, **POS)), s(2, m(4, **POS))],
+    (f32, f64),
+    torch.special.polygamma,
+)
+op(
+    "mvlgamma",
+    torch.mvlgamma,
+    lambda m: [s(m(3, 4, low=2.0, high=5.0), 1), s(m(3, 4, low=2.0, high=5.0), p=3)],
+    (f32, f64),
+    T.mvlgamma,
+)
+op(
+    "special_entr",
+    torch.special.entr,
+    lambda m: [s(m(3, 4, **POS)), s(torch.tensor([0.0, -1.0, 2.0, NAN], dtype=m.dtype))],
+    (f32, f64),
+)
+op(
+    "special_xlog1py",
+    torch.special.xlog1py,
+    lambda m: [
+        s(m(3, 4), m(3, 4, low=-0.9)),
+        s(torch.tensor([0.0, 0.0, 1.5], dtype=m.dtype), torch.tensor([2.0, NAN, 1.0], dtype=m.dtype)),
+    ],
+    (f32, f64),
+)
+op("special_ndtr", torch.special.ndtr, unary(), (f32, f64))
+op("special_log_ndtr", torch.special.log_ndtr, unary(), (f32, f64))
+op(
+    "bitwise_left_shift",
+    torch.bitwise_left_shift,
+    lambda m: [s(m(3, 4), m(3, 4, low=0, high=4)), s(m(3, 4), 2)],
+    INT,
+    T.__lshift__,
+)
+op(
+    "bitwise_right_shift",
+    torch.bitwise_right_shift,
+    lambda m: [s(m(3, 4), m(3, 4, low=0, high=4)), s(m(3, 4), 1)],
+    INT,
+    T.__rshift__,
+)
+op(
+    "bernoulli",
+    torch.bernoulli,
+    lambda m: [s(m(3, 4, low=0, high=1)), s(m(50), 0.3)],
+    (f32, f64),
+    values=False,
+    check=lambda out, sample: bool(((out == 0) | (out == 1)).all()),
+)
+op("diagflat", torch.diagflat, lambda m: [s(m(2, 3)), s(m(4), 1), s(m(3), -2)], NUM, T.diagflat)
+op(
+    "dist",
+    torch.dist,
+    lambda m: [s(m(3, 4), m(3, 4)), s(m(3, 4), m(4), 3), s(m(5), m(5), 1)],
+    (f32, f64),
+    T.dist,
+)
+op(
+    "trapezoid",
+    torch.trapezoid,
+    lambda m: [s(m(3, 4)), s(m(3, 4), dx=0.5, dim=0), s(m(3, 4), m(4)), s(m(3, 4), m(3, 4), dim=0)],
+    (f32, f64),
+)
+op("trapz", torch.trapz, lambda m: [s(m(3, 4)), s(m(3, 4), m(4))], (f32, f64))
+op(
+    "cumulative_trapezoid",
+    torch.cumulative_trapezoid,
+    lambda m: [s(m(3, 4)), s(m(3, 4), dx=0.5, dim=0), s(m(3, 4), m(4))],
+    (f32, f64),
+)
+
+
+# -- margin, ranking and distance losses (thunder/ops/ltorch/margins.py) ---------------------
+def _signs(m: Maker, *shape) -> torch.Tensor:
+    return (torch.randint(0, 2, shape, device=m.device) * 2 - 1).to(m.dtype)
+
+
+op(
+    "margin_ranking_loss",
+    F.margin_ranking_loss,
+    lambda m: [
+        s(m(6), m(6), _signs(m, 6)),
+        s(m(3, 4), m(3, 4), _signs(m, 3, 4), margin=0.5, reduction="none"),
+    ],
+)
+op(
+    "hinge_embedding_loss",
+    F.hinge_embedding_loss,
+    lambda m: [s(m(3, 4), _signs(m, 3, 4)), s(m(5), _signs(m, 5), margin=2.0, reduction="sum")],
+)
+op(
+    "soft_margin_loss",
+    F.soft_margin_loss,
+    lambda m: [s(m(3, 4), _signs(m, 3, 4)), s(m(5), _signs(m, 5), reduction="none")],
+)
+op(
+    "multilabel_soft_margin_loss",
+    F.multilabel_soft_margin_loss,
+    lambda m: [
+        s(m(3, 4), m(3, 4, low=0, high=1)),
+        s(m(3, 4), m(3, 4, low=0, high=1), weight=m(4), reduction="none"),
+    ],
+)
+op(
+    "multi_margin_loss",
+    F.multi_margin_loss,
+    lambda m: [
+        s(m(4, 5), m.index(5, 4)),
+        s(m(4, 5), m.index(5, 4), p=2, margin=0.5, weight=m(5, low=0.1, high=1), reduction="sum"),
+        s(m(5), m.index(5, 1), reduction="none"),
+        s(m(5), torch.tensor(3, device=m.device)),
+    ],
+    (f32, f64),
+)
+op(
+    "multilabel_margin_loss",
+    F.multilabel_margin_loss,
+    lambda m: [
+        s(m(3, 4), torch.tensor([[3, 0, -1, 1], [0, 1, 2, 3], [-1, 2, 0, 1]], device=m.device)),
+        s(m(4), torch.tensor([1, 2, -1, 0], device=m.device), reduction="none"),
+    ],
+    (f32, f64),
+)
+op(
+    "cosine_embedding_loss",
+    F.cosine_embedding_loss,
+    lambda m: [
+        s(m(3, 4), m(3, 4), _signs(m, 3)),
+        s(m(3, 4), m(3, 4), _signs(m, 3), margin=0.2, reduction="none"),
+    ],
+)
+op(
+    "pairwise_distance",
+    F.pairwise_distance,
+    lambda m: [s(m(3, 4), m(3, 4)), s(m(3, 4), m(4), 1.0, keepdim=True), s(m(2, 3), m(2, 3), 3)],
+    FLOAT,
+    torch.pairwise_distance,
+)
+op("pdist", F.pdist, lambda m: [s(m(4, 3)), s(m(5, 2), 1.0), s(m(3, 3), 3.0)], (f32, f64), torch.pdist)
+op(
+    "triplet_margin_loss",
+    F.triplet_margin_loss,
+    lambda m: [
+        s(m(3, 4), m(3, 4), m(3, 4)),
+        s(m(3, 4), m(3, 4), m(3, 4), margin=0.5, p=1, swap=True, reduction="none"),
+    ],
+)
+op(
+    "poisson_nll_loss",
+    F.poisson_nll_loss,
+    lambda m: [
+        s(m(3, 4), m(3, 4, low=0, high=4)),
+        s(m(3, 4, **POS), m(3, 4, low=0, high=4), log_input=False, full=True, reduction="sum"),
+    ],
+)
+op(
+    "gaussian_nll_loss",
+    F.gaussian_nll_loss,
+    lambda m: [
+        s(m(3, 4), m(3, 4), m(3, 4, low=0.1, high=2)),
+        s(m(3, 4), m(3, 4), m(3, low=0.1, high=2), full=True, reduction="sum"),
+        s(m(3, 4), m(3, 4), m(3, 1, low=0.001, high=0.02), eps=0.01, reduction="none"),
+    ],
+)
+
+
+# -- unpooling and more nn.functional layers (thunder/ops/ltorch/unpool.py, layers.py) -------
+def _unpool_sample(m: Maker, n: int, shape, kernel, **kw):
+    """A max pooling's output and indices (distinct values, so no index is written twice)."""
+    x = distinct(m, *shape)
+    pooled, idx = getattr(F, f"max_pool{n}d")(x.to(f64), kernel, return_indices=True, **kw)
+    return s(pooled.to(m.dtype), idx, kernel, **kw)
+
+
+op(
+    "max_unpool1d",
+    F.max_unpool1d,
+    lambda m: [_unpool_sample(m, 1, (2, 3, 8), 2), _unpool_sample(m, 1, (3, 9), 3, stride=2, padding=1)],
+)
+op(
+    "max_unpool2d",
+    F.max_unpool2d,
+    lambda m: [_unpool_sample(m, 2, (2, 3, 4, 6), 2), _unpool_sample(m, 2, (1, 5, 5), (2, 3), stride=1)],
+)
+op("max_unpool3d", F.max_unpool3d, lambda m: [_unpool_sample(m, 3, (1, 2, 4, 4, 4), 2)])
+op(
+    "bilinear",
+    F.bilinear,
+    lambda m: [s(m(3, 4), m(3, 5), m(2, 4, 5), m(2)), s(m(2, 3, 4), m(2, 3, 5), m(6, 4, 5))],
+    FLOAT,
+    torch.bilinear,
+    tol={f32: (1e-4, 1e-4), bf16: (5e-2, 5e-2)},
+)
+op(
+    "rrelu",
+    F.rrelu,
+    lambda m: [s(m(3, 4)), s(m(3, 4), 0.1, 0.3)],
+    FLOAT,
+    torch.rrelu,
+)
+op(
+    "rrelu",
+    F.rrelu,
+    lambda m: [s(m(3, 4), training=True)],
+    FLOAT,
+    values=False,
+    check=lambda out, sample: bool(
+        (
+            (out == sample.args[0])
+            | ((out / sample.args[0] >= 1 / 8 - 1e-3) & (out / sample.args[0] <= 1 / 3 + 1e-3))
+        ).all()
+    ),
+    variant="training",
+)
+op(
+    "local_response_norm",
+    F.local_response_norm,
+    lambda m: [s(m(2, 5, 7), 3), s(m(2, 6, 3, 4), 2, alpha=0.1, beta=0.5, k=2.0), s(m(1, 4, 2, 2, 3), 4)],
+    (f32, f64),
+)
+
+
+# -- the _foreach_* ops of optimizers (thunder/ops/ltorch/foreach.py) -------------------------
+def _tensor_list(m: Maker, **kw) -> list:
+    return [m(3, **kw), m(2, 4, **kw), m(**kw)]
+
+
+for _n in "add sub mul div maximum minimum pow".split():
+    op(
+        f"foreach_{_n}",
+        getattr(torch, f"_foreach_{_n}"),
+        (
+            lambda name: (
+                lambda m: (
+                    [
+                        s(_tensor_list(m, **POS), _tensor_list(m, **POS)),
+                        s(_tensor_list(m, **POS), 1.5),
+                        s(_tensor_list(m, **POS), [0.5, 2.0, 1.5]),
+                    ]
+                    + ([s(_tensor_list(m), _tensor_list(m), alpha=2)] if name in ("add", "sub") else [])
+                )
+            )
+        )(_n),
+        (f32, f64),
+    )
+for _n in "clamp_min clamp_max".split():
+    op(
+        f"foreach_{_n}",
+        getattr(torch, f"_foreach_{_n}"),
+        lambda m: [s(_tensor_list(m), 0.5), s(_tensor_list(m), [0.1, -0.2, 0.3])],
+        (f32, f64),
+    )
+for _n in "sqrt neg abs exp reciprocal sign".split():
+    op(f"foreach_{_n}", getattr(torch, f"_foreach_{_n}"), lambda m: [s(_tensor_list(m, **POS))], (f32, f64))
+op(
+    "foreach_lerp",
+    torch._foreach_lerp,
+    lambda m: [
+        s(_tensor_list(m), _tensor_list(m), 0.3),
+        s(_tensor_list(m), _tensor_list(m), _tensor_list(m, low=0, high=1)),
+    ],
+    (f32, f64),
+)
+
+
+def _each(fn):
+    """``fn`` over each tensor, the reference where eager's own foreach backward fails (its
+    ``_foreach_addcdiv`` gradient of a 0-dim tensor raises an IndexError)."""
+
+    def ref(a, b, c, value=1):
+        values = value if isinstance(value, list) else [value] * len(a)
+        return tuple(fn(x, y, z, value=v) for x, y, z, v in zip(a, b, c, values))
+
+    return ref
+
+
+for _n in "addcmul addcdiv".split():
+    op(
+        f"foreach_{_n}",
+        getattr(torch, f"_foreach_{_n}"),
+        lambda m: [
+            s(_tensor_list(m), _tensor_list(m), _tensor_list(m, **POS)),
+            s(_tensor_list(m), _tensor_list(m), _tensor_list(m, **POS), value=0.5),
+            s(_tensor_list(m), _tensor_list(m), _tensor_list(m, **POS), [0.1, -0.2, 0.3]),
+        ],
+        (f32, f64),
+        ref=_each(getattr(torch, _n)),
+    )
+
+
+# -- slice writes, logspace, covariance (thunder/ops/ltorch/statistics.py) --------------------
+op(
+    "select_scatter",
+    torch.select_scatter,
+    lambda m: [s(m(3, 4), m(4), 0, 1), s(m(2, 3, 4), m(2, 4), 1, -1)],
+    NUM,
+)
+op(
+    "slice_scatter",
+    torch.slice_scatter,
+    lambda m: [s(m(5, 4), m(2, 4), 0, 1, 3), s(m(3, 6), m(3, 3), 1, 0, None, 2), s(m(4, 3), m(4, 3))],
+    NUM,
+)
+op(
+    "logspace",
+    lambda start, end, steps, **kw: torch.logspace(start, end, steps, **kw),
+    lambda m: [
+        s(0.0, 2.0, 5, dtype=m.dtype),
+        s(-1.0, 1.5, 4, base=2.0, dtype=m.dtype),
+        s(1.0, 2.0, 1, dtype=m.dtype),
+    ],
+    (f32, f64),
+)
+op(
+    "cov",
+    torch.cov,
+    lambda m: [
+        s(m(3, 5)),
+        s(m(4), correction=0),
+        s(m(2, 4), fweights=torch.tensor([1, 2, 1, 3], device=m.device)),
+        s(m(2, 4), aweights=m(4, low=0.5, high=1.5), correction=0),
+    ],
+    (f32, f64),
+    T.cov,
+)
+op("corrcoef", torch.corrcoef, lambda m: [s(m(3, 5)), s(m(6))], (f32, f64), T.corrcoef)
+
+
+# -- put, index_reduce (thunder/ops/ltorch/indexed.py) --------------------------------------
+op(
+    "put",
+    torch.put,
+    lambda m: [
+        s(m(3, 4), torch.tensor([0, 5, -1], device=m.device), m(3)),
+        s(m(3, 4), torch.tensor([[1, 1], [2, -12]], device=m.device), m(2, 2), True),
+    ],
+    NUM,
+    T.put,
+)
+op(
+    "index_reduce",
+    torch.index_reduce,
+    lambda m: (
+        [
+            s(m(5, 3), 0, torch.tensor([0, 2, 0, 4], device=m.device), m(4, 3), r, include_self=inc)
+            for r, inc in (("prod", True), ("mean", False), ("amax", True), ("amin", False))
+        ]
+        + [s(m(2, 6), 1, torch.tensor([5, 1], device=m.device), m(2, 2), "mean")]
+    ),
+    (f32, f64),
+    T.index_reduce,
+)

@@ -293,6 +293,13 @@ class AcquisitionMode(TorchFunctionMode):
             if base is not None:
                 result = self._call(func, base, (state.inplace.read_for_write(args[0]), *args[1:]), kwargs)
                 return state.inplace.rebind(args[0], result, describe(func))
+        if (
+            name.startswith("_foreach_")
+            and name.endswith("_")
+            and args
+            and isinstance(args[0], (list, tuple))
+        ):
+            return self._foreach_inplace(func, name, args, kwargs)
         if custom.is_custom_op(func):  # a library's operator: one opaque op (thunder/ops/custom.py)
             return self._call(func, custom.symbol_for(func), args, kwargs)
         if self.inlined and describe(self.inlined[0]) != describe(func):
@@ -410,6 +417,21 @@ class AcquisitionMode(TorchFunctionMode):
             if isinstance(e, ThunderError):
                 raise
             raise type(e)(f"thunder: {describe(func)}: {e}" + at(user_location())) from e
+
+    def _foreach_inplace(self, func, name: str, args, kwargs):
+        """``torch._foreach_add_(tensors, ...)``: the out-of-place op, each result written back
+        into its tensor; None, as eager returns."""
+        target = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
+        if target is None:
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} is not supported (no thunder op for torch.{name[:-1]})"
+                + at(user_location())
+            )
+        tensors = [self.state.inplace.read_for_write(t) for t in args[0]]
+        results = self._call(func, target, (tensors, *args[1:]), kwargs)
+        for t, r in zip(args[0], results):
+            self.state.inplace.rebind(t, r, describe(func))
+        return None
 
     def _property(self, name: str, t):
         if name in _METADATA_PROPERTIES:

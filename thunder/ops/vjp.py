@@ -494,7 +494,7 @@ def _index_copy(g, out, a, index, dim, src):
 
 @_rule(prims.scatter_add)
 def _scatter_add(g, out, a, dim, index, src):
-    return g, None, None, prims.take_along_axis(g, index, dim)
+    return g, None, None, _gather(g, index, dim)
 
 
 @_rule(prims.real)
@@ -513,7 +513,7 @@ def _scatter(g, out, a, dim, index, src):
     """As torch: the written positions get no gradient in ``a``; every ``src`` element gets
     the gradient of the position it was written to (also where a repeated index lost)."""
     ga = prims.scatter(g, dim, index, _zeros(shape_of(src), g))
-    return ga, None, None, prims.take_along_axis(g, index, dim)
+    return ga, None, None, _gather(g, index, dim)
 
 
 @_rule(prims.scatter_reduce)
@@ -530,7 +530,7 @@ def _scatter_reduce(g, out, a, dim, index, src, reduce, include_self):
     )
     hit = prims.gt(scattered, 0)
     if reduce in ("amax", "amin"):
-        at_src = prims.take_along_axis(out, index, dim)
+        at_src = _gather(out, index, dim)
         src_wins = prims.convert_element_type(prims.eq(src, at_src), dtype_of(g))
         self_wins = prims.convert_element_type(prims.eq(a, out), dtype_of(g))
         if not include_self:
@@ -538,7 +538,7 @@ def _scatter_reduce(g, out, a, dim, index, src, reduce, include_self):
         count = prims.scatter_add(self_wins, dim, index, src_wins)
         share = prims.div(g, prims.where(prims.eq(count, 0), 1, count))
         ga = prims.mul(share, self_wins)
-        return ga, None, None, prims.mul(prims.take_along_axis(share, index, dim), src_wins), None, None
+        return ga, None, None, prims.mul(_gather(share, index, dim), src_wins), None, None
     # prod
     one = prims.full(shape_of(src), 1, dtype=dtype_of(src), device=device_of(src))
     src_zero, a_zero = prims.eq(src, 0), prims.eq(a, 0)
@@ -568,13 +568,13 @@ def _scatter_reduce(g, out, a, dim, index, src, reduce, include_self):
     if not include_self:
         ga = prims.where(hit, 0, g)
     gsrc = prims.mul(
-        prims.take_along_axis(g, index, dim),
+        _gather(g, index, dim),
         others(
             src,
             src_nz,
             src_zero,
-            prims.take_along_axis(zeros, index, dim),
-            prims.take_along_axis(nonzero_prod, index, dim),
+            _gather(zeros, index, dim),
+            _gather(nonzero_prod, index, dim),
         ),
     )
     return ga, None, None, gsrc, None, None
@@ -954,3 +954,64 @@ def custom_op_rule(path: str) -> Callable:
         return tuple(by_position.get(i) for i in range(len(args)))
 
     return rule
+
+
+@_rule(ltorch.vector_norm)
+def _vector_norm(g, out, a, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """As torch: where the norm is 0 the gradient is 0 (a subgradient), not the ``0/0`` of
+    the decomposition's ``sqrt`` or ``pow`` (orders 0, 1 and the infinities, whose
+    decompositions give torch's gradient already, use them)."""
+    if ord in (0, 1, math.inf, -math.inf) or not dtype_of(a).is_floating_point:
+        return NotImplemented
+    s = shape_of(a)
+    dims = (
+        tuple(range(len(s))) if dim is None or dim in ((), []) else canonical_dims(dim, len(s), "vector_norm")
+    )
+    kept = _kept(s, dims) if s else ()
+
+    def back(t):
+        if not keepdim and s:
+            t = prims.reshape(t, tuple(s[i] for i in kept)) if shape_of(t) != tuple(s[i] for i in kept) else t
+            return _expand(t, s, kept)
+        return prims.broadcast_in_dim(t, s, tuple(range(len(s)))) if shape_of(t) != s else t
+
+    x = a if dtype_of(a) is dtype_of(g) else prims.convert_element_type(a, dtype_of(g))
+    norm = back(out if dtype_of(out) is dtype_of(g) else prims.convert_element_type(out, dtype_of(g)))
+    gb = back(g)
+    zero = prims.eq(norm, 0)
+    if ord == 2:
+        scaled = x
+        scale = prims.div(gb, norm)
+    else:
+        mag = prims.abs(x)
+        scaled = prims.mul(prims.sign(x), prims.pow(mag, ord - 1))
+        if ord < 1:  # |x|^(p-1) is infinite at x = 0, where torch takes 0
+            scaled = prims.where(prims.eq(x, 0), 0, scaled)
+        scale = prims.div(gb, prims.pow(norm, ord - 1))
+    return prims.mul(scaled, prims.where(zero, 0, scale)), None, None, None
+
+
+def _gather(t, index, dim):
+    """``t`` (shaped like a scatter's input) at ``index`` along ``dim``, as torch.gather: an
+    index smaller than ``t`` in the other dimensions reads their leading part."""
+    st, si = shape_of(t), shape_of(index)
+    hi = tuple(si[i] if i != dim else n for i, n in enumerate(st))
+    if hi != st:
+        t = prims.slice_prim(t, (0,) * len(st), hi, (1,) * len(st))
+    return prims.take_along_axis(t, index, dim)
+
+
+@_rule(ltorch.special_entr)
+def _special_entr(g, out, a):
+    """As torch: ``-(1 + log a)`` everywhere (inf at 0, NaN below), where the decomposition's
+    ``where`` would give 0 outside the positive values."""
+    return (prims.mul(g, prims.neg(prims.add(prims.log(a), 1))),)
+
+
+@_rule(ltorch.special_xlog1py)
+def _special_xlog1py(g, out, a, b):
+    """As torch: ``log1p(b)`` for ``a`` (also where ``a`` is 0, where the decomposition's
+    ``where`` gives 0) and ``a / (b + 1)`` for ``b``."""
+    if not (is_tensor(a) and is_tensor(b)):
+        return NotImplemented
+    return prims.mul(g, prims.log1p(b)), prims.div(prims.mul(g, a), prims.add(b, 1))

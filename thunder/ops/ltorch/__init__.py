@@ -8,10 +8,14 @@ from thunder.ops.ltorch.conv import *  # noqa: F401,F403
 from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
+from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
+from thunder.ops.ltorch.indexed import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
+from thunder.ops.ltorch.layers import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
 from thunder.ops.ltorch.losses import *  # noqa: F401,F403
+from thunder.ops.ltorch.margins import *  # noqa: F401,F403
 from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
 from thunder.ops.ltorch.order import *  # noqa: F401,F403
@@ -21,4 +25,8 @@ from thunder.ops.ltorch.rnn import *  # noqa: F401,F403
 from thunder.ops.ltorch.scans import *  # noqa: F401,F403
 from thunder.ops.ltorch.scatter import *  # noqa: F401,F403
 from thunder.ops.ltorch.shape import *  # noqa: F401,F403
+from thunder.ops.ltorch.special import *  # noqa: F401,F403
+from thunder.ops.ltorch.spellings import *  # noqa: F401,F403
 from thunder.ops.ltorch.stacking import *  # noqa: F401,F403
+from thunder.ops.ltorch.statistics import *  # noqa: F401,F403
+from thunder.ops.ltorch.unpool import *  # noqa: F401,F403

@@ -42,9 +42,8 @@ def _conv(n: int):
                 if any(s != 1 for s in stride_):
                     raise ShapeError(f"{op}: padding='same' needs stride 1, got {stride_}")
                 total = [d * (k - 1) for d, k in zip(dilation_, shape_of(weight)[2:])]
-                if any(t % 2 for t in total):
-                    raise ShapeError(f"{op}: padding='same' with an even kernel extent is not supported")
                 pad = tuple(t // 2 for t in total)
+                odd = tuple(t % 2 for t in total)  # as torch: the one extra zero at the end
             else:
                 raise ShapeError(f"{op}: padding must be 'same', 'valid' or ints, got {padding!r}")
         else:
@@ -55,6 +54,8 @@ def _conv(n: int):
             if batched
             else prims.broadcast_in_dim(input, (1,) + shape_of(input), tuple(range(1, n + 2)))
         )
+        if padding == "same" and any(odd):
+            x = _zeros_at_end(x, odd)
         out = prims.convolution(x, weight, bias, stride_, pad, dilation_, groups)
         return out if batched else prims.squeeze(out, (0,))
 
@@ -63,6 +64,17 @@ def _conv(n: int):
         [getattr(torch, f"conv{n}d")] if getattr(torch, f"conv{n}d") is not getattr(F, f"conv{n}d") else []
     )
     return torchsymbol(*fns, torch_impl=f"torch.nn.functional.conv{n}d", tags=(Tag.CONV,))(conv)
+
+
+def _zeros_at_end(x, widths):
+    """``x`` with ``widths[i]`` zeros appended along spatial dim ``i`` (after batch, channels)."""
+    for i, w in enumerate(widths):
+        if w:
+            shape = list(shape_of(x))
+            shape[2 + i] = w
+            zeros = prims.full(tuple(shape), 0, dtype=dtype_of(x), device=device_of(x))
+            x = prims.cat([x, zeros], 2 + i)
+    return x
 
 
 conv1d, conv2d, conv3d = _conv(1), _conv(2), _conv(3)

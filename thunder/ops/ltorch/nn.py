@@ -537,6 +537,9 @@ def pad(input, pad, mode: str = "constant", value=None):
             continue
         n = shape_of(out)[d]
         if mode != "constant":
+            if mode == "circular" and (lo < 0 or hi < 0):  # as torch: crop, then wrap what is left
+                out = sh._slice_dim(out, d, max(-lo, 0), n - max(-hi, 0))
+                n, lo, hi = shape_of(out)[d], max(lo, 0), max(hi, 0)
             out = prims.take(out, _pad_index(n, lo, hi, mode, device_of(input)), d)
             continue
         # negative padding crops

@@ -218,6 +218,8 @@ def _max_min(a, dim, keepdim, which: str):
     if dim is None:
         return _extremum(prims.amax if which == "max" else prims.amin, a, None, False, op)
     values = _extremum(prims.amax if which == "max" else prims.amin, a, dim, keepdim, op)
+    if values is a:  # a 0-dim input: eager's values are a new tensor in the graph, not the input
+        values = prims.clone(a)
     indices = _arg_extremum(prims.argmax if which == "max" else prims.argmin, a, dim, keepdim, op)
     return (max_result if which == "max" else min_result)(values, indices)
 
@@ -425,6 +427,13 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     (d,) = canonical_dims(dim, len(s), "torch.topk") or (0,)
     if s and not 0 <= k <= s[d]:
         raise ShapeError(f"torch.topk: k={k} is out of range for dimension {d} of size {s[d]}")
+    if not s:  # a 0-dim tensor: its one element, as the one-element vector it views
+        values, indices = prims.topk(prims.reshape(a, (1,)), k, 0, largest, sorted)
+        return (
+            topk_result(prims.reshape(values, ()), prims.reshape(indices, ()))
+            if k == 1
+            else topk_result(values, indices)
+        )
     values, indices = prims.topk(a, k, d, largest, sorted)
     return topk_result(values, indices)
 

@@ -60,18 +60,21 @@ def scatter(a, dim: int, index, src=None, *, value=None, reduce: str | None = No
     op = "torch.scatter"
     d = _dim(a, dim, op)
     src = _src(value if src is None else src, index, a, op)
+    a, index, src, back = _aligned(a, index, src)
     if reduce is None:
-        return prims.scatter(a, d, index, src)
+        return back(prims.scatter(a, d, index, src))
     if reduce == "add":
-        return prims.scatter_add(a, d, index, src)
+        return back(prims.scatter_add(a, d, index, src))
     if reduce == "multiply":
-        return prims.scatter_reduce(a, d, index, src, "prod", True)
+        return back(prims.scatter_reduce(a, d, index, src, "prod", True))
     raise ShapeError(f"{op}: reduce must be 'add' or 'multiply', got {reduce!r}")
 
 
 @torchsymbol(torch.scatter_add, T.scatter_add, torch_impl="torch.scatter_add", tags=(Tag.INDEXING,))
 def scatter_add(a, dim: int, index, src):
-    return prims.scatter_add(a, _dim(a, dim, "torch.scatter_add"), index, src)
+    d = _dim(a, dim, "torch.scatter_add")
+    a, index, src, back = _aligned(a, index, src)
+    return back(prims.scatter_add(a, d, index, src))
 
 
 @torchsymbol(torch.scatter_reduce, T.scatter_reduce, torch_impl="torch.scatter_reduce", tags=(Tag.INDEXING,))
@@ -82,14 +85,15 @@ def scatter_reduce(a, dim: int, index, src, reduce: str, *, include_self: bool =
     op = "torch.scatter_reduce"
     d = _dim(a, dim, op)
     src = _src(src, index, a, op)
+    a, index, src, back = _aligned(a, index, src)
     if reduce in prims.SCATTER_REDUCTIONS:
-        return prims.scatter_reduce(a, d, index, src, reduce, include_self)
+        return back(prims.scatter_reduce(a, d, index, src, reduce, include_self))
     if reduce not in ("sum", "mean"):
         raise ShapeError(f"{op}: reduce must be one of sum, prod, mean, amax, amin, got {reduce!r}")
     base = a if include_self else prims.scatter(a, d, index, _filled(index, 0, a))
     total = prims.scatter_add(base, d, index, src)
     if reduce == "sum":
-        return total
+        return back(total)
     ones = _filled(index, 1, a)
     count = prims.scatter_add(
         prims.full(shape_of(a), int(include_self), dtype=dtype_of(a), device=device_of(a)), d, index, ones
@@ -97,8 +101,34 @@ def scatter_reduce(a, dim: int, index, src, reduce: str, *, include_self: bool =
     count = prims.where(prims.eq(count, 0), 1, count)
     dt = dtype_of(a)
     if dt.is_floating_point or dt.is_complex:
-        return prims.div(total, count)
-    return prims.floor_divide(total, count)
+        return back(prims.div(total, count))
+    return back(prims.floor_divide(total, count))
+
+
+def _aligned(a, index, src):
+    """(a, index, src, back) as the prims take them: an int32 index as int64; only the part
+    of ``src`` the index covers (torch reads no more of it, so the rest gets no gradient);
+    a 0-dim ``a`` (with a one-element index and src) as a vector, ``back`` making the result
+    0-dim again."""
+    if dtype_of(index) is torch.int32:
+        index = prims.convert_element_type(index, torch.int64)
+    back = _same
+    if not shape_of(a):
+        a, back = prims.reshape(a, (1,)), _to_scalar
+        index = prims.reshape(index, (1,)) if shape_of(index) != (1,) else index
+        src = prims.reshape(src, (1,)) if shape_of(src) != (1,) else src
+    si, ss = shape_of(index), shape_of(src)
+    if si != ss and len(si) == len(ss) and all(i <= j for i, j in zip(si, ss)):
+        src = prims.slice_prim(src, (0,) * len(si), tuple(si), (1,) * len(si))
+    return a, index, src, back
+
+
+def _same(x):
+    return x
+
+
+def _to_scalar(x):
+    return prims.reshape(x, ())
 
 
 @torchsymbol(torch.index_put, T.index_put, torch_impl="torch.index_put", tags=(Tag.INDEXING,))
@@ -112,6 +142,12 @@ def index_put(a, indices, values, accumulate: bool = False):
 @torchsymbol(torch.index_add, T.index_add, torch_impl="torch.index_add", tags=(Tag.INDEXING,))
 def index_add(a, dim: int, index, source, *, alpha=1):
     d = _dim(a, dim, "torch.index_add")
+    if not shape_of(a):  # a 0-dim tensor: as the one-element vector it views
+        return prims.reshape(
+            index_add(prims.reshape(a, (1,)), 0, index, prims.reshape(source, (1,)), alpha=alpha), ()
+        )
+    if dtype_of(index) is not torch.int64:  # torch takes int32 (and uint8) indices too
+        index = prims.convert_element_type(index, torch.int64)
     src = shape_of(source)
     full_index = prims.broadcast_in_dim(index, src, (d,)) if src else index
     if alpha != 1:

@@ -281,9 +281,16 @@ def split(a, split_size_or_sections, dim: int = 0):
             raise ShapeError(f"torch.split: sections {sizes} do not add up to {s[d]}")
     out, start = [], 0
     for size in sizes:
-        out.append(_slice_dim(a, d, start, start + size))
+        out.append(_slice_dim(a, d, start, start + size) if size != s[d] else _whole(a))
         start += size
     return tuple(out)
+
+
+def _whole(a):
+    """A chunk that is the whole tensor is still a new value (eager's view with its own
+    autograd history), never the input itself."""
+    s = shape_of(a)
+    return prims.slice_prim(a, (0,) * len(s), tuple(s), (1,) * len(s))
 
 
 @torchsymbol(torch.chunk, T.chunk, torch_impl="torch.chunk", tags=(Tag.SHAPE, Tag.VIEW))
@@ -566,11 +573,18 @@ def _unsqueeze_many(a, positions):
 
 @torchsymbol(torch.index_select, T.index_select, torch_impl="torch.index_select", tags=(Tag.INDEXING,))
 def index_select(a, dim: int, index):
+    if not shape_of(a):  # a 0-dim tensor: its one element (the index can only be 0)
+        return prims.reshape(prims.take(prims.reshape(a, (1,)), prims.reshape(index, (1,)), 0), ())
     return prims.take(a, index, canonical_dim(dim, len(shape_of(a)), "torch.index_select"))
 
 
 @torchsymbol(torch.gather, T.gather, torch_impl="torch.gather", tags=(Tag.INDEXING,))
 def gather(a, dim: int, index):
+    if dtype_of(index) is not torch.int64:  # torch takes int32 (and an empty uint8) index too
+        index = prims.convert_element_type(index, torch.int64)
+    if not shape_of(a):  # a 0-dim tensor: as the one-element vector it views
+        one = prims.take_along_axis(prims.reshape(a, (1,)), prims.reshape(index, (1,)), 0)
+        return prims.reshape(one, shape_of(index)) if shape_of(index) != (1,) else one
     return prims.take_along_axis(a, index, canonical_dim(dim, len(shape_of(a)), "torch.gather"))
 
 
@@ -589,7 +603,7 @@ def take_along_dim(a, indices, dim: int | None = None):
     rest = broadcast_shapes(sa[:d] + sa[d + 1 :], si[:d] + si[d + 1 :], op=op)
     a = _expand_index(a, rest[:d] + (sa[d],) + rest[d:])
     indices = _expand_index(indices, rest[:d] + (si[d],) + rest[d:])
-    return prims.take_along_axis(a, indices, d)
+    return prims.take_along_axis(a, wrap_index(indices, sa[d]), d)  # negative: from the end
 
 
 @torchsymbol(torch.take, T.take, torch_impl="torch.take", tags=(Tag.INDEXING,))
@@ -692,10 +706,14 @@ def pixel_unshuffle(a, downscale_factor: int):
 @torchsymbol(torch.diff, T.diff, torch_impl="torch.diff", tags=(Tag.SHAPE,))
 def diff(a, n: int = 1, dim: int = -1, prepend=None, append=None):
     d = canonical_dim(dim, len(shape_of(a)), "torch.diff")
+    if n == 0:  # as eager: the input, prepend and append ignored
+        return a
     parts = [p for p in (prepend, a, append) if p is not None]
     x = cat(parts, d) if len(parts) > 1 else a
     for _ in range(n):
         size = shape_of(x)[d]
+        if size == 0:  # differences of nothing: still nothing
+            break
         hi, lo = _slice_dim(x, d, 1, size), _slice_dim(x, d, 0, max(size - 1, 0))
         x = prims.ne(hi, lo) if x.meta_dtype is torch.bool else prims.sub(hi, lo)
     return x

@@ -1,0 +1,87 @@
+"""The ``torch._foreach_*`` ops optimizers use: one elementwise op over each tensor of a list
+(``_foreach_add(tensors, other)``: ``other`` a list of tensors or numbers, one number, or one
+tensor), returning a tuple as eager does. Their in-place forms (``_foreach_add_``) are these,
+written back into each tensor by the frontend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from thunder.core.tags import Tag
+from thunder.ops.langs import torchsymbol
+from thunder.ops.ltorch import elementwise as ew
+from thunder.ops.meta import ShapeError
+
+
+def _spread(operand, n: int, op: str, what: str) -> list:
+    """``operand`` as one value per tensor: a list or tuple is taken as is, anything else repeated."""
+    if isinstance(operand, (list, tuple)):
+        if len(operand) != n:
+            raise ShapeError(f"{op}: {what} has {len(operand)} entries, the tensor list {n}")
+        return list(operand)
+    return [operand] * n
+
+
+def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None):
+    """``ltorch.foreach_<name>`` for ``torch._foreach_<name>``: ``fn`` over each tensor and
+    the matching entries of the ``n_operands`` operands after the list; ``scalar`` names a
+    trailing number argument that may also be a list of numbers, one per tensor
+    (``_foreach_addcdiv(params, a, b, step_sizes)``)."""
+    torch_fn = getattr(torch, f"_foreach_{name}")
+    op = f"torch._foreach_{name}"
+
+    def impl(tensors, *operands, **kwargs):
+        if scalar is not None and len(operands) == n_operands + 1:
+            *operands, kwargs[scalar] = operands
+        if len(operands) != n_operands:
+            raise ShapeError(
+                f"{op}: expected {n_operands} operand(s) after the tensor list, got {len(operands)}"
+            )
+        tensors = list(tensors)
+        spread = [_spread(o, len(tensors), op, f"operand {i + 1}") for i, o in enumerate(operands)]
+        per_tensor = {}
+        if scalar is not None and scalar in kwargs:
+            if isinstance(kwargs[scalar], torch.Tensor):
+                raise ShapeError(f"{op}: {scalar} given as a tensor is not supported; pass numbers")
+            per_tensor = {scalar: _spread(kwargs.pop(scalar), len(tensors), op, scalar)}
+        return tuple(
+            fn(t, *(s[i] for s in spread), **kwargs, **{k: v[i] for k, v in per_tensor.items()})
+            for i, t in enumerate(tensors)
+        )
+
+    impl.__name__ = f"foreach_{name}"
+    impl.__doc__ = f"{op}: torch.{name} over each tensor"
+    return torchsymbol(
+        torch_fn, torch_impl=f"torch._foreach_{name}", tags=(Tag.ELEMENTWISE,), name=f"foreach_{name}"
+    )(impl)
+
+
+foreach_add = _foreach(
+    "add", lambda t, o, alpha=1: ew.add(t, o, alpha=alpha) if alpha != 1 else ew.add(t, o), 1
+)
+foreach_sub = _foreach(
+    "sub", lambda t, o, alpha=1: ew.sub(t, o, alpha=alpha) if alpha != 1 else ew.sub(t, o), 1
+)
+foreach_mul = _foreach("mul", ew.mul, 1)
+foreach_div = _foreach("div", ew.div, 1)
+foreach_maximum = _foreach(
+    "maximum", lambda t, o: ew.maximum(t, o) if isinstance(o, torch.Tensor) else ew.clamp_min(t, o), 1
+)
+foreach_minimum = _foreach(
+    "minimum", lambda t, o: ew.minimum(t, o) if isinstance(o, torch.Tensor) else ew.clamp_max(t, o), 1
+)
+foreach_clamp_min = _foreach("clamp_min", ew.clamp_min, 1)
+foreach_clamp_max = _foreach("clamp_max", ew.clamp_max, 1)
+foreach_pow = _foreach("pow", ew.pow, 1)
+foreach_lerp = _foreach("lerp", ew.lerp, 2)
+foreach_addcmul = _foreach("addcmul", ew.addcmul, 2, scalar="value")
+foreach_addcdiv = _foreach("addcdiv", ew.addcdiv, 2, scalar="value")
+foreach_sqrt = _foreach("sqrt", ew.sqrt, 0)
+foreach_neg = _foreach("neg", ew.neg, 0)
+foreach_abs = _foreach("abs", ew.abs, 0)
+foreach_exp = _foreach("exp", ew.exp, 0)
+foreach_reciprocal = _foreach("reciprocal", ew.reciprocal, 0)
+foreach_sign = _foreach("sign", ew.sign, 0)
