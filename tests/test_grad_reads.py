@@ -73,6 +73,28 @@ def test_an_optimizer_step_compiles_and_writes_parameters_and_gradients():
     assert thunder.compile_stats(step).cache_misses == 2  # every gradient set; one of them None
 
 
+def test_grad_of_a_tensor_reached_through_an_object_is_read():
+    # torch.optim.SGD's own step reaches the parameters through self.param_groups (captured
+    # tensors, not arguments): their .grad read None while tracing, and the compiled step
+    # changed nothing, silently
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    m2 = copy.deepcopy(m)
+    opt, opt2 = torch.optim.SGD(m.parameters(), lr=0.1), torch.optim.SGD(m2.parameters(), lr=0.1)
+    step = thunder.jit(opt2.step)
+    first = m2[0].weight.detach().clone()
+    for _ in range(3):
+        x = torch.randn(5, 3)
+        for model, o in ((m, opt), (m2, opt2)):
+            o.zero_grad()
+            model(x).pow(2).sum().backward()
+        opt.step()
+        step()
+        for a, b in zip(m.parameters(), m2.parameters()):
+            assert torch.allclose(a, b, atol=1e-6)
+    assert not torch.equal(m2[0].weight, first)  # the compiled step did change the parameters
+
+
 @pytest.mark.parametrize("hook", ["register_hook", "retain_grad", "register_post_accumulate_grad_hook"])
 def test_hooks_on_tensors_inside_are_refused_with_the_line(hook):
     def f(x, w):

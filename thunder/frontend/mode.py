@@ -439,6 +439,8 @@ class AcquisitionMode(TorchFunctionMode):
                 self.state.touched[id(t)] = t
             return getattr(torch.Tensor, name).__get__(t)
         if name == "grad":
+            if isinstance(t, torch.Tensor) and not isinstance(t, TensorProxy):
+                t = self.state.capture(t)  # a real tensor reached through an object (an optimizer's params)
             return self._grad(t)
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
