@@ -62,6 +62,7 @@ def test_data_dependent_branch_matches_eager_and_names_the_line():
     first = steps[0]
     final = thunder.last_traces(first.jfn)[-1]
     assert "tanh" in str(final)
+    assert thunder.last_traces(first)[-1] is final  # the piece itself is taken for its function
     # its BoundSymbols name the user's lines, not the lines of the graph's generated code
     sources = {(b.source.filename, b.source.lineno) for b in final.bound_symbols if b.source is not None}
     assert (__file__, _line_of(branchy, "torch.tanh(x @ w)")) in sources

@@ -571,6 +571,9 @@ def _jfn(obj) -> ThunderFunction:
         return obj._jfn
     if isinstance(obj, ThunderFunction):
         return obj
+    held = getattr(obj, "jfn", None)  # what runs a piece of a thunderfx program (thunder.dynamo.Piece)
+    if isinstance(held, (ThunderFunction, ThunderModule)):
+        return _jfn(held)
     raise TypeError(f"expected a function returned by thunder.jit, got {type(obj).__qualname__}")
 
 

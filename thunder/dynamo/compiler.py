@@ -44,8 +44,8 @@ class Fallback:
 
 
 class Piece:
-    """One graph Dynamo extracted, and the thunder function that runs it (``jfn``:
-    ``thunder.last_traces(piece.jfn)``, ``explorer.explore(piece.jfn)``)."""
+    """One graph Dynamo extracted, and the thunder function that runs it (``jfn``;
+    ``thunder.last_traces(piece)`` is ``thunder.last_traces(piece.jfn)``)."""
 
     def __init__(self, index: int, gm: torch.fx.GraphModule, example_inputs, compiler: ThunderCompiler):
         self.index = index
