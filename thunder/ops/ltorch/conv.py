@@ -18,7 +18,8 @@ from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
 
 
-def _tuple(v, n: int, name: str, op: str) -> tuple[int, ...]:
+def int_tuple(v, n: int, name: str, op: str) -> tuple[int, ...]:
+    """``v`` (an int, or one or ``n`` ints) as ``n`` ints; ``name`` and ``op`` for the error."""
     if isinstance(v, int):
         return (v,) * n
     v = tuple(v)
@@ -33,8 +34,8 @@ def _conv(n: int):
     op = f"F.conv{n}d"
 
     def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-        stride_ = _tuple(stride, n, "stride", op)
-        dilation_ = _tuple(dilation, n, "dilation", op)
+        stride_ = int_tuple(stride, n, "stride", op)
+        dilation_ = int_tuple(dilation, n, "dilation", op)
         if isinstance(padding, str):
             if padding == "valid":
                 pad = (0,) * n
@@ -47,7 +48,7 @@ def _conv(n: int):
             else:
                 raise ShapeError(f"{op}: padding must be 'same', 'valid' or ints, got {padding!r}")
         else:
-            pad = _tuple(padding, n, "padding", op)
+            pad = int_tuple(padding, n, "padding", op)
         batched = len(shape_of(input)) == n + 2
         x = (
             input
@@ -86,9 +87,9 @@ def _max_pool(n: int):
     def max_pool(
         input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
     ):
-        k = _tuple(kernel_size, n, "kernel_size", op)
-        st = _tuple(stride if stride not in (None, ()) else k, n, "stride", op)
-        pad, dil = _tuple(padding, n, "padding", op), _tuple(dilation, n, "dilation", op)
+        k = int_tuple(kernel_size, n, "kernel_size", op)
+        st = int_tuple(stride if stride not in (None, ()) else k, n, "stride", op)
+        pad, dil = int_tuple(padding, n, "padding", op), int_tuple(dilation, n, "dilation", op)
         if not return_indices:
             return prims.max_pool(input, k, st, pad, dil, ceil_mode)
         s = shape_of(input)
@@ -196,9 +197,9 @@ def _avg_pool(n: int):
         count_include_pad=True,
         divisor_override=None,
     ):
-        k = _tuple(kernel_size, n, "kernel_size", op)
-        st = _tuple(stride if stride not in (None, ()) else k, n, "stride", op)
-        pad = _tuple(padding, n, "padding", op)
+        k = int_tuple(kernel_size, n, "kernel_size", op)
+        st = int_tuple(stride if stride not in (None, ()) else k, n, "stride", op)
+        pad = int_tuple(padding, n, "padding", op)
         if n == 1 and divisor_override is not None:
             raise ShapeError(f"{op}: divisor_override is not an argument of avg_pool1d")
         return prims.avg_pool(input, k, st, pad, ceil_mode, count_include_pad, divisor_override)
@@ -218,7 +219,7 @@ def _adaptive_avg_pool(n: int):
 
     def adaptive_avg_pool(input, output_size):
         s = shape_of(input)
-        size = _tuple(output_size, n, "output_size", op)
+        size = int_tuple(output_size, n, "output_size", op)
         size = tuple(s[len(s) - n + i] if o is None else o for i, o in enumerate(size))
         return prims.adaptive_avg_pool(input, size)
 
@@ -240,7 +241,7 @@ def _adaptive_max_pool(n: int):
         s = shape_of(input)
         if len(s) not in (n + 1, n + 2):
             raise ShapeError(f"{op}: expected a {n + 1}-D or {n + 2}-D input, got shape {s}")
-        size = _tuple(output_size, n, "output_size", op)
+        size = int_tuple(output_size, n, "output_size", op)
         size = tuple(s[len(s) - n + i] if o is None else o for i, o in enumerate(size))
         if any(o <= 0 for o in size) or any(d <= 0 for d in s[-n:]):
             raise ShapeError(f"{op}: input {s} and output size {size} must be positive")
@@ -301,10 +302,10 @@ def _conv_transpose(n: int):
         """The gradient of a convolution: the input spread by ``stride`` (zeros between
         elements), padded by ``dilation * (kernel - 1) - padding`` (plus ``output_padding``
         at the end), convolved with the weight flipped and its channel axes swapped per group."""
-        st = _tuple(stride, n, "stride", op)
-        pad = _tuple(padding, n, "padding", op)
-        out_pad = _tuple(output_padding, n, "output_padding", op)
-        dil = _tuple(dilation, n, "dilation", op)
+        st = int_tuple(stride, n, "stride", op)
+        pad = int_tuple(padding, n, "padding", op)
+        out_pad = int_tuple(output_padding, n, "output_padding", op)
+        dil = int_tuple(dilation, n, "dilation", op)
         sw = shape_of(weight)
         if len(sw) != n + 2 or sw[0] % groups:
             raise ShapeError(f"{op}: weight {sw} does not fit groups={groups}")

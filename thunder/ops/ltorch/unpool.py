@@ -12,19 +12,9 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch import shape
+from thunder.ops.ltorch.conv import int_tuple
 from thunder.ops.ltorch.scatter import scatter
 from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
-
-
-def _tuple(v, n: int, what: str, op: str) -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
-    v = tuple(v)
-    if len(v) == 1:
-        return v * n
-    if len(v) != n:
-        raise ShapeError(f"{op}: {what} must have {n} entries, got {v}")
-    return v
 
 
 def _unpool(n: int, input, indices, kernel_size, stride, padding, output_size, op: str):
@@ -33,9 +23,9 @@ def _unpool(n: int, input, indices, kernel_size, stride, padding, output_size, o
         raise ShapeError(f"{op}: input must be {n + 1}-D or {n + 2}-D, got shape {s}")
     if shape_of(indices) != s:
         raise ShapeError(f"{op}: indices {shape_of(indices)} must have the input's shape {s}")
-    k = _tuple(kernel_size, n, "kernel_size", op)
-    st = k if stride is None else _tuple(stride, n, "stride", op)
-    p = _tuple(padding, n, "padding", op)
+    k = int_tuple(kernel_size, n, "kernel_size", op)
+    st = k if stride is None else int_tuple(stride, n, "stride", op)
+    p = int_tuple(padding, n, "padding", op)
     lead, spatial = s[: len(s) - n], s[len(s) - n :]
     if output_size is None:
         out = tuple((i - 1) * a - 2 * b + c for i, a, b, c in zip(spatial, st, p, k))
