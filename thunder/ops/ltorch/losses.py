@@ -23,7 +23,7 @@ T = torch.Tensor
 
 
 # -- losses ---------------------------------------------------------------------------------
-def _reduction(size_average, reduce, reduction: str) -> str:
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
     """torch's legacy ``size_average``/``reduce`` arguments, read as a reduction string."""
     if size_average is None and reduce is None:
         return reduction
@@ -61,7 +61,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         return prims.mul(d, d)
 
     return _pointwise_loss(
-        input, target, weight, _reduction(size_average, reduce, reduction), "F.mse_loss", fn
+        input, target, weight, legacy_reduction(size_average, reduce, reduction), "F.mse_loss", fn
     )
 
 
@@ -69,7 +69,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     fn = lambda a, b: prims.abs(prims.sub(a, b))  # noqa: E731
     return _pointwise_loss(
-        input, target, weight, _reduction(size_average, reduce, reduction), "F.l1_loss", fn
+        input, target, weight, legacy_reduction(size_average, reduce, reduction), "F.l1_loss", fn
     )
 
 
@@ -88,7 +88,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
         return l1_loss(input, target, size_average, reduce, reduction)
     fn = lambda a, b: _huber(a, b, beta, True)  # noqa: E731
     return _pointwise_loss(
-        input, target, None, _reduction(size_average, reduce, reduction), "F.smooth_l1_loss", fn
+        input, target, None, legacy_reduction(size_average, reduce, reduction), "F.smooth_l1_loss", fn
     )
 
 
@@ -100,7 +100,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
 
 @torchsymbol(F.binary_cross_entropy, torch_impl="torch.nn.functional.binary_cross_entropy", tags=(Tag.LOSS,))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     # torch clamps the logs at -100 so that 0 * log(0) stays finite
     log_p = prims.maximum(prims.log(input), -100)
     log_1mp = prims.maximum(prims.log(prims.sub(1, input)), -100)
@@ -118,7 +118,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
 ):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     # log(sigmoid(x)) = -softplus(-x), computed stably as -(max(-x, 0) + log1p(exp(-|x|)))
     log_sig_neg = prims.add(
         prims.maximum(prims.neg(input), 0), prims.log1p(prims.exp(prims.neg(prims.abs(input))))
@@ -135,7 +135,7 @@ def binary_cross_entropy_with_logits(
 
 @torchsymbol(F.kl_div, torch_impl="torch.nn.functional.kl_div", tags=(Tag.LOSS,))
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = prims.mul(prims.exp(target), prims.sub(target, input))
     else:  # target * (log(target) - input), 0 where target is 0
@@ -175,7 +175,7 @@ def nll_loss(
     input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction="mean"
 ):
     return _nll(
-        input, target, weight, ignore_index, _reduction(size_average, reduce, reduction), "F.nll_loss"
+        input, target, weight, ignore_index, legacy_reduction(size_average, reduce, reduction), "F.nll_loss"
     )
 
 
@@ -192,7 +192,7 @@ def cross_entropy(
 ):
     """Class-index targets (with ``ignore_index``) or class-probability targets; label smoothing."""
     op = "F.cross_entropy"
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     cd = _class_dim(input)
     n_classes = shape_of(input)[cd]
     logp = red.log_softmax(input, cd)

@@ -21,18 +21,10 @@ from thunder.core.tags import Tag
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch import casts, factories, matrix, reductions, scans, shape
 from thunder.ops.ltorch import elementwise as ew
+from thunder.ops.ltorch.losses import legacy_reduction
 from thunder.ops.meta import ShapeError, device_of, dtype_of, is_tensor, shape_of
 
 _LOSS = (Tag.LOSS,)
-
-
-def _mode(size_average, reduce, reduction: str) -> str:
-    """torch's legacy ``size_average``/``reduce`` read as a reduction string."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
 
 
 def _reduced(loss, reduction: str, op: str):
@@ -56,7 +48,7 @@ def margin_ranking_loss(
 ):
     """``max(0, -target * (input1 - input2) + margin)``."""
     loss = ew.clamp_min(ew.add(ew.mul(ew.neg(target), ew.sub(input1, input2)), margin), 0)
-    return _reduced(loss, _mode(size_average, reduce, reduction), "F.margin_ranking_loss")
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), "F.margin_ranking_loss")
 
 
 @torchsymbol(
@@ -73,7 +65,9 @@ def hinge_embedding_loss(
     at_margin = ew.where(ew.ne(target, 1), ew.clamp_min(ew.rsub(input, margin), 0), 0)
     at_self = ew.where(ew.ne(target, -1), input, 0)
     return _reduced(
-        ew.add(at_margin, at_self), _mode(size_average, reduce, reduction), "F.hinge_embedding_loss"
+        ew.add(at_margin, at_self),
+        legacy_reduction(size_average, reduce, reduction),
+        "F.hinge_embedding_loss",
     )
 
 
@@ -81,7 +75,7 @@ def hinge_embedding_loss(
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """``log(1 + exp(-target * input))``."""
     loss = ew.log1p(ew.exp(ew.mul(ew.neg(target), input)))
-    return _reduced(loss, _mode(size_average, reduce, reduction), "F.soft_margin_loss")
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), "F.soft_margin_loss")
 
 
 @torchsymbol(
@@ -100,7 +94,7 @@ def multilabel_soft_margin_loss(
     class_dim = n - 1 if n else 0
     classes = shape_of(input)[class_dim] if n else 1
     loss = ew.div(reductions.sum(loss, class_dim) if n else loss, classes)
-    return _reduced(loss, _mode(size_average, reduce, reduction), "F.multilabel_soft_margin_loss")
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), "F.multilabel_soft_margin_loss")
 
 
 def _rows(input, target, op: str):
@@ -144,7 +138,7 @@ def multi_margin_loss(
     loss = ew.div(reductions.sum(z, 1), c)
     if squeeze and not shape_of(target):  # a 0-dim target: a 0-dim loss (a (1,) target keeps (1,))
         loss = shape.reshape(loss, ())
-    return _reduced(loss, _mode(size_average, reduce, reduction), op)
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), op)
 
 
 @torchsymbol(F.multilabel_margin_loss, torch_impl="torch.nn.functional.multilabel_margin_loss", tags=_LOSS)
@@ -170,7 +164,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = ew.div(reductions.sum(ew.mul(pair, keep), (1, 2)), c)
     if squeeze:
         loss = shape.reshape(loss, ())
-    return _reduced(loss, _mode(size_average, reduce, reduction), op)
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), op)
 
 
 @torchsymbol(
@@ -192,7 +186,9 @@ def cosine_embedding_loss(
     cos = ew.div(prod, ew.sqrt(ew.mul(m1, m2)))
     pos = ew.where(ew.eq(target, 1), ew.rsub(cos, 1), 0)
     neg = ew.where(ew.eq(target, -1), ew.clamp_min(ew.sub(cos, margin), 0), 0)
-    return _reduced(ew.add(pos, neg), _mode(size_average, reduce, reduction), "F.cosine_embedding_loss")
+    return _reduced(
+        ew.add(pos, neg), legacy_reduction(size_average, reduce, reduction), "F.cosine_embedding_loss"
+    )
 
 
 @torchsymbol(
@@ -250,7 +246,7 @@ def triplet_margin_loss(
     if swap:
         d_an = ew.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     loss = ew.clamp_min(ew.sub(ew.add(d_ap, margin), d_an), 0)
-    return _reduced(loss, _mode(size_average, reduce, reduction), "F.triplet_margin_loss")
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), "F.triplet_margin_loss")
 
 
 @torchsymbol(
@@ -278,7 +274,7 @@ def poisson_nll_loss(
             ew.sub(ew.mul(safe, ew.log(safe)), safe), ew.mul(ew.log(ew.mul(safe, 2 * math.pi)), 0.5)
         )
         loss = ew.add(loss, ew.where(ew.gt(target, 1), stirling, 0))
-    return _reduced(loss, _mode(size_average, reduce, reduction), "F.poisson_nll_loss")
+    return _reduced(loss, legacy_reduction(size_average, reduce, reduction), "F.poisson_nll_loss")
 
 
 @torchsymbol(F.gaussian_nll_loss, torch_impl="torch.nn.functional.gaussian_nll_loss", tags=_LOSS)
