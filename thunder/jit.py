@@ -25,6 +25,7 @@ from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_fa
 from thunder.core.context import current_trace
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
@@ -195,6 +196,7 @@ class ThunderFunction:
         self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
         self._static: set[str] = set()  # ... that failed as values: always specialised
         self._entries = self._cache.entries
+        self._serial = False  # an entry's epilogue writes Python state: calls hold the cache's lock
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -203,6 +205,12 @@ class ThunderFunction:
         if current_trace() is not None:
             # called by a function another thunder.jit is tracing: its ops go into that trace
             return self.fn(*args, **kwargs)
+        if self._serial:  # an epilogue writes Python state (``self.calls += 1``): one call at a time
+            with self._cache.lock:
+                return self._call(*args, **kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         self.stats.calls += 1
         order = self._cache.order
         for entry in reversed(order):
@@ -229,7 +237,14 @@ class ThunderFunction:
                 self.stats.cache_misses += 1
                 with _collection_paused():
                     entry = self.compile(args, kwargs)
-                cargs, eargs = entry.prologue(*args, **kwargs)
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:  # (never the prologue's own exception class)
+                    raise RuntimeError(
+                        f"thunder: {self.__name__} was just traced for these inputs, but its checks fail on them "
+                        f"({miss_reason(entry, args, kwargs)[0]}): the traced code changed state thunder neither "
+                        "put back nor follows"
+                    ) from None
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
 
@@ -300,6 +315,7 @@ class ThunderFunction:
             written_numbers=acquired.written_numbers,
         )
         self.stats.last_trace_seconds = time.perf_counter() - t0
+        self._serial = self._serial or any(Tag.WRITEBACK in b.tags for b in final.epilogue.bound_symbols)
         self._cache.add(entry)
         n = self.stats.cache_misses
         if n % RECOMPILE_WARNING == 0:

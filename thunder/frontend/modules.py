@@ -145,7 +145,8 @@ class ModuleShadows:
         self.of_shadow: dict[int, Shadow] = {}  # id(shadow) -> its record
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
-        self.object_changed: tuple | None = None  # (module record, attribute, its attribute) the trace wrote
+        # what forward wrote into plain objects the modules hold (a config), put back: for the epilogue
+        self.object_writes: list[tuple] = []
         self.tensors: dict[int, TensorProxy] = {}  # id(parameter, buffer or tensor attribute) -> its proxy
         self.paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         # what forward did to the modules, for the epilogue: (holder, "set"/"del"/..., name, value)
@@ -329,7 +330,7 @@ class ModuleShadows:
         """Put back the user's hook tables that changed while tracing (``handle.remove()`` with
         a handle made before the call reaches the module's own table, not the shadow's copy)
         and the objects held by modules that forward changed (they are shared with the
-        shadows): also when the trace fails. ``finish`` refuses such a trace."""
+        shadows): also when the trace fails. Their writes go to the epilogue (``object_writes``)."""
         for record in self.order:
             record.watching = False  # (what thunder reads of the tables from here on is its own)
         for record in self.order:
@@ -339,11 +340,8 @@ class ModuleShadows:
                     table.clear()
                     table.update(items)
                     self.hooks_removed = record
-            for name, obj in record.objects.items():
-                changed = obj.restore()
-                if changed is not None and self.object_changed is None:
-                    where = name if isinstance(name, str) else f"{name[0]}[{name[1]!r}]"
-                    self.object_changed = (record, where, changed)
+            for obj in record.objects.values():
+                obj.restore(self.object_writes)  # (the epilogue writes them: frontend/effects.py)
 
     def finish(self) -> None:
         """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
@@ -352,13 +350,6 @@ class ModuleShadows:
                 f"thunder: forward removes a hook of {type(self.hooks_removed.real).__qualname__} registered before "
                 "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
                 "remove it before calling the compiled module"
-            )
-        if self.object_changed is not None:
-            record, name, attr = self.object_changed
-            raise UnsupportedValueError(
-                f"thunder: forward of {type(record.real).__qualname__} changes the object it holds as .{name} "
-                f"(its attribute {attr!r}); changing objects held by modules while tracing is not supported (the "
-                "object was put back as it was): keep such state in the module's own attributes or buffers"
             )
         for record in self.order:
             written = self._diff(record)
@@ -504,7 +495,7 @@ def _rereads(old, new, reals: dict) -> bool:
     ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds
     proxies in place of its parameters.)"""
     if isinstance(new, TensorProxy):
-        return reals.get(id(new)) is old
+        return id(new) in reals and reals[id(new)] is old
     if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
         return _rereads(old(), new(), reals)
     if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):

@@ -337,9 +337,25 @@ class _Builder:
 
     # -- write-backs ---------------------------------------------------------------------
     def writeback(self, holder, kind: str, key, value) -> None:
+        if kind == "pycall":  # a print, log record or warning of the traced code (key: the function)
+            args, kwargs = value
+            name = getattr(key, "__qualname__", "call")
+            built = [self.build(a, f"the argument {i} of {name}") for i, a in enumerate(args)]
+            kw = {k: self.build(a, f"the argument {k} of {name}") for k, a in kwargs.items()}
+            bsym = BoundSymbol(pyops.python_call, (key, *built), kw, None)
+            self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
+            return
         obj = self.input_object(holder)
         where = f"{holder.name}.{key}" if kind in ("set", "del") else f"{holder.name}[{key!r}]"
-        if kind == "set":
+        if kind == "call":  # a logged write into a container (key: its class and the method)
+            cls, method = key
+            args = [self.build(a, f"the argument of {holder.name}.{method}") for a in value]
+            bsym = BoundSymbol(pyops.python_call, (getattr(cls, method), obj, *args), {}, None)
+        elif kind == "replace":  # a container the code read and wrote: its final contents
+            bsym = BoundSymbol(
+                pyops.python_replace, (obj, self.build(value, f"the contents of {holder.name}")), {}, None
+            )
+        elif kind == "set":
             bsym = BoundSymbol(pyops.python_setattr, (obj, key, self.build(value, where, key)), {}, None)
         elif kind == "del":
             bsym = BoundSymbol(pyops.python_delattr, (obj, key), {}, None)
