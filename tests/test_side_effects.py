@@ -368,6 +368,20 @@ def test_write_into_an_object_a_module_holds():
     assert thunder.compile_stats(jm).cache_misses == 2  # traced again once the config changed
 
 
+def test_attributes_set_on_an_input_tensor():
+    def f(x):
+        x.tag = "seen"
+        x.double = x * 2
+        return x + 1
+
+    jf = thunder.jit(f)
+    for i in range(3):
+        x = torch.full((2,), float(i))
+        jf(x)
+        assert x.tag == "seen" and type(x.double) is torch.Tensor
+        torch.testing.assert_close(x.double, x * 2)
+
+
 G_OBJ = _Config()
 
 

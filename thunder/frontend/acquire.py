@@ -48,6 +48,8 @@ from thunder.frontend.views import Views
 from thunder.ops import prims
 from thunder.ops import python as pyops
 
+# what thunder keeps on a tensor proxy (any other attribute was set by the user's code)
+_PROXY_ATTRIBUTES = ("_thunder", "meta_", "_type_string")
 # arguments whose code the function runs (a callback): their globals and closures are read too
 _CALLBACKS = (types.FunctionType, types.MethodType, functools.partial)
 
@@ -268,6 +270,10 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
         out += _container_writes(copy, holder, before)
     out += state.shadows.writes
     out += state.effects.writes
+    for p in state.inputs.tensor_inputs:  # ``x.tag = "seen"`` on an input tensor: on the user's tensor
+        for name, value in vars(p).items() if type(p) is TensorProxy else ():
+            if not name.startswith(_PROXY_ATTRIBUTES):
+                out.append((p, "set", name, value))
     out += [(None, "pycall", fn, (args, kwargs)) for fn, args, kwargs in state.python_calls]
     return out
 
