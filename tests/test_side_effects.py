@@ -339,6 +339,27 @@ def test_module_attribute_set_in_forward():
     _three_calls(make)
 
 
+class _History(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.history = []
+        self.stats = {"n": 0}
+
+    def forward(self, x):
+        self.history.append(x * 2)
+        self.stats["n"] += 1
+        return x + self.stats["n"]
+
+
+def test_containers_a_module_holds_are_written_in_place():
+    def make():
+        m = _History()
+        history = m.history
+        return m, lambda: (m.history, m.stats, m.history is history)
+
+    _three_calls(make)
+
+
 class _Config:
     def __init__(self):
         self.problem_type = None

@@ -128,6 +128,15 @@ class Effects:
             )
         return v
 
+    def attribute(self, v, module: AnyProxy, name: str):
+        """The tracked copy of a container a module holds as ``name`` (its shadow holds it)."""
+        return self._copy(v, self._child(module, "attr", name, v))
+
+    def unread(self, v) -> bool:
+        """``v`` is a container the code has a tracked copy of and did not read."""
+        c = self.copies.get(id(v))
+        return c is not None and not c.fx.read
+
     def bound_method(self, v, holder: AnyProxy):
         """A container's method passed as an argument (``f(x, rec.append)``): the same method
         of the container's tracked copy; the prologue checks the method's name and the

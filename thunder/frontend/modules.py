@@ -48,6 +48,7 @@ from thunder.frontend.guards import (
     state_check,
 )
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.tracked import trackable
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import same
@@ -271,7 +272,9 @@ class ModuleShadows:
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
-            if not is_immutable(v):  # a list or dict the forward may change in place: the shadow's own
+            if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (frontend/effects.py)
+                d[name] = self.state.effects.attribute(v, holder, name)
+            elif not is_immutable(v):  # a container the forward may change in place: the shadow's own
                 d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
@@ -379,8 +382,11 @@ class ModuleShadows:
         d = shadow.__dict__
         self._diff_hooks(record)
         reals = {id(p): t for t, p in self._tensors()}
+        tracked = self.state.effects.holders
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
+            if old is v and id(v) in tracked:  # a tracked copy: its writes are the effects'
+                continue
             if old is v and not (name in record.state and not same(v, record.state[name])):
                 continue  # (a list or dict changed in place is a write of its new contents)
             if _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
@@ -455,6 +461,10 @@ class ModuleShadows:
         # a written value is checked on its own line (``_guard_written``); a list or dict the
         # forward changed is checked here, by its contents as the call began
         state = {k: v for k, v in record.state.items() if k not in written or not is_immutable(v)}
+        effects = self.state.effects
+        for k in state:  # a container the forward did not read: by identity
+            if effects.unread(record.real.__dict__.get(k)):
+                state[k] = record.real.__dict__[k]
         hooks = [n for n in CALL_HOOKS if record.real.__dict__.get(n)]
         if hooks:  # traced with hooks: they are checked by value, every one of them
             for n in CALL_HOOKS:
