@@ -272,7 +272,7 @@ class ModuleShadows:
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
-            if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (frontend/effects.py)
+            if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (effects.py)
                 d[name] = self.state.effects.attribute(v, holder, name)
             elif not is_immutable(v):  # a container the forward may change in place: the shadow's own
                 d[name] = snapshot(v)
