@@ -434,6 +434,35 @@ def test_no_proxy_left_after_a_failed_trace():
     assert acc == []
 
 
+def test_a_value_that_cannot_be_replayed_is_refused_with_the_line():
+    acc = []
+
+    def f(x):
+        acc.append(threading.Lock())
+        return x + 1
+
+    with pytest.raises(
+        Exception,
+        match=r"the value given to the closure variable acc.append\(\) is a _thread.lock(.|\n)*acc.append",
+    ):
+        thunder.jit(f)(torch.ones(2))
+    assert acc == []
+
+
+def test_a_deleted_closure_variable_is_refused():
+    n = 1
+
+    def f(x):
+        nonlocal n
+        y = x * n
+        del n
+        return y
+
+    with pytest.raises(Exception, match="the closure variable n"):
+        thunder.jit(f)(torch.ones(2))
+    assert n == 1
+
+
 def test_threads_do_not_lose_module_updates():
     m = _Recorder()
     jm = thunder.jit(m)

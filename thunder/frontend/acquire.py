@@ -28,7 +28,7 @@ from thunder.core.trace import Trace
 from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.code_reads import code_reads, guard_code_reads
-from thunder.frontend.effects import Effects
+from thunder.frontend.effects import SUBSTITUTING, Effects
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
@@ -216,20 +216,21 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         checks = guard_code_reads(state.inputs, reads)
         effects = state.effects
         held_writes: list = []
-        try:
-            effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
-            with (
-                module_scopes(comp, state.shadows.paths),
-                traced_functions(comp),
-                AcquisitionMode(state),
-                value_reads(state),
-                python_calls(state.python_calls),
-            ):
-                result = fn(*pargs, **pkwargs)
-        finally:
-            refused = effects.restore()
-            state.shadows.restore_user_state()
-            reads.restore_objects(held_writes)
+        with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
+            try:
+                effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
+                with (
+                    module_scopes(comp, state.shadows.paths),
+                    traced_functions(comp),
+                    AcquisitionMode(state),
+                    value_reads(state),
+                    python_calls(state.python_calls),
+                ):
+                    result = fn(*pargs, **pkwargs)
+            finally:
+                refused = effects.restore()
+                state.shadows.restore_user_state()
+                reads.restore_objects(held_writes)
         if refused is not None:
             raise UnsupportedValueError(
                 f"thunder: the traced code changes {refused}; this cannot be replayed"

@@ -25,6 +25,7 @@ While a trace runs, another thread that reads such a global or cell directly see
 
 from __future__ import annotations
 
+import threading
 import types
 
 from thunder.core.proxies import AnyProxy
@@ -35,6 +36,9 @@ from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 
 _MISSING = object()
+# Held while a trace has tracked copies in the user's globals, cells and defaults: a second
+# trace (another function, another thread) would take a copy for the user's container.
+SUBSTITUTING = threading.RLock()
 
 
 def _is_value(v) -> bool:
@@ -61,6 +65,8 @@ class Effects:
             tuple[types.FunctionType, tuple, dict]
         ] = []  # (fn, __defaults__, __kwdefaults__)
         self._ctx: dict[int, AnyProxy] = {}  # id(dict, cell or function) -> its holder
+        self._put_defaults: dict[int, tuple] = {}  # id(function) -> the defaults put in while tracing
+        self._put_kwdefaults: dict[int, dict] = {}
         self.writes: list[tuple] = []
         self._keep: list = []
         # objects the tracked containers hold (the prologue checks them by identity, through
@@ -92,13 +98,14 @@ class Effects:
         return h
 
     # -- copies ----------------------------------------------------------------------------
-    def _copy(self, v, holder: AnyProxy):
-        """``v`` with its containers replaced by tracked copies (``holder``: its path)."""
+    def _copy(self, v, holder: AnyProxy, label: str):
+        """``v`` with its containers replaced by tracked copies (``holder``: its path; ``label``:
+        what it is to the user, ``the global L``)."""
         if trackable(v):
             known = self.copies.get(id(v))
             if known is not None:
                 return known
-            c = tracked_copy(v, Track(v, holder))
+            c = tracked_copy(v, Track(v, holder, label))
             self.copies[id(v)] = c
             self.holders[id(c)] = self.holders[id(v)] = holder
             self.order.append(c)
@@ -107,30 +114,37 @@ class Effects:
             if type(v) is list:
                 for i, x in enumerate(v):
                     if _needs_copy(x):
-                        list.__setitem__(c, i, self._copy(x, self._child(holder, "item", i, x)))
+                        list.__setitem__(
+                            c, i, self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]")
+                        )
             elif isinstance(v, dict):
                 for k, x in v.items():
                     if _needs_copy(x):
-                        dict.__setitem__(c, k, self._copy(x, self._child(holder, "item", k, x)))
+                        dict.__setitem__(
+                            c, k, self._copy(x, self._child(holder, "item", k, x), f"{label}[{k!r}]")
+                        )
             elif not isinstance(v, (set, frozenset)):  # a deque
                 for i, x in enumerate(v):
                     if _needs_copy(x):
-                        type(v).__setitem__(c, i, self._copy(x, self._child(holder, "item", i, x)))
+                        type(v).__setitem__(
+                            c, i, self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]")
+                        )
             return c
         if is_container_method(v):  # ``rec.append`` as a callback: the copy's method
-            return getattr(
-                self._copy(v.__self__, self._child(holder, "attr", "__self__", v.__self__)), v.__name__
+            c = self._copy(
+                v.__self__, self._child(holder, "attr", "__self__", v.__self__), f"{label}.__self__"
             )
+            return getattr(c, v.__name__)
         if type(v) is tuple and _needs_copy(v):
             return tuple(
-                self._copy(x, self._child(holder, "item", i, x)) if _needs_copy(x) else x
+                self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]") if _needs_copy(x) else x
                 for i, x in enumerate(v)
             )
         return v
 
-    def attribute(self, v, module: AnyProxy, name: str):
+    def attribute(self, v, module: AnyProxy, name: str, label: str):
         """The tracked copy of a container a module holds as ``name`` (its shadow holds it)."""
-        return self._copy(v, self._child(module, "attr", name, v))
+        return self._copy(v, self._child(module, "attr", name, v), label)
 
     def unread(self, v) -> bool:
         """``v`` is a container the code has a tracked copy of and did not read."""
@@ -147,7 +161,9 @@ class Effects:
         checks.add_check(pyops.check_literal, name, v.__name__, always=True)
         container = self._child(holder, "attr", "__self__", v.__self__)
         checks.add_check(pyops.check_type, container, type(v.__self__), always=True)
-        return getattr(self._copy(v.__self__, container), v.__name__)
+        return getattr(
+            self._copy(v.__self__, container, f"the {type(v.__self__).__name__} of {v!r}"), v.__name__
+        )
 
     def substitute(self, reads) -> None:
         """Put tracked copies where the code finds the containers it may reach."""
@@ -159,7 +175,7 @@ class Effects:
                 v = g.get(name, _MISSING)
                 if v is not _MISSING and _needs_copy(v):
                     holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    g[name] = self._copy(v, self._child(holder, "item", name, v))
+                    g[name] = self._copy(v, self._child(holder, "item", name, v), f"the global {name}")
             self._globals.append((g, holder, before))
         for cell, name, _ in reads.cells:
             try:
@@ -168,7 +184,8 @@ class Effects:
                 continue
             put = v
             if _needs_copy(v):
-                put = self._copy(v, self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v))
+                h = self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v)
+                put = self._copy(v, h, f"the closure variable {name}")
                 cell.cell_contents = put
             self._cells.append((cell, name, v, put))
         for fn, _ in reads.defaults:
@@ -176,11 +193,16 @@ class Effects:
             self._defaults.append((fn, defaults, kwdefaults))
             if defaults and _needs_copy(defaults):
                 h = self._child(self._site(fn, f"fn_{fn.__name__}"), "attr", "__defaults__", defaults)
-                fn.__defaults__ = self._copy(defaults, h)
+                label = f"the default arguments of {fn.__qualname__}"
+                fn.__defaults__ = self._put_defaults[id(fn)] = self._copy(defaults, h, label)
             if kwdefaults and any(_needs_copy(x) for x in kwdefaults.values()):
                 h = self._child(self._site(fn, f"fn_{fn.__name__}"), "attr", "__kwdefaults__", kwdefaults)
-                fn.__kwdefaults__ = {
-                    k: self._copy(x, self._child(h, "item", k, x)) if _needs_copy(x) else x
+                fn.__kwdefaults__ = self._put_kwdefaults[id(fn)] = {
+                    k: self._copy(
+                        x, self._child(h, "item", k, x), f"the default argument {k} of {fn.__qualname__}"
+                    )
+                    if _needs_copy(x)
+                    else x
                     for k, x in kwdefaults.items()
                 }
 
@@ -214,6 +236,10 @@ class Effects:
                     self.writes.append((self._site(cell, f"cell_{name}"), "set", "cell_contents", now))
             cell.cell_contents = old
         for fn, defaults, kwdefaults in self._defaults:
+            if fn.__defaults__ is not self._put_defaults.get(id(fn), defaults) or (
+                fn.__kwdefaults__ is not self._put_kwdefaults.get(id(fn), kwdefaults)
+            ):
+                refused = refused or f"the default arguments of {fn.__qualname__} (replaced)"
             fn.__defaults__, fn.__kwdefaults__ = defaults, kwdefaults
         return refused
 
@@ -235,10 +261,10 @@ class Effects:
             fx = c.fx
             if fx.read:
                 if fx.ops or not self._unchanged(c):
-                    self.writes.append((fx.holder, "replace", None, contents(c)))
+                    self.writes.append((fx.holder, "replace", fx.label, contents(c)))
             else:
-                for name, args in fx.ops:
-                    self.writes.append((fx.holder, "call", (type(fx.original), name), args))
+                for name, args, where in fx.ops:
+                    self.writes.append((fx.holder, "call", (type(fx.original), name, fx.label, where), args))
 
     def _unchanged(self, c) -> bool:
         """The tracked copy ``c`` holds what its original holds (its own copies for theirs)."""

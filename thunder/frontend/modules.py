@@ -273,7 +273,8 @@ class ModuleShadows:
                 continue
             state[name] = snapshot(v)
             if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (effects.py)
-                d[name] = self.state.effects.attribute(v, holder, name)
+                label = f"the attribute {name} of the {type(mod).__qualname__} module"
+                d[name] = self.state.effects.attribute(v, holder, name, label)
             elif not is_immutable(v):  # a container the forward may change in place: the shadow's own
                 d[name] = snapshot(v)
             if is_plain_object(v):

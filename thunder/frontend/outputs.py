@@ -37,7 +37,7 @@ from collections.abc import Mapping
 import torch
 
 from thunder.core.context import tracectx
-from thunder.core.errors import UnrebuildableError, UnsupportedValueError
+from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.printing import MODULE_PATHS
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
@@ -336,6 +336,12 @@ class _Builder:
         return out
 
     # -- write-backs ---------------------------------------------------------------------
+    def _effect_value(self, value, path: str, line):
+        try:
+            return self.build(value, path)
+        except (UnrebuildableError, UnsupportedValueError) as e:
+            raise _effect_error(e, line) from None
+
     def writeback(self, holder, kind: str, key, value) -> None:
         if kind == "pycall":  # a print, log record or warning of the traced code (key: the function)
             args, kwargs = value
@@ -347,14 +353,13 @@ class _Builder:
             return
         obj = self.input_object(holder)
         where = f"{holder.name}.{key}" if kind in ("set", "del") else f"{holder.name}[{key!r}]"
-        if kind == "call":  # a logged write into a container (key: its class and the method)
-            cls, method = key
-            args = [self.build(a, f"the argument of {holder.name}.{method}") for a in value]
+        if kind == "call":  # a logged write into a container (key: its class, the method, its name, the line)
+            cls, method, label, line = key
+            args = [self._effect_value(a, f"the value given to {label}.{method}()", line) for a in value]
             bsym = BoundSymbol(pyops.python_call, (getattr(cls, method), obj, *args), {}, None)
-        elif kind == "replace":  # a container the code read and wrote: its final contents
-            bsym = BoundSymbol(
-                pyops.python_replace, (obj, self.build(value, f"the contents of {holder.name}")), {}, None
-            )
+        elif kind == "replace":  # a container the code read and wrote: its final contents (key: its name)
+            built = self._effect_value(value, f"the contents of {key}", None)
+            bsym = BoundSymbol(pyops.python_replace, (obj, built), {}, None)
         elif kind == "set":
             bsym = BoundSymbol(pyops.python_setattr, (obj, key, self.build(value, where, key)), {}, None)
         elif kind == "del":
@@ -373,6 +378,13 @@ class _Builder:
         else:
             raise AssertionError(f"unknown write-back {kind}")
         self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
+
+
+def _effect_error(error: Exception, line) -> UnsupportedValueError:
+    return UnsupportedValueError(
+        f"{error}; a write into state the function did not make is made again by every call, with that "
+        "call's values, and this value cannot be (the state was left as it was)" + (at(line) if line else "")
+    )
 
 
 def _instance_dict(v) -> dict:

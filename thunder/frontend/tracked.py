@@ -23,6 +23,8 @@ import dataclasses
 import types
 from typing import Any
 
+from thunder.core.source import user_location
+
 
 @dataclasses.dataclass(eq=False)
 class Track:
@@ -30,8 +32,9 @@ class Track:
 
     original: Any
     holder: Any = None  # the AnyProxy the prologue unpacks the original as (by its path)
+    label: str = ""  # what it is to the user (``the global L``), for errors
     read: bool = False
-    ops: list = dataclasses.field(default_factory=list)  # (method name, args), in order
+    ops: list = dataclasses.field(default_factory=list)  # (method name, args, the user's line), in order
 
 
 # methods that never read the contents and never fail on them: logged and replayed
@@ -73,7 +76,7 @@ def _logged(impl, name: str, base: type):
                 args = (list(args[0]),)
         if base is dict and name == "update" and kwargs:
             args, kwargs = ({**(args[0] if args else {}), **kwargs},), {}
-        self.fx.ops.append((name, args))
+        self.fx.ops.append((name, args, user_location()))
         return impl(self, *args, **kwargs)
 
     method.__name__ = name
@@ -100,14 +103,15 @@ def _tracked_class(base: type, real: type) -> type:
         def __setitem__(self, key, value):  # ``L[:] = values``: clear and extend
             if type(key) is slice and key == slice(None):
                 values = list(value)
-                self.fx.ops += [("clear", ()), ("extend", (values,))]
+                where = user_location()
+                self.fx.ops += [("clear", (), where), ("extend", (values,), where)]
                 return list_setitem(self, key, values)
             self.fx.read = True
             return list_setitem(self, key, value)
 
         def __delitem__(self, key):
             if type(key) is slice and key == slice(None):
-                self.fx.ops.append(("clear", ()))
+                self.fx.ops.append(("clear", (), user_location()))
             else:
                 self.fx.read = True
             return list_delitem(self, key)
