@@ -249,6 +249,24 @@ def test_forward_hook_added_after_the_first_call():
     torch.testing.assert_close(acts[-1], m(x))
 
 
+def test_global_module_hook_collects_outputs():
+    seen = []
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda mod, i, o: seen.append(o.detach()) if isinstance(mod, nn.Linear) else None
+    )
+    try:
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+        jm = thunder.jit(m)
+        x = torch.randn(2, 3)
+        for i in range(3):
+            jm(x)
+            assert len(seen) == i + 1 and _proxies(seen) == []
+        torch.testing.assert_close(seen[-1], m[0](x))
+    finally:
+        handle.remove()
+
+
 def test_forward_pre_hook_with_a_counter():
     def make():
         torch.manual_seed(0)

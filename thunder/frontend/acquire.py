@@ -14,6 +14,7 @@ import types
 from contextlib import contextmanager
 
 import torch
+from torch.nn.modules import module as module_hooks
 
 from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
@@ -29,6 +30,7 @@ from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.effects import SUBSTITUTING, Effects
+from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
@@ -211,6 +213,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         # callbacks it calls), as the call begins
         called = [fn] if module is None else []
         called += [h for r in state.shadows.order for items in r.hooks.values() for _, h in items]
+        if state.shadows.order:  # global module hooks (``register_module_forward_hook``)
+            called += [h for name in GLOBAL_HOOKS for h in getattr(module_hooks, name, {}).values()]
         called += [v for v in (*pargs, *pkwargs.values()) if isinstance(v, _CALLBACKS)]
         reads = code_reads(called, {type(r.real) for r in state.shadows.order})
         checks = guard_code_reads(state.inputs, reads)
