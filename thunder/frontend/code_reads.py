@@ -7,8 +7,9 @@ misses the cache too.
 
 Plain objects among the values of globals, closure cells and default arguments (or in a
 list, tuple or dict there), a jitted callable object and a ``functools.partial``'s arguments
-get the same check of their state, by attribute (``CodeReads.objects``); one the traced code
-changes is put back and the trace refused.
+get the same check of their state, by attribute (``CodeReads.objects``); what the traced code
+writes into them is put back and written by the epilogue on every call, as are the containers
+and bindings it changes (``thunder/frontend/effects.py``).
 """
 
 from __future__ import annotations

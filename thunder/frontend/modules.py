@@ -1,8 +1,9 @@
 """Modules while tracing: the traced code runs *shadows* of the user's modules.
 
 A shadow is an object of the module's own class whose ``__dict__`` is a copy of the
-module's, with proxies in place of its parameters, buffers and tensor attributes and
-shadows in place of its submodules (shared submodules stay shared). The user's modules are
+module's, with proxies in place of its parameters, buffers and tensor attributes, shadows in
+place of its submodules (shared submodules stay shared) and tracked copies in place of its
+lists, dicts, sets and deques (``thunder/frontend/effects.py``). The user's modules are
 never changed while tracing: another thread calling them, or calling the cached program,
 at the same moment sees nothing of the trace, and a failed trace leaves them as they were.
 

@@ -7,7 +7,9 @@ needs (which the prologue passes on), and
 - writes back every attribute the function set on an input object, with its final value
   (``pythonex.python_setattr(cache, 'pos', 3)``), deletions, item writes into input lists
   and dicts, attribute writes made in a module's ``forward`` and the hooks it registered or
-  removed (``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``);
+  removed (``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``), and the side effects on
+  Python state the function did not make, prints and warnings included
+  (``pythonex.python_call(list.append, g___main___L, t0)``, see ``thunder.frontend.effects``);
 - rebuilds the value: a tensor the program computed; the *same* input object or container
   (not a copy); tuples, lists, dicts and namedtuples; dataclasses field by field
   (``any0 = __main___MyContainer(res=res, num=1)``; a computed tensor is named after the
