@@ -191,6 +191,32 @@ def test_list_read_cleared_and_appended():
     _three_calls(make)
 
 
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda x: torch.cat(G_LIST),
+        lambda x: torch.cat([x] + G_LIST),
+        lambda x: x + len(set(G_SET)),
+    ],
+    ids=["torch.cat(L)", "[x] + L", "set(S)"],
+)
+def test_a_container_read_by_torch_or_by_c_code_is_checked_by_its_contents(read):
+    """Reads that do not call the container's methods: its contents are still checked."""
+
+    def make():
+        G_LIST.clear()
+        G_SET.clear()
+
+        def f(x):
+            G_LIST.append(x * 1)
+            G_SET.add(float(x.shape[0]) + len(G_SET))
+            return read(x)
+
+        return f, lambda: (G_LIST, G_SET)
+
+    _three_calls(make, torch.ones(1))
+
+
 def test_global_counter_and_ints_and_pop():
     def make():
         global G_N

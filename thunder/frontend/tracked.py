@@ -12,7 +12,9 @@ what the code did with it:
   and the epilogue gives it its final contents.
 
 So a list the code only appends to is checked by identity only, and each call appends its own
-values, as in eager. Containers inside a tracked copy are tracked copies too (made when the
+values, as in eager. A set counts as read always (C code reads a set's items without calling
+its methods: ``set(s)``, ``t.update(s)``), and torch calls get a tracked copy's items
+(``torch.cat(L)``, ``mode.py``), read. Containers inside a tracked copy are tracked copies too (made when the
 copy is made, one per original, so aliasing is kept).
 """
 
@@ -117,9 +119,15 @@ def _tracked_class(base: type, real: type) -> type:
             return list_delitem(self, key)
 
         ns["__setitem__"], ns["__delitem__"] = __setitem__, __delitem__
-    ns["__class__"] = property(
-        lambda self: real
-    )  # ``type(x)`` is the tracked class; ``x.__class__`` the real one
+    if base in (list, collections.deque):
+
+        def __radd__(self, other):  # ``[x] + L``: list.__add__ reads ``L``'s items in C
+            self.fx.read = True
+            return NotImplemented
+
+        ns["__radd__"] = __radd__
+    # ``type(x)`` is the tracked class; ``x.__class__`` the real one
+    ns["__class__"] = property(lambda self: real)
     return type(real.__name__, (real,), ns)
 
 
@@ -131,6 +139,7 @@ _BASES = {
     collections.defaultdict: dict,
 }
 _CLASSES: dict[type, type] = {}
+_TRACKED: set[type] = set()  # the tracked classes
 
 
 def trackable(v) -> bool:
@@ -143,6 +152,7 @@ def tracked_copy(v, fx: Track):
     cls = _CLASSES.get(t)
     if cls is None:
         cls = _CLASSES[t] = _tracked_class(_BASES[t], t)
+        _TRACKED.add(cls)
     if t is collections.defaultdict:
         out = cls(v.default_factory)
         dict.update(out, v)
@@ -153,6 +163,9 @@ def tracked_copy(v, fx: Track):
         dict.update(out, v)
     else:
         out = cls(v)
+    # (a set is read by C code that never calls its methods, ``set(s)``, ``t.update(s)``: its
+    # contents are always checked, its writes replayed)
+    fx.read = fx.read or t is set
     out.fx = fx
     return out
 
@@ -163,7 +176,18 @@ def is_container_method(v) -> bool:
 
 
 def is_tracked(v) -> bool:
-    return type(v) in _CLASSES.values() and hasattr(v, "fx")
+    return type(v) in _TRACKED
+
+
+def untracked(v):
+    """``v``'s items in a plain container of its class when it is a tracked copy (which torch's
+    C argument parsing reads without calling its methods): the copy is marked read."""
+    if type(v) not in _TRACKED:
+        return v
+    v.fx.read = True
+    items = contents(v)
+    t = type(v.fx.original)
+    return t(items) if t in (list, set, dict) else items
 
 
 def contents(v):
