@@ -353,6 +353,16 @@ def test_print_logging_and_warnings_every_call(capsys, caplog):
     assert all(w.filename == __file__ for w in caught if "careful" in str(w.message))
 
 
+def test_a_tensor_formatted_as_text_is_refused_with_the_line():
+    def f(x):
+        y = x * 2
+        print(f"y is {y}")
+        return y
+
+    with pytest.raises(Exception, match=r"formatted as text(.|\n)*test_side_effects.py.*print"):
+        thunder.jit(f)(torch.ones(2))
+
+
 def test_host_clock_is_refused_with_the_line():
     def f(x):
         return x * time.time()
