@@ -147,6 +147,36 @@ def test_global_dict_set_and_defaultdict():
     _three_calls(make)
 
 
+def test_activations_collected_in_a_defaultdict_are_compiled_twice():
+    """``acts[name].append(o)``: the first call makes the key's list (a read of the dict), the
+    later ones only append to it, reached by its path."""
+
+    def make():
+        acts = collections.defaultdict(list)
+
+        def f(x):
+            acts["fc"].append(x * 2)
+            return x
+
+        return f, lambda: acts
+
+    jf = _three_calls(make)
+    assert thunder.compile_stats(jf).cache_misses == 2
+
+
+def test_a_list_read_through_a_dict_key_is_checked_by_its_contents():
+    def make():
+        acts = {"fc": []}
+
+        def f(x):
+            acts["fc"].append(1)
+            return x * len(acts["fc"])
+
+        return f, lambda: acts
+
+    _three_calls(make)
+
+
 def test_mutable_default_argument():
     def make():
         def f(x, acc=[]):  # noqa: B006 - the point of the test

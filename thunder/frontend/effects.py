@@ -148,8 +148,13 @@ class Effects:
 
     def unread(self, v) -> bool:
         """``v`` is a container the code has a tracked copy of and did not read."""
-        c = self.copies.get(id(v))
-        return c is not None and not c.fx.read
+        return id(v) in self.copies and self._unread(v)
+
+    def _unread(self, v) -> bool:
+        """The code did not read the original ``v``'s tracked copy, nor the containers it
+        reached in it by key (``acts[name]``)."""
+        fx = self.copies[id(v)].fx
+        return not fx.read and all(self._unread(dict.__getitem__(v, k)) for k in fx.keys)
 
     def bound_method(self, v, holder: AnyProxy):
         """A container's method passed as an argument (``f(x, rec.append)``): the same method
@@ -303,7 +308,7 @@ class Effects:
         themselves (identity), the read ones as their contents."""
         c = self.copies.get(id(v))
         if c is not None:
-            if not c.fx.read:
+            if self._unread(v):
                 return v
             if type(v) is list:
                 return [self._relaxed(x, snapshot(x)) for x in v]

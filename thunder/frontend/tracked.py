@@ -9,7 +9,9 @@ what the code did with it:
   ``(method, args)``: the epilogue calls them again on the real container on every call;
 - anything else (an item or the length read, iteration, ``in``, ``pop``, ``insert``, ``sort``,
   a comparison, ``repr``) marks the container *read*: the prologue then checks its contents,
-  and the epilogue gives it its final contents.
+  and the epilogue gives it its final contents. Reading a dict's key that holds a container
+  (``acts[name].append(o)``) is no read of the dict: the epilogue reaches that container by
+  its path (``acts[name]``), as the code does.
 
 So a list the code only appends to is checked by identity only, and each call appends its own
 values, as in eager. A set counts as read always (C code reads a set's items without calling
@@ -36,6 +38,7 @@ class Track:
     holder: Any = None  # the AnyProxy the prologue unpacks the original as (by its path)
     label: str = ""  # what it is to the user (``the global L``), for errors
     read: bool = False
+    keys: set = dataclasses.field(default_factory=set)  # keys of a dict read for the container held there
     ops: list = dataclasses.field(default_factory=list)  # (method name, args, the user's line), in order
 
 
@@ -119,6 +122,18 @@ def _tracked_class(base: type, real: type) -> type:
             return list_delitem(self, key)
 
         ns["__setitem__"], ns["__delitem__"] = __setitem__, __delitem__
+    if base is dict:
+        dict_getitem = dict.__getitem__
+
+        def __getitem__(self, key):  # ``d[k].append(x)``: a container held at a key, by its path
+            v = dict.get(self, key, _NOTHING)
+            if type(v) in _TRACKED:
+                self.fx.keys.add(key)
+                return v
+            self.fx.read = True
+            return dict_getitem(self, key)
+
+        ns["__getitem__"] = __getitem__
     if base in (list, collections.deque):
 
         def __radd__(self, other):  # ``[x] + L``: list.__add__ reads ``L``'s items in C
@@ -139,6 +154,7 @@ _BASES = {
     collections.defaultdict: dict,
 }
 _CLASSES: dict[type, type] = {}
+_NOTHING = object()
 _TRACKED: set[type] = set()  # the tracked classes
 
 
