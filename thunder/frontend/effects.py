@@ -2,11 +2,13 @@
 performed by the epilogue on every call with that call's values.
 
 What the user's code reaches through its globals, closure cells and default arguments
-(``code_reads.py``) is handled in two ways:
+(``code_reads.py``, including the code of hooks and callbacks it calls) and through module
+attributes is handled in three ways:
 
 - lists, dicts, sets and deques there (and the containers inside them) are replaced, while the
   trace runs, by tracked copies (``tracked.py``) put where the code finds them (the globals
-  dict, the cell, ``__defaults__``); the user's containers are never written. Afterwards the
+  dict, the cell, ``__defaults__``, a module's shadow, a list's bound ``append`` passed as an
+  argument); the user's containers are never written. Afterwards the
   bindings are put back, and each copy gives the epilogue its writes: the logged calls
   (``pythonex.python_call(list.append, g___main___L, t0)``) when the code did not read the
   container, else its final contents (``pythonex.python_call(replace_contents, ...)``). The
