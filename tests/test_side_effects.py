@@ -487,6 +487,34 @@ def test_attributes_set_on_an_input_tensor():
         torch.testing.assert_close(x.double, x * 2)
 
 
+class _Slotted:
+    __slots__ = ("value", "calls")
+
+    def __init__(self):
+        self.value = None
+        self.calls = 0
+
+
+G_SLOTTED = _Slotted()
+G_ORDERED: collections.OrderedDict = collections.OrderedDict()
+
+
+def test_writes_into_an_object_with_slots_and_an_ordered_dict_from_globals():
+    def make():
+        G_SLOTTED.value, G_SLOTTED.calls = None, 0
+        G_ORDERED.clear()
+
+        def f(x):
+            G_SLOTTED.value = x * 2
+            G_SLOTTED.calls += 1
+            G_ORDERED["last"] = x + 1
+            return x
+
+        return f, lambda: (G_SLOTTED.value, G_SLOTTED.calls, G_ORDERED)
+
+    _three_calls(make)
+
+
 G_OBJ = _Config()
 
 

@@ -10,16 +10,13 @@ object an epilogue returns).
 
 from __future__ import annotations
 
-import sys
 import threading
 from contextlib import contextmanager
 
 import torch
 
-from thunder.core.context import current_trace
-from thunder.core.errors import DataDependentError, at
 from thunder.core.pytree import tree_leaves
-from thunder.core.source import is_user_file, user_location
+from thunder.core.source import user_location
 
 _DTYPE_SHORT = {
     torch.float64: "f64",
@@ -172,29 +169,15 @@ class TensorProxy(torch.Tensor, Proxy):
         return s
 
     def __repr__(self, *, tensor_contents=None) -> str:  # noqa: ARG002 - torch passes this kwarg
-        if current_trace() is not None and is_user_file(sys._getframe(1).f_code.co_filename):
-            _formatted(self)
         return f'<TensorProxy {self.name}: "{self.type_string()}">'
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if current_trace() is not None and is_user_file(sys._getframe(1).f_code.co_filename):
-            _formatted(self)
-        return f'<TensorProxy {self.name}: "{self.type_string()}">'
+        return repr(self)
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
-
-
-def _formatted(p) -> None:
-    """The user's code turns a traced tensor into text (``str(y)``, ``f"{y}"``): its values are
-    not known while tracing, and the text would be the same on every call."""
-    raise DataDependentError(
-        f"thunder: the tensor {p.name} is formatted as text (str, repr, an f-string) inside the compiled "
-        "function; its values are only known when the program runs. Pass the tensor itself to print, a "
-        "logger or warnings (they are made on every call with its values)" + at(user_location())
-    )
 
 
 def proxies_in(x) -> list:

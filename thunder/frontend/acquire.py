@@ -240,6 +240,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 f"thunder: the traced code changes {refused}; this cannot be replayed"
             )
         effects.finish()
+        effects.guard_slots()
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)
         state.shadows.finish()

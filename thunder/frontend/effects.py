@@ -33,6 +33,7 @@ import types
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
+from thunder.frontend.inputs import LITERAL_TYPES
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -45,6 +46,20 @@ SUBSTITUTING = threading.RLock()
 
 def _is_value(v) -> bool:
     return isinstance(v, (int, float, str, bytes, complex, type(None))) or _needs_copy(v)
+
+
+def _slot_names(v) -> tuple[str, ...]:
+    """The slots of an instance of a Python class without a ``__dict__`` (its state is there)."""
+    t = type(v)
+    if t.__module__ == "builtins" or hasattr(v, "__dict__"):
+        return ()
+    names = []
+    for klass in t.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += (
+            [slots] if isinstance(slots, str) else [n for n in slots if n not in ("__weakref__", "__dict__")]
+        )
+    return tuple(names)
 
 
 def _needs_copy(v) -> bool:
@@ -71,6 +86,7 @@ class Effects:
         self._put_kwdefaults: dict[int, dict] = {}
         self.writes: list[tuple] = []
         self._keep: list = []
+        self._slotted: list[tuple[object, dict]] = []  # (an object with slots, its slots as begun)
         # objects the tracked containers hold (the prologue checks them by identity, through
         # the container's contents): the epilogue puts back the very objects
         self._held: set[int] = set()
@@ -172,8 +188,22 @@ class Effects:
             self._copy(v.__self__, container, f"the {type(v.__self__).__name__} of {v!r}"), v.__name__
         )
 
+    def _note_slots(self, v) -> None:
+        names = _slot_names(v)
+        if names and all(o is not v for o, _ in self._slotted):
+            self._slotted.append((v, {n: getattr(v, n, _MISSING) for n in names}))
+
     def substitute(self, reads) -> None:
-        """Put tracked copies where the code finds the containers it may reach."""
+        """Put tracked copies where the code finds the containers it may reach (and note the
+        slots of the objects with slots it may write)."""
+        for g, values in reads.globals.values():
+            for name in values:
+                self._note_slots(g.get(name))
+        for cell, _, _ in reads.cells:
+            try:
+                self._note_slots(cell.cell_contents)
+            except ValueError:
+                pass
         for g, values in reads.globals.values():
             names = reads.names.get(id(g), set()) | set(values)
             before = {n: g.get(n, _MISSING) for n in names}
@@ -242,6 +272,17 @@ class Effects:
                 else:
                     self.writes.append((self._site(cell, f"cell_{name}"), "set", "cell_contents", now))
             cell.cell_contents = old
+        for obj, before in self._slotted:  # written in place: put back, written by the epilogue
+            h = self._site(obj, f"obj_{type(obj).__name__}")
+            for name, old in before.items():
+                now = getattr(obj, name, _MISSING)
+                if now is old:
+                    continue
+                self.writes.append((h, "del", name, None) if now is _MISSING else (h, "set", name, now))
+                if old is _MISSING:
+                    object.__delattr__(obj, name)
+                else:
+                    object.__setattr__(obj, name, old)
         for fn, defaults, kwdefaults in self._defaults:
             if fn.__defaults__ is not self._put_defaults.get(id(fn), defaults) or (
                 fn.__kwdefaults__ is not self._put_kwdefaults.get(id(fn), kwdefaults)
@@ -261,6 +302,21 @@ class Effects:
                 self.writes.append((self._child(h, "attr", name, container), "replace", None, value))
             else:
                 self.writes.append((h, kind, name, value))
+
+    def guard_slots(self) -> None:
+        """The prologue checks the slots of the objects with slots, as they were when the call
+        began: by value (literals) or identity (the state of objects with a ``__dict__`` is
+        checked by ``guards.ObjectState``)."""
+        checks = self.inputs.checks
+        for obj, before in self._slotted:
+            h = self._site(obj, f"obj_{type(obj).__name__}")
+            for name, old in before.items():
+                if old is _MISSING:
+                    self.inputs.guard_absent(h, name)
+                elif isinstance(old, LITERAL_TYPES):
+                    self.inputs.guard_attr(h, name, old)
+                else:
+                    checks.add_check(pyops.check_is, self._child(h, "attr", name, old), old, always=True)
 
     def finish(self) -> None:
         """The writes of the tracked copies, for the epilogue."""

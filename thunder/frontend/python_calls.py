@@ -6,8 +6,8 @@ made but recorded, in order, with their arguments; the epilogue makes them on ev
 that call's values (a tensor the program computed is printed with its values,
 ``pythonex.python_call(builtins.print, 'loss', loss)``). A logger's level is checked when the
 record is made, as in eager. Library code (transformers' ``logger.warning_once``) runs as it
-is, once, while tracing. A tensor formatted into a string while tracing (``f"{y}"``,
-``"%s" % y``) has no value yet: an error names the line.
+is, once, while tracing. A tensor formatted into the text of a print, log record or warning
+while tracing (``print(f"{y}")``) has no value yet: an error names the line.
 
 Only this thread's tracing records; another thread printing meanwhile prints.
 """
@@ -22,6 +22,8 @@ import sys
 import threading
 import warnings
 
+from thunder.core.errors import DataDependentError, at
+from thunder.core.source import user_location
 from thunder.frontend.code_reads import is_user_code
 
 _LOCAL = threading.local()
@@ -38,11 +40,24 @@ def _recording(depth: int = 2) -> list | None:
     return calls if is_user_code(sys._getframe(depth).f_code) else None
 
 
+def _no_proxy_text(*values) -> None:
+    """A string made from a traced tensor (``f"{y}"``) would be printed as it was at trace time."""
+    for v in values:
+        if isinstance(v, str) and "<TensorProxy " in v:
+            raise DataDependentError(
+                "thunder: a tensor is formatted as text (str, repr, an f-string) for a print, log record or "
+                "warning inside the compiled function; its values are only known when the program runs. Pass "
+                "the tensor itself as an argument (print, a logger's %-arguments): it is printed with each "
+                "call's values" + at(user_location())
+            )
+
+
 def _print(real):
     def print(*args, **kwargs):  # noqa: A001 - stands for the builtin while tracing
         calls = _recording()
         if calls is None:
             return real(*args, **kwargs)
+        _no_proxy_text(*args, *kwargs.values())
         calls.append((real, args, kwargs))
 
     return print
@@ -53,6 +68,7 @@ def _warn(real):
         calls = _recording()
         if calls is None:
             return real(message, category, stacklevel + 1, source, **kwargs)
+        _no_proxy_text(str(message))
         # made on each call as from the line that warned (its module's registry: shown once
         # per line under the default filter, as eager's)
         f = sys._getframe(1)
@@ -88,6 +104,7 @@ def _log(real):
         calls = _logging_caller()
         if calls is None or exc_info:
             return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+        _no_proxy_text(msg, *args)
         calls.append((self.log, (level, msg, *args), {} if extra is None else {"extra": extra}))
 
     return _log

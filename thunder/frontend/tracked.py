@@ -152,6 +152,7 @@ _BASES = {
     set: set,
     collections.deque: collections.deque,
     collections.defaultdict: dict,
+    collections.OrderedDict: dict,
 }
 _CLASSES: dict[type, type] = {}
 _NOTHING = object()
@@ -177,6 +178,12 @@ def tracked_copy(v, fx: Track):
     elif t is dict:
         out = cls()
         dict.update(out, v)
+    elif t is collections.OrderedDict:  # (its own order kept by its own methods)
+        out = cls.__new__(cls)
+        out.fx = fx
+        collections.OrderedDict.__init__(out)
+        for k, x in v.items():
+            collections.OrderedDict.__setitem__(out, k, x)
     else:
         out = cls(v)
     # (a set is read by C code that never calls its methods, ``set(s)``, ``t.update(s)``: its
@@ -209,6 +216,8 @@ def untracked(v):
 def contents(v):
     """The items of a tracked copy as a plain container of its real class."""
     t = type(v.fx.original)
+    if t is collections.OrderedDict:
+        return collections.OrderedDict(collections.OrderedDict.items(v))
     if t is collections.defaultdict:
         return dict(dict.items(v))
     if t is dict:
