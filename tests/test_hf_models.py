@@ -182,3 +182,46 @@ def test_training_steps_with_dropout_match_eager(name):
         expected.backward()
     for (pname, p), q in zip(model.named_parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-4, msg=lambda m, n=pname: f"{n}: {m}")
+
+
+def _image_classifier(name: str):
+    tr = transformers
+    if name == "vit":
+        cfg = tr.ViTConfig(
+            image_size=16, patch_size=8, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+            intermediate_size=64, num_labels=3,
+        )  # fmt: skip
+        return tr.ViTForImageClassification(cfg)
+    if name == "resnet":
+        cfg = tr.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=3)
+        return tr.ResNetForImageClassification(cfg)
+    if name == "convnext":
+        cfg = tr.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2, num_labels=3)
+        return tr.ConvNextForImageClassification(cfg)
+    cfg = tr.SwinConfig(
+        image_size=16, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=2, num_labels=3
+    )
+    return tr.SwinForImageClassification(cfg)
+
+
+@pytest.mark.parametrize("name", ["vit", "resnet", "convnext", "swin"])
+def test_image_classification_trains_with_labels(name):
+    """``*ForImageClassification.forward`` sets ``config.problem_type`` on its first call with
+    labels: written back as eager writes it; loss and gradients equal eager's, call after call."""
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    model = _image_classifier(name).train()
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model)
+    pixels, labels = torch.randn(2, 3, 16, 16), torch.tensor([0, 2])
+    for step in range(2):
+        torch.manual_seed(10 + step)  # (Swin's stochastic depth draws: the same draws)
+        got = jm(pixel_values=pixels, labels=labels).loss
+        torch.manual_seed(10 + step)
+        expected = ref(pixel_values=pixels, labels=labels).loss
+        torch.testing.assert_close(got, expected)
+        assert model.config.problem_type == ref.config.problem_type == "single_label_classification"
+        got.backward()
+        expected.backward()
+    for (pname, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=lambda m, n=pname: f"{n}: {m}")

@@ -396,7 +396,7 @@ def test_a_failed_trace_leaves_module_lists_and_dicts_as_they_were():
     assert m.seen == [] and m.cache == {}
 
 
-def test_an_object_held_by_a_module_changed_by_forward_is_refused_and_put_back():
+def test_an_object_held_by_a_module_changed_by_forward_is_written_per_call():
     class Stats:
         def __init__(self):
             self.count = 0
@@ -412,18 +412,40 @@ def test_an_object_held_by_a_module_changed_by_forward_is_refused_and_put_back()
             self.stats.count += 1
             self.stats.items.append(x.shape[0])
             self.stats.inner.total *= 2
-            return x * 2
+            return x * self.stats.count
 
     m = M()
     items, inner = m.stats.items, m.stats.inner
-    with pytest.raises(UnsupportedValueError, match=r"changes the object it holds as \.stats .*'count'"):
-        thunder.jit(m)(torch.ones(2))
-    # as before the call, down to the identity of the list it holds
-    assert m.stats.count == 0 and m.stats.items == [] and m.stats.items is items
-    assert m.stats.inner is inner and inner.total == 1.0
+    jm = thunder.jit(m)
+    for i in range(1, 4):
+        torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float(i)))
+        # as eager leaves it, down to the identity of the list and the object it holds
+        assert m.stats.count == i and m.stats.items == [2] * i and m.stats.items is items
+        assert m.stats.inner is inner and inner.total == 2.0**i
 
 
-def test_an_object_in_a_list_held_by_a_module_changed_by_forward_is_refused_and_put_back():
+def test_objects_in_a_list_or_deeper_held_by_a_module_are_written_per_call():
+    """``self.meters[0].n`` and three objects down (``self.state.run.deep.steps``)."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.meters = [types.SimpleNamespace(n=0)]
+            self.state = types.SimpleNamespace(run=types.SimpleNamespace(deep=types.SimpleNamespace(steps=0)))
+
+        def forward(self, x):
+            self.meters[0].n += 1
+            self.state.run.deep.steps += 2
+            return x * 2
+
+    m = M()
+    jm = thunder.jit(m)
+    for i in range(1, 4):
+        jm(torch.ones(2))
+        assert m.meters[0].n == i and m.state.run.deep.steps == 2 * i
+
+
+def test_a_failed_trace_leaves_objects_held_by_a_module_as_they_were():
     class M(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -431,33 +453,12 @@ def test_an_object_in_a_list_held_by_a_module_changed_by_forward_is_refused_and_
 
         def forward(self, x):
             self.meters[0].n += 1
-            return x * 2
+            return x.nonzero()  # data-dependent: the trace fails
 
     m = M()
-    with pytest.raises(UnsupportedValueError, match=r"changes the object it holds as \.meters\[0\] .*'n'"):
+    with pytest.raises(DataDependentError):
         thunder.jit(m)(torch.ones(2))
     assert m.meters[0].n == 0
-
-
-def test_a_deeper_object_changed_by_forward_is_refused_and_put_back():
-    """Three objects down (``self.state.run.deep.steps``): written once at trace time and never
-    by the cached calls, had it been taken."""
-
-    class M(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.state = types.SimpleNamespace(run=types.SimpleNamespace(deep=types.SimpleNamespace(steps=0)))
-
-        def forward(self, x):
-            self.state.run.deep.steps += 1
-            return x * 2
-
-    m = M()
-    with pytest.raises(
-        UnsupportedValueError, match=r"changes the object it holds as \.state .*'run\.deep\.steps'"
-    ):
-        thunder.jit(m)(torch.ones(2))
-    assert m.state.run.deep.steps == 0
 
 
 def test_module_argument_state_is_swapped_and_written_back():

@@ -1,10 +1,13 @@
 """Random sequences of calls that change, between calls, the input's shape, dtype and
 requires_grad, grad mode, the module's training mode and attributes, and globals: the
-compiled module always gives eager's values (outputs, gradients, running statistics)."""
+compiled module always gives eager's values (outputs, gradients, running statistics). And
+random Python side effects inside and between calls: eager's state and prints."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import random
 
 import pytest
@@ -86,3 +89,92 @@ def test_random_changes_between_calls_match_eager(seed):
             assert int(m.bn.num_batches_tracked) == int(ref.bn.num_batches_tracked)
     finally:
         P_SHIFT, P_BIAS = old
+
+
+def _with_effects():
+    """A function with Python side effects on state it closes over, and handles on that state."""
+    log, table, seen = [], {}, set()
+    n = 0
+
+    def f(x, mode):
+        nonlocal n
+        if mode == 0:
+            log.append(x * 2)
+        elif mode == 1:
+            table["k"] = x + len(log)
+        elif mode == 2:
+            n += 1
+            seen.add(n % 3)
+        elif mode == 3:
+            print("mode", mode, x.sum())
+        else:
+            log.append(n)
+            table[n % 2] = x * n
+        return x * (n + 1)
+
+    def state():
+        return log, table, seen, n
+
+    def set_n(v):
+        nonlocal n
+        n = v
+
+    return f, state, set_n
+
+
+def _between(rng):
+    """A change the caller makes to the state between calls (drawn once, made on both states)."""
+    v = rng.randint(0, 9)
+    return rng.choice(
+        [
+            lambda log, table, seen, set_n: log.append(v),
+            lambda log, table, seen, set_n: log.clear(),
+            lambda log, table, seen, set_n: table.__setitem__("k", v),
+            lambda log, table, seen, set_n: table.clear(),
+            lambda log, table, seen, set_n: seen.add(v % 5),
+            lambda log, table, seen, set_n: set_n(v % 4),
+            lambda log, table, seen, set_n: None,
+        ]
+    )
+
+
+def _same_state(a, b) -> None:
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, torch.Tensor):
+        assert type(a) is torch.Tensor  # never a proxy
+        torch.testing.assert_close(a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same_state(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _same_state(x, y)
+    else:
+        assert a == b
+
+
+@pytest.mark.filterwarnings("ignore:thunder.*compiled")
+@pytest.mark.parametrize("seed", range(4))
+def test_random_python_side_effects_match_eager(seed):
+    """Appends, dict writes, a nonlocal counter, a set and prints inside the calls, and random
+    changes to the same state between them: state, prints and values as in eager, call after call."""
+    rng = random.Random(seed)
+    fe, state_e, set_e = _with_effects()
+    fj, state_j, set_j = _with_effects()
+    jf = thunder.jit(fj)
+    for step in range(16):
+        change = _between(rng)
+        change(*state_e()[:3], set_e)
+        change(*state_j()[:3], set_j)
+        mode = rng.randint(0, 4)
+        x = torch.full((2,), float(step))
+        out_e, out_j = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out_e):
+            want = fe(x, mode)
+        with contextlib.redirect_stdout(out_j):
+            got = jf(x, mode)
+        torch.testing.assert_close(got, want)
+        assert out_j.getvalue() == out_e.getvalue()
+        _same_state(state_j(), state_e())

@@ -36,6 +36,7 @@ from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
@@ -216,6 +217,7 @@ class ThunderFunction:
         self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/numbers.py)
         self._static: set[str] = set()  # ... that failed as values: always specialised
         self._entries = self._cache.entries
+        self._serial = False  # an entry's epilogue writes Python state: calls hold the cache's lock
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -224,6 +226,12 @@ class ThunderFunction:
         if current_trace() is not None:
             # called by a function another thunder.jit is tracing: its ops go into that trace
             return self.fn(*args, **kwargs)
+        if self._serial:  # an epilogue writes Python state (``self.calls += 1``): one call at a time
+            with self._cache.lock:
+                return self._call(*args, **kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
         self.stats.calls += 1
         order = self._cache.order
         for entry in reversed(order):
@@ -250,7 +258,14 @@ class ThunderFunction:
                 self.stats.cache_misses += 1
                 with _collection_paused():
                     entry = self.compile(args, kwargs)
-                cargs, eargs = entry.prologue(*args, **kwargs)
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:  # (never the prologue's own exception class)
+                    raise RuntimeError(
+                        f"thunder: {self.__name__} was just traced for these inputs, but its checks fail on them "
+                        f"({miss_reason(entry, args, kwargs)[0]}): the traced code changed state thunder neither "
+                        "put back nor follows"
+                    ) from None
         out = entry.computation(*cargs)
         return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
 
@@ -343,6 +358,7 @@ class ThunderFunction:
         if double is not None:
             entry_ref.append(weakref.ref(entry))
         self.stats.last_trace_seconds = time.perf_counter() - t0
+        self._serial = self._serial or any(Tag.WRITEBACK in b.tags for b in final.epilogue.bound_symbols)
         self._cache.add(entry)
         n = self.stats.cache_misses
         if n % RECOMPILE_WARNING == 0:

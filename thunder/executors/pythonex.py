@@ -379,6 +379,19 @@ def del_module_hook(module, table: str, key: int):
     module.__dict__[table].pop(key, None)
 
 
+def python_call(fn, *args, **kwargs):
+    fn(*args, **kwargs)
+
+
+def python_replace(obj, contents):
+    """``obj`` (a list, dict, set or deque) holds ``contents`` (its own kind, or a dict)."""
+    if isinstance(obj, list):
+        obj[:] = contents
+    else:
+        obj.clear()
+        obj.update(contents) if isinstance(obj, (dict, set)) else obj.extend(contents)
+
+
 def dataclass_new(cls, **attrs):
     """An instance of ``cls`` with exactly these attributes (no ``__init__``/``__post_init__``)."""
     obj = cls.__new__(cls)
@@ -494,6 +507,8 @@ for _prim, _fn in (
     (pyops.python_delitem, python_delitem),
     (pyops.set_module_hook, set_module_hook),
     (pyops.del_module_hook, del_module_hook),
+    (pyops.python_call, python_call),
+    (pyops.python_replace, python_replace),
     (pyops.dataclass_new, dataclass_new),
     (pyops.mapping_new, mapping_new),
     (pyops.object_new, object_new),

@@ -9,9 +9,12 @@ input as it was.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
 from contextlib import contextmanager
 
 import torch
+from torch.nn.modules import module as module_hooks
 
 from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
@@ -26,6 +29,8 @@ from thunder.core.trace import Trace
 from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.code_reads import code_reads, guard_code_reads
+from thunder.frontend.effects import SUBSTITUTING, Effects
+from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
@@ -36,6 +41,7 @@ from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
+from thunder.frontend.python_calls import python_calls
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.unpack import Unpack
@@ -43,6 +49,11 @@ from thunder.frontend.values import value_reads
 from thunder.frontend.views import Views
 from thunder.ops import prims
 from thunder.ops import python as pyops
+
+# what thunder keeps on a tensor proxy (any other attribute was set by the user's code)
+_PROXY_ATTRIBUTES = ("_thunder", "meta_", "_type_string")
+# arguments whose code the function runs (a callback): their globals and closures are read too
+_CALLBACKS = (types.FunctionType, types.MethodType, functools.partial)
 
 
 @dataclasses.dataclass
@@ -76,12 +87,18 @@ class Acquisition:
         self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
+        self.effects = Effects(self.inputs)  # writes to Python state the function did not make
+        self.python_calls: list = []  # prints, log records and warnings, in order: (fn, args, kwargs)
+        self.inputs.on_container_method = self.effects.bound_method
 
     def object_proxy(self, v):
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
         if is_wrapper(v):
             return holder_of(v)
         holder = self.shadows.holder_of(v)
+        if holder is not None:
+            return holder
+        holder = self.effects.holder_of(v)
         if holder is not None:
             return holder
         return self.inputs.container_holders.get(id(v))
@@ -192,26 +209,40 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         )
         if module is not None:
             fn = state.shadows.shadow(module)
-        # the globals and closure cells the user's code may read, as the call begins
-        reads = code_reads([fn] if module is None else [], {type(r.real) for r in state.shadows.order})
-        guard_code_reads(state.inputs, reads)
-        try:
-            with (
-                module_scopes(comp, state.shadows.paths),
-                traced_functions(comp),
-                AcquisitionMode(state),
-                value_reads(state),
-            ):
-                result = fn(*pargs, **pkwargs)
-        finally:
-            state.shadows.restore_user_state()
-            changed = reads.restore_objects()
-        if changed is not None:
+        # the globals and closure cells the user's code may read (also through the hooks and
+        # callbacks it calls), as the call begins
+        called = [fn] if module is None else []
+        called += [h for r in state.shadows.order for items in r.hooks.values() for _, h in items]
+        if state.shadows.order:  # global module hooks (``register_module_forward_hook``)
+            called += [h for name in GLOBAL_HOOKS for h in getattr(module_hooks, name, {}).values()]
+        called += [v for v in (*pargs, *pkwargs.values()) if isinstance(v, _CALLBACKS)]
+        reads = code_reads(called, {type(r.real) for r in state.shadows.order})
+        checks = guard_code_reads(state.inputs, reads)
+        effects = state.effects
+        held_writes: list = []
+        with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
+            try:
+                effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
+                with (
+                    module_scopes(comp, state.shadows.paths),
+                    traced_functions(comp),
+                    AcquisitionMode(state),
+                    value_reads(state),
+                    python_calls(state.python_calls),
+                ):
+                    result = fn(*pargs, **pkwargs)
+            finally:
+                refused = effects.restore()
+                state.shadows.restore_user_state()
+                reads.restore_objects(held_writes)
+        if refused is not None:
             raise UnsupportedValueError(
-                f"thunder: the traced code changes {changed}; changing objects it reads from globals, closures "
-                "or default arguments while tracing is not supported (the object was put back as it was): pass "
-                "the object as an argument, or keep such state in a module's attributes or buffers"
+                f"thunder: the traced code changes {refused}; this cannot be replayed"
             )
+        effects.finish()
+        effects.guard_slots()
+        effects.object_writes(held_writes + state.shadows.object_writes)
+        effects.relax(checks, reads)
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)
@@ -244,6 +275,12 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
     for copy, holder, before in state.inputs.containers:
         out += _container_writes(copy, holder, before)
     out += state.shadows.writes
+    out += state.effects.writes
+    for p in state.inputs.tensor_inputs:  # ``x.tag = "seen"`` on an input tensor: on the user's tensor
+        for name, value in vars(p).items() if type(p) is TensorProxy else ():
+            if not name.startswith(_PROXY_ATTRIBUTES):
+                out.append((p, "set", name, value))
+    out += [(None, "pycall", fn, (args, kwargs)) for fn, args, kwargs in state.python_calls]
     return out
 
 

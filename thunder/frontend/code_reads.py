@@ -7,8 +7,9 @@ misses the cache too.
 
 Plain objects among the values of globals, closure cells and default arguments (or in a
 list, tuple or dict there), a jitted callable object and a ``functools.partial``'s arguments
-get the same check of their state, by attribute (``CodeReads.objects``); one the traced code
-changes is put back and the trace refused.
+get the same check of their state, by attribute (``CodeReads.objects``); what the traced code
+writes into them is put back and written by the epilogue on every call, as are the containers
+and bindings it changes (``thunder/frontend/effects.py``).
 """
 
 from __future__ import annotations
@@ -65,17 +66,20 @@ class CodeReads:
     # plain objects among those values, in them (a list of configs) or called (the jitted
     # callable object, a partial's arguments): id -> (a name for them, their state)
     objects: dict[int, tuple[str, Any]] = dataclasses.field(default_factory=dict)
+    # id(globals dict) -> every global name the code names (one it creates is a write)
+    names: dict[int, set[str]] = dataclasses.field(default_factory=dict)
 
     def add_objects(self, label: str, v) -> None:
         for o in _objects_in(v):
             if id(o) not in self.objects:
                 self.objects[id(o)] = (label, object_state(o))
 
-    def restore_objects(self) -> str | None:
-        """Put back what the trace changed of those objects; the first change, or None."""
+    def restore_objects(self, writes: list | None = None) -> str | None:
+        """Put back what the trace changed of those objects; the first change, or None
+        (``writes`` gets the changes: ``ObjectState.restore``)."""
         changed = None
         for label, obj in self.objects.values():
-            inner = obj.restore()
+            inner = obj.restore(writes)
             if inner is not None and changed is None:
                 changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
         return changed
@@ -143,7 +147,9 @@ def code_reads(functions, classes=()) -> CodeReads:
             )
         g = fn.__globals__
         _, values = reads.globals.setdefault(id(g), (g, {}))
+        named = reads.names.setdefault(id(g), set())
         for code in _codes(fn.__code__):
+            named.update(code.co_names)
             modules = []
             for name in code.co_names:
                 if name in values or name not in g:
@@ -219,8 +225,10 @@ def _reached(v) -> list:
     return []
 
 
-def guard_code_reads(inputs, reads: CodeReads) -> None:
-    """Prologue checks for ``reads``: one line per globals dict, one per closure cell."""
+def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
+    """Prologue checks for ``reads``: one line per globals dict, one per closure cell; their
+    ``StateCheck`` by the id of the globals dict, cell or function (``effects.py`` relaxes them)."""
+    checks: dict[int, Any] = {}
 
     def holder(name: str, obj, t: type) -> AnyProxy:
         p = AnyProxy(inputs.prologue.add_name(sanitize_name(name)), t)
@@ -230,16 +238,20 @@ def guard_code_reads(inputs, reads: CodeReads) -> None:
     for g, values in reads.globals.values():
         if values:
             h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
-            inputs.checks.add_check(pyops.check_items, h, state_check(values), always=True)
+            checks[id(g)] = state_check(values)
+            inputs.checks.add_check(pyops.check_items, h, checks[id(g)], always=True)
     for klass, values in reads.classes:
         h = holder(f"cls_{klass.__name__}", klass, type)
         check = state_check(values, keys=vars(klass).keys())
         inputs.checks.add_check(pyops.check_class, h, check, always=True)
     for fn, values in reads.defaults:
         h = holder(f"fn_{fn.__name__}", fn, types.FunctionType)
-        inputs.checks.add_check(pyops.check_defaults, h, state_check(values), always=True)
+        checks[id(fn)] = state_check(values)
+        inputs.checks.add_check(pyops.check_defaults, h, checks[id(fn)], always=True)
     for cell, name, value in reads.cells:
         h = holder(f"cell_{name}", cell, types.CellType)
-        inputs.checks.add_check(pyops.check_cell, h, state_check({name: value}), always=True)
+        checks[id(cell)] = state_check({name: value})
+        inputs.checks.add_check(pyops.check_cell, h, checks[id(cell)], always=True)
     for _, obj in reads.objects.values():  # (by identity through the checks above; their state here)
         guard_object_state(inputs, holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj)), obj)
+    return checks

@@ -77,7 +77,7 @@ _VALUE_TYPES = (
     torch.layout,
     enum.Enum,
 )
-_CONTAINERS = (list, tuple, dict, collections.OrderedDict, set, frozenset)
+_CONTAINERS = (list, tuple, dict, collections.OrderedDict, set, frozenset, collections.deque)
 # objects checked by identity only: their own state is not the program's input
 _IDENTITY_TYPES = (
     types.FunctionType,
@@ -111,6 +111,10 @@ def snapshot(v):
         return t(snapshot(x) for x in v)
     if t is dict or t is collections.OrderedDict:
         return t((k, snapshot(x)) for k, x in v.items())
+    if t is collections.defaultdict:
+        return t(v.default_factory, ((k, snapshot(x)) for k, x in v.items()))
+    if t is collections.deque:
+        return t((snapshot(x) for x in v), v.maxlen)
     return v
 
 
@@ -153,14 +157,24 @@ class ObjectState:
     children: dict[str, ObjectState]
     originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
 
-    def restore(self) -> str | None:
+    def restore(self, writes: list | None = None) -> str | None:
         """Put back what the trace changed of the object (forward writes into the user's own
-        object, which its module's shadow shares); the first attribute changed, or None."""
+        object, which its module's shadow shares); the first attribute changed, or None.
+        ``writes`` gets the changes, ``(object, "set" | "del" | "replace", name, value)``, the
+        objects below it first."""
         d = object.__getattribute__(self.obj, "__dict__")
         changed = None
+        found = []
         for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
             if name not in d or name not in self.values or not same(d[name], self.values[name]):
                 changed = changed or name
+                if name not in d:
+                    found.append((self.obj, "del", name, None))
+                elif name in self.originals and d[name] is self.originals[name]:  # changed in place
+                    v = d[name]
+                    found.append((self.obj, "replace", name, dict(v) if isinstance(v, dict) else type(v)(v)))
+                else:
+                    found.append((self.obj, "set", name, d[name]))
         if changed is not None:
             d.clear()
             d.update(self.originals)
@@ -168,8 +182,10 @@ class ObjectState:
                 if not same(v, self.values[name]):
                     _refill(v, self.values[name])
         for name, child in self.children.items():
-            inner = child.restore()
+            inner = child.restore(writes)
             changed = changed or (None if inner is None else f"{name}.{inner}")
+        if writes is not None:
+            writes += found
         return changed
 
 

@@ -2,7 +2,8 @@
 
 A traced program replays its tensor ops; Python code around them ran once, while tracing.
 A value drawn from Python's or NumPy's random generator there (``random.random() < p`` as a
-layer drop, ``np.random.rand()`` as a scale) would be the same on every cached call, and
+layer drop, ``np.random.rand()`` as a scale) or read from a host clock by the user's code
+(``time.time()``, ``time.perf_counter()``) would be the same on every cached call, and
 ``torch.manual_seed(...)`` / ``torch.set_rng_state(...)`` called by the traced code would reseed
 only the trace, not the calls: each would be silently wrong, so each is an error naming the
 call and the line. Only this thread's tracing is affected: another thread calling them
@@ -24,11 +25,13 @@ import os
 import random
 import sys
 import threading
+import time
 
 import torch
 
 from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.source import SourceLocation, is_user_file, user_location
+from thunder.frontend.code_reads import is_user_code
 
 _LOCAL = threading.local()
 _LOCK = threading.Lock()
@@ -44,12 +47,20 @@ _HOST_RANDOM = (
 )
 
 
+_HOST_CLOCK = (
+    "its value would be read once, at trace time, and reused by every cached call; time the call "
+    "outside the compiled function, or pass the value as an argument"
+)
+
+
 def _targets() -> list[tuple[object, str, str]]:
     """(owner, attribute, what to do instead) for every function refused while tracing."""
     found = [(torch, n, _TORCH_SEEDING) for n in ("manual_seed", "seed", "set_rng_state")]
     found += [(torch.random, n, _TORCH_SEEDING) for n in ("manual_seed", "seed", "set_rng_state")]
     names = "random uniform randint randrange choice choices shuffle sample gauss normalvariate seed"
     found += [(random, n, _HOST_RANDOM) for n in names.split()]
+    names = "time time_ns perf_counter perf_counter_ns monotonic monotonic_ns process_time process_time_ns"
+    found += [(time, n, _HOST_CLOCK) for n in names.split()]
     np_random = getattr(sys.modules.get("numpy"), "random", None)  # only when the program uses NumPy
     if np_random is not None:
         names = "rand randn random random_sample randint uniform normal choice permutation shuffle seed"
@@ -58,9 +69,12 @@ def _targets() -> list[tuple[object, str, str]]:
 
 
 def _refusing(fn, name: str, instead: str):
+    # a clock is refused only to the user's code (libraries and torch time themselves)
+    user_only = instead is _HOST_CLOCK
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if getattr(_LOCAL, "tracing", 0):
+        if getattr(_LOCAL, "tracing", 0) and (not user_only or is_user_code(sys._getframe(1).f_code)):
             raise UnsupportedOpError(
                 f"thunder: {name} inside the compiled function: {instead}" + at(user_location())
             )

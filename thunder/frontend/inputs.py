@@ -29,6 +29,7 @@ from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
 from thunder.frontend.prologue_checks import PrologueChecks
 from thunder.frontend.subclasses import subclass_input
+from thunder.frontend.tracked import is_container_method
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
@@ -89,6 +90,8 @@ class Inputs:
         self.on_module = None
         # ``(SubclassProxy)``: set by acquisition, told of each tensor-subclass input
         self.on_subclass = None
+        # ``(method, holder)``: set by acquisition, a container's method as an argument (``rec.append``)
+        self.on_container_method = None
         self._keepalive: list = []
 
     # -- names ----------------------------------------------------------------------------
@@ -205,6 +208,10 @@ class Inputs:
             shadow = self.on_module(v, holder, holder.name)
             self.seen[id(v)] = shadow
             return shadow
+        if self.on_container_method is not None and is_container_method(v):
+            self.seen[id(v)] = out = self.on_container_method(v, holder)  # (frontend/effects.py)
+            self._keepalive.append(v)
+            return out
         if is_constant_object(v):
             self.checks.add_check(pyops.check_is, holder, v)
             self.seen[id(v)] = v

@@ -24,6 +24,7 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
+from thunder.frontend.tracked import is_tracked, untracked
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
 from thunder.frontend.views import View
@@ -204,6 +205,9 @@ class AcquisitionMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if any(map(is_tracked, args)) or any(map(is_tracked, kwargs.values())):
+            # a list the code reached through a global (``torch.cat(BUF)``): its items, read
+            args, kwargs = tuple(map(untracked, args)), {k: untracked(v) for k, v in kwargs.items()}
         if self.state.subclasses.involved(args, kwargs):  # resolved by the subclass's dispatch
             return self.state.subclasses.handle(self, func, args, kwargs)
         arguments = max_norm_call(func, args, kwargs)

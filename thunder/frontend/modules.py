@@ -1,8 +1,9 @@
 """Modules while tracing: the traced code runs *shadows* of the user's modules.
 
 A shadow is an object of the module's own class whose ``__dict__`` is a copy of the
-module's, with proxies in place of its parameters, buffers and tensor attributes and
-shadows in place of its submodules (shared submodules stay shared). The user's modules are
+module's, with proxies in place of its parameters, buffers and tensor attributes, shadows in
+place of its submodules (shared submodules stay shared) and tracked copies in place of its
+lists, dicts, sets and deques (``thunder/frontend/effects.py``). The user's modules are
 never changed while tracing: another thread calling them, or calling the cached program,
 at the same moment sees nothing of the trace, and a failed trace leaves them as they were.
 
@@ -47,6 +48,7 @@ from thunder.frontend.guards import (
     state_check,
 )
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.tracked import trackable
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import same
@@ -145,7 +147,8 @@ class ModuleShadows:
         self.of_shadow: dict[int, Shadow] = {}  # id(shadow) -> its record
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
-        self.object_changed: tuple | None = None  # (module record, attribute, its attribute) the trace wrote
+        # what forward wrote into plain objects the modules hold (a config), put back: for the epilogue
+        self.object_writes: list[tuple] = []
         self.tensors: dict[int, TensorProxy] = {}  # id(parameter, buffer or tensor attribute) -> its proxy
         self.paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         # what forward did to the modules, for the epilogue: (holder, "set"/"del"/..., name, value)
@@ -270,7 +273,10 @@ class ModuleShadows:
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
-            if not is_immutable(v):  # a list or dict the forward may change in place: the shadow's own
+            if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (effects.py)
+                label = f"the attribute {name} of the {type(mod).__qualname__} module"
+                d[name] = self.state.effects.attribute(v, holder, name, label)
+            elif not is_immutable(v):  # a container the forward may change in place: the shadow's own
                 d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
@@ -329,7 +335,7 @@ class ModuleShadows:
         """Put back the user's hook tables that changed while tracing (``handle.remove()`` with
         a handle made before the call reaches the module's own table, not the shadow's copy)
         and the objects held by modules that forward changed (they are shared with the
-        shadows): also when the trace fails. ``finish`` refuses such a trace."""
+        shadows): also when the trace fails. Their writes go to the epilogue (``object_writes``)."""
         for record in self.order:
             record.watching = False  # (what thunder reads of the tables from here on is its own)
         for record in self.order:
@@ -339,11 +345,8 @@ class ModuleShadows:
                     table.clear()
                     table.update(items)
                     self.hooks_removed = record
-            for name, obj in record.objects.items():
-                changed = obj.restore()
-                if changed is not None and self.object_changed is None:
-                    where = name if isinstance(name, str) else f"{name[0]}[{name[1]!r}]"
-                    self.object_changed = (record, where, changed)
+            for obj in record.objects.values():
+                obj.restore(self.object_writes)  # (the epilogue writes them: frontend/effects.py)
 
     def finish(self) -> None:
         """Record what ``forward`` wrote (for the epilogue) and check the state it read."""
@@ -352,13 +355,6 @@ class ModuleShadows:
                 f"thunder: forward removes a hook of {type(self.hooks_removed.real).__qualname__} registered before "
                 "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
                 "remove it before calling the compiled module"
-            )
-        if self.object_changed is not None:
-            record, name, attr = self.object_changed
-            raise UnsupportedValueError(
-                f"thunder: forward of {type(record.real).__qualname__} changes the object it holds as .{name} "
-                f"(its attribute {attr!r}); changing objects held by modules while tracing is not supported (the "
-                "object was put back as it was): keep such state in the module's own attributes or buffers"
             )
         for record in self.order:
             written = self._diff(record)
@@ -388,8 +384,11 @@ class ModuleShadows:
         d = shadow.__dict__
         self._diff_hooks(record)
         reals = {id(p): t for t, p in self._tensors()}
+        tracked = self.state.effects.holders
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
+            if old is v and id(v) in tracked:  # a tracked copy: its writes are the effects'
+                continue
             if old is v and not (name in record.state and not same(v, record.state[name])):
                 continue  # (a list or dict changed in place is a write of its new contents)
             if _rereads(record.real.__dict__.get(name, _ABSENT), v, reals):
@@ -464,6 +463,10 @@ class ModuleShadows:
         # a written value is checked on its own line (``_guard_written``); a list or dict the
         # forward changed is checked here, by its contents as the call began
         state = {k: v for k, v in record.state.items() if k not in written or not is_immutable(v)}
+        effects = self.state.effects
+        for k in state:  # a container the forward did not read: by identity
+            if effects.unread(record.real.__dict__.get(k)):
+                state[k] = record.real.__dict__[k]
         hooks = [n for n in CALL_HOOKS if record.real.__dict__.get(n)]
         if hooks:  # traced with hooks: they are checked by value, every one of them
             for n in CALL_HOOKS:
@@ -504,7 +507,7 @@ def _rereads(old, new, reals: dict) -> bool:
     ``nn.LSTM`` rebuilds its list of weights, and weak references to them, when it finds
     proxies in place of its parameters.)"""
     if isinstance(new, TensorProxy):
-        return reals.get(id(new)) is old
+        return id(new) in reals and reals[id(new)] is old
     if isinstance(new, weakref.ref) and isinstance(old, weakref.ref):
         return _rereads(old(), new(), reals)
     if type(new) in (list, tuple) and type(old) is type(new) and len(old) == len(new):

@@ -7,7 +7,9 @@ needs (which the prologue passes on), and
 - writes back every attribute the function set on an input object, with its final value
   (``pythonex.python_setattr(cache, 'pos', 3)``), deletions, item writes into input lists
   and dicts, attribute writes made in a module's ``forward`` and the hooks it registered or
-  removed (``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``);
+  removed (``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``), and the side effects on
+  Python state the function did not make, prints and warnings included
+  (``pythonex.python_call(list.append, g___main___L, t0)``, see ``thunder.frontend.effects``);
 - rebuilds the value: a tensor the program computed; the *same* input object or container
   (not a copy); tuples, lists, dicts and namedtuples; dataclasses field by field
   (``any0 = __main___MyContainer(res=res, num=1)``; a computed tensor is named after the
@@ -37,7 +39,7 @@ from collections.abc import Mapping
 import torch
 
 from thunder.core.context import tracectx
-from thunder.core.errors import UnrebuildableError, UnsupportedValueError
+from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.printing import MODULE_PATHS
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
@@ -336,10 +338,31 @@ class _Builder:
         return out
 
     # -- write-backs ---------------------------------------------------------------------
+    def _effect_value(self, value, path: str, line):
+        try:
+            return self.build(value, path)
+        except (UnrebuildableError, UnsupportedValueError) as e:
+            raise _effect_error(e, line) from None
+
     def writeback(self, holder, kind: str, key, value) -> None:
+        if kind == "pycall":  # a print, log record or warning of the traced code (key: the function)
+            args, kwargs = value
+            name = getattr(key, "__qualname__", "call")
+            built = [self.build(a, f"the argument {i} of {name}") for i, a in enumerate(args)]
+            kw = {k: self.build(a, f"the argument {k} of {name}") for k, a in kwargs.items()}
+            bsym = BoundSymbol(pyops.python_call, (key, *built), kw, None)
+            self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
+            return
         obj = self.input_object(holder)
         where = f"{holder.name}.{key}" if kind in ("set", "del") else f"{holder.name}[{key!r}]"
-        if kind == "set":
+        if kind == "call":  # a logged write into a container (key: its class, the method, its name, the line)
+            cls, method, label, line = key
+            args = [self._effect_value(a, f"the value given to {label}.{method}()", line) for a in value]
+            bsym = BoundSymbol(pyops.python_call, (getattr(cls, method), obj, *args), {}, None)
+        elif kind == "replace":  # a container the code read and wrote: its final contents (key: its name)
+            built = self._effect_value(value, f"the contents of {key}", None)
+            bsym = BoundSymbol(pyops.python_replace, (obj, built), {}, None)
+        elif kind == "set":
             bsym = BoundSymbol(pyops.python_setattr, (obj, key, self.build(value, where, key)), {}, None)
         elif kind == "del":
             bsym = BoundSymbol(pyops.python_delattr, (obj, key), {}, None)
@@ -357,6 +380,13 @@ class _Builder:
         else:
             raise AssertionError(f"unknown write-back {kind}")
         self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
+
+
+def _effect_error(error: Exception, line) -> UnsupportedValueError:
+    return UnsupportedValueError(
+        f"{error}; a write into state the function did not make is made again by every call, with that "
+        "call's values, and this value cannot be (the state was left as it was)" + (at(line) if line else "")
+    )
 
 
 def _instance_dict(v) -> dict:

@@ -108,7 +108,11 @@ def same(a, b) -> bool:
         return False
     if t is tuple or t is list:
         return len(a) == len(b) and all(map(same, a, b))
-    if t is dict or t is collections.OrderedDict:
+    if t is collections.deque:
+        return a.maxlen == b.maxlen and len(a) == len(b) and all(map(same, a, b))
+    if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+        if t is collections.defaultdict and a.default_factory is not b.default_factory:
+            return False
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if t is set or t is frozenset:
         return a == b and all(type(x) in _EXACT for x in a)
@@ -221,6 +225,12 @@ python_delitem = _python_prim("python_delitem", _no_output, Tag.WRITEBACK)
 # (``first=True``: registered with ``prepend=True``).
 set_module_hook = _python_prim("set_module_hook", _no_output, Tag.WRITEBACK)
 del_module_hook = _python_prim("del_module_hook", _no_output, Tag.WRITEBACK)
+# A Python side effect of the traced code, made again on every call with that call's values
+# (``thunder/frontend/effects.py``): a logged write into a container the code reached
+# (``prims.python_call(list.append, g___main___L, t0)``), a print, a log record, a warning.
+python_call = _python_prim("python_call", _no_output, Tag.WRITEBACK)
+# A container the code read and wrote gets its final contents: ``prims.python_replace(L, [1, t0])``.
+python_replace = _python_prim("python_replace", _no_output, Tag.WRITEBACK)
 
 
 def _new_any(cls):

@@ -1,0 +1,149 @@
+"""Prints, log records and warnings of the traced code: made on every call, not once.
+
+While the user's code is traced, ``print``, ``warnings.warn`` and a logger's records (``Logger._log``,
+which ``logger.info`` and ``logging.warning`` end in) called *from the user's own code* are not
+made but recorded, in order, with their arguments; the epilogue makes them on every call with
+that call's values (a tensor the program computed is printed with its values,
+``pythonex.python_call(builtins.print, 'loss', loss)``). A logger's level is checked when the
+record is made, as in eager. Library code (transformers' ``logger.warning_once``) runs as it
+is, once, while tracing. A tensor formatted into the text of a print, log record or warning
+while tracing (``print(f"{y}")``) has no value yet: an error names the line.
+
+Only this thread's tracing records; another thread printing meanwhile prints.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import logging
+import sys
+import threading
+import warnings
+
+from thunder.core.errors import DataDependentError, at
+from thunder.core.source import user_location
+from thunder.frontend.code_reads import is_user_code
+
+_LOCAL = threading.local()
+_LOCK = threading.Lock()
+_ACTIVE = 0
+_SAVED: list[tuple[object, str, object]] = []
+
+
+def _recording(depth: int = 2) -> list | None:
+    """The list to record into when this thread traces and the caller is the user's code."""
+    calls = getattr(_LOCAL, "calls", None)
+    if calls is None:
+        return None
+    return calls if is_user_code(sys._getframe(depth).f_code) else None
+
+
+def _no_proxy_text(*values) -> None:
+    """A string made from a traced tensor (``f"{y}"``) would be printed as it was at trace time."""
+    for v in values:
+        if isinstance(v, str) and "<TensorProxy " in v:
+            raise DataDependentError(
+                "thunder: a tensor is formatted as text (str, repr, an f-string) for a print, log record or "
+                "warning inside the compiled function; its values are only known when the program runs. Pass "
+                "the tensor itself as an argument (print, a logger's %-arguments): it is printed with each "
+                "call's values" + at(user_location())
+            )
+
+
+def _print(real):
+    def print(*args, **kwargs):  # noqa: A001 - stands for the builtin while tracing
+        calls = _recording()
+        if calls is None:
+            return real(*args, **kwargs)
+        _no_proxy_text(*args, *kwargs.values())
+        calls.append((real, args, kwargs))
+
+    return print
+
+
+def _warn(real):
+    def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+        calls = _recording()
+        if calls is None:
+            return real(message, category, stacklevel + 1, source, **kwargs)
+        _no_proxy_text(str(message))
+        # made on each call as from the line that warned (its module's registry: shown once
+        # per line under the default filter, as eager's)
+        f = sys._getframe(1)
+        for _ in range(max(stacklevel, 1) - 1):
+            f = f.f_back if f.f_back is not None else f
+        if isinstance(message, Warning):
+            category = type(message)
+        registry = f.f_globals.setdefault("__warningregistry__", {})
+        where = (f.f_code.co_filename, f.f_lineno)
+        module = f.f_globals.get("__name__", "<string>")
+        explicit = functools.partial(
+            warnings.warn_explicit, module=module, registry=registry, module_globals=f.f_globals
+        )
+        calls.append((explicit, (message, category or UserWarning, *where), {}))
+
+    return warn
+
+
+def _logging_caller() -> list | None:
+    """The list to record into when this thread traces and the logging call (``logger.info``,
+    ``logging.warning``) comes from the user's code."""
+    calls = getattr(_LOCAL, "calls", None)
+    if calls is None:
+        return None
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename == logging.__file__:
+        f = f.f_back
+    return calls if f is not None and is_user_code(f.f_code) else None
+
+
+def _log(real):
+    def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False, stacklevel=1):
+        calls = _logging_caller()
+        if calls is None or exc_info:
+            return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+        _no_proxy_text(msg, *args)
+        calls.append((self.log, (level, msg, *args), {} if extra is None else {"extra": extra}))
+
+    return _log
+
+
+def _enabled(real):
+    def isEnabledFor(self, level):  # noqa: N802 - logging's name
+        # the user's records are all recorded: the logger's level is checked on each call
+        if _logging_caller() is not None:
+            return True
+        return real(self, level)
+
+    return isEnabledFor
+
+
+_TARGETS = ((builtins, "print", _print), (warnings, "warn", _warn), (logging.Logger, "_log", _log),
+            (logging.Logger, "isEnabledFor", _enabled))  # fmt: skip
+
+
+@contextlib.contextmanager
+def python_calls(calls: list):
+    """While this thread traces, the user's prints, warnings and log records go to ``calls``."""
+    global _ACTIVE
+    with _LOCK:
+        if _ACTIVE == 0:
+            for owner, attr, make in _TARGETS:
+                real = owner.__dict__[attr]
+                _SAVED.append((owner, attr, real))
+                setattr(owner, attr, make(real))
+        _ACTIVE += 1
+    outer = getattr(_LOCAL, "calls", None)
+    _LOCAL.calls = calls
+    try:
+        yield
+    finally:
+        _LOCAL.calls = outer
+        with _LOCK:
+            _ACTIVE -= 1
+            if _ACTIVE == 0:
+                for owner, attr, real in reversed(_SAVED):
+                    setattr(owner, attr, real)
+                _SAVED.clear()
