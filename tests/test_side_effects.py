@@ -592,3 +592,25 @@ def test_threads_do_not_lose_module_updates():
     for t in threads:
         t.join()
     assert m.calls == 100
+
+
+def test_an_object_with_slots_holding_a_list_is_checked_by_identity_of_the_list():
+    # torch's pytree TreeSpec (slots, a list of children specs) read through a closure: the
+    # prologue checked the list against a printed copy of it, which rebuilt LeafSpec with
+    # arguments its __init__ does not take, and every call failed
+    import torch.utils._pytree as pytree
+
+    leaves, spec = pytree.tree_flatten((torch.ones(2), (1,), {}))
+
+    def rebuild(ts):
+        return pytree.tree_unflatten([ts[0], 1], spec)
+
+    def f(x):
+        a, _, _ = rebuild([x])
+        return a.abs()
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        x = torch.randn(2)
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.compile_stats(jf).cache_misses == 1

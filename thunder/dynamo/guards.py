@@ -28,6 +28,7 @@ DYNAMO_COVERS = frozenset(
         pyops.check_strides,
         pyops.check_grad_enabled,
         pyops.check_torch_flag,
+        pyops.check_autocast,
         pyops.check_default_dtype,
         pyops.check_hasattr,
         pyops.check_module,

@@ -315,8 +315,9 @@ class Effects:
                     self.inputs.guard_absent(h, name)
                 elif isinstance(old, LITERAL_TYPES):
                     self.inputs.guard_attr(h, name, old)
-                else:
-                    checks.add_check(pyops.check_is, self._child(h, "attr", name, old), old, always=True)
+                else:  # by identity, against the object itself (a printed copy is another object)
+                    was = self._site(old, f"was_{type(old).__name__}")
+                    checks.add_check(pyops.check_is, self._child(h, "attr", name, old), was, always=True)
 
     def finish(self) -> None:
         """The writes of the tracked copies, for the epilogue."""
