@@ -286,6 +286,7 @@ def prologue(*args, **kwargs):
   prims.check_tensor(x__scale, (), torch.float32, 'cpu', False)
   prims.check_grad_enabled(True)
   prims.check_torch_flag('autocast', False)
+  prims.check_default_dtype(torch.float32)
   return ((x,), ())
 """
 

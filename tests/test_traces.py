@@ -65,6 +65,8 @@ def prologue(*args, **kwargs):
     # prims.check_grad_enabled(True)
   pythonex.check_torch_flag('autocast', False)
     # prims.check_torch_flag('autocast', False)
+  pythonex.check_default_dtype(torch.float32)
+    # prims.check_default_dtype(torch.float32)
   return ((x,), ())
 """
 

@@ -360,6 +360,13 @@ def python_delitem(obj, key):
     del obj[key]
 
 
+_TORCH_STATE_SETTERS = {"grad_enabled": torch._C._set_grad_enabled, "default_dtype": torch.set_default_dtype}
+
+
+def set_torch_state(name, value):
+    _TORCH_STATE_SETTERS[name](value)
+
+
 def set_module_hook(module, table: str, key: int, hook, first: bool = False):
     hooks = module.__dict__[table]
     hooks[key] = hook
@@ -483,6 +490,7 @@ for _prim, _fn in (
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),
     (pyops.python_delitem, python_delitem),
+    (pyops.set_torch_state, set_torch_state),
     (pyops.set_module_hook, set_module_hook),
     (pyops.del_module_hook, del_module_hook),
     (pyops.dataclass_new, dataclass_new),

@@ -38,6 +38,7 @@ from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
+from thunder.frontend.torch_state import TorchState
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import value_reads
 from thunder.frontend.views import Views
@@ -76,6 +77,7 @@ class Acquisition:
         self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
+        self.torch_state = None  # global torch state as the trace began (thunder/frontend/torch_state.py)
 
     def object_proxy(self, v):
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
@@ -183,6 +185,7 @@ def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dyn
 def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
     state.fn = module if module is not None else fn
+    state.torch_state = torch_state = TorchState()
     comp = state.computation
     with tracectx(comp), _compiling_flag(), refuse_host_state():
         # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
@@ -201,6 +204,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 traced_functions(comp),
                 AcquisitionMode(state),
                 value_reads(state),
+                state.torch_state,
             ):
                 result = fn(*pargs, **pkwargs)
         finally:
@@ -221,6 +225,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         if name is not None and type(state.inputs.sources[name][2]) is int:
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
+    epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them
         comp.info["versions"] = state.versions

@@ -369,6 +369,10 @@ class Inputs:
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         # traced without autocast (tracing under it is refused): a call under it must miss
         pro.bound_symbols.append(BoundSymbol(pyops.check_torch_flag, ("autocast", False), {}, None))
+        # factories and type promotion read the default dtype while tracing
+        pro.bound_symbols.append(
+            BoundSymbol(pyops.check_default_dtype, (torch.get_default_dtype(),), {}, None)
+        )
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
 

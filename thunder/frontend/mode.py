@@ -24,6 +24,7 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
+from thunder.frontend.torch_state import default_dtype_read
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
 from thunder.frontend.views import View
@@ -281,6 +282,8 @@ class AcquisitionMode(TorchFunctionMode):
             operands = (state.inplace.read_for_write(args[0]), *args[1:])
             return state.inplace.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
         result = self._call(func, target, args, kwargs)
+        if torch.get_default_dtype() is not state.torch_state.before["default_dtype"]:
+            result = default_dtype_read(self, func, target, args, kwargs, result)
         self._track_views(func, target, args, kwargs, result)
         if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
             # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager

@@ -213,6 +213,8 @@ python_setattr = _python_prim("python_setattr", _setattr_meta, Tag.WRITEBACK)
 python_setitem = _python_prim("python_setitem", _setattr_meta, Tag.WRITEBACK)
 python_delattr = _python_prim("python_delattr", _no_output, Tag.WRITEBACK)
 python_delitem = _python_prim("python_delitem", _no_output, Tag.WRITEBACK)
+# ``set_torch_state('grad_enabled', False)``: global torch state the function set, as it left it
+set_torch_state = _python_prim("set_torch_state", _no_output, Tag.WRITEBACK)
 # A hook that ``forward`` registered on a module (or removed) while tracing, in the user's
 # module's own hook table: ``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``
 # (``first=True``: registered with ``prepend=True``).

@@ -275,7 +275,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 # -- activations ----------------------------------------------------------------------------
 @torchsymbol(torch.relu, T.relu, F.relu, torch_impl="torch.relu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def relu(a, inplace: bool = False):
-    return prims.where(prims.gt(a, 0), a, 0)
+    return prims.where(prims.le(a, 0), 0, a)  # (NaN stays NaN, as in eager)
 
 
 @torchsymbol(F.relu6, torch_impl="torch.nn.functional.relu6", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
