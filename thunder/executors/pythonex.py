@@ -297,6 +297,11 @@ def check_strides(t, strides):
         raise PrologueCheckFailed(f"expected strides {strides}, got {t.stride()}")
 
 
+def check_storage_offset(t, offset):
+    if t.storage_offset() != offset:
+        raise PrologueCheckFailed(f"expected storage offset {offset}, got {t.storage_offset()}")
+
+
 def check_not_leaf(t):
     if t.is_leaf:
         raise PrologueCheckFailed("expected a tensor computed by autograd (written in place), got a leaf")
@@ -484,6 +489,7 @@ for _prim, _fn in (
     (pyops.check_no_alias, check_no_alias),
     (pyops.check_not_leaf, check_not_leaf),
     (pyops.check_strides, check_strides),
+    (pyops.check_storage_offset, check_storage_offset),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),

@@ -29,6 +29,7 @@ from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
+from thunder.frontend.layouts import Layouts
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
@@ -69,6 +70,7 @@ class Acquisition:
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.own
+        self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
         # names of the int literals the function wrote back (candidates for DynamicInt)
@@ -295,6 +297,8 @@ def _guard_written_inputs(state: Acquisition) -> None:
     written = {id(p) for p, _ in args if state.inplace.current(p) is not p}
     for p, strides in state.views.layout_reads.values():  # views or copies were decided on its layout
         inputs.checks.add_check(pyops.check_strides, p, strides, always=True)
+    for p, offset in state.layouts.offset_reads.values():  # the function read x.storage_offset()
+        inputs.checks.add_check(pyops.check_storage_offset, p, offset, always=True)
     for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
         if p.name in state.inplace.grad_writes:
             inputs.checks.add_check(pyops.check_not_leaf, p, always=True)

@@ -10,6 +10,7 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 
 from __future__ import annotations
 
+import operator
 import sys
 import types
 
@@ -22,6 +23,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
+from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
 from thunder.frontend.torch_state import default_dtype_read
@@ -411,7 +413,9 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _call(self, func, target, args, kwargs):
         try:
-            return target(*args, **kwargs)
+            result = target(*args, **kwargs)
+            self.state.layouts.record(func, args, kwargs, result)
+            return result
         except (ShapeError, ValueError, IndexError, TypeError) as e:
             if isinstance(e, ThunderError):
                 raise
@@ -427,6 +431,7 @@ class AcquisitionMode(TorchFunctionMode):
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
             result = PROPERTY_TO_THUNDER[name](t)
+            self.state.layouts.record(operator.attrgetter(name), (t,), {}, result)
             view = PROPERTY_VIEWS.get(name)
             if view is not None and isinstance(t, TensorProxy) and result is not t:
                 op, args, func = view(t)
@@ -434,6 +439,7 @@ class AcquisitionMode(TorchFunctionMode):
             return result
         if name == "data":  # a view without history, as detach()
             result = ltorch.detach(t)
+            self.state.layouts.record(operator.attrgetter(name), (t,), {}, result)
             if result is not t:
                 self.state.views.add(View(t, ltorch.detach, (), {}, 0, result, T.detach))
             return result
@@ -557,6 +563,7 @@ _BEFORE_RESOLVING = {
     **dict.fromkeys(_SCALAR_READS, _scalar_read),
     **dict.fromkeys(_METADATA_METHODS, _metadata),
     T.type: _type_or_metadata,
+    **dict.fromkeys((T.stride, T.is_contiguous, T.storage_offset), layout_query),
     **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
     **dict.fromkeys(_PASSTHROUGH, _passthrough),
 }
@@ -577,6 +584,7 @@ def _contiguous(mode, func, args, kwargs):
     out = args[0]
     if not state.views.is_contiguous(args[0]):
         out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+        state.layouts.record(func, args, kwargs, out)
     if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
         state.views.guessed_layouts.update((args[0].name, out.name))
     return out
