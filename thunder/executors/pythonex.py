@@ -302,6 +302,13 @@ def check_storage_offset(t, offset):
         raise PrologueCheckFailed(f"expected storage offset {offset}, got {t.storage_offset()}")
 
 
+def check_is_param(t, flag):
+    if isinstance(t, torch.nn.Parameter) is not flag:
+        raise PrologueCheckFailed(
+            f"expected {'a' if flag else 'no'} torch.nn.Parameter, got {type(t).__qualname__}"
+        )
+
+
 def check_not_leaf(t):
     if t.is_leaf:
         raise PrologueCheckFailed("expected a tensor computed by autograd (written in place), got a leaf")
@@ -490,6 +497,7 @@ for _prim, _fn in (
     (pyops.check_not_leaf, check_not_leaf),
     (pyops.check_strides, check_strides),
     (pyops.check_storage_offset, check_storage_offset),
+    (pyops.check_is_param, check_is_param),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),

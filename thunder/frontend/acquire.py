@@ -40,6 +40,7 @@ from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.torch_state import TorchState
+from thunder.frontend.type_reads import guard_param_reads, param_reads
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import value_reads
 from thunder.frontend.views import Views
@@ -79,6 +80,7 @@ class Acquisition:
         self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
         self.fn = None  # the traced function (its globals hold objects it did not make)
         self.handling = None  # the torch function the mode handles now (named by errors)
+        self.param_reads: dict[str, TensorProxy] = {}  # inputs isinstance(x, nn.Parameter) asked about
         self.torch_state = None  # global torch state as the trace began (thunder/frontend/torch_state.py)
 
     def object_proxy(self, v):
@@ -206,6 +208,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 traced_functions(comp),
                 AcquisitionMode(state),
                 value_reads(state),
+                param_reads(state),
                 state.torch_state,
             ):
                 result = fn(*pargs, **pkwargs)
@@ -221,6 +224,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)
+        guard_param_reads(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None

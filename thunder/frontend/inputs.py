@@ -106,6 +106,10 @@ class Inputs:
                 self.on_subclass(proxy_of(instance))
             return instance
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
+        if isinstance(t, torch.nn.Parameter):
+            p._is_param = (
+                True  # ``isinstance(p, nn.Parameter)`` answers as for ``t`` (frontend/type_reads.py)
+            )
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
         return p

@@ -400,6 +400,8 @@ class AcquisitionMode(TorchFunctionMode):
     def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
         """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
         device = None
+        if isinstance(dtype, type(torch.FloatTensor)):  # torch.HalfTensor, torch.cuda.HalfTensor
+            dtype = f"{dtype.__module__}.{dtype.__name__}"
         if isinstance(dtype, str):
             name = dtype
             dtype = _LEGACY_TYPES.get(name.removeprefix("torch.cuda.").removeprefix("torch."))
