@@ -252,11 +252,15 @@ class AcquisitionMode(TorchFunctionMode):
                 "(it would silently compute in the wrong dtype); cast explicitly instead"
                 + at(user_location())
             )
+        user = (args[0] if args else None, kwargs.get("out"))  # the objects user code called it on
         args, kwargs = state.resolve((args, kwargs))
         args, kwargs = _python_dtypes(args, kwargs)
         out = kwargs.pop("out", None)
         if out is not None:
-            return self._into(func, args, kwargs, out)
+            return _same_object(self._into(func, args, kwargs, out), out, user[1])
+        return _same_object(self._resolved_op(func, args, kwargs), args[0] if args else None, user[0])
+
+    def _resolved_op(self, func, args, kwargs):
         if ("axis" in kwargs or "keepdims" in kwargs) and isinstance(func, _C_FUNCTIONS):
             kwargs = _numpy_names(kwargs)
         if (
@@ -503,6 +507,15 @@ class AcquisitionMode(TorchFunctionMode):
             for i, leaf in enumerate(tree_flatten(result)[0]):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                     self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+
+
+def _same_object(result, resolved, user):
+    """An op that returns the tensor it was called on (an in-place op, ``x.contiguous()`` of a
+    contiguous ``x``) returns the very object user code holds, as eager does: ``x.add_(1) is x``,
+    and ``x += 1`` leaves ``x`` the caller's tensor, however many writes came before."""
+    if result is resolved and resolved is not None and isinstance(user, TensorProxy):
+        return user
+    return result
 
 
 # -- calls handled by a function of their own, keyed by the torch function --------------------
