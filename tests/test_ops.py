@@ -9,6 +9,9 @@ gradients through the compiled program equal eager autograd's (float64, first sa
 
 from __future__ import annotations
 
+import inspect
+import types
+
 import pytest
 import torch
 from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
@@ -236,3 +239,67 @@ def test_op_grad(info: OpInfo):
                 torch.testing.assert_close(
                     g, e, equal_nan=True, **_tol(info, torch.float64), msg=lambda m, w=what: f"{w}: {m}"
                 )
+
+
+def _keyword_forms(op, args: tuple, kwargs: dict):
+    """The sample's call with its operands given by keyword, as torch names them (the aten
+    schema for a C function, ``input`` for ``self``; the signature of a Python one); a Tensor
+    method keeps its tensor positional."""
+    method = isinstance(op, (types.MethodDescriptorType, types.WrapperDescriptorType))
+    keep = 1 if method else 0
+    if inspect.isfunction(op):
+        try:
+            params = [
+                p.name
+                for p in inspect.signature(op).parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            ]
+        except (TypeError, ValueError):
+            return
+        forms = [params]
+    else:
+        forms = [
+            [
+                ("input" if a.name == "self" and not method else a.name)
+                for a in s.arguments
+                if not a.kwarg_only
+            ]
+            for s in torch._C._jit_get_schemas_for_operator(f"aten::{getattr(op, '__name__', '')}")
+        ]
+    for names in forms:
+        if len(names) < len(args) or len(args) <= keep:
+            continue
+        named = dict(zip(names[keep : len(args)], args[keep:]))
+        if any(k in kwargs for k in named):
+            continue
+        yield args[:keep], {**named, **kwargs}
+
+
+@pytest.mark.filterwarnings("ignore:size_average and reduce args")
+def test_ops_take_their_operands_by_keyword():
+    """Each op's first sample with its operands by keyword, where eager accepts that form,
+    equals eager."""
+    checked = []
+    for info in OPS:
+        if info.cuda or not info.values or info.ref is not None:  # (a ref: eager's op differs)
+            continue
+        sample = info.samples(Maker(info.dtypes[0], "cpu"))[0]
+        tensors, rebuild = _split_tensors(sample)
+        for pos, kw in _keyword_forms(info.op, sample.args, sample.kwargs):
+            call_form = S(pos, kw)
+            ts, rb = _split_tensors(call_form)
+            try:
+                a, k = rb([t.clone() for t in ts])
+                expected = info.op(*a, **k)
+            except (TypeError, RuntimeError):
+                continue  # eager does not take this form
+
+            def call(*xs, rb=rb, op=info.op):
+                a, k = rb(xs)
+                return op(*a, **k)
+
+            got = thunder.jit(call)(*[t.clone() for t in ts])
+            _compare(info, info.dtypes[0], call_form, got, expected, f"{info.id} by keyword {sorted(kw)}")
+            checked.append(info.id)
+            break
+    assert len(checked) > 150, checked

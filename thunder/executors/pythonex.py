@@ -399,8 +399,12 @@ def dataclass_new(cls, **attrs):
 
 
 def mapping_new(cls, items, attrs):
-    """A ModelOutput with these keys in this order, and these attributes."""
-    obj = cls()
+    """A ModelOutput (or a dataclass that subclasses dict) with these keys in this order, and
+    these attributes."""
+    try:
+        obj = cls()
+    except TypeError:  # required fields: allocated without __init__, as dataclass_new does
+        obj = cls.__new__(cls)
     for k, v in items.items():
         obj[k] = v
     for k, v in attrs.items():

@@ -70,6 +70,8 @@ class Inputs:
         self.prologue = Trace("prologue", tags=("prologue",))
         self.args_proxy = AnyProxy(self.prologue.add_name("args"), tuple)
         self.kwargs_proxy = AnyProxy(self.prologue.add_name("kwargs"), dict)
+        # the prologue's own parameters: an argument named ``args`` is ``args_1``
+        computation.names |= {self.args_proxy.name, self.kwargs_proxy.name}
         # what is known of each proxy: name -> (proxy, Unpack, real value)
         self.sources: dict[str, tuple[Any, Unpack, Any]] = {}
         self.checks = PrologueChecks()

@@ -23,6 +23,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
+from thunder.frontend import keywords
 from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
@@ -425,6 +426,14 @@ class AcquisitionMode(TorchFunctionMode):
         except (ShapeError, ValueError, IndexError, TypeError) as e:
             if isinstance(e, ThunderError):
                 raise
+            if isinstance(e, TypeError) and kwargs:
+                for a, k in keywords.rebind(func, args, kwargs):  # operands by keyword (``other=t``)
+                    try:
+                        result = target(*a, **k)
+                    except TypeError:
+                        continue
+                    self.state.layouts.record(func, a, k, result)
+                    return result
             raise type(e)(f"thunder: {describe(func)}: {e}" + at(user_location())) from e
 
     def _property(self, name: str, t):

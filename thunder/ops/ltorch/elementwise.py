@@ -255,12 +255,16 @@ def lerp(start, end, weight):
 
 @torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=(Tag.ELEMENTWISE,))
 def addcmul(a, t1, t2, *, value=1):
-    return prims.add(a, prims.mul(prims.mul(t1, t2), value) if value != 1 else prims.mul(t1, t2))
+    return prims.add(
+        a, prims.mul(prims.mul(t1, t2), value) if is_tensor(value) or value != 1 else prims.mul(t1, t2)
+    )
 
 
 @torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=(Tag.ELEMENTWISE,))
 def addcdiv(a, t1, t2, *, value=1):
-    return prims.add(a, prims.mul(prims.div(t1, t2), value) if value != 1 else prims.div(t1, t2))
+    return prims.add(
+        a, prims.mul(prims.div(t1, t2), value) if is_tensor(value) or value != 1 else prims.div(t1, t2)
+    )
 
 
 @torchsymbol(torch.isclose, T.isclose, torch_impl="torch.isclose", tags=(Tag.ELEMENTWISE,))
