@@ -303,3 +303,64 @@ def test_ops_take_their_operands_by_keyword():
             checked.append(info.id)
             break
     assert len(checked) > 150, checked
+
+
+def _with_nan_and_inf(t: torch.Tensor) -> torch.Tensor:
+    t = t.clone()
+    if t.dtype.is_floating_point and t.numel():
+        flat = t.view(-1)
+        for i, v in enumerate((float("nan"), float("inf"), -float("inf"))[: flat.numel()]):
+            flat[i * (flat.numel() // 3)] = v
+    return t
+
+
+def _elementwise_nan_samples():
+    """(op id, op, sample with NaN and inf in its float tensors) for every elementwise op."""
+    by_name = {s.name: s for s in all_symbols()}
+    out = []
+    for info in OPS:
+        sym = by_name.get(info.name)
+        if info.cuda or not info.values or sym is None or Tag.ELEMENTWISE not in sym.tags:
+            continue
+        sample = info.samples(
+            Maker(torch.float32 if torch.float32 in info.dtypes else info.dtypes[0], "cpu")
+        )[0]
+        tensors, rebuild = _split_tensors(sample)
+        out.append((info, [_with_nan_and_inf(t) for t in tensors], rebuild))
+    return out
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [
+        "torch",
+        pytest.param("torchcompile", marks=pytest.mark.slow),
+    ],  # (one inductor compile of ~100 ops: minutes)
+)
+def test_elementwise_ops_keep_nan_and_inf(executor):
+    """Every elementwise op's first sample with NaN, inf and -inf in its float inputs, through
+    each executor's translation (one program for all of them), equals eager, NaN for NaN."""
+    cases = []
+    for info, tensors, rebuild in _elementwise_nan_samples():
+        a, k = rebuild([t.clone() for t in tensors])
+        try:
+            expected = (info.ref or info.op)(*a, **k)
+        except (RuntimeError, TypeError, ValueError):
+            continue  # eager refuses these values
+        cases.append((info, tensors, rebuild, expected))
+
+    def run_all(*flat):
+        outs, i = [], 0
+        for info, tensors, rebuild, _ in cases:
+            a, k = rebuild(flat[i : i + len(tensors)])
+            i += len(tensors)
+            outs.append(info.op(*a, **k))
+        return outs
+
+    inputs = [t.clone() for _, tensors, _, _ in cases for t in tensors]
+    got = thunder.jit(run_all, executors=[executor])(*inputs)
+    assert len(cases) > 60
+    for (info, _, _, expected), g in zip(cases, got):
+        torch.testing.assert_close(
+            g, expected, equal_nan=True, **_tol(info, torch.float32), msg=lambda m, i=info: f"{i.id}: {m}"
+        )
