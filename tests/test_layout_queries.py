@@ -99,3 +99,13 @@ def test_a_layout_that_cannot_be_replayed_is_refused():
 
     with pytest.raises(Exception, match=r"torch.Tensor.stride on .*its layout in eager cannot be worked out"):
         thunder.jit(f)(torch.ones(2, 3))
+
+
+def test_data_ptr_is_refused_with_a_clear_error():
+    def f(x, y):
+        return x * (x.data_ptr() == y.data_ptr())
+
+    with pytest.raises(
+        Exception, match=r"torch.Tensor.data_ptr is a memory address.*\n  at .*test_layout_queries.py"
+    ):
+        thunder.jit(f)(torch.ones(2), torch.ones(2))

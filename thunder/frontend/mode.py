@@ -579,6 +579,14 @@ def _refuse_grad_hook(mode, func, args, kwargs):
     )
 
 
+def _refuse_address(mode, func, args, kwargs):
+    raise UnsupportedOpError(
+        f"thunder: {describe(func)} is a memory address, which differs from call to call and is not known "
+        "while tracing (a cached program could not answer a comparison of addresses as eager would); compare "
+        "tensors with `is`, or check sharing before calling the compiled function" + at(user_location())
+    )
+
+
 # (later entries win: a scalar read is data-dependent unless its tensor is known)
 _BEFORE_RESOLVING = {
     **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
@@ -589,6 +597,7 @@ _BEFORE_RESOLVING = {
     T.type: _type_or_metadata,
     **dict.fromkeys((T.stride, T.is_contiguous, T.storage_offset), layout_query),
     **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
+    T.data_ptr: _refuse_address,
     **dict.fromkeys(_PASSTHROUGH, _passthrough),
 }
 
