@@ -17,7 +17,8 @@ def param_reads(state):
     reads = state.param_reads
 
     def hook(p):
-        if p.name in state.inputs.sources:
+        src = state.inputs.sources.get(p.name)
+        if src is not None and src[0] is p:  # an input of this trace
             reads[p.name] = p
 
     old = proxies.param_read_hook
