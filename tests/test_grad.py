@@ -142,8 +142,8 @@ def forward(x, w):
   del t0
   t3 = torch.relu(t1)  # t3: "cpu f32[3]"
     # t3 = ltorch.relu(t1)  # t3: "cpu f32[3]"
-      # t2 = prims.gt(t1, 0)  # t2: "cpu b8[3]"
-      # t3 = prims.where(t2, t1, 0)  # t3: "cpu f32[3]"
+      # t2 = prims.le(t1, 0)  # t2: "cpu b8[3]"
+      # t3 = prims.where(t2, 0, t1)  # t3: "cpu f32[3]"
   del t1
   t4 = torch.sum(t3)  # t4: "cpu f32[]"
     # t4 = ltorch.sum(t3)  # t4: "cpu f32[]"

@@ -104,6 +104,7 @@ def prologue(*args, **kwargs):
   prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
   prims.check_grad_enabled(True)
   prims.check_autocast(())
+  prims.check_default_dtype(torch.float32)
   return ((x, t_cache_k), (cache,))
 """
 

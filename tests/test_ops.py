@@ -9,6 +9,9 @@ gradients through the compiled program equal eager autograd's (float64, first sa
 
 from __future__ import annotations
 
+import inspect
+import types
+
 import pytest
 import torch
 from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
@@ -236,3 +239,128 @@ def test_op_grad(info: OpInfo):
                 torch.testing.assert_close(
                     g, e, equal_nan=True, **_tol(info, torch.float64), msg=lambda m, w=what: f"{w}: {m}"
                 )
+
+
+def _keyword_forms(op, args: tuple, kwargs: dict):
+    """The sample's call with its operands given by keyword, as torch names them (the aten
+    schema for a C function, ``input`` for ``self``; the signature of a Python one); a Tensor
+    method keeps its tensor positional."""
+    method = isinstance(op, (types.MethodDescriptorType, types.WrapperDescriptorType))
+    keep = 1 if method else 0
+    if inspect.isfunction(op):
+        try:
+            params = [
+                p.name
+                for p in inspect.signature(op).parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            ]
+        except (TypeError, ValueError):
+            return
+        forms = [params]
+    else:
+        forms = [
+            [
+                ("input" if a.name == "self" and not method else a.name)
+                for a in s.arguments
+                if not a.kwarg_only
+            ]
+            for s in torch._C._jit_get_schemas_for_operator(f"aten::{getattr(op, '__name__', '')}")
+        ]
+    for names in forms:
+        if len(names) < len(args) or len(args) <= keep:
+            continue
+        named = dict(zip(names[keep : len(args)], args[keep:]))
+        if any(k in kwargs for k in named):
+            continue
+        yield args[:keep], {**named, **kwargs}
+
+
+@pytest.mark.filterwarnings("ignore:size_average and reduce args")
+def test_ops_take_their_operands_by_keyword():
+    """Each op's first sample with its operands by keyword, where eager accepts that form,
+    equals eager."""
+    checked = []
+    for info in OPS:
+        if info.cuda or not info.values or info.ref is not None:  # (a ref: eager's op differs)
+            continue
+        sample = info.samples(Maker(info.dtypes[0], "cpu"))[0]
+        tensors, rebuild = _split_tensors(sample)
+        for pos, kw in _keyword_forms(info.op, sample.args, sample.kwargs):
+            call_form = S(pos, kw)
+            ts, rb = _split_tensors(call_form)
+            try:
+                a, k = rb([t.clone() for t in ts])
+                expected = info.op(*a, **k)
+            except (TypeError, RuntimeError):
+                continue  # eager does not take this form
+
+            def call(*xs, rb=rb, op=info.op):
+                a, k = rb(xs)
+                return op(*a, **k)
+
+            got = thunder.jit(call)(*[t.clone() for t in ts])
+            _compare(info, info.dtypes[0], call_form, got, expected, f"{info.id} by keyword {sorted(kw)}")
+            checked.append(info.id)
+            break
+    assert len(checked) > 150, checked
+
+
+def _with_nan_and_inf(t: torch.Tensor) -> torch.Tensor:
+    t = t.clone()
+    if t.dtype.is_floating_point and t.numel():
+        flat = t.view(-1)
+        for i, v in enumerate((float("nan"), float("inf"), -float("inf"))[: flat.numel()]):
+            flat[i * (flat.numel() // 3)] = v
+    return t
+
+
+def _elementwise_nan_samples():
+    """(op id, op, sample with NaN and inf in its float tensors) for every elementwise op."""
+    by_name = {s.name: s for s in all_symbols()}
+    out = []
+    for info in OPS:
+        sym = by_name.get(info.name)
+        if info.cuda or not info.values or sym is None or Tag.ELEMENTWISE not in sym.tags:
+            continue
+        sample = info.samples(
+            Maker(torch.float32 if torch.float32 in info.dtypes else info.dtypes[0], "cpu")
+        )[0]
+        tensors, rebuild = _split_tensors(sample)
+        out.append((info, [_with_nan_and_inf(t) for t in tensors], rebuild))
+    return out
+
+
+@pytest.mark.parametrize(
+    "executor",
+    [
+        "torch",
+        pytest.param("torchcompile", marks=pytest.mark.slow),
+    ],  # (one inductor compile of ~100 ops: minutes)
+)
+def test_elementwise_ops_keep_nan_and_inf(executor):
+    """Every elementwise op's first sample with NaN, inf and -inf in its float inputs, through
+    each executor's translation (one program for all of them), equals eager, NaN for NaN."""
+    cases = []
+    for info, tensors, rebuild in _elementwise_nan_samples():
+        a, k = rebuild([t.clone() for t in tensors])
+        try:
+            expected = (info.ref or info.op)(*a, **k)
+        except (RuntimeError, TypeError, ValueError):
+            continue  # eager refuses these values
+        cases.append((info, tensors, rebuild, expected))
+
+    def run_all(*flat):
+        outs, i = [], 0
+        for info, tensors, rebuild, _ in cases:
+            a, k = rebuild(flat[i : i + len(tensors)])
+            i += len(tensors)
+            outs.append(info.op(*a, **k))
+        return outs
+
+    inputs = [t.clone() for _, tensors, _, _ in cases for t in tensors]
+    got = thunder.jit(run_all, executors=[executor])(*inputs)
+    assert len(cases) > 60
+    for (info, _, _, expected), g in zip(cases, got):
+        torch.testing.assert_close(
+            g, expected, equal_nan=True, **_tol(info, torch.float32), msg=lambda m, i=info: f"{i.id}: {m}"
+        )

@@ -288,6 +288,7 @@ def prologue(*args, **kwargs):
   prims.check_strides(x__scale, ())
   prims.check_grad_enabled(True)
   prims.check_autocast(())
+  prims.check_default_dtype(torch.float32)
   return ((x,), ())
 """
 

@@ -65,6 +65,8 @@ def prologue(*args, **kwargs):
     # prims.check_grad_enabled(True)
   pythonex.check_autocast(())
     # prims.check_autocast(())
+  pythonex.check_default_dtype(torch.float32)
+    # prims.check_default_dtype(torch.float32)
   return ((x,), ())
 """
 

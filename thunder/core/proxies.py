@@ -90,6 +90,10 @@ class AnyProxy(Proxy):
 # proxies that reach torch's dispatcher (thunder.frontend.values).
 dispatch_handler = None
 
+# Set while a trace is acquired: ``(proxy) -> None``, told when ``isinstance(proxy,
+# torch.nn.Parameter)`` asks whether the proxy stands for a parameter (thunder.frontend.type_reads).
+param_read_hook = None
+
 # ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
 # proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses.py).
 _DISPATCH = threading.local()
@@ -156,6 +160,18 @@ class TensorProxy(torch.Tensor, Proxy):
             "functorch transforms, C++ extensions); it is not supported." + where
         )
 
+    # ``isinstance(p, torch.nn.Parameter)`` reads ``_is_param`` (torch's ``_ParameterMeta``): the
+    # answer of the tensor the proxy stands for, recorded so the prologue checks it
+    @property
+    def _is_param(self) -> bool:
+        if param_read_hook is not None:
+            param_read_hook(self)
+        return self.__dict__.get("_thunder_is_param", False)
+
+    @_is_param.setter
+    def _is_param(self, value: bool) -> None:
+        self.__dict__["_thunder_is_param"] = bool(value)
+
     @property
     def meta_requires_grad(self) -> bool:
         with torch._C.DisableTorchFunction():
@@ -178,6 +194,10 @@ class TensorProxy(torch.Tensor, Proxy):
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"thunder: the proxy {self.name} cannot be pickled or deep-copied during tracing")
+
+
+# ``type(x).__name__`` of a plain tensor in eager (a proxy of a Parameter still answers "Tensor")
+TensorProxy.__name__ = TensorProxy.__qualname__ = "Tensor"
 
 
 def proxies_in(x) -> list:

@@ -305,6 +305,18 @@ def check_strides(t, strides):
         raise PrologueCheckFailed(f"expected strides {strides}, got {t.stride()}")
 
 
+def check_storage_offset(t, offset):
+    if t.storage_offset() != offset:
+        raise PrologueCheckFailed(f"expected storage offset {offset}, got {t.storage_offset()}")
+
+
+def check_is_param(t, flag):
+    if isinstance(t, torch.nn.Parameter) is not flag:
+        raise PrologueCheckFailed(
+            f"expected {'a' if flag else 'no'} torch.nn.Parameter, got {type(t).__qualname__}"
+        )
+
+
 def check_not_leaf(t):
     if t.is_leaf:
         raise PrologueCheckFailed("expected a tensor computed by autograd (written in place), got a leaf")
@@ -368,6 +380,13 @@ def python_delitem(obj, key):
     del obj[key]
 
 
+_TORCH_STATE_SETTERS = {"grad_enabled": torch._C._set_grad_enabled, "default_dtype": torch.set_default_dtype}
+
+
+def set_torch_state(name, value):
+    _TORCH_STATE_SETTERS[name](value)
+
+
 def set_module_hook(module, table: str, key: int, hook, first: bool = False):
     hooks = module.__dict__[table]
     hooks[key] = hook
@@ -401,8 +420,12 @@ def dataclass_new(cls, **attrs):
 
 
 def mapping_new(cls, items, attrs):
-    """A ModelOutput with these keys in this order, and these attributes."""
-    obj = cls()
+    """A ModelOutput (or a dataclass that subclasses dict) with these keys in this order, and
+    these attributes."""
+    try:
+        obj = cls()
+    except TypeError:  # required fields: allocated without __init__, as dataclass_new does
+        obj = cls.__new__(cls)
     for k, v in items.items():
         obj[k] = v
     for k, v in attrs.items():
@@ -499,12 +522,15 @@ for _prim, _fn in (
     (pyops.check_no_alias, check_no_alias),
     (pyops.check_not_leaf, check_not_leaf),
     (pyops.check_strides, check_strides),
+    (pyops.check_storage_offset, check_storage_offset),
+    (pyops.check_is_param, check_is_param),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),
     (pyops.python_delitem, python_delitem),
+    (pyops.set_torch_state, set_torch_state),
     (pyops.set_module_hook, set_module_hook),
     (pyops.del_module_hook, del_module_hook),
     (pyops.python_call, python_call),

@@ -34,6 +34,7 @@ from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
+from thunder.frontend.layouts import Layouts
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
@@ -44,6 +45,8 @@ from thunder.frontend.outputs import build_epilogue
 from thunder.frontend.python_calls import python_calls
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
+from thunder.frontend.torch_state import TorchState
+from thunder.frontend.type_reads import guard_param_reads, param_reads
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import value_reads
 from thunder.frontend.views import Views
@@ -79,6 +82,7 @@ class Acquisition:
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.own
+        self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
         # names of the int literals the function wrote back (candidates for DynamicInt)
@@ -90,6 +94,8 @@ class Acquisition:
         self.effects = Effects(self.inputs)  # writes to Python state the function did not make
         self.python_calls: list = []  # prints, log records and warnings, in order: (fn, args, kwargs)
         self.inputs.on_container_method = self.effects.bound_method
+        self.param_reads: dict[str, TensorProxy] = {}  # inputs isinstance(x, nn.Parameter) asked about
+        self.torch_state = None  # global torch state as the trace began (thunder/frontend/torch_state.py)
 
     def object_proxy(self, v):
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
@@ -200,6 +206,7 @@ def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dyn
 def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
     state.fn = module if module is not None else fn
+    state.torch_state = torch_state = TorchState()
     comp = state.computation
     with tracectx(comp), _compiling_flag(), refuse_host_state():
         # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
@@ -229,6 +236,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                     AcquisitionMode(state),
                     value_reads(state),
                     python_calls(state.python_calls),
+                    param_reads(state),
+                    state.torch_state,
                 ):
                     result = fn(*pargs, **pkwargs)
             finally:
@@ -246,12 +255,14 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         state.shadows.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)
+        guard_param_reads(state)
     writebacks = collect_writebacks(state)
     for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
         if name is not None and type(state.inputs.sources[name][2]) is int:
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
+    epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them
         comp.info.versions = state.versions
@@ -327,6 +338,8 @@ def _guard_written_inputs(state: Acquisition) -> None:
     written = {id(p) for p, _ in args if state.inplace.current(p) is not p}
     for p, strides in state.views.layout_reads.values():  # views or copies were decided on its layout
         inputs.checks.add_check(pyops.check_strides, p, strides, always=True)
+    for p, offset in state.layouts.offset_reads.values():  # the function read x.storage_offset()
+        inputs.checks.add_check(pyops.check_storage_offset, p, offset, always=True)
     for p in inputs.tensor_inputs:  # written non-leaves: a leaf that requires grad must miss
         if p.name in state.inplace.grad_writes:
             inputs.checks.add_check(pyops.check_not_leaf, p, always=True)

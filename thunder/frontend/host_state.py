@@ -6,7 +6,8 @@ layer drop, ``np.random.rand()`` as a scale) or read from a host clock by the us
 (``time.time()``, ``time.perf_counter()``) would be the same on every cached call, and
 ``torch.manual_seed(...)`` / ``torch.set_rng_state(...)`` called by the traced code would reseed
 only the trace, not the calls: each would be silently wrong, so each is an error naming the
-call and the line. Only this thread's tracing is affected: another thread calling them
+call and the line. ``torch.compile`` called there returns its function as it is: thunder traces
+it. Only this thread's tracing is affected: another thread calling them
 meanwhile gets the real functions.
 
 A name bound before tracing (``from random import random``, ``from numpy.random import rand``)
@@ -75,10 +76,28 @@ def _refusing(fn, name: str, instead: str):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if getattr(_LOCAL, "tracing", 0) and (not user_only or is_user_code(sys._getframe(1).f_code)):
-            raise UnsupportedOpError(
+            error = UnsupportedOpError(
                 f"thunder: {name} inside the compiled function: {instead}" + at(user_location())
             )
+            if sys.exc_info()[1] is None:
+                raise error
+            # an exception is on its way out (``torch.random.fork_rng()`` restores the state as
+            # it unwinds): it is the error to show; the refusal stands should the trace go on
+            _LOCAL.deferred = getattr(_LOCAL, "deferred", None) or error
         return fn(*args, **kwargs)
+
+    return call
+
+
+def _compiling(compile_fn):
+    """``torch.compile`` called by the code this thread traces: thunder traces the function
+    itself (torch.compile would run it under its own tracer, outside thunder's trace)."""
+
+    @functools.wraps(compile_fn)
+    def call(model=None, *args, **kwargs):
+        if not getattr(_LOCAL, "tracing", 0):
+            return compile_fn(model, *args, **kwargs)
+        return (lambda fn: fn) if model is None else model
 
     return call
 
@@ -177,12 +196,17 @@ def refuse_host_state():
                 module = getattr(owner, "__name__", "")
                 _SAVED.append((owner, attr, fn))
                 setattr(owner, attr, _refusing(fn, f"{module}.{attr}", instead))
+            _SAVED.append((torch, "compile", torch.compile))
+            torch.compile = _compiling(torch.compile)
         _ACTIVE += 1
     _LOCAL.tracing = getattr(_LOCAL, "tracing", 0) + 1
+    deferred, _LOCAL.deferred = getattr(_LOCAL, "deferred", None), None
     generators = _generators()
     before = _states(generators)
     try:
         yield
+        if _LOCAL.deferred is not None:  # refused while an exception unwound, which was caught
+            raise _LOCAL.deferred
         after = _states(generators)
         if not all(_same_state(a, b) for a, b in zip(before, after)):
             _restore(generators, before)  # the trace's draws are undone, as every effect of a failed trace
@@ -192,6 +216,7 @@ def refuse_host_state():
             )
     finally:
         _LOCAL.tracing -= 1
+        _LOCAL.deferred = deferred
         with _LOCK:
             _ACTIVE -= 1
             if _ACTIVE == 0:

@@ -72,6 +72,8 @@ class Inputs:
         self.prologue = Trace("prologue", tags=("prologue",))
         self.args_proxy = AnyProxy(self.prologue.add_name("args"), tuple)
         self.kwargs_proxy = AnyProxy(self.prologue.add_name("kwargs"), dict)
+        # the prologue's own parameters: an argument named ``args`` is ``args_1``
+        computation.names |= {self.args_proxy.name, self.kwargs_proxy.name}
         # what is known of each proxy: name -> (proxy, Unpack, real value)
         self.sources: dict[str, tuple[Any, Unpack, Any]] = {}
         self.checks = PrologueChecks()
@@ -113,6 +115,10 @@ class Inputs:
                 self.on_subclass(proxy_of(instance))
             return instance
         p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
+        if isinstance(t, torch.nn.Parameter):
+            p._is_param = (
+                True  # ``isinstance(p, nn.Parameter)`` answers as for ``t`` (frontend/type_reads.py)
+            )
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
         return p
@@ -380,6 +386,10 @@ class Inputs:
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         # each op's dtype depends on autocast (thunder/ops/autocast.py): a call under another state misses
         pro.bound_symbols.append(BoundSymbol(pyops.check_autocast, (autocast_state(),), {}, None))
+        # factories and type promotion read the default dtype while tracing
+        pro.bound_symbols.append(
+            BoundSymbol(pyops.check_default_dtype, (torch.get_default_dtype(),), {}, None)
+        )
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
 

@@ -10,6 +10,7 @@ recorded and the proxy is *rebound* to the result, so later uses see the new val
 
 from __future__ import annotations
 
+import operator
 import sys
 import types
 
@@ -22,8 +23,11 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
+from thunder.frontend import keywords
+from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
+from thunder.frontend.torch_state import default_dtype_read
 from thunder.frontend.tracked import is_tracked, untracked
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import read_scalar
@@ -248,13 +252,17 @@ class AcquisitionMode(TorchFunctionMode):
         state = self.state
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
+        user = (args[0] if args else None, kwargs.get("out"))  # the objects user code called it on
         args, kwargs = state.resolve((args, kwargs))
         if autocast_on() and func in TORCH_TO_THUNDER:  # eager's casts, recorded (ops/autocast.py)
             args, kwargs = autocast_arguments(TORCH_TO_THUNDER[func], args, kwargs)
         args, kwargs = _python_dtypes(args, kwargs)
         out = kwargs.pop("out", None)
         if out is not None:
-            return self._into(func, args, kwargs, out)
+            return _same_object(self._into(func, args, kwargs, out), out, user[1])
+        return _same_object(self._resolved_op(func, args, kwargs), args[0] if args else None, user[0])
+
+    def _resolved_op(self, func, args, kwargs):
         if ("axis" in kwargs or "keepdims" in kwargs) and isinstance(func, _C_FUNCTIONS):
             kwargs = _numpy_names(kwargs)
         if (
@@ -282,6 +290,8 @@ class AcquisitionMode(TorchFunctionMode):
             operands = (state.inplace.read_for_write(args[0]), *args[1:])
             return state.inplace.rebind(args[0], self._call(func, target, operands, kwargs), describe(func))
         result = self._call(func, target, args, kwargs)
+        if torch.get_default_dtype() is not state.torch_state.before["default_dtype"]:
+            result = default_dtype_read(self, func, target, args, kwargs, result)
         self._track_views(func, target, args, kwargs, result)
         if kwargs.get("requires_grad") is True and isinstance(result, TensorProxy):
             # ``torch.zeros(3, requires_grad=True)``: a leaf that requires grad, as in eager
@@ -403,6 +413,8 @@ class AcquisitionMode(TorchFunctionMode):
     def _type(self, t, dtype=None, non_blocking: bool = False, **kwargs):
         """``t.type(torch.float16)`` or ``t.type("torch.HalfTensor")``: a cast, as ``t.to``."""
         device = None
+        if isinstance(dtype, type(torch.FloatTensor)):  # torch.HalfTensor, torch.cuda.HalfTensor
+            dtype = f"{dtype.__module__}.{dtype.__name__}"
         if isinstance(dtype, str):
             name = dtype
             dtype = _LEGACY_TYPES.get(name.removeprefix("torch.cuda.").removeprefix("torch."))
@@ -416,10 +428,20 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _call(self, func, target, args, kwargs):
         try:
-            return target(*args, **kwargs)
+            result = target(*args, **kwargs)
+            self.state.layouts.record(func, args, kwargs, result)
+            return result
         except (ShapeError, ValueError, IndexError, TypeError) as e:
             if isinstance(e, ThunderError):
                 raise
+            if isinstance(e, TypeError) and kwargs:
+                for a, k in keywords.rebind(func, args, kwargs):  # operands by keyword (``other=t``)
+                    try:
+                        result = target(*a, **k)
+                    except TypeError:
+                        continue
+                    self.state.layouts.record(func, a, k, result)
+                    return result
             raise type(e)(f"thunder: {describe(func)}: {e}" + at(user_location())) from e
 
     def _foreach_inplace(self, func, name: str, args, kwargs):
@@ -449,6 +471,7 @@ class AcquisitionMode(TorchFunctionMode):
         t = self.state.resolve(t)
         if name in PROPERTY_TO_THUNDER:
             result = PROPERTY_TO_THUNDER[name](t)
+            self.state.layouts.record(operator.attrgetter(name), (t,), {}, result)
             view = PROPERTY_VIEWS.get(name)
             if view is not None and isinstance(t, TensorProxy) and result is not t:
                 op, args, func = view(t)
@@ -456,6 +479,7 @@ class AcquisitionMode(TorchFunctionMode):
             return result
         if name == "data":  # a view without history, as detach()
             result = ltorch.detach(t)
+            self.state.layouts.record(operator.attrgetter(name), (t,), {}, result)
             if result is not t:
                 self.state.views.add(View(t, ltorch.detach, (), {}, 0, result, T.detach))
             return result
@@ -519,6 +543,15 @@ class AcquisitionMode(TorchFunctionMode):
                     self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
 
 
+def _same_object(result, resolved, user):
+    """An op that returns the tensor it was called on (an in-place op, ``x.contiguous()`` of a
+    contiguous ``x``) returns the very object user code holds, as eager does: ``x.add_(1) is x``,
+    and ``x += 1`` leaves ``x`` the caller's tensor, however many writes came before."""
+    if result is resolved and resolved is not None and isinstance(user, TensorProxy):
+        return user
+    return result
+
+
 # -- calls handled by a function of their own, keyed by the torch function --------------------
 # Each takes ``(mode, func, args, kwargs)``. Looked up before the arguments are resolved to
 # their current values: calls that record nothing (metadata, global state) or are refused.
@@ -571,6 +604,14 @@ def _refuse_grad_hook(mode, func, args, kwargs):
     )
 
 
+def _refuse_address(mode, func, args, kwargs):
+    raise UnsupportedOpError(
+        f"thunder: {describe(func)} is a memory address, which differs from call to call and is not known "
+        "while tracing (a cached program could not answer a comparison of addresses as eager would); compare "
+        "tensors with `is`, or check sharing before calling the compiled function" + at(user_location())
+    )
+
+
 # (later entries win: a scalar read is data-dependent unless its tensor is known)
 _BEFORE_RESOLVING = {
     **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
@@ -579,7 +620,9 @@ _BEFORE_RESOLVING = {
     **dict.fromkeys(_SCALAR_READS, _scalar_read),
     **dict.fromkeys(_METADATA_METHODS, _metadata),
     T.type: _type_or_metadata,
+    **dict.fromkeys((T.stride, T.is_contiguous, T.storage_offset), layout_query),
     **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
+    T.data_ptr: _refuse_address,
     **dict.fromkeys(_PASSTHROUGH, _passthrough),
 }
 
@@ -599,6 +642,7 @@ def _contiguous(mode, func, args, kwargs):
     out = args[0]
     if not state.views.is_contiguous(args[0]):
         out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+        state.layouts.record(func, args, kwargs, out)
     if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
         state.views.guessed_layouts.update((args[0].name, out.name))
     return out

@@ -203,6 +203,10 @@ check_cell = _python_prim(
 check_no_alias = _python_prim("check_no_alias", _no_output, Tag.PROLOGUE_CHECK)
 # a tensor whose layout decided whether a reshape or contiguous() was a view has the same strides
 check_strides = _python_prim("check_strides", _no_output, Tag.PROLOGUE_CHECK)
+# ``isinstance(t, torch.nn.Parameter)`` as the function found it
+check_is_param = _python_prim("check_is_param", _no_output, Tag.PROLOGUE_CHECK)
+# a tensor whose storage_offset() the function read has the same offset
+check_storage_offset = _python_prim("check_storage_offset", _no_output, Tag.PROLOGUE_CHECK)
 # a tensor that requires grad written in place was not a leaf when traced
 check_not_leaf = _python_prim("check_not_leaf", _no_output, Tag.PROLOGUE_CHECK)
 # no global module hooks (``nn.modules.module.register_module_forward_hook``) were added,
@@ -220,6 +224,8 @@ python_setattr = _python_prim("python_setattr", _setattr_meta, Tag.WRITEBACK)
 python_setitem = _python_prim("python_setitem", _setattr_meta, Tag.WRITEBACK)
 python_delattr = _python_prim("python_delattr", _no_output, Tag.WRITEBACK)
 python_delitem = _python_prim("python_delitem", _no_output, Tag.WRITEBACK)
+# ``set_torch_state('grad_enabled', False)``: global torch state the function set, as it left it
+set_torch_state = _python_prim("set_torch_state", _no_output, Tag.WRITEBACK)
 # A hook that ``forward`` registered on a module (or removed) while tracing, in the user's
 # module's own hook table: ``prims.set_module_hook(m_a, '_forward_hooks', 12, hook)``
 # (``first=True``: registered with ``prepend=True``).

@@ -255,12 +255,16 @@ def lerp(start, end, weight):
 
 @torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=(Tag.ELEMENTWISE,))
 def addcmul(a, t1, t2, *, value=1):
-    return prims.add(a, prims.mul(prims.mul(t1, t2), value) if value != 1 else prims.mul(t1, t2))
+    return prims.add(
+        a, prims.mul(prims.mul(t1, t2), value) if is_tensor(value) or value != 1 else prims.mul(t1, t2)
+    )
 
 
 @torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=(Tag.ELEMENTWISE,))
 def addcdiv(a, t1, t2, *, value=1):
-    return prims.add(a, prims.mul(prims.div(t1, t2), value) if value != 1 else prims.div(t1, t2))
+    return prims.add(
+        a, prims.mul(prims.div(t1, t2), value) if is_tensor(value) or value != 1 else prims.div(t1, t2)
+    )
 
 
 @torchsymbol(torch.isclose, T.isclose, torch_impl="torch.isclose", tags=(Tag.ELEMENTWISE,))
@@ -275,7 +279,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 # -- activations ----------------------------------------------------------------------------
 @torchsymbol(torch.relu, T.relu, F.relu, torch_impl="torch.relu", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
 def relu(a, inplace: bool = False):
-    return prims.where(prims.gt(a, 0), a, 0)
+    return prims.where(prims.le(a, 0), 0, a)  # (NaN stays NaN, as in eager)
 
 
 @torchsymbol(F.relu6, torch_impl="torch.nn.functional.relu6", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))

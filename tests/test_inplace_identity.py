@@ -1,0 +1,64 @@
+"""An in-place op returns the object it wrote, as in eager, however many writes came before,
+and the epilogue hands back the caller's own tensor wherever eager does."""
+
+import torch
+
+import thunder
+from thunder.core.proxies import Proxy
+
+
+def _twice_in_place(x):
+    x += 1
+    x += 2
+    return x
+
+
+def test_augmented_assignments_return_the_callers_tensor():
+    jf = thunder.jit(_twice_in_place)
+    for i in range(3):
+        x, ex = torch.full((2,), float(i)), torch.full((2,), float(i))
+        r, er = jf(x), _twice_in_place(ex)
+        assert r is x and er is ex
+        torch.testing.assert_close(x, ex)
+        r.add_(5)  # reaches the caller's tensor, as in eager
+        er.add_(5)
+        torch.testing.assert_close(x, ex)
+
+
+def test_chained_in_place_ops_return_their_tensor():
+    def f(x, buf):
+        y = x * 2
+        chained = y.add_(1).mul_(2).sub_(1)
+        written = torch.add(x, 1, out=buf)
+        again = buf.add_(1).mul_(3)
+        return chained is y, written is buf, again is buf, x.add_(1).add_(1) is x, y, buf, x
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        args, eargs = (torch.ones(3), torch.zeros(3)), (torch.ones(3), torch.zeros(3))
+        got, expected = jf(*args), f(*eargs)
+        assert got[:4] == expected[:4] == (True, True, True, True)
+        assert got[5] is args[1] and got[6] is args[0]
+        for a, b in zip(got[4:], expected[4:]):
+            torch.testing.assert_close(a, b)
+        assert not any(isinstance(v, Proxy) for v in got)
+
+
+def test_a_buffer_written_in_place_is_returned_as_itself():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("steps", torch.zeros(1))
+
+        def forward(self, x):
+            self.steps += 1
+            s = self.steps.add_(1)
+            return x + s, s
+
+    m, em = M(), M()
+    jm = thunder.jit(m)
+    for _ in range(3):
+        (out, s), (eout, es) = jm(torch.ones(1)), em(torch.ones(1))
+        assert s is m.steps and es is em.steps
+        torch.testing.assert_close(out, eout)
+        torch.testing.assert_close(m.steps, em.steps)

@@ -1,0 +1,111 @@
+"""Layout queries (``stride()``, ``is_contiguous()`` in every memory format,
+``storage_offset()``) give eager's answers while tracing, for inputs, views of them and computed
+values, and the prologue checks what the answer rested on: a later call laid out otherwise
+traces again."""
+
+import pytest
+import torch
+
+import thunder
+
+CL = torch.channels_last
+
+
+def _inputs():
+    base = torch.arange(120.0).reshape(2, 3, 4, 5)
+    return [
+        base,
+        base.to(memory_format=CL),
+        base.transpose(1, 3),
+        base[:, 1:, ::2],
+        torch.arange(12.0).view(3, 4)[1:],
+        torch.rand(50)[::2].reshape(25, 1, 1, 1).expand(25, 2, 1, 3),
+    ]
+
+
+QUERIES = {
+    "is_contiguous": lambda x: (
+        x.is_contiguous(),
+        (x * 2).is_contiguous(),
+        x.t().is_contiguous() if x.dim() == 2 else None,
+    ),
+    "channels_last": lambda x: (
+        x.is_contiguous(memory_format=CL) if x.dim() == 4 else None,
+        (x + 1).is_contiguous(memory_format=CL) if x.dim() == 4 else None,
+        x.is_contiguous(memory_format=torch.contiguous_format),
+    ),
+    "stride": lambda x: (x.stride(), x.stride(0), x.stride(-1), (x.sin() * 3).stride(), x[1:].stride()),
+    "storage_offset": lambda x: (x.storage_offset(), x[1:].storage_offset(), (x * 1).storage_offset()),
+}
+
+
+@pytest.mark.parametrize("query", list(QUERIES))
+def test_layout_queries_give_eager_answers_on_every_call(query):
+    f = QUERIES[query]
+    jf = thunder.jit(f)
+    for _ in range(3):
+        for x in _inputs():
+            assert jf(x) == f(x), (query, x.shape, x.stride())
+
+
+def test_a_stride_used_as_a_value_is_checked():
+    def f(x):
+        return x * x.stride(0)
+
+    jf = thunder.jit(f)
+    for x in [torch.ones(3, 4), torch.ones(4, 3).t(), torch.ones(3, 4), torch.ones(3, 8)[:, ::2]]:
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.compile_stats(jf).cache_misses == 3
+    assert "check_strides" in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def test_a_storage_offset_read_is_checked():
+    def f(x):
+        return x + x.storage_offset()
+
+    base = torch.arange(12.0)
+    jf = thunder.jit(f)
+    for x in [base[1:5], base[2:6], base[1:5]]:
+        torch.testing.assert_close(jf(x), f(x))
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "check_storage_offset" in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def test_branching_on_contiguity_follows_eager():
+    def f(x):
+        return x + 1 if x.is_contiguous() else x.contiguous() * 10
+
+    jf = thunder.jit(f)
+    for x in [torch.rand(50)[::2], torch.rand(25), torch.rand(50)[::2]]:
+        torch.testing.assert_close(jf(x), f(x))
+
+
+@torch.library.custom_op("thunder_test::cpu_only_double", mutates_args=())
+def _cpu_only_double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_cpu_only_double.register_fake
+def _(x):
+    if x.device.type != "cpu":  # an op whose layout cannot be replayed on meta tensors
+        raise RuntimeError("cpu only")
+    return torch.empty_like(x)
+
+
+def test_a_layout_that_cannot_be_replayed_is_refused():
+    def f(x):
+        y = torch.ops.thunder_test.cpu_only_double(x)
+        return y * y.stride(0)
+
+    with pytest.raises(Exception, match=r"torch.Tensor.stride on .*its layout in eager cannot be worked out"):
+        thunder.jit(f)(torch.ones(2, 3))
+
+
+def test_data_ptr_is_refused_with_a_clear_error():
+    def f(x, y):
+        return x * (x.data_ptr() == y.data_ptr())
+
+    with pytest.raises(
+        Exception, match=r"torch.Tensor.data_ptr is a memory address.*\n  at .*test_layout_queries.py"
+    ):
+        thunder.jit(f)(torch.ones(2), torch.ones(2))
