@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.core.errors import UnsupportedOpError
+from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
 
 
 class UsesGrad(nn.Module):
@@ -93,6 +93,25 @@ def test_grad_of_a_tensor_reached_through_an_object_is_read():
         for a, b in zip(m.parameters(), m2.parameters()):
             assert torch.allclose(a, b, atol=1e-6)
     assert not torch.equal(m2[0].weight, first)  # the compiled step did change the parameters
+
+
+def test_a_bound_method_storing_traced_tensors_in_its_object_is_refused_and_put_back():
+    # SGD with momentum keeps a buffer per parameter in opt.state: the compiled step left a
+    # TensorProxy there, silently
+    torch.manual_seed(0)
+    m = nn.Linear(3, 2)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    m(torch.randn(4, 3)).sum().backward()
+    weight = m.weight.detach().clone()
+    with pytest.raises(
+        UnsupportedValueError, match=r"SGD.step stores a traced tensor in SGD.state\[.*momentum_buffer"
+    ):
+        thunder.jit(opt.step)()
+    assert len(opt.state) == 0  # put back as it was
+    assert torch.equal(m.weight, weight)
+    opt.step()  # eager still works on the object
+    assert isinstance(opt.state[m.weight]["momentum_buffer"], torch.Tensor)
+    assert type(opt.state[m.weight]["momentum_buffer"]) is torch.Tensor
 
 
 @pytest.mark.parametrize("hook", ["register_hook", "retain_grad", "register_post_accumulate_grad_hook"])

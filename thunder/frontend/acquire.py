@@ -28,6 +28,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
+from thunder.frontend.bound_self import BoundSelf
 from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.effects import SUBSTITUTING, Effects
 from thunder.frontend.guards import GLOBAL_HOOKS
@@ -227,6 +228,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         checks = guard_code_reads(state.inputs, reads)
         effects = state.effects
         held_writes: list = []
+        bound = BoundSelf(fn) if module is None else None
+        leaked = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
                 effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
@@ -244,6 +247,9 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 refused = effects.restore()
                 state.shadows.restore_user_state()
                 reads.restore_objects(held_writes)
+                leaked = bound.put_back_if_leaked() if bound is not None else None
+        if leaked is not None:
+            raise bound.refusal(leaked)
         if refused is not None:
             raise UnsupportedValueError(
                 f"thunder: the traced code changes {refused}; this cannot be replayed"
