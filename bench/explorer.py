@@ -111,7 +111,8 @@ def _row(what: str, c: _Clock, extra: str = "") -> str:
 
 def memory_case(jfn, args: tuple, lists: list[list[str]], what: str) -> None:
     """The memory view (computed, rendered, measured) and the what-if table of ``jfn``."""
-    from explorer.memory_model import attach_measurement, measure_memory, memory_of
+    from explorer.memory_measure import attach_measurement, measure_memory
+    from explorer.memory_model import memory_of
     from explorer.memory_view import memory_section_html
     from explorer.whatif_view import comparison_table_html
 

@@ -154,7 +154,8 @@ def memory(
     the final trace is also run and measured (torch's profiler on CPU, the CUDA allocator on
     CUDA). Shows as a plot and a table in a notebook."""
     from explorer.compilation import model_of
-    from explorer.memory_model import attach_measurement, measure_memory, memory_of
+    from explorer.memory_measure import attach_measurement, measure_memory
+    from explorer.memory_model import memory_of
 
     m = model_of(obj, entry=entry)
     prof = memory_of(m, kind, index)

@@ -21,7 +21,8 @@ import torch
 
 import thunder
 from explorer.compilation import model_of
-from explorer.memory_model import attach_measurement, measure_memory, memory_of
+from explorer.memory_measure import attach_measurement, measure_memory
+from explorer.memory_model import memory_of
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.tags import Tag
 from thunder.executors import torchcompileex

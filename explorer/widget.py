@@ -41,7 +41,8 @@ from explorer.html import (
     source_html,
     wrap,
 )
-from explorer.memory_model import attach_measurement, measure_memory, memory_of
+from explorer.memory_measure import attach_measurement, measure_memory
+from explorer.memory_model import memory_of
 from explorer.memory_view import memory_section_html
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup, is_module_id
