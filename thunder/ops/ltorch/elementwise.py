@@ -400,7 +400,8 @@ def softshrink(a, lambd: float = 0.5):
     F.threshold, torch.threshold, torch_impl="torch.threshold", tags=(Tag.ELEMENTWISE, Tag.ACTIVATION)
 )
 def threshold(a, threshold: float, value: float, inplace: bool = False):
-    return prims.where(prims.gt(a, threshold), a, value)
+    # ``value`` where ``a <= threshold``: NaN compares false and stays NaN, as in eager
+    return prims.where(prims.le(a, threshold), value, a)
 
 
 @torchsymbol(torch.frac, T.frac, torch_impl="torch.frac", tags=(Tag.ELEMENTWISE,))
