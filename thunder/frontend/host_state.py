@@ -33,11 +33,9 @@ import torch
 from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.source import SourceLocation, is_user_file, user_location
 from thunder.frontend.code_reads import is_user_code
+from thunder.frontend.patches import ProcessPatches
 
 _LOCAL = threading.local()
-_LOCK = threading.Lock()
-_ACTIVE = 0  # traces in progress, over all threads: the functions are patched while > 0
-_SAVED: list[tuple[object, str, object]] = []
 
 _TORCH_SEEDING = (
     "seed the generator before calling the compiled function (thunder replays random ops from it)"
@@ -182,23 +180,22 @@ class RandomCalls:
         return self._line
 
 
+def _patches():
+    """(owner, attribute, the replacement's maker): every function refused, and torch.compile."""
+    for owner, attr, instead in _targets():
+        name = f"{getattr(owner, '__name__', '')}.{attr}"
+        yield owner, attr, functools.partial(_refusing, name=name, instead=instead)
+    yield torch, "compile", _compiling
+
+
+_PATCHES = ProcessPatches(_patches)
+
+
 @contextlib.contextmanager
 def refuse_host_state():
     """While this thread traces, the functions of ``_targets()`` raise; a trace that changed
     the state of a global random generator otherwise raises ``HostRandomUsed`` at its end."""
-    global _ACTIVE
-    with _LOCK:
-        if _ACTIVE == 0:
-            for owner, attr, instead in _targets():
-                fn = getattr(owner, attr, None)
-                if fn is None:
-                    continue
-                module = getattr(owner, "__name__", "")
-                _SAVED.append((owner, attr, fn))
-                setattr(owner, attr, _refusing(fn, f"{module}.{attr}", instead))
-            _SAVED.append((torch, "compile", torch.compile))
-            torch.compile = _compiling(torch.compile)
-        _ACTIVE += 1
+    _PATCHES.__enter__()
     _LOCAL.tracing = getattr(_LOCAL, "tracing", 0) + 1
     deferred, _LOCAL.deferred = getattr(_LOCAL, "deferred", None), None
     generators = _generators()
@@ -217,9 +214,4 @@ def refuse_host_state():
     finally:
         _LOCAL.tracing -= 1
         _LOCAL.deferred = deferred
-        with _LOCK:
-            _ACTIVE -= 1
-            if _ACTIVE == 0:
-                for owner, attr, fn in reversed(_SAVED):
-                    setattr(owner, attr, fn)
-                _SAVED.clear()
+        _PATCHES.__exit__()

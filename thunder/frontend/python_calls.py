@@ -25,11 +25,9 @@ import warnings
 from thunder.core.errors import DataDependentError, at
 from thunder.core.source import user_location
 from thunder.frontend.code_reads import is_user_code
+from thunder.frontend.patches import ProcessPatches
 
 _LOCAL = threading.local()
-_LOCK = threading.Lock()
-_ACTIVE = 0
-_SAVED: list[tuple[object, str, object]] = []
 
 
 def _recording(depth: int = 2) -> list | None:
@@ -124,26 +122,16 @@ _TARGETS = ((builtins, "print", _print), (warnings, "warn", _warn), (logging.Log
             (logging.Logger, "isEnabledFor", _enabled))  # fmt: skip
 
 
+_PATCHES = ProcessPatches(lambda: _TARGETS)
+
+
 @contextlib.contextmanager
 def python_calls(calls: list):
     """While this thread traces, the user's prints, warnings and log records go to ``calls``."""
-    global _ACTIVE
-    with _LOCK:
-        if _ACTIVE == 0:
-            for owner, attr, make in _TARGETS:
-                real = owner.__dict__[attr]
-                _SAVED.append((owner, attr, real))
-                setattr(owner, attr, make(real))
-        _ACTIVE += 1
-    outer = getattr(_LOCAL, "calls", None)
-    _LOCAL.calls = calls
-    try:
-        yield
-    finally:
-        _LOCAL.calls = outer
-        with _LOCK:
-            _ACTIVE -= 1
-            if _ACTIVE == 0:
-                for owner, attr, real in reversed(_SAVED):
-                    setattr(owner, attr, real)
-                _SAVED.clear()
+    with _PATCHES:
+        outer = getattr(_LOCAL, "calls", None)
+        _LOCAL.calls = calls
+        try:
+            yield
+        finally:
+            _LOCAL.calls = outer

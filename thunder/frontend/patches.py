@@ -1,0 +1,49 @@
+"""Functions replaced process-wide while any thread traces, and put back when none does.
+
+Some calls must be seen while user code is traced: ``print`` and a logger's records (made per
+call by the epilogue, ``frontend/python_calls.py``), host randomness and clocks (refused,
+``frontend/host_state.py``). They are looked up by the user's code as module or class
+attributes, so the attribute itself is replaced. Several threads may trace at once: the first
+trace to begin installs the replacements, the last to end puts the real functions back. Each
+replacement decides per call (by a thread-local) whether this thread is tracing.
+
+    PATCHES = ProcessPatches(lambda: [(builtins, "print", recording_print)])
+    with PATCHES:
+        ...  # builtins.print is recording_print, in every thread
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+
+class ProcessPatches:
+    """``targets()`` gives ``(owner, attribute, wrap)``: the attribute becomes ``wrap(real)``;
+    an attribute the owner lacks is left out."""
+
+    def __init__(self, targets: Callable[[], Iterable[tuple[object, str, Callable]]]):
+        self._targets = targets
+        self._lock = threading.Lock()
+        self._active = 0  # traces in progress, over all threads
+        self._saved: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> ProcessPatches:
+        with self._lock:
+            if self._active == 0:
+                for owner, attr, wrap in self._targets():
+                    real = vars(owner).get(attr)
+                    if real is None:
+                        continue
+                    self._saved.append((owner, attr, real))
+                    setattr(owner, attr, wrap(real))
+            self._active += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                for owner, attr, real in reversed(self._saved):
+                    setattr(owner, attr, real)
+                self._saved.clear()
