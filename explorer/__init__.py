@@ -198,8 +198,8 @@ def load_ipython_extension(ipython) -> None:
 
 
 # These set methods on the model's classes (see explorer/model.py), so they are imported here,
-# before any model is made; the fourth, ``explorer.modules``, comes with ``html``.
-from explorer import html, pair, pair_view  # noqa: E402, F401
+# before any model is made; the fifth, ``explorer.modules``, comes with ``html``.
+from explorer import html, pair, pair_view, saved  # noqa: E402, F401
 from explorer.display import register_displays  # noqa: E402
 
 register_displays()

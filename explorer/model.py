@@ -1,7 +1,8 @@
 """TraceModel: plain data about a compilation's traces, for the explorer's views.
 
 The views (text, HTML tree, graph, widgets, report) read only this model, never a ``Trace``
-directly, so they stay simple and the model can be saved as JSON::
+directly, so they stay simple and the model can be saved as JSON and loaded back
+(``explorer.saved``: ``model.to_json()``, ``TraceModel.from_json``)::
 
     TraceModel                      one compilation
       .series[kind] -> TraceSeries  "prologue", "computation", "epilogue", "backward"
@@ -21,7 +22,8 @@ This module imports no other module of the explorer: they all read it. The few m
 classes that need one of them are set on the class by that module, and ``import explorer``
 imports those modules, so the methods are there before any model is made:
 ``PassModel.modules()`` by ``explorer.modules``, ``TraceModel.pair()`` by ``explorer.pair``,
-and a model's notebook display (``_repr_mimebundle_``) by ``explorer.html``.
+a model's notebook display (``_repr_mimebundle_``) by ``explorer.html``, and ``to_dict()`` /
+``to_json()`` / ``TraceModel.from_dict()`` / ``from_json()`` by ``explorer.saved``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import json
+import inspect
 import linecache
 from collections.abc import Mapping
 
@@ -37,6 +39,7 @@ from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
 from thunder.core.subclass import SubclassProxy
+from thunder.core.symbol import common_scope
 from thunder.core.tags import Tag
 
 TRACE_KINDS = ("prologue", "computation", "epilogue", "backward")
@@ -132,10 +135,11 @@ class SourceInfo:
 class Node:
     """One BoundSymbol. ``line`` is how it prints; ``children`` are its subsymbols.
 
-    Only ``id`` is set when a node is made. The rest is read off the BoundSymbol on first use
-    and shared by every node of that BoundSymbol (passes keep most BoundSymbols as they were),
-    and ``children`` are made when first asked for: a view of a 40,000-line trace touches the
-    few hundred nodes it shows, not all of them and their subsymbols.
+    Only ``id`` is set when a node is made. The rest is read from its facts on first use: the
+    BoundSymbol's (``_Facts``, shared by every node of that BoundSymbol: passes keep most
+    BoundSymbols as they were) or, for a model loaded from JSON, the saved data's
+    (``explorer.saved``); ``children`` are made when first asked for: a view of a 40,000-line
+    trace touches the few hundred nodes it shows, not all of them and their subsymbols.
     """
 
     __slots__ = ("id", "_facts", "_children")
@@ -152,32 +156,30 @@ class Node:
     source = property(lambda self: self._facts.source, doc="The user's source line, if recorded.")
     info = property(lambda self: self._facts.info, doc="BoundSymbol.info, as plain data.")
     bsym_info = property(
-        lambda self: self._facts.bsym.info, doc="BoundSymbol.info as it is (read without converting it)."
+        lambda self: self._facts.bsym_info, doc="BoundSymbol.info as it is (a ``BoundSymbolInfo``)."
     )
-    sym = property(lambda self: self._facts.bsym.sym.name)
-    module = property(lambda self: self._facts.bsym.sym.module)
-    header = property(lambda self: self._facts.bsym.header)
+    sym = property(lambda self: self._facts.sym_name)
+    module = property(lambda self: self._facts.sym_module)
+    header = property(lambda self: self._facts.header)
     scope = property(
-        lambda self: self._facts.bsym.scope,
+        lambda self: self._facts.scope,
         doc="The ``ModuleScope`` (path, cls, parent) of the nn.Module call it was recorded in, or None.",
+    )
+    executor = property(lambda self: self._facts.executor)
+    collective = property(
+        lambda self: self._facts.collective,
+        doc="A collective's call (``explorer.communication``): kind and arguments, or None.",
     )
 
     @property
     def repro(self) -> str | None:
         """A fusion region's standalone script (nvFuser's ``repro()``), or None."""
-        make = getattr(self._facts.bsym.sym.impl, "repro", None)
-        return make() if callable(make) else None
-
-    @property
-    def executor(self) -> str | None:
-        b = self._facts.bsym
-        return getattr(b.sym, "executor", None) or b.info.claimed_by
+        return self._facts.repro()
 
     @property
     def children(self) -> list[Node]:
         if self._children is None:
-            subs = self._facts.bsym.subsymbols
-            self._children = self._facts.builder.nodes(subs, self.id + "/") if subs else []
+            self._children = self._facts.child_nodes(self.id + "/") if self._facts.has_children else []
         return self._children
 
     @property
@@ -190,7 +192,7 @@ class Node:
         while stack:
             n = stack.pop()
             yield n
-            if n._facts.bsym.subsymbols:
+            if n._facts.has_children:
                 stack.extend(reversed(n.children))
 
     def size(self) -> int:
@@ -200,6 +202,10 @@ class Node:
     def line_count(self) -> int:
         """How many lines it prints as: header comments, its line, its subsymbols."""
         return self._facts.line_count
+
+    def prints_unlike(self, other: Node) -> bool:
+        """Whether the two print differently, their subsymbols included."""
+        return self._facts.prints_unlike(other._facts)
 
     def __repr__(self) -> str:
         return f"<Node {self.id}: {self.line}>"
@@ -315,6 +321,9 @@ class PassModel:
     diff: PassDiff | None = None  # None for the first pass
     trace: object = dataclasses.field(default=None, repr=False)  # the Trace; not serialised
     _source: str | None = dataclasses.field(default=None, repr=False)
+    # a loaded pass's (explorer.saved) return line and saved values; a live one reads its trace
+    _return_line: str | None = dataclasses.field(default=None, repr=False)
+    _saved: list[str] | None = dataclasses.field(default=None, repr=False)
     _top_index: dict[str, Node] | None = dataclasses.field(default=None, repr=False)
     _modules: object = dataclasses.field(default=None, repr=False)  # its ModuleTree, once made
 
@@ -351,10 +360,18 @@ class PassModel:
     def return_line(self) -> str:
         """The trace's ``return`` statement, as printed (without indentation)."""
         if self.trace is None:
-            return "return " + ", ".join(self.output)
+            return self._return_line or "return " + ", ".join(self.output)
         printer = Printer()
         printer.ctx.update(getattr(self.trace, "ctx_objects", None) or {})
         return "return " + printer.value(self.trace.output)
+
+    @property
+    def saved_for_backward(self) -> list[str] | None:
+        """What a forward hands its backward (or a backward takes), by name; None before the
+        grad pass splits them (the trace's ``info.saved_for_backward``)."""
+        if self.trace is None:
+            return self._saved
+        return getattr(getattr(self.trace, "info", None), "saved_for_backward", None)
 
     def edges(self) -> list[tuple[str, str, str]]:
         """Top-level dataflow: (producer id or ``input:name``, consumer id, proxy name)."""
@@ -458,23 +475,6 @@ class TraceModel:
             links[name] = list(reversed(chain)) + [n.id for n in checks.get(name, ()) if n.id not in seen]
         return links
 
-    # -- serialising ----------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        return {
-            "title": self.title,
-            "series": {k: _series_dict(s) for k, s in self.series.items()},
-            "entries": [dataclasses.asdict(e) for e in self.entries],
-            "stats": _jsonable(self.stats),
-            "timings": self.timings,
-            "timing_device": self.timing_device,
-            "entry_index": self.entry_index,
-            "input_links": self.input_links(),
-            "pair": pair.to_dict() if (pair := self.pair()) is not None else None,
-        }
-
-    def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
-
 
 # -- building ---------------------------------------------------------------------------------
 _PROXY_TYPES = Proxy
@@ -561,6 +561,72 @@ def _is_subclass_step(b) -> bool:
     return bool(_SUBCLASS_STEP_TAGS & b.tags or _SUBCLASS_STEP_TAGS & b.sym.tags)
 
 
+# A collective (thunder/ops/collectives.py) is a prim tagged COMMUNICATION; an executor that
+# claims one runs it from a line whose only subsymbol it is. Its node gets the tag either way.
+COMMUNICATION = "communication"
+_SIGNATURES: dict = {}  # Symbol -> its parameters (inspect.Signature), or None
+# Until thunder's collectives land with Tag.COMMUNICATION, no BoundSymbol is a collective.
+_COMMUNICATION_TAG = getattr(Tag, "COMMUNICATION", None)
+
+
+def _names(x) -> list[str]:
+    return [p.name for p in _proxies_in(x, [])]
+
+
+def _collective_call(b) -> dict | None:
+    """A collective's call as plain data, found on ``b`` or down the chain of claims below it:
+    ``{"kind": "all_reduce", "args": {"a": "t0", "op": "sum", "group": "0"}, "group_size": 8}``
+    (arguments by the prim's parameter names, proxies by name; the size of the group when this
+    process knows it). None for any other BoundSymbol."""
+    if _COMMUNICATION_TAG is None:
+        return None
+    top = b
+    while not b.has_tag(_COMMUNICATION_TAG):
+        if len(b.subsymbols) != 1:
+            return None
+        b = b.subsymbols[0]
+    if b is not top and _names(b.output) != _names(top.output):
+        return None  # a composite of one collective that makes something else
+    sig = _SIGNATURES.get(b.sym, _UNSET)
+    if sig is _UNSET:
+        try:
+            sig = inspect.signature(b.sym.meta or b.sym.impl)
+        except (TypeError, ValueError):
+            sig = None
+        _SIGNATURES[b.sym] = sig
+    try:
+        args = dict(sig.bind(*b.args, **b.kwargs).arguments) if sig is not None else None
+    except TypeError:
+        args = None
+    if args is None:  # no signature to read the names from: by position
+        args = {**{f"arg{i}": a for i, a in enumerate(b.args)}, **b.kwargs}
+    call = {"kind": b.sym.name, "args": jsonable(args)}
+    size = _group_size(args.get("group"))
+    if size is not None:
+        call["group_size"] = size
+    return call
+
+
+def _group_size(name) -> int | None:
+    """The size of the process group named ``name`` (``ProcessGroup.group_name``) in this
+    process; None when torch.distributed is not initialised here or knows no such group."""
+    if not isinstance(name, str):
+        return None
+    try:
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            return None
+        if name == dist.group.WORLD.group_name:
+            return dist.get_world_size()
+        # torch has no public lookup by name; this private one is what its functional collectives use
+        from torch.distributed.distributed_c10d import _resolve_process_group
+
+        return _resolve_process_group(name).size()
+    except Exception:  # an unknown name, or an older torch: the size is left out
+        return None
+
+
 @contextlib.contextmanager
 def collector_paused():
     """Python's cycle collector off while a model is built or a view reads many nodes (also a
@@ -593,14 +659,49 @@ class _Facts:
         "_lines",
         "_source",
         "_info",
+        "_collective",
     )
 
     def __init__(self, bsym, builder: _Builder):
         self.bsym = bsym  # kept: ids of BoundSymbols key the builder's tables
         self.builder = builder
         self._outputs = self._line = self._inputs = self._tags = self._size = self._lines = None
-        self._source = self._info = _UNSET
+        self._source = self._info = self._collective = _UNSET
         self.node = None  # the first node made for it
+
+    # what a Node reads through its facts; a loaded model's facts (explorer.saved) have the same
+    bsym_info = property(lambda self: self.bsym.info)
+    sym_name = property(lambda self: self.bsym.sym.name)
+    sym_module = property(lambda self: self.bsym.sym.module)
+    header = property(lambda self: self.bsym.header)
+    scope = property(lambda self: self.bsym.scope)
+    has_children = property(lambda self: bool(self.bsym.subsymbols))
+
+    @property
+    def executor(self) -> str | None:
+        return getattr(self.bsym.sym, "executor", None) or self.bsym.info.claimed_by
+
+    @property
+    def is_del(self) -> bool:
+        """Tagged ``del`` (read off the BoundSymbol: ``tags`` also look at the subsymbols)."""
+        return self.bsym.has_tag(Tag.DEL)
+
+    def repro(self) -> str | None:
+        make = getattr(self.bsym.sym.impl, "repro", None)
+        return make() if callable(make) else None
+
+    def child_nodes(self, prefix: str) -> list[Node]:
+        return self.builder.nodes(self.bsym.subsymbols, prefix)
+
+    def subsymbol_scope(self):
+        """The innermost module path enclosing all its subsymbols (a fusion region's), or None."""
+        return common_scope(self.bsym.subsymbols, by_path=True) if self.bsym.subsymbols else None
+
+    @property
+    def collective(self) -> dict | None:
+        if self._collective is _UNSET:
+            self._collective = _collective_call(self.bsym)
+        return self._collective
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -632,6 +733,8 @@ class _Facts:
             tags = {t.value for t in b.tags | (sym.tags & NOTABLE_TAGS)}
             if any(_is_subclass_step(c) for c in b.subsymbols):
                 tags.add(Tag.TENSOR_SUBCLASS.value)
+            if self.collective is not None:  # the executor's line of a collective too
+                tags.add(COMMUNICATION)
             self._tags = tuple(sorted(tags))
         return self._tags
 
@@ -644,7 +747,7 @@ class _Facts:
     @property
     def info(self) -> dict:
         if self._info is _UNSET:
-            self._info = _jsonable(self.bsym.info.noted())
+            self._info = jsonable(self.bsym.info.noted())
         return self._info
 
     @property
@@ -784,61 +887,15 @@ def diff_passes(before: PassModel, after: PassModel) -> PassDiff:
     return PassDiff(added, removed, Rewrites(rewritten))
 
 
-# -- serialising ------------------------------------------------------------------------------
-def _jsonable(x):
+# -- plain data -------------------------------------------------------------------------------
+def jsonable(x):
+    """``x`` as JSON-able data: proxies by name, anything not plain by its ``repr``."""
     if x is None or isinstance(x, (bool, int, float, str)):
         return x
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if _is_proxy(x):
         return x.name
     return repr(x)
-
-
-def _node_dict(n: Node) -> dict:
-    d = {
-        "id": n.id,
-        "line": n.line,
-        "sym": n.sym,
-        "module": n.module,
-        "executor": n.executor,
-        "tags": list(n.tags),
-        "inputs": list(n.inputs),
-        "outputs": list(n.outputs),
-        "source": dataclasses.asdict(n.source) if n.source else None,
-        "header": n.header,
-        "scope": n.scope.path if n.scope is not None else None,
-        "info": n.info,
-        "children": [_node_dict(c) for c in n.children],
-    }
-    return d
-
-
-def _series_dict(s: TraceSeries) -> dict:
-    passes = []
-    for p in s.passes:
-        passes.append(
-            {
-                "index": p.index,
-                "name": p.name,
-                "seconds": p.seconds,
-                "args": p.args,
-                "output": p.output,
-                "nodes": [_node_dict(n) for n in p.nodes],
-                "diff": None
-                if p.diff is None
-                else {
-                    "added": p.diff.added,
-                    "removed": p.diff.removed,
-                    "rewritten": {k: list(v) for k, v in p.diff.rewritten.items()},
-                },
-                "source": p.source,
-            }
-        )
-    return {
-        "kind": s.kind,
-        "passes": passes,
-        "proxies": {k: dataclasses.asdict(v) for k, v in s.proxies.items()},
-    }

@@ -21,8 +21,6 @@ import re
 
 from explorer.model import Node, PassModel, collector_paused, path_to
 from explorer.seconds import fmt_seconds
-from thunder.core.symbol import common_scope
-from thunder.core.tags import Tag
 
 MODULE_ID_PREFIX = "module:"
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
@@ -119,9 +117,8 @@ class ModuleGroup:
 
 
 def _is_del(n: Node) -> bool:
-    """Read off the BoundSymbol: a node's ``tags`` cost more (they look at the subsymbols)."""
-    b = n._facts.bsym
-    return Tag.DEL in b.tags or Tag.DEL in b.sym.tags
+    """Read off the node's facts: its ``tags`` cost more (they look at the subsymbols)."""
+    return n._facts.is_del
 
 
 class ModuleTree:
@@ -135,21 +132,16 @@ class ModuleTree:
         self._by_scope: dict[int, ModuleGroup] = {}  # id(ModuleScope) -> group
         self._scopes: list = []  # keeps the scopes keyed above alive
         last: ModuleGroup | None = None
-        del_syms: dict[int, bool] = {}  # id(Symbol) -> whether it is tagged del
         for n in p.nodes:
-            b = n._facts.bsym
-            scope = b.scope
+            f = n._facts  # a BoundSymbol's or a loaded node's (see explorer.saved)
+            scope = f.scope
             if scope is not None:
                 g = self._group(scope)
+            elif f.is_del:
+                g = last
             else:
-                is_del = del_syms.get(id(b.sym))
-                if is_del is None:
-                    is_del = del_syms[id(b.sym)] = Tag.DEL in b.sym.tags
-                if is_del or Tag.DEL in b.tags:
-                    g = last
-                else:
-                    scope = common_scope(b.subsymbols, by_path=True) if b.subsymbols else None
-                    g = self._group(scope) if scope is not None else None
+                scope = f.subsymbol_scope()
+                g = self._group(scope) if scope is not None else None
             (g.items if g is not None else self.items).append(n)
             self.group_of[n.id] = g
             last = g

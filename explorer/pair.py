@@ -175,7 +175,7 @@ TraceModel.pair = _pair
 
 
 def _saved_names(p: PassModel) -> list[str] | None:
-    return getattr(getattr(p.trace, "info", None), "saved_for_backward", None)
+    return p.saved_for_backward
 
 
 def _pass_kind(name: str) -> str:

@@ -249,7 +249,7 @@ def _segments(before: PassModel, after: PassModel) -> list[tuple[str, list[Node]
     for pi, pj in kept:
         change(a[i:pi], b[j:pj])
         old, new = a[pi], b[pj]
-        if old is new or not old._facts.prints_unlike(new._facts):
+        if old is new or not old.prints_unlike(new):
             if segments and segments[-1][0] == "=":
                 segments[-1][1].append(old)
             else:
