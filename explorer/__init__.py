@@ -12,6 +12,9 @@
     explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
     %load_ext explorer                        # then: %thunder_trace fn(x)
     explorer.explore(cfn)                     # a thunderfx program: pieces and graph breaks
+    explorer.save_rank(jfn, "traces/", args=(x,))  # in each worker of a distributed run
+    ranks = explorer.load_ranks("traces/")    # in the notebook: every rank, times per line compared
+    explorer.explore(ranks)                   # ... the explorer with a rank switch
 
 Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
 and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). Imports
@@ -62,8 +65,13 @@ def explore(
     """
     from explorer.compilation import model_of
     from explorer.pieces import explore_program, is_program
+    from explorer.ranks import RankSet
     from explorer.widget import Explorer
 
+    if isinstance(obj, RankSet):  # a distributed run's ranks: the explorer with a rank switch
+        from explorer.ranks_widget import RankExplorer
+
+        return RankExplorer(obj, view=view, depth=depth, kind=kind, modules=modules)
     if is_program(obj):  # thunder.dynamo.thunderfx: its pieces in order, graph breaks between
         return explore_program(obj, args, kwargs, view=view, depth=depth, modules=modules)
     notes = []
@@ -189,6 +197,32 @@ def compare(
     return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)
 
 
+def save_rank(
+    obj,
+    path_dir: str,
+    rank: int | None = None,
+    *,
+    args: tuple | None = None,
+    kwargs: dict | None = None,
+    entry: int | None = None,
+) -> str:
+    """Write this worker's compilation of ``obj`` to ``path_dir/rank<rank>.json`` (rank:
+    torch.distributed's by default); with ``args`` every line is timed first, on every rank
+    alike. Returns the file's path. ``load_ranks(path_dir)`` reads them all back."""
+    from explorer.ranks import save_rank
+
+    return save_rank(obj, path_dir, rank, args=args, kwargs=kwargs, entry=entry)
+
+
+def load_ranks(path_dir: str):
+    """Every rank's saved compilation in ``path_dir`` (an ``explorer.ranks.RankSet``): index
+    it by rank for a TraceModel, ``.timings()`` compares each line's time across ranks; shows
+    them all in a notebook, ``explore(ranks)`` with a rank switch."""
+    from explorer.ranks import load_ranks
+
+    return load_ranks(path_dir)
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
     from explorer.magic import load_ipython_extension as load
@@ -198,8 +232,9 @@ def load_ipython_extension(ipython) -> None:
 
 
 # These set methods on the model's classes (see explorer/model.py), so they are imported here,
-# before any model is made; the fifth, ``explorer.modules``, comes with ``html``.
-from explorer import html, pair, pair_view, saved  # noqa: E402, F401
+# before any model is made (``ranks_view`` sets a RankSet's display); ``explorer.modules`` comes
+# with ``html``.
+from explorer import html, pair, pair_view, ranks_view, saved  # noqa: E402, F401
 from explorer.display import register_displays  # noqa: E402
 
 register_displays()
@@ -210,8 +245,10 @@ __all__ = [
     "explore",
     "graph_of",
     "load_ipython_extension",
+    "load_ranks",
     "memory",
     "model_of",
     "pair_of",
+    "save_rank",
     "to_html",
 ]

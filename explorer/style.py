@@ -32,6 +32,7 @@ TAG_STYLE: dict[str, tuple[str, str, str | None, str]] = {
     "unpack": ("unpack", "#666666", "invhouse", ""),
     "inplace": ("in-place", "#c62828", None, ""),
     "del": ("del", "#999999", "plaintext", ""),
+    "communication": ("collective", "#e65100", "parallelogram", "bold"),
 }
 
 
@@ -71,6 +72,8 @@ CSS = """
 .thx .passes .cur{border-color:#1976d2;background:#e3f2fd;font-weight:600}
 .thx .passes .same{color:#999;border-style:dashed}
 .thx .graph svg{max-width:100%;height:auto}
+.thx .slow{background:#ffcdd2;font-weight:600}
+.thx .ranks{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:8px}
 """
 
 
