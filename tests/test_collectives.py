@@ -15,17 +15,20 @@ from tests.distributed_harness import run_ranks
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
 
-def _each_collective(rank, ws):
+def _each_collective(rank, ws, device="cpu"):
     import thunder
+
+    if device == "cuda":
+        torch.cuda.set_device(rank)
 
     def f(x):
         y = x * 2
         dist.all_reduce(y)
         b = x + 1
-        dist.broadcast(b, src=1)
-        gathered = torch.empty(x.shape[0] * ws, *x.shape[1:])
+        dist.broadcast(b, src=ws - 1)
+        gathered = torch.empty(x.shape[0] * ws, *x.shape[1:], device=x.device)
         dist.all_gather_into_tensor(gathered, x)
-        scattered = torch.empty(x.shape[0] // ws, *x.shape[1:])
+        scattered = torch.empty(x.shape[0] // ws, *x.shape[1:], device=x.device)
         dist.reduce_scatter_tensor(scattered, x * 3)
         swapped = torch.empty_like(x)
         dist.all_to_all_single(swapped, x)
@@ -36,7 +39,7 @@ def _each_collective(rank, ws):
     jf = thunder.jit(f)
     out = []
     for step in range(3):  # a new value each call: the cached program communicates again
-        x = torch.arange(8.0).reshape(4, 2) + 10 * rank + step
+        x = torch.arange(8.0, device=device).reshape(4, 2) + 10 * rank + step
         out.append((f(x.clone()), jf(x.clone())))
     return out, str(thunder.last_traces(jf)[-1])
 
@@ -48,6 +51,18 @@ def test_each_collective_as_eager_on_both_ranks():
                 torch.testing.assert_close(g, e, rtol=0, atol=0)
         for name in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all_single", "wait"):
             assert f"prims.{name}(" in trace, name
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not dist.is_nccl_available(), reason="needs CUDA and NCCL"
+)
+def test_each_collective_on_nccl_with_one_rank():
+    ((out, trace),) = run_ranks(_each_collective, "cuda", world_size=1, backend="nccl")
+    for eager, got in out:
+        for e, g in zip(eager, got):
+            torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert "prims.all_reduce(" in trace
 
 
 def _inplace_input_and_async(rank, ws):
