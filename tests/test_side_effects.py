@@ -614,3 +614,30 @@ def test_an_object_with_slots_holding_a_list_is_checked_by_identity_of_the_list(
         x = torch.randn(2)
         torch.testing.assert_close(jf(x), f(x))
     assert thunder.compile_stats(jf).cache_misses == 1
+
+
+def test_host_clock_imported_under_its_own_name_is_refused():
+    from time import perf_counter
+
+    def f(x):  # a closure holding the clock: not reached through the time module
+        return x * perf_counter()
+
+    with pytest.raises(
+        Exception, match=r"time\.perf_counter inside the compiled function(.|\n)*test_side_effects.py"
+    ):
+        thunder.jit(f)(torch.ones(2))
+    assert perf_counter is time.perf_counter  # put back after the trace
+
+
+def test_host_clock_imported_as_a_global_is_refused():
+    with pytest.raises(Exception, match=r"time\.time_ns inside the compiled function"):
+        thunder.jit(_uses_imported_clock)(torch.ones(2))
+    assert _imported_time_ns is time.time_ns
+    assert _uses_imported_clock(torch.ones(2)).shape == (2,)  # the real clock again outside tracing
+
+
+from time import time_ns as _imported_time_ns  # noqa: E402
+
+
+def _uses_imported_clock(x):
+    return x * (_imported_time_ns() > 0)

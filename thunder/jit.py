@@ -30,6 +30,7 @@ from thunder.autograd_bridge import (
     without_autocast,
 )
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
+from thunder.collective_plan import check_plan
 from thunder.core.context import current_trace
 from thunder.core.passinfo import SubclassDispatch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
@@ -313,6 +314,7 @@ class ThunderFunction:
         history = History.start(bundle, time.perf_counter() - t0)
         ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
         final = run_pipeline(bundle, PIPELINE, ctx, history)
+        check_plan((final.computation, final.backward), self.__name__)  # the same collectives on every rank
         grad_error = ctx.grad_error
         double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
         if final.backward is not None:

@@ -43,6 +43,7 @@ class Tag(enum.Enum):
     NUMBER = "number"  # arithmetic on Python ints that change from call to call
     AUTOGRAD_FUNCTION = "autograd_function"  # a custom torch.autograd.Function's apply
     CUSTOM = "custom"  # a library's torch.ops operator, opaque: run whole by the torch executor
+    COMMUNICATION = "communication"  # a collective of torch.distributed, or the wait that ends one
     # effects and roles (never removed by dead-code elimination, shown by the explorer)
     INPLACE = "inplace"
     WRITEBACK = "writeback"

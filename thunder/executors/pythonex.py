@@ -19,6 +19,7 @@ from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
+from thunder.ops.collectives import group_of
 from thunder.ops.python import same
 
 
@@ -67,6 +68,18 @@ def check_type(x, cls):
     if type(x) is not cls:
         raise PrologueCheckFailed(
             f"expected an object of type {cls.__qualname__}, got {type(x).__qualname__}"
+        )
+
+
+def check_process_group(name, size, rank):
+    try:
+        group = group_of(name)
+    except Exception as e:
+        raise PrologueCheckFailed(str(e)) from None
+    if group.size() != size or group.rank() != rank:
+        raise PrologueCheckFailed(
+            f"expected process group {name!r} of size {size} with this process as rank {rank}, got size "
+            f"{group.size()} and rank {group.rank()}"
         )
 
 
@@ -513,6 +526,7 @@ for _prim, _fn in (
     (pyops.check_literal, check_literal),
     (pyops.check_type, check_type),
     (pyops.check_is, check_is),
+    (pyops.check_process_group, check_process_group),
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_torch_flag, check_torch_flag),

@@ -18,6 +18,7 @@ from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, SymbolTable, s
 from thunder.core.tags import Tag
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import ltorch, prims
+from thunder.ops.collectives import group_of
 from thunder.ops.langs import resolve_path
 
 
@@ -57,6 +58,38 @@ def _aligned(t):
     padded = t.new_zeros(*t.shape[:-1], n + (-n % per))
     padded[..., :n] = t
     return padded[..., :n]
+
+
+# the collectives (thunder/ops/collectives.py): torch's functional collectives on the named group
+def all_reduce(a, op, group):
+    return torch.ops._c10d_functional.all_reduce(a, op, group)
+
+
+def all_gather(a, group):
+    return torch.ops._c10d_functional.all_gather_into_tensor(a.contiguous(), group_of(group).size(), group)
+
+
+def reduce_scatter(a, op, group):
+    return torch.ops._c10d_functional.reduce_scatter_tensor(a.contiguous(), op, group_of(group).size(), group)
+
+
+def broadcast(a, src, group):
+    return torch.ops._c10d_functional.broadcast(a, src, group)
+
+
+def all_to_all_single(a, output_split_sizes, input_split_sizes, group):
+    n = group_of(group).size()
+    if output_split_sizes is None:
+        output_split_sizes = [a.shape[0] // n] * n
+    if input_split_sizes is None:
+        input_split_sizes = [a.shape[0] // n] * n
+    return torch.ops._c10d_functional.all_to_all_single(
+        a.contiguous(), output_split_sizes, input_split_sizes, group
+    )
+
+
+def wait(a):
+    return torch.ops._c10d_functional.wait_tensor(a)
 
 
 def index_copy(a, index, dim, src):
@@ -435,6 +468,12 @@ for _prim, _fn in {
     prims.avg_pool_backward: avg_pool_backward,
     prims.adaptive_avg_pool_backward: adaptive_avg_pool_backward,
     prims.custom_op_backward: custom_op_backward,
+    prims.all_reduce: all_reduce,
+    prims.all_gather: all_gather,
+    prims.reduce_scatter: reduce_scatter,
+    prims.broadcast: broadcast,
+    prims.all_to_all_single: all_to_all_single,
+    prims.wait: wait,
 }.items():
     PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
 # a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)

@@ -30,6 +30,7 @@ from thunder.core.versions import Versions
 from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.bound_self import BoundSelf
 from thunder.frontend.code_reads import code_reads, guard_code_reads
+from thunder.frontend.collectives import finish_pending
 from thunder.frontend.effects import SUBSTITUTING, Effects
 from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
@@ -97,6 +98,7 @@ class Acquisition:
         self.inputs.on_container_method = self.effects.bound_method
         self.param_reads: dict[str, TensorProxy] = {}  # inputs isinstance(x, nn.Parameter) asked about
         self.torch_state = None  # global torch state as the trace began (thunder/frontend/torch_state.py)
+        self.pending_collectives: list = []  # started with async_op=True, not waited for yet
 
     def object_proxy(self, v):
         """The holder proxy of ``v`` if it is an input object or an opened input container."""
@@ -243,6 +245,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                     state.torch_state,
                 ):
                     result = fn(*pargs, **pkwargs)
+                    finish_pending(state)  # (thunder/frontend/collectives.py)
             finally:
                 refused = effects.restore()
                 state.shadows.restore_user_state()

@@ -34,6 +34,7 @@ from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.patches import replacements
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -74,6 +75,7 @@ class Effects:
     def __init__(self, inputs):
         self.inputs = inputs
         self.copies: dict[int, object] = {}  # id(original container) -> its tracked copy
+        self._swapped: dict[int, object] = {}  # id(patched function) -> its replacement, put for the trace
         self.holders: dict[int, AnyProxy] = {}  # id(tracked copy or original) -> its holder
         self.order: list = []  # tracked copies, in the order made
         self._globals: list[tuple[dict, AnyProxy | None, dict]] = []  # (dict, holder, name -> value as begun)
@@ -204,6 +206,7 @@ class Effects:
                 self._note_slots(cell.cell_contents)
             except ValueError:
                 pass
+        patched = replacements()  # (``from time import time``: the refusing replacement)
         for g, values in reads.globals.values():
             names = reads.names.get(id(g), set()) | set(values)
             before = {n: g.get(n, _MISSING) for n in names}
@@ -213,6 +216,8 @@ class Effects:
                 if v is not _MISSING and _needs_copy(v):
                     holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
                     g[name] = self._copy(v, self._child(holder, "item", name, v), f"the global {name}")
+                elif id(v) in patched and patched[id(v)][0] is v:
+                    g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
             self._globals.append((g, holder, before))
         for cell, name, _ in reads.cells:
             try:
@@ -220,7 +225,10 @@ class Effects:
             except ValueError:
                 continue
             put = v
-            if _needs_copy(v):
+            if id(v) in patched and patched[id(v)][0] is v:
+                put = self._swapped.setdefault(id(v), patched[id(v)][1](v))
+                cell.cell_contents = put
+            elif _needs_copy(v):
                 h = self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v)
                 put = self._copy(v, h, f"the closure variable {name}")
                 cell.cell_contents = put
@@ -250,7 +258,11 @@ class Effects:
         for g, holder, before in self._globals:
             for name, old in before.items():
                 now = g.get(name, _MISSING)
-                put = self.copies.get(id(old), old) if old is not _MISSING else _MISSING
+                put = (
+                    self.copies.get(id(old), self._swapped.get(id(old), old))
+                    if old is not _MISSING
+                    else _MISSING
+                )
                 if now is not put:
                     holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
                     if now is _MISSING:

@@ -415,8 +415,11 @@ _CONSTANT_TYPES = (
 
 
 def is_constant_object(v) -> bool:
-    """Objects used as they are and checked by identity (functions, classes, modules)."""
-    return isinstance(v, _CONSTANT_TYPES) or type(v).__module__ == "builtins" and callable(v)
+    """Objects used as they are and checked by identity (functions, classes, modules, and
+    torch.distributed's process groups and device meshes, which the program communicates over)."""
+    if isinstance(v, _CONSTANT_TYPES) or type(v).__module__ == "builtins" and callable(v):
+        return True
+    return type(v).__module__.startswith("torch") and type(v).__name__ in ("ProcessGroup", "DeviceMesh")
 
 
 def _is_wrappable(v) -> bool:

@@ -24,6 +24,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend import keywords
+from thunder.frontend.collectives import calls as collective_calls
 from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_names import describe
@@ -218,7 +219,7 @@ class AcquisitionMode(TorchFunctionMode):
         if arguments is not None:
             with self:  # its torch calls are recorded
                 return renormed_lookup(func, arguments)
-        if func not in TORCH_TO_THUNDER and func not in _BEFORE_RESOLVING:
+        if func not in TORCH_TO_THUNDER and func not in _BEFORE_RESOLVING and func not in _AFTER_RESOLVING:
             body = _inlinable(func)
             if body is not None:
                 # a torch function written in Python that thunder has no op for: run its body
@@ -667,6 +668,7 @@ def _copy_(mode, func, args, kwargs):
 
 
 _AFTER_RESOLVING = {
+    **collective_calls(),  # torch.distributed (thunder/frontend/collectives.py)
     T.view: _view,
     T.view_as: _view,
     T.contiguous: _contiguous,

@@ -10,12 +10,32 @@ replacement decides per call (by a thread-local) whether this thread is tracing.
     PATCHES = ProcessPatches(lambda: [(builtins, "print", recording_print)])
     with PATCHES:
         ...  # builtins.print is recording_print, in every thread
+
+A patched function the user's code holds under another name (``from time import time``, a
+closure's ``clock = time.perf_counter``) is not reached through its owner: ``replacements()``
+gives the replacement for such a reference, which acquisition puts in the user's globals and
+closures for the trace (``frontend/effects.py``) and puts back after.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+
+_INSTANCES: list[ProcessPatches] = []
+
+
+def replacements() -> dict[int, tuple[object, Callable]]:
+    """id(real function) -> (the function, what makes its replacement), over every patch."""
+    out: dict[int, tuple[object, Callable]] = {}
+    for patches in _INSTANCES:
+        with patches._lock:
+            saved = {(id(o), a): real for o, a, real in patches._saved}
+            for owner, attr, wrap in patches._targets():
+                real = saved.get((id(owner), attr), vars(owner).get(attr))
+                if real is not None:
+                    out[id(real)] = (real, wrap)
+    return out
 
 
 class ProcessPatches:
@@ -27,6 +47,7 @@ class ProcessPatches:
         self._lock = threading.Lock()
         self._active = 0  # traces in progress, over all threads
         self._saved: list[tuple[object, str, object]] = []
+        _INSTANCES.append(self)
 
     def __enter__(self) -> ProcessPatches:
         with self._lock:

@@ -653,5 +653,7 @@ polygamma = _prim("polygamma", _polygamma_meta, Tag.ELEMENTWISE, Tag.TRANSCENDEN
 # builtin ``slice`` shadowed.
 slice = slice_prim
 
-# The Python-level prims of prologues and epilogues print as ``prims.*`` too.
+# The collectives of torch.distributed and the Python-level prims of prologues and epilogues
+# print as ``prims.*`` too.
+from thunder.ops.collectives import *  # noqa: E402, F403
 from thunder.ops.python import *  # noqa: E402, F403

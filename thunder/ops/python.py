@@ -93,6 +93,9 @@ check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_C
 check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
 check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_process_group('0', 2, 1)``: a process group the trace communicates over still
+# exists with this size, and this process is still that rank of it (thunder/ops/collectives.py)
+check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOGUE_CHECK)
 
 
 _EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)

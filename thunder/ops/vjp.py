@@ -941,6 +941,45 @@ NON_DIFFERENTIABLE = frozenset(
 )  # fmt: skip
 
 
+# Collectives whose gradient torch does not define either (all_reduce, broadcast: which rank's
+# loss a value reaches is the program's business): a gradient reaching one is a NoVJPError that
+# names it and the user's line, as in eager, which has no autograd formula for them.
+NO_TORCH_GRADIENT = frozenset({prims.all_reduce, prims.broadcast})
+
+
+# The collectives with torch's own gradients (torch.distributed._functional_collectives):
+# all_gather and reduce_scatter are each other's transpose, all_to_all_single its own with the
+# splits swapped. A start's gradient is a start and its wait: a wait passes the gradient on.
+@_rule(prims.all_gather)
+def _all_gather(g, out, a, group):
+    return (prims.wait(prims.reduce_scatter(g, "sum", group)), None)
+
+
+@_rule(prims.reduce_scatter)
+def _reduce_scatter(g, out, a, op, group):
+    if op not in ("sum", "avg"):
+        return NotImplemented
+    ga = prims.wait(prims.all_gather(g, group))
+    if op == "avg":
+        ga = prims.div(ga, float(shape_of(a)[0] // shape_of(out)[0]))
+    return (ga, None, None)
+
+
+@_rule(prims.all_to_all_single)
+def _all_to_all_single(g, out, a, output_split_sizes, input_split_sizes, group):
+    return (
+        prims.wait(prims.all_to_all_single(g, input_split_sizes, output_split_sizes, group)),
+        None,
+        None,
+        None,
+    )
+
+
+@_rule(prims.wait)
+def _wait(g, out, a):
+    return (g,)
+
+
 def custom_op_rule(path: str) -> Callable:
     """The rule of the custom operator ``path`` (``thunder/ops/custom.py``): its floating-point
     tensor arguments get the gradients of the operator's own autograd formula, which the

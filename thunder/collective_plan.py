@@ -1,0 +1,116 @@
+"""Before a program that communicates first runs: do all ranks of each group run the same
+collectives?
+
+Eager torch.distributed does not check: with gloo, an ``all_reduce`` of 3 elements on one rank
+and 4 on another gives one rank a wrong result without an error and the other a closed
+connection, and a collective one rank skips hangs the others. A compiled program knows its
+collectives before it runs, so each compilation that communicates publishes its plan (each
+collective's kind, reduction, shapes and dtype, in order, forward then backward) in
+torch.distributed's store, and compares it with every other rank's plan of the same
+compilation (the n-th compilation over that group in each process). A difference is a clear
+error on every rank, naming the collective, each rank's version of it and the user's line; a
+rank that never publishes (it did not trace at this call: another input shape on that rank
+only) is an error after ``PLAN_TIMEOUT`` seconds instead of a hang.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import os
+
+from thunder.core.errors import ThunderError, at
+from thunder.core.proxies import TensorProxy
+from thunder.core.tags import Tag
+from thunder.ops.collectives import group_of
+
+PLAN_TIMEOUT = float(os.environ.get("THUNDER_PLAN_TIMEOUT", "60"))
+_compilations: collections.Counter = collections.Counter()  # group name -> compilations over it
+
+
+class CollectiveMismatchError(ThunderError):
+    """The ranks of a process group would run different collectives."""
+
+
+def _entry(bsym) -> dict:
+    tensors = [a for a in bsym.args if isinstance(a, TensorProxy)]
+    rest = [a for a in bsym.args if not isinstance(a, TensorProxy)]
+    e = {"op": bsym.sym.name, "args": repr(rest), "dtype": str(tensors[0].dtype) if tensors else ""}
+    if bsym.sym.name != "all_to_all_single":  # (each rank sends its own splits)
+        e["shape"] = list(tensors[0].shape) if tensors else []
+    return e
+
+
+def plans(traces) -> dict[str, list]:
+    """Group name -> its collectives in ``traces`` (each entry and the BoundSymbol it is)."""
+    out: dict[str, list] = {}
+    for trace in traces:
+        if trace is None:
+            continue
+        for b in trace.bound_symbols:
+            for s in _flat(b):
+                if Tag.COMMUNICATION in s.sym.tags and s.sym.name != "wait":
+                    out.setdefault(s.args[-1], []).append((_entry(s), s))
+    return out
+
+
+def _flat(b):
+    if Tag.COMMUNICATION in b.sym.tags or not b.subsymbols:
+        yield b
+        return
+    for s in b.subsymbols:
+        yield from _flat(s)
+
+
+def check_plan(traces, fn_name: str) -> None:
+    """Compare the collectives of ``traces`` (a compilation's final traces) across ranks."""
+    for group, entries in plans(traces).items():
+        pg = group_of(group)
+        if pg.size() == 1:
+            continue
+        import torch.distributed as dist  # lazy: only programs that communicate import it
+
+        store = dist.distributed_c10d._get_default_store()
+        n = _compilations[group]
+        _compilations[group] += 1
+        ranks = dist.get_process_group_ranks(pg)
+        me = dist.get_rank()
+        mine = [e for e, _ in entries]
+        key = f"thunder/plan/{group}/{n}"
+        store.set(f"{key}/{me}", json.dumps(mine))
+        others = [f"{key}/{r}" for r in ranks if r != me]
+        try:
+            store.wait(others, datetime.timedelta(seconds=PLAN_TIMEOUT))
+        except Exception:
+            raise CollectiveMismatchError(
+                f"thunder: {fn_name} was compiled on rank {me} (compilation {n} over process group {group!r}), "
+                f"but not all other ranks of the group compiled it within {PLAN_TIMEOUT:.0f} s: a rank that "
+                "traced again alone (an input of another shape or value on this rank only) would wait forever in "
+                "its first collective. Give every rank inputs of the same shapes."
+            ) from None
+        for r in ranks:
+            if r == me:
+                continue
+            theirs = json.loads(store.get(f"{key}/{r}"))
+            _compare(fn_name, group, me, mine, r, theirs, entries)
+
+
+def _compare(fn_name, group, me, mine, r, theirs, entries) -> None:
+    def show(e) -> str:
+        shape = "x".join(map(str, e.get("shape", []))) or "?"
+        return f"{e['op']} of {e['dtype'].replace('torch.', '')}[{shape}] {e['args']}"
+
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        if a != b:
+            raise CollectiveMismatchError(
+                f"thunder: {fn_name}: the ranks of process group {group!r} would run different collectives: "
+                f"collective {i} is {show(a)} on rank {me} but {show(b)} on rank {r} (eager would hang or give a "
+                "wrong result)" + at(entries[i][1].source)
+            )
+    if len(mine) != len(theirs):
+        raise CollectiveMismatchError(
+            f"thunder: {fn_name}: rank {me} runs {len(mine)} collectives over process group {group!r} but rank "
+            f"{r} runs {len(theirs)} (eager would hang)"
+            + (at(entries[len(theirs)][1].source) if len(mine) > len(theirs) else "")
+        )
