@@ -14,7 +14,9 @@ default modules deeper than ``module_depth`` are, and so are repeated layers aft
 
 Executors are told apart by colour *and* by shape / border (dashed: not claimed by any
 executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
-own and a bold border. A tensor-subclass value is drawn with its inner tensors: an input as
+own and a bold border. A collective is a parallelogram saying what it moves per rank and on
+which group; the edge from a start to the wait that ends it is dashed and labelled "in
+flight", so the nodes drawn between them are what overlaps the communication. A tensor-subclass value is drawn with its inner tensors: an input as
 ``ScaleTensor f32[2, 2]`` over ``_x f32[2, 2]`` and ``_scale f32[]``, an edge with both.
 """
 
@@ -27,6 +29,8 @@ import subprocess
 import time
 from html import escape
 
+from explorer.communication import WAIT, Collective, communication_of
+from explorer.memory_model import fmt_bytes
 from explorer.model import Node, PassModel, ProxyInfo, collector_paused
 from explorer.modules import ModuleGroup, layer_runs
 from explorer.style import EXECUTORS, TAG_STYLE, executor_style
@@ -205,6 +209,7 @@ def graph_dot(
     if depth < want:
         messages.append(f"Collapsed to depth {depth} to keep the graph under {max_nodes} nodes.")
     w = _DotWriter(proxies, max_nodes, highlight)
+    w.pass_model = p
     w.header(title or f"{p.index}: {p.name}", count(depth, SPLINE_NODES), splines)
     if tree is not None:
         w.module_items(tree.items, plan, depth, 0, 1)
@@ -244,6 +249,8 @@ class _DotWriter:
         self.seen_styles: set[tuple[str, str | None]] = set()
         self._used: set[str] | None = None
         self.module_ids: dict[str, list[str]] = {}  # graph node -> the module ids it stands for
+        self.comm_nodes: dict[str, Node] = {}  # graph node -> the collective's start or wait drawn
+        self.pass_model: PassModel | None = None  # the pass drawn: pairs a start with its wait
 
     def is_flat(self) -> bool:
         """More than 4 nodes per rank: the longest path is short for the node count."""
@@ -332,6 +339,8 @@ class _DotWriter:
         nid = f"{self.prefix}n{self.count}"
         self.count += 1
         self.lines.append(f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)}];")
+        if n.collective is not None:
+            self.comm_nodes[nid] = n
         self.reads.append((nid, n.inputs))
         for name in n.outputs:
             self.producer[name] = nid
@@ -460,12 +469,43 @@ class _DotWriter:
             label = f"{_short(n.sym_id)}\n{_short(args, 44)}"
         if executor:
             label += f"\n[{executor}]"
+        tip = n.line
+        if n.collective is not None:
+            label, tip = self.comm_label(n, label, tip)
         if n.id in self.highlight:
             penwidth, border = 3.5, "#1976d2"
         return (
             f"label={_q(label)} shape={shape} style={_q(','.join(styles))} "
-            f"fillcolor={_q(fill)} color={_q(border)} penwidth={penwidth} tooltip={_q(n.line)}"
+            f"fillcolor={_q(fill)} color={_q(border)} penwidth={penwidth} tooltip={_q(tip)}"
         )
+
+    def comm_label(self, n: Node, label: str, tip: str) -> tuple[str, str]:
+        """A collective's label and tooltip: what a start moves, on which group, and (in the
+        tooltip) its wait and what overlaps it."""
+        c = Collective.of(n)
+        if c is None:
+            return label, f"{tip}\nends the collective that makes {', '.join(n.inputs)}"
+        what = c.kind + (f" {c.op}" if c.op else "") + (f" from {c.src}" if c.src is not None else "")
+        label += f"\n{what}, {fmt_bytes(c.bytes)}\n{c.group_label()}"
+        comm = communication_of(self.pass_model) if self.pass_model is not None else None
+        paired = (
+            next((c for name in n.outputs if (c := comm.making(name)) is not None), None) if comm else None
+        )
+        return label, f"{tip}\n{c.label()}" + (f"\n{paired.in_flight()}" if paired is not None else "")
+
+    def in_flight(self, src: str, dst: str, names: list[str]) -> dict[str, str]:
+        """The edge from a start to its wait: dashed, labelled "in flight"."""
+        start, end = self.comm_nodes.get(src), self.comm_nodes.get(dst)
+        if (
+            start is None
+            or end is None
+            or end.collective["kind"] != WAIT
+            or not set(names) & set(start.outputs)
+        ):
+            return {}
+        self.seen_styles.add(("flight", None))
+        colour = TAG_STYLE["communication"][1]
+        return {"style": '"dashed,bold"', "color": _q(colour), "fontcolor": _q(colour)}
 
     def edges(self, attrs=None) -> None:
         """The edges, one per (producer, consumer) pair; ``attrs(src, dst, names)`` gives DOT
@@ -488,6 +528,9 @@ class _DotWriter:
                 labels.append(f"+{len(names) - 2}")
             tip = ", ".join(names)
             a = {"label": _q(" ".join(labels)), "tooltip": _q(tip)}
+            flight = self.in_flight(src, dst, names)
+            if flight:
+                a.update(flight, label=_q("in flight\n" + " ".join(labels)), tooltip=_q(f"{tip} in flight"))
             if attrs is not None:
                 a.update(attrs(src, dst, names))
             self.lines.append(f"  {src} -> {dst} [{' '.join(f'{k}={v}' for k, v in a.items())}];")
@@ -507,6 +550,9 @@ class _DotWriter:
                 items.append(("fusion region", "box", "filled,bold", "#f3faf0", "#2e7d32", 2.2))
             elif kind == "module" and key == "folded":
                 items.append(("module (collapsed)", "folder", "filled", MODULE_FILL, MODULE_BORDER, 1.4))
+            elif kind == "flight":
+                colour = TAG_STYLE["communication"][1]
+                items.append(("- - > in flight: start to wait", "plaintext", "solid", "#ffffff", colour, 1.0))
         if not items:
             return
         self.lines.append(

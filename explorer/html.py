@@ -14,6 +14,7 @@ from __future__ import annotations
 import linecache
 from html import escape
 
+from explorer.communication import Collective, communication_of
 from explorer.compilation import model_of
 from explorer.model import Node, PassModel, TraceModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
@@ -84,6 +85,7 @@ def model_html(
             f"</span></summary>"
         )
         parts.append(passes_strip_html(s, p.index))
+        parts.append(comm_summary_html(p))
         tree = p.modules() if modules else None
         if tree is not None and tree.has_modules:
             parts.append('<div class="note">grouped by module: path, class, bound symbols, time</div>')
@@ -122,7 +124,7 @@ def pass_header_html(series: TraceSeries, p: PassModel) -> str:
     step = f"pass {p.index}/{len(series.passes) - 1}: " if len(series.passes) > 1 else ""
     return (
         f'<div class="hd">{escape(series.kind)} <span class="note">{step}'
-        f"{escape(made)}{took}; {len(p.nodes)} bound symbols</span></div>"
+        f"{escape(made)}{took}; {len(p.nodes)} bound symbols</span></div>{comm_summary_html(p)}"
     )
 
 
@@ -187,13 +189,19 @@ def source_html(p: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:
     return f"<pre>{escape(source_text(p, budget))}</pre>"
 
 
-def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> str:
-    """Everything about one BoundSymbol: metadata, executor and who declined, source."""
+def details_html(
+    n: Node, series: TraceSeries, seconds: float | None = None, p: PassModel | None = None
+) -> str:
+    """Everything about one BoundSymbol: metadata, executor and who declined, source; for a
+    collective what it moves and on which group, and (given its pass ``p``) its wait and the
+    lines that overlap it."""
     rows = [
         ("id", escape(n.id)),
         ("symbol", f"<code>{escape(n.sym_id)}</code>"),
         ("executor", escape(n.executor or "none (not claimed)") + badges_html(n)),
     ]
+    if n.collective is not None:
+        rows += _collective_rows(n, p)
     declined = n.info.get("declined") if isinstance(n.info, dict) else None
     if declined:
         items = declined.items() if isinstance(declined, dict) else [("", declined)]
@@ -221,6 +229,38 @@ def details_html(n: Node, series: TraceSeries, seconds: float | None = None) -> 
     else:
         out.append('<div class="note">No user source line recorded for this bound symbol.</div>')
     return "".join(out)
+
+
+def _collective_rows(n: Node, p: PassModel | None) -> list[tuple[str, str]]:
+    start = Collective.of(n)
+    c = None
+    if p is not None:  # a prim below the executor's line is paired through the values it shares
+        comm = communication_of(p)
+        names = n.outputs if start is not None else n.inputs
+        c = comm.of(n.id) or next((x for name in names if (x := comm.making(name)) is not None), None)
+    if start is None:  # a wait
+        if c is None:
+            return [("collective", f"ends the collective that makes {escape(', '.join(n.inputs))}")]
+        return [("collective", f"ends <code>{escape(c.id)}</code>: {escape(c.label())}")]
+    rows = [("collective", escape(start.label()))]
+    if c is None:
+        return rows
+    if c.wait is None:
+        return rows + [("in flight", "not waited for in this trace")]
+    shown = [m for i in c.overlap[:LISTED_PROXIES] if (m := p.find(i)) is not None]
+    body = "<br>".join(f'<span class="ln">{escape(m.line)}</span>' for m in shown) or "nothing"
+    if len(c.overlap) > LISTED_PROXIES:
+        body += f'<br><span class="more">... {len(c.overlap) - LISTED_PROXIES} more</span>'
+    return rows + [
+        ("in flight until", f"<code>{escape(c.wait)}</code> (its wait)"),
+        (f"overlaps ({len(c.overlap)})", body),
+    ]
+
+
+def comm_summary_html(p: PassModel) -> str:
+    """One note: the pass's collectives in all and by kind ("" when it has none)."""
+    summary = communication_of(p).summary()
+    return f'<div class="note comm">{escape(summary.text())}</div>' if summary.count else ""
 
 
 def module_details_html(

@@ -18,7 +18,8 @@ node reads its BoundSymbol (line, inputs, subsymbols) only when a view asks: the
 40,000-BoundSymbol program with all its passes is built in well under a second, and views
 that show a budgeted part of it read only that part.
 
-This module imports no other module of the explorer: they all read it. The few methods of its
+This module imports no other module of the explorer but ``explorer.collective_call`` (which
+reads a collective off a BoundSymbol and imports only thunder): they all read it. The few methods of its
 classes that need one of them are set on the class by that module, and ``import explorer``
 imports those modules, so the methods are there before any model is made:
 ``PassModel.modules()`` by ``explorer.modules``, ``TraceModel.pair()`` by ``explorer.pair``,
@@ -31,10 +32,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import inspect
 import linecache
 from collections.abc import Mapping
 
+from explorer.collective_call import COMMUNICATION, collective_call
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
@@ -61,6 +62,7 @@ NOTABLE_TAGS = frozenset(
         Tag.UNPACK,
         Tag.INPLACE,
         Tag.DEL,
+        Tag.COMMUNICATION,
     }
 )
 _SUBCLASS_STEP_TAGS = frozenset({Tag.FLATTEN_TENSOR_SUBCLASS, Tag.UNFLATTEN_TENSOR_SUBCLASS})
@@ -561,72 +563,6 @@ def _is_subclass_step(b) -> bool:
     return bool(_SUBCLASS_STEP_TAGS & b.tags or _SUBCLASS_STEP_TAGS & b.sym.tags)
 
 
-# A collective (thunder/ops/collectives.py) is a prim tagged COMMUNICATION; an executor that
-# claims one runs it from a line whose only subsymbol it is. Its node gets the tag either way.
-COMMUNICATION = "communication"
-_SIGNATURES: dict = {}  # Symbol -> its parameters (inspect.Signature), or None
-# Until thunder's collectives land with Tag.COMMUNICATION, no BoundSymbol is a collective.
-_COMMUNICATION_TAG = getattr(Tag, "COMMUNICATION", None)
-
-
-def _names(x) -> list[str]:
-    return [p.name for p in _proxies_in(x, [])]
-
-
-def _collective_call(b) -> dict | None:
-    """A collective's call as plain data, found on ``b`` or down the chain of claims below it:
-    ``{"kind": "all_reduce", "args": {"a": "t0", "op": "sum", "group": "0"}, "group_size": 8}``
-    (arguments by the prim's parameter names, proxies by name; the size of the group when this
-    process knows it). None for any other BoundSymbol."""
-    if _COMMUNICATION_TAG is None:
-        return None
-    top = b
-    while not b.has_tag(_COMMUNICATION_TAG):
-        if len(b.subsymbols) != 1:
-            return None
-        b = b.subsymbols[0]
-    if b is not top and _names(b.output) != _names(top.output):
-        return None  # a composite of one collective that makes something else
-    sig = _SIGNATURES.get(b.sym, _UNSET)
-    if sig is _UNSET:
-        try:
-            sig = inspect.signature(b.sym.meta or b.sym.impl)
-        except (TypeError, ValueError):
-            sig = None
-        _SIGNATURES[b.sym] = sig
-    try:
-        args = dict(sig.bind(*b.args, **b.kwargs).arguments) if sig is not None else None
-    except TypeError:
-        args = None
-    if args is None:  # no signature to read the names from: by position
-        args = {**{f"arg{i}": a for i, a in enumerate(b.args)}, **b.kwargs}
-    call = {"kind": b.sym.name, "args": jsonable(args)}
-    size = _group_size(args.get("group"))
-    if size is not None:
-        call["group_size"] = size
-    return call
-
-
-def _group_size(name) -> int | None:
-    """The size of the process group named ``name`` (``ProcessGroup.group_name``) in this
-    process; None when torch.distributed is not initialised here or knows no such group."""
-    if not isinstance(name, str):
-        return None
-    try:
-        import torch.distributed as dist
-
-        if not (dist.is_available() and dist.is_initialized()):
-            return None
-        if name == dist.group.WORLD.group_name:
-            return dist.get_world_size()
-        # torch has no public lookup by name; this private one is what its functional collectives use
-        from torch.distributed.distributed_c10d import _resolve_process_group
-
-        return _resolve_process_group(name).size()
-    except Exception:  # an unknown name, or an older torch: the size is left out
-        return None
-
-
 @contextlib.contextmanager
 def collector_paused():
     """Python's cycle collector off while a model is built or a view reads many nodes (also a
@@ -700,7 +636,7 @@ class _Facts:
     @property
     def collective(self) -> dict | None:
         if self._collective is _UNSET:
-            self._collective = _collective_call(self.bsym)
+            self._collective = collective_call(self.bsym)
         return self._collective
 
     @property

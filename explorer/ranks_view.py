@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
+from explorer.communication import communication_of
 from explorer.html import STATIC_BUDGET, model_html, wrap
 from explorer.ranks import LineTimes, RankSet, RankTimings
 from explorer.seconds import fmt_seconds
@@ -86,15 +87,16 @@ def rank_timings_text(t: RankTimings, *, limit: int = TIMING_ROWS) -> str:
 
 
 def summary_html(ranks: RankSet, kind: str = "computation") -> str:
-    """A row per rank: where it ran, its final trace's length, its measured total."""
+    """A row per rank: where it ran, its final trace's length and collectives, its measured total."""
     rows = []
     for r in ranks:
         m = ranks[r]
         s = m.series.get(kind)
         times = m.timings.get(kind) or {}
+        comm = communication_of(s.final).summary().text() if s is not None else "-"
         rows.append(
             f"<tr><td>{r}</td><td>{escape(ranks.hosts.get(r, '?'))}</td>"
-            f"<td>{len(s.final.nodes) if s is not None else '-'}</td>"
+            f"<td>{len(s.final.nodes) if s is not None else '-'}</td><td>{escape(comm)}</td>"
             f"<td>{fmt_seconds(sum(times.values())) if times else '-'}</td>"
             f"<td>{escape(m.timing_device or '-')}</td></tr>"
         )
@@ -102,7 +104,7 @@ def summary_html(ranks: RankSet, kind: str = "computation") -> str:
     note = f'<div class="note warn">No file for ranks {missing}.</div>' if missing else ""
     return (
         f'<table class="kv"><tr><th>rank</th><th>host</th><th>{escape(kind)} lines</th>'
-        f"<th>measured</th><th>on</th></tr>{''.join(rows)}</table>{note}"
+        f"<th>collectives</th><th>measured</th><th>on</th></tr>{''.join(rows)}</table>{note}"
     )
 
 

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 
+from explorer.communication import Collective, communication_of
 from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
 from explorer.modules import ModuleGroup
 from explorer.seconds import fmt_seconds
@@ -30,6 +31,12 @@ def short_file(path: str) -> str:
     if _CELL_FILE.search(path):
         return "cell"
     return os.path.basename(path)
+
+
+def _comm(n: Node) -> list[str]:
+    """What a collective's start moves, as the tree's badge says it (``<all_reduce sum, ...>``)."""
+    c = Collective.of(n) if n.collective is not None else None
+    return [f"<{c.label()}>"] if c is not None else []
 
 
 def tree_text(
@@ -53,6 +60,7 @@ def tree_text(
                 extra.append(f"[{n.executor}]")
             if n.tags:
                 extra.append("{" + ", ".join(n.tags) + "}")
+            extra += _comm(n)
             if n.source is not None:
                 extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
             if n.id in times:
@@ -94,6 +102,7 @@ def modules_text(
                 extra.append(f"[{n.executor}]")
             if n.tags:
                 extra.append("{" + ", ".join(n.tags) + "}")
+            extra += _comm(n)
             if sources and n.source is not None:
                 extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
             if n.id in times:
@@ -366,6 +375,9 @@ def model_text(model: TraceModel) -> str:
     for kind, s in model.series.items():
         f = s.final
         out.append(f"\n{kind}: {len(s.passes)} passes, final has {len(f.nodes)} bound symbols")
+        comm = communication_of(f).summary()
+        if comm.count:
+            out.append(comm.text())
         out.append(passes_text(s))
     pair = model.pair()
     if pair is not None:

@@ -9,6 +9,10 @@ open (up to half the budget); only the nodes shown are read.
 Grouped by module (``modules=pass_model.modules()``), each module is a ``<details>`` of its
 own: its path, class, op count and measured time, its lines and its submodules inside; modules
 are open down to ``module_depth`` levels, and a group counts as one element of the budget.
+
+A collective's line has a badge with its kind, the bytes one rank moves and the process group;
+on a top-level start the badge's tooltip names its wait and the lines that overlap it (read
+from the start to its wait only, see ``explorer.communication.pairing``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
+from explorer.communication import WAIT, Collective, pairing
 from explorer.model import Node, collector_paused, path_to
 from explorer.modules import ModuleGroup, ModuleTree
 from explorer.seconds import fmt_seconds
@@ -24,12 +29,11 @@ from explorer.text import DEFAULT_BUDGET, short_file
 
 MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
 
-MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
-
 __all__ = [
     "DEFAULT_BUDGET",
     "MODULE_DEPTH",
     "badges_html",
+    "comm_badge_html",
     "group_line_html",
     "line_html",
     "split_comment",
@@ -78,6 +82,7 @@ def tree_html(
         _include_paths(find, wanted, included, force_open, budget // 2)
     _choose(top, budget - len(included), included)
     r = _Renderer(included, force_open, open_depth, set(hits), selected, marks or {}, times or {})
+    r.top = nodes
     r.module_open, r.collapsed, r.expanded = module_depth, set(collapsed), set(expanded)
     body = r.list(top, 0, 0)
     return f'<div class="tree">{body or "<span class=note>(no bound symbols)</span>"}</div>'
@@ -140,6 +145,22 @@ class _Renderer:
         self.module_open = 0
         self.collapsed: set[str] = set()
         self.expanded: set[str] = set()
+        self.top: list[Node] = []  # the pass's top-level lines, in trace order
+        self._positions: dict[str, int] | None = None
+
+    def in_flight(self, n: Node) -> str | None:
+        """A top-level start's tooltip: what it moves, its wait and the lines in between."""
+        if self._positions is None:
+            self._positions = {m.id: i for i, m in enumerate(self.top)}
+        i = self._positions.get(n.id)
+        if i is None or self.top[i] is not n:
+            return None
+        c = pairing(self.top, i)
+        if c is None:
+            return None
+        end = self._positions.get(c.wait) if c.wait is not None else None
+        lines = {m.id: m.line for m in self.top[i + 1 : end]} if end is not None else None
+        return f"{c.label()}\n{c.in_flight(lines)}"
 
     def list(self, nodes: list, depth: int, module_depth: int = 0) -> str:
         """``depth``: how deep the BoundSymbols are below the top level (0: top-level lines);
@@ -172,7 +193,8 @@ class _Renderer:
             cls.append(mark)
         if "del" in n.tags:
             cls.append("del")
-        head = line_html(n, self.times.get(n.id))
+        title = self.in_flight(n) if depth == 0 and n.collective is not None else None
+        head = line_html(n, self.times.get(n.id), comm_title=title)
         did = escape(n.id)
         if not n.children:
             return f'<div class="leaf {" ".join(cls)}" data-id="{did}">{head}</div>'
@@ -219,13 +241,14 @@ def _more(n: int) -> str:
     return f'<div class="more">... {n} more</div>'
 
 
-def line_html(n: Node, seconds: float | None = None) -> str:
-    """One BoundSymbol's line: code, type comment, executor, tags, source, time."""
+def line_html(n: Node, seconds: float | None = None, *, comm_title: str | None = None) -> str:
+    """One BoundSymbol's line: code, type comment, executor, tags, source, time
+    (``comm_title``: the tooltip of a collective's badge)."""
     code, comment = split_comment(n)
     parts = [f'<span class="ln">{escape(code)}</span>']
     if comment:
         parts.append(f'<span class="ty ln">  # {escape(comment)}</span>')
-    parts.append(badges_html(n))
+    parts.append(badges_html(n, comm_title=comm_title))
     if n.source is not None:
         s = n.source
         title = escape(f"{s.file}:{s.line} in {s.function}\n{s.code}")
@@ -235,8 +258,9 @@ def line_html(n: Node, seconds: float | None = None) -> str:
     return "".join(parts)
 
 
-def badges_html(n: Node, skip=()) -> str:
-    """The executor and tag badges of a line (but the tags in ``skip``)."""
+def badges_html(n: Node, skip=(), *, comm_title: str | None = None) -> str:
+    """The executor and tag badges of a line (but the tags in ``skip``); a collective's says
+    what it moves (``comm_badge_html``)."""
     parts = []
     if n.executor:
         cls = f"x-{css_class(n.executor)}" if n.executor in EXECUTORS else "x-other"
@@ -244,9 +268,25 @@ def badges_html(n: Node, skip=()) -> str:
     for t in n.tags:
         if t in skip:
             continue
+        if t == "communication" and n.collective is not None:
+            parts.append(comm_badge_html(n, comm_title))
+            continue
         text = TAG_STYLE.get(t, (t,))[0]
         parts.append(f'<span class="b g-{css_class(t)}">{escape(text)}</span>')
     return "".join(parts)
+
+
+def comm_badge_html(n: Node, title: str | None = None) -> str:
+    """A collective's badge: ``all_reduce sum, 4.0 KiB per rank, group '0' of 8 ranks`` on a
+    start, ``wait t1`` on the wait that ends the start making ``t1``."""
+    c = Collective.of(n)
+    if c is not None:
+        text = c.label()
+    else:
+        started = list(n.inputs)
+        text = f"{WAIT} {', '.join(started)}" if started else WAIT
+        title = title or f"ends the collective that makes {', '.join(started) or '?'}"
+    return f'<span class="b g-communication cm" title="{escape(title or text)}">{escape(text)}</span>'
 
 
 def split_comment(n: Node) -> tuple[str, str]:

@@ -582,7 +582,7 @@ class Explorer:
             )
             return
         times = self._times() or {}
-        self.details.value = wrap(details_html(n, s, times.get(n.id)))
+        self.details.value = wrap(details_html(n, s, times.get(n.id), p))
 
     def _title_html(self, notes: list[str]) -> str:
         m = self.model

@@ -22,7 +22,15 @@ from explorer.runner import measure
 
 
 def program(x):
-    return (x.sin() * 2).cos()
+    y = x * 2
+    work = dist.all_reduce(y, async_op=True)
+    z = x.sin().cos()  # overlaps the all_reduce
+    work.wait()
+    gathered = torch.empty(x.shape[0] * dist.get_world_size(), dtype=x.dtype)
+    dist.all_gather_single(gathered, z)
+    scattered = torch.empty(x.shape[0] // dist.get_world_size(), dtype=x.dtype)
+    dist.reduce_scatter_single(scattered, y)
+    return gathered, scattered
 
 
 def main(rank: int, world: int, port: str, folder: str) -> None:

@@ -17,6 +17,7 @@ from explorer_builders import small_fn
 
 import explorer
 import thunder
+from explorer.communication import communication_of
 from explorer.compilation import model_of
 from explorer.graph import graph_dot
 from explorer.html import model_html
@@ -95,6 +96,26 @@ def test_the_comparison_has_each_lines_time_on_each_rank(run_folder):
     differ = [row for row in t.lines if row.spread > 0]
     assert "rank 0" in page and "rank 1" in page and page.count('class="slow"') == len(differ) + 1
     assert 'data-rank="1"' in side_by_side_html(ranks)
+
+
+def test_each_ranks_collectives_come_with_it_timed(run_folder):
+    ranks = load_ranks(str(run_folder))
+    for r in ranks:
+        p = ranks[r].series["computation"].final
+        comm = communication_of(p)
+        # 64 float32 values: all_reduce moves the input, all_gather the output of both ranks,
+        # reduce_scatter the input it scatters
+        got = [(c.kind, c.bytes, c.group_size) for c in comm.collectives]
+        assert got == [("all_reduce", 256, 2), ("all_gather", 512, 2), ("reduce_scatter", 256, 2)]
+        overlap = [p.find(i).line for i in comm.collectives[0].overlap]
+        assert any("torch.sin" in line for line in overlap) and any("torch.cos" in line for line in overlap)
+        assert all(ranks[r].timings["computation"].get(c.id) is not None for c in comm.collectives)
+    rows = {row.id: row for row in ranks.timings().lines}
+    waits = [c.wait for c in communication_of(ranks[0].series["computation"].final).collectives]
+    assert [rows[w].collective for w in waits] == ["wait"] * 3
+    page = ranks_html(ranks)
+    assert page.count("3 collectives, 1.0 KiB per rank") == 2 + 2  # the summary rows, each rank's traces
+    assert '<span class="b g-communication">all_reduce</span>' in page
 
 
 def _two_ranks(tmp_path, slow: dict[str, float]) -> RankSet:
