@@ -2,7 +2,9 @@
 
 This is the only module that knows thunder's public API for compiled functions
 (``thunder.compile_stats(jfn).entries`` and ``thunder.last_*_traces``); the rest of the
-explorer sees a ``TraceModel``. Traces, lists of traces and ``{kind: [traces]}`` work too.
+explorer sees a ``TraceModel``. After a backward with ``create_graph=True`` the entry also has
+its double backward: the kinds ``double_backward`` (the backward as a differentiable
+computation) and ``backward_of_backward`` (its own backward). Traces, lists of traces and ``{kind: [traces]}`` work too.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def model_of_jit(jfn, *, entry: int | None = None) -> TraceModel:
     index = len(entries) - 1 if entry is None else range(len(entries))[entry]
     chosen = entries[index]
     traces = {kind: list(getattr(chosen, f"{kind}_traces", None) or []) for kind in TRACE_KINDS}
+    double = getattr(chosen, "double_backward_traces", None)  # after a backward with create_graph=True
+    if double:
+        traces["double_backward"] = list(double.get("computation") or [])  # the backward, differentiable
+        traces["backward_of_backward"] = list(double.get("backward") or [])
     built = TraceModel.from_traces(traces, title=model.title)
     model.series = built.series
     model.entry_index = index

@@ -440,7 +440,7 @@ class TraceModel:
         """``traces``: kind -> traces, one per pass, first to last (empty lists are skipped)."""
         series = {}
         with collector_paused():
-            for kind in (*TRACE_KINDS, *sorted(set(traces) - set(TRACE_KINDS))):
+            for kind in (*TRACE_KINDS, *(k for k in traces if k not in TRACE_KINDS)):  # (others as given)
                 trs = [t for t in traces.get(kind) or () if t is not None]
                 if trs:
                     series[kind] = build_series(kind, trs)

@@ -7,6 +7,7 @@ cannot be replayed is a clear error."""
 from __future__ import annotations
 
 import collections
+import io
 import logging
 import threading
 import time
@@ -641,3 +642,40 @@ from time import time_ns as _imported_time_ns  # noqa: E402
 
 def _uses_imported_clock(x):
     return x * (_imported_time_ns() > 0)
+
+
+_LOG = io.StringIO()
+
+
+def test_writes_to_a_global_file_are_made_on_every_call():
+    def f(x):
+        _LOG.write("step\n")
+        _LOG.writelines(["a", "b\n"])
+        return x + 1
+
+    _LOG.seek(0)
+    _LOG.truncate()
+    jf = thunder.jit(f)
+    for _ in range(3):
+        jf(torch.ones(2))
+    assert _LOG.getvalue() == "step\nab\n" * 3  # eager's, not one line from the trace
+
+
+def test_a_file_in_a_closure_written_per_call_and_its_state_refused(tmp_path):
+    path = tmp_path / "log.txt"
+    with open(path, "w") as fh:
+
+        def f(x):
+            fh.write("called\n")
+            return x * 2
+
+        def g(x):
+            fh.tell()
+            return x
+
+        jf = thunder.jit(f)
+        jf(torch.ones(2))
+        jf(torch.ones(2))
+        with pytest.raises(Exception, match=r"tell of the file(.|\n)*test_side_effects.py"):
+            thunder.jit(g)(torch.ones(2))
+    assert path.read_text() == "called\n" * 2

@@ -155,3 +155,25 @@ def test_proxies_deep_in_subsymbols_are_known(jfn):
     fresh = model_of(jfn).series["computation"]  # no node below the top level made yet
     assert all(name in fresh.proxies for name in inner) and fresh.proxies["t4"].shape == [2]
     assert set(inner) <= set(fresh.proxies) and "nothing" not in fresh.proxies
+
+
+def test_double_backward_is_shown_after_create_graph():
+    import torch
+
+    from explorer.html import model_html
+
+    def f(x, w):
+        return (x.sin() * w).sum()
+
+    jf = thunder.jit(f)
+    x = torch.randn(3, requires_grad=True)
+    w = torch.randn(3, requires_grad=True)
+    jf(x, w).backward()
+    assert model_of(jf).kinds == ["prologue", "computation", "epilogue", "backward"]  # not differentiated
+    (gx,) = torch.autograd.grad(jf(x, w), x, create_graph=True)
+    gx.pow(2).sum().backward()  # a gradient penalty: the backward of the backward
+    m = model_of(jf)
+    assert m.kinds[-2:] == ["double_backward", "backward_of_backward"]
+    final = m.series["backward_of_backward"].final
+    assert any("cos" in n.line or "sin" in n.line for n in final.walk())
+    assert "backward_of_backward" in model_html(m)

@@ -27,6 +27,7 @@ While a trace runs, another thread that reads such a global or cell directly see
 
 from __future__ import annotations
 
+import io
 import threading
 import types
 
@@ -35,6 +36,7 @@ from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
 from thunder.frontend.patches import replacements
+from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -218,6 +220,8 @@ class Effects:
                     g[name] = self._copy(v, self._child(holder, "item", name, v), f"the global {name}")
                 elif id(v) in patched and patched[id(v)][0] is v:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
+                elif isinstance(v, io.IOBase):  # a file: its writes made on every call
+                    g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
             self._globals.append((g, holder, before))
         for cell, name, _ in reads.cells:
             try:
@@ -227,6 +231,9 @@ class Effects:
             put = v
             if id(v) in patched and patched[id(v)][0] is v:
                 put = self._swapped.setdefault(id(v), patched[id(v)][1](v))
+                cell.cell_contents = put
+            elif isinstance(v, io.IOBase):
+                put = self._swapped.setdefault(id(v), RecordedFile(v))
                 cell.cell_contents = put
             elif _needs_copy(v):
                 h = self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v)

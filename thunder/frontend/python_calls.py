@@ -9,6 +9,11 @@ record is made, as in eager. Library code (transformers' ``logger.warning_once``
 is, once, while tracing. A tensor formatted into the text of a print, log record or warning
 while tracing (``print(f"{y}")``) has no value yet: an error names the line.
 
+A file object the traced code reaches through a global or a closure variable (``LOG =
+open(...)``, an ``io.StringIO``) is a ``RecordedFile`` while tracing: its ``write``,
+``writelines`` and ``flush`` are recorded and made on every call like a print; reading its state
+(``read``, ``tell``, ``seek``) would give the trace-time answer forever and is an error naming it.
+
 Only this thread's tracing records; another thread printing meanwhile prints.
 """
 
@@ -22,7 +27,7 @@ import sys
 import threading
 import warnings
 
-from thunder.core.errors import DataDependentError, at
+from thunder.core.errors import DataDependentError, UnsupportedValueError, at
 from thunder.core.source import user_location
 from thunder.frontend.code_reads import is_user_code
 from thunder.frontend.patches import ProcessPatches
@@ -116,6 +121,62 @@ def _enabled(real):
         return real(self, level)
 
     return isEnabledFor
+
+
+class RecordedFile:
+    """Stands for a file object (``io.IOBase``) while the user's code is traced (see the module
+    docstring); outside tracing it is the file."""
+
+    __slots__ = ("_real",)
+    _DESCRIPTIVE = frozenset({"name", "mode", "encoding", "errors", "newlines", "closed", "fileno", "isatty"})
+
+    def __init__(self, real):
+        object.__setattr__(self, "_real", real)
+
+    def write(self, s):
+        calls = _recording()
+        if calls is None:
+            return self._real.write(s)
+        _no_proxy_text(s)
+        calls.append((self._real.write, (s,), {}))
+        return len(s)
+
+    def writelines(self, lines):
+        calls = _recording()
+        if calls is None:
+            return self._real.writelines(lines)
+        lines = list(lines)
+        _no_proxy_text(*lines)
+        calls.append((self._real.writelines, (lines,), {}))
+        return None
+
+    def flush(self):
+        calls = _recording()
+        if calls is None:
+            return self._real.flush()
+        calls.append((self._real.flush, (), {}))
+        return None
+
+    def __getattr__(self, name):
+        if name in self._DESCRIPTIVE or _recording() is None:
+            return getattr(self._real, name)
+        raise UnsupportedValueError(
+            f"thunder: {name} of the file {self._real!r} inside the compiled function: its answer depends on the "
+            "file's state when the program runs, which a compiled program cannot replay (writes, writelines and "
+            "flush are made on every call)" + at(user_location())
+        )
+
+    def __setattr__(self, name, value):
+        setattr(self._real, name, value)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def __iter__(self):
+        return self.__getattr__("__iter__")()
 
 
 _TARGETS = ((builtins, "print", _print), (warnings, "warn", _warn), (logging.Logger, "_log", _log),
