@@ -16,7 +16,8 @@ Executors are told apart by colour *and* by shape / border (dashed: not claimed 
 executor); tensor-subclass flatten/unflatten and dataclass construction get shapes of their
 own and a bold border. A collective is a parallelogram saying what it moves per rank and on
 which group; the edge from a start to the wait that ends it is dashed and labelled "in
-flight", so the nodes drawn between them are what overlaps the communication. A tensor-subclass value is drawn with its inner tensors: an input as
+flight", and the start's tooltip names its wait and how many lines of the trace run in between
+(the layout follows the dataflow, not the trace's order: ``explorer.communication`` lists them). A tensor-subclass value is drawn with its inner tensors: an input as
 ``ScaleTensor f32[2, 2]`` over ``_x f32[2, 2]`` and ``_scale f32[]``, an edge with both.
 """
 
