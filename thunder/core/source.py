@@ -31,8 +31,24 @@ class SourceLocation:
         return f"{self.filename}:{self.lineno} in {self.function}"
 
 
+def _wrapper_files() -> frozenset[str]:
+    """Modules that only wrap the user's call on its way to torch (``typing_extensions.deprecated``
+    around ``torch.distributed.all_gather_into_tensor``, functools' and contextlib's wrappers)."""
+    import contextlib
+    import functools
+
+    files = {contextlib.__file__, functools.__file__}
+    te = sys.modules.get("typing_extensions")
+    if te is not None and getattr(te, "__file__", None):
+        files.add(te.__file__)
+    return frozenset(os.path.abspath(f) for f in files)
+
+
+_WRAPPERS = _wrapper_files()
+
+
 def _skipped(filename: str) -> bool:
-    return filename.startswith(_SKIP) or filename.startswith("<frozen")
+    return filename.startswith(_SKIP) or filename.startswith("<frozen") or filename in _WRAPPERS
 
 
 def is_user_file(filename: str) -> bool:
