@@ -34,6 +34,23 @@ class OverwrittenSave:
     cotangents: tuple[int, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class DataParallel:
+    """The gradient averaging of a ``DistributedDataParallel`` whose call syncs gradients,
+    noted by acquisition (``frontend/ddp.py``) for the pass that puts it in the backward
+    (``transforms/ddp.py``): each parameter's gradient becomes the mean over the ranks of
+    ``group``, reduced in buckets of about ``bucket_cap`` bytes, the parameters taken in
+    reverse order (as DDP's reducer buckets them)."""
+
+    group: str  # the process group's name (``ProcessGroup.group_name``)
+    world_size: int
+    # the parameters DDP reduces, in its order: their positions among the computation's
+    # inputs (so among the backward's gradients) and their names there
+    positions: tuple[int, ...]
+    parameters: tuple[str, ...]
+    bucket_cap: int  # DDP's ``bucket_bytes_cap``
+
+
 @dataclasses.dataclass(slots=True)
 class TraceInfo:
     """What acquisition and the grad passes note on a computation trace; each trace derived
@@ -53,6 +70,8 @@ class TraceInfo:
     saved_to_recompute: list[str] = dataclasses.field(default_factory=list)
     # saved values a later in-place write overwrote, the latest op first (saved_versions)
     overwritten_saves: list[OverwrittenSave] = dataclasses.field(default_factory=list)
+    # a DistributedDataParallel call that averages gradients across ranks (acquisition)
+    data_parallel: DataParallel | None = None
 
     def copy(self) -> TraceInfo:
         """A copy whose fields can be set without touching this one (the values are shared)."""
