@@ -39,8 +39,10 @@ class DataParallel:
     """The gradient averaging of a ``DistributedDataParallel`` whose call syncs gradients,
     noted by acquisition (``frontend/ddp.py``) for the pass that puts it in the backward
     (``transforms/ddp.py``): each parameter's gradient becomes the mean over the ranks of
-    ``group``, reduced in buckets of about ``bucket_cap`` bytes, the parameters taken in
-    reverse order (as DDP's reducer buckets them)."""
+    ``group``, reduced in buckets, the parameters taken in reverse order (about the order
+    their gradients are made) and a bucket closed once it holds its cap in bytes: the first
+    of ``bucket_caps`` for the first bucket, and so on, the last one for the rest (DDP's
+    ``first_bucket_bytes_cap`` then ``bucket_bytes_cap``, or ``bucket_cap_mb_list``)."""
 
     group: str  # the process group's name (``ProcessGroup.group_name``)
     world_size: int
@@ -48,7 +50,7 @@ class DataParallel:
     # inputs (so among the backward's gradients) and their names there
     positions: tuple[int, ...]
     parameters: tuple[str, ...]
-    bucket_cap: int  # DDP's ``bucket_bytes_cap``
+    bucket_caps: tuple[int, ...]
 
 
 @dataclasses.dataclass(slots=True)

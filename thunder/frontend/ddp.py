@@ -112,7 +112,20 @@ class DataParallelCall:
         if not positions:
             return None
         world_size = torch.distributed.get_world_size(ddp.process_group)
-        return DataParallel(self.group, world_size, tuple(positions), tuple(names), int(ddp.bucket_bytes_cap))
+        return DataParallel(self.group, world_size, tuple(positions), tuple(names), _bucket_caps(ddp))
+
+
+def _bucket_caps(ddp) -> tuple[int, ...]:
+    """The bucket caps of DDP's reducer once it rebuilt its buckets in the order gradients are
+    made (from the second step on): ``bucket_cap_mb_list`` if given, else a first bucket of
+    ``first_bucket_bytes_cap`` (1 MiB with the default ``bucket_cap_mb``), so that the first
+    all-reduce starts early, then ``bucket_bytes_cap``."""
+    caps = getattr(ddp, "bucket_bytes_cap_list", None)
+    if caps:
+        return tuple(int(c) for c in caps)
+    cap = int(ddp.bucket_bytes_cap)
+    first = getattr(getattr(ddp, "_bucket_config", None), "first_bucket_bytes_cap", cap)
+    return (int(min(first, cap)), cap)
 
 
 def _refuse_unsupported(ddp) -> None:

@@ -3,7 +3,8 @@
 The backward returns one gradient per input of the forward; the parameters DDP reduces are
 noted by acquisition (``DataParallel``, ``frontend/ddp.py``). They are put in buckets as DDP's
 reducer does: in reverse order (about the order their gradients are made), a bucket closed
-once it holds ``bucket_cap`` bytes, one dtype per bucket. A bucket's gradients are flattened
+once it holds its cap in bytes (``bucket_caps``: a small first bucket, so that communication
+starts early), one dtype per bucket. A bucket's gradients are flattened
 and concatenated, scaled by 1/world size and all-reduced with a sum: the start
 (``prims.all_reduce``) right after the last of them is made, so the rest of the backward
 overlaps the communication; every wait comes at the end, where the reduced buffer is split
@@ -16,7 +17,7 @@ so that variant takes those as more inputs (``grad_<name>``) and adds them in be
 bucket is reduced; the caller stores the result in ``.grad`` instead of adding it there
 (``autograd_bridge.HeldGradients``).
 
-Before (two buckets: ``bucket_cap`` below a weight's bytes)::
+Before (two buckets: caps below a weight's bytes)::
 
     def backward(x, t_1_weight, t2, g_t3):
       t6 = ltorch.matmul(t5, t2)        # t_1_weight's gradient
@@ -73,7 +74,7 @@ def average_gradients(backward: Trace, plan: DataParallel, held: frozenset[int] 
         i: out.tensor(grads[i].meta_shape, grads[i].meta_dtype, grads[i].meta_device, name=f"grad_{names[i]}")
         for i in taken_gradients(backward, plan, held)
     }
-    buckets = _buckets([i for i, _ in reversed(present)], grads, plan.bucket_cap)
+    buckets = _buckets([i for i, _ in reversed(present)], grads, plan.bucket_caps)
 
     after: dict[int, list] = {}  # BoundSymbol index -> the buckets that start after it
     started = []
@@ -104,10 +105,13 @@ def taken_gradients(backward: Trace, plan: DataParallel, held: frozenset[int]) -
     return sorted(i for i in held if i in plan.positions and isinstance(backward.output[i], TensorProxy))
 
 
-def _buckets(order: list[int], grads: list, cap: int) -> list[list[int]]:
+def _buckets(order: list[int], grads: list, caps: tuple[int, ...]) -> list[list[int]]:
     """The gradients at positions ``order`` in buckets of one dtype and device, each closed
-    once it reaches ``cap`` bytes (DDP's ``_compute_bucket_assignment_by_size``)."""
+    once it reaches its cap in bytes (``caps``, the last one repeating), as DDP's
+    ``_compute_bucket_assignment_by_size`` does: per dtype and device, the n-th bucket's cap
+    is ``caps[n]``."""
     open_: dict[tuple, tuple[list[int], list[int]]] = {}  # (dtype, device) -> (positions, [bytes])
+    closed: dict[tuple, int] = {}  # (dtype, device) -> how many of its buckets are closed
     done: list[list[int]] = []
     for i in order:
         g = grads[i]
@@ -115,8 +119,10 @@ def _buckets(order: list[int], grads: list, cap: int) -> list[list[int]]:
         positions, size = open_.setdefault(key, ([], [0]))
         positions.append(i)
         size[0] += _numel(g) * g.meta_dtype.itemsize
-        if size[0] >= cap:
+        n = closed.get(key, 0)
+        if size[0] >= caps[min(n, len(caps) - 1)]:
             done.append(positions)
+            closed[key] = n + 1
             del open_[key]
     done += [positions for positions, _ in open_.values()]
     return done
