@@ -147,6 +147,7 @@ def _accumulate(rank, world_size):
     step, twice (the second time .grad is zeros rather than None: every parameter holds one);
     and the backward traces of the synced and the no_sync calls."""
     import thunder
+    from thunder.core.verify import verify
 
     torch.manual_seed(0)
     base = _mlp()
@@ -176,6 +177,12 @@ def _accumulate(rank, world_size):
                 for e in stats.entries
             }
             traces["computation"] = str(stats.entries[0].computation_traces[-1])
+            (held,) = [e.held_gradients for e in stats.entries if e.held_gradients is not None]
+            traces["held"] = str(next(iter(held.traces.values()))[-1])  # (.grad held: the variant ran)
+            every = [t for e in stats.entries for t in (*e.computation_traces, *e.backward_traces)]
+            every += [t for ts in held.traces.values() for t in ts]
+            for t in every:
+                verify(t)
     return results, traces
 
 
@@ -200,6 +207,12 @@ def test_no_sync_then_sync_averages_the_accumulated_gradients():
         assert max(starts) < min(waits), "every wait comes after the last start"
         between = code[starts[0] + 1 : waits[0]]
         assert any("matmul(" in ln for ln in between), "backward work overlaps the first bucket's all-reduce"
+        # the variant for held .grad takes them as inputs and adds them in before the all-reduce
+        held = traces["held"].splitlines()
+        signature = next(ln for ln in held if ln.startswith("def backward("))
+        assert "grad_t_0_weight" in signature and "grad_t_4_bias" in signature, signature
+        first_add = next(i for i, ln in enumerate(held) if "torch.add(grad_t_" in ln)
+        assert first_add < next(i for i, ln in enumerate(held) if "all_reduce(" in ln)
 
 
 def _bn_model():

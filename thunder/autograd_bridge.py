@@ -150,16 +150,20 @@ class HeldGradients:
     """The backwards for parameters that already hold a ``.grad`` when a backward that
     averages gradients across ranks runs. ``positions``: the parameters' positions among the
     inputs. ``make(held)`` (``held``: the positions whose ``.grad`` is set) returns
-    ``(callable, taken)``: the callable takes the saved values, the cotangents and the
+    ``(callable, taken, traces)``: the callable takes the saved values, the cotangents and the
     ``.grad`` of the parameters at ``taken`` (the held ones this backward makes a gradient
-    for), and returns the gradients, averaged, those at ``taken`` including the held ones."""
+    for), and returns the gradients, averaged, those at ``taken`` including the held ones;
+    ``traces`` (its traces, first to last) are kept in ``self.traces[held]``."""
 
     def __init__(
-        self, positions: tuple[int, ...], make: Callable[[frozenset[int]], tuple[Callable, list[int]]]
+        self,
+        positions: tuple[int, ...],
+        make: Callable[[frozenset[int]], tuple[Callable, list[int], list]],
     ):
         self.positions = positions
         self.make = make
         self.made: dict[frozenset[int], tuple[Callable, list[int]]] = {}
+        self.traces: dict[frozenset[int], list] = {}
 
     def held(self, params: tuple) -> frozenset[int]:
         return frozenset(i for i, p in zip(self.positions, params) if p.grad is not None)
@@ -167,7 +171,8 @@ class HeldGradients:
     def gradients(self, held: frozenset[int], params: tuple, values, cotangents) -> tuple:
         made = self.made.get(held)
         if made is None:
-            made = self.made[held] = self.make(held)
+            fn, taken, self.traces[held] = self.make(held)
+            made = self.made[held] = fn, taken
         fn, taken = made
         of = dict(zip(self.positions, params))
         grads = list(fn(*values, *cotangents, *[of[i].grad for i in taken]))

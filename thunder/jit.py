@@ -111,6 +111,9 @@ class CacheEntry:
     # the traces of the backward as a computation and of its backward, made by the first
     # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
     double_backward_traces: dict[str, list[Trace]] | None = None
+    # a backward that averages gradients across ranks (DistributedDataParallel): its variants
+    # for parameters that already hold a .grad, with their traces (``held_gradients.traces``)
+    held_gradients: HeldGradients | None = None
 
 
 @dataclasses.dataclass
@@ -382,6 +385,7 @@ class ThunderFunction:
             miss_reasons=reasons,
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
+            held_gradients=held,
         )
         if double is not None:
             entry_ref.append(weakref.ref(entry))
@@ -445,7 +449,7 @@ _LOWERING = tuple(p for p in PIPELINE if p.name in ("claim", "fuse", "del_last_u
 
 def _held_backward(
     executors: list[Executor], local: Trace, plan, held: frozenset[int]
-) -> tuple[Callable, list[int]]:
+) -> tuple[Callable, list[int], list[Trace]]:
     """The backward that averages gradients across ranks, for parameters at ``held`` that
     already hold a ``.grad``: it takes those too and adds them in before the all-reduce
     (``HeldGradients``). ``local``: the backward before averaging."""
@@ -455,7 +459,7 @@ def _held_backward(
     final = run_pipeline(
         bundle, _LOWERING, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history
     )
-    return final.backward.python_callable(), taken_gradients(local, plan, held)
+    return final.backward.python_callable(), taken_gradients(local, plan, held), history.traces["backward"]
 
 
 def _outputs_and_args(joint: Trace) -> tuple[list, list]:
