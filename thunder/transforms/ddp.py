@@ -4,11 +4,10 @@ The backward returns one gradient per input of the forward; the parameters DDP r
 noted by acquisition (``DataParallel``, ``frontend/ddp.py``). They are put in buckets as DDP's
 reducer does: in reverse order (about the order their gradients are made), a bucket closed
 once it holds its cap in bytes (``bucket_caps``: a small first bucket, so that communication
-starts early), one dtype per bucket. A bucket's gradients are flattened
-and concatenated, scaled by 1/world size and all-reduced with a sum: the start
-(``prims.all_reduce``) right after the last of them is made, so the rest of the backward
-overlaps the communication; every wait comes at the end, where the reduced buffer is split
-back into the gradients. A parameter whose gradient the backward does not make (unused by
+starts early), one dtype per bucket. A bucket's gradients are flattened and concatenated,
+scaled by 1/world size and all-reduced with a sum: the start (``prims.all_reduce``) right
+after the last of them is made, so the rest of the backward overlaps the communication; every
+wait comes at the end, where the reduced buffer is split back into the gradients. A parameter whose gradient the backward does not make (unused by
 this forward) is left out, as DDP leaves a globally unused parameter's ``.grad`` alone.
 
 ``held``: positions of parameters whose ``.grad`` already holds gradients accumulated under
@@ -26,24 +25,24 @@ Before (two buckets: caps below a weight's bytes)::
       t13 = ltorch.sum(t9, (0,))        # t_0_bias's
       return (None, t12, t13, t6, t7)
 
-After::
+After (a 1-d gradient needs no reshape)::
 
       t6 = ltorch.matmul(t5, t2)
       t7 = ltorch.sum(g_t3, (0,))
-      t14 = ltorch.reshape(t7, (-1,))
-      t15 = ltorch.reshape(t6, (-1,))
-      t16 = ltorch.cat([t14, t15])
-      t17 = ltorch.mul(t16, 0.5)
-      t18 = prims.all_reduce(t17, 'sum', '0')
-      t12 = ltorch.matmul(t11, x)
+      t14 = ltorch.reshape(t6, (-1,))
+      t15 = ltorch.cat([t7, t14])
+      t16 = ltorch.mul(t15, 0.5)
+      t17 = prims.all_reduce(t16, 'sum', '0')
+      t12 = ltorch.matmul(t11, x)       # (overlaps the all-reduce of t17)
       t13 = ltorch.sum(t9, (0,))
       ...
-      t22 = prims.all_reduce(t21, 'sum', '0')
-      t23 = prims.wait(t18)
-      (t24, t25) = ltorch.split(t23, [2, 16])
-      t26 = ltorch.reshape(t25, (2, 8))
+      t21 = prims.all_reduce(t20, 'sum', '0')
+      t22 = prims.wait(t17)
+      (t23, t24) = ltorch.split(t22, [2, 16])
+      t25 = ltorch.reshape(t24, (2, 8))
+      t26 = prims.wait(t21)
       ...
-      return (None, t30, t31, t26, t24)
+      return (None, t29, t27, t25, t23)
 """
 
 from __future__ import annotations
