@@ -17,6 +17,12 @@ them): a backward asked to record its graph (``create_graph=True``) runs the bac
 differentiable computation (``DoubleBackward``, ``transforms/double_backward.py``), and a
 plain gradient of a tensor-subclass output runs a backward traced for it
 (``CotangentBackwards``).
+
+A backward that averages gradients across ranks (``thunder.jit`` of a DistributedDataParallel,
+``transforms/ddp.py``) must average what the parameters' ``.grad`` will hold, as DDP does:
+where a parameter already holds a gradient (accumulated under ``no_sync()``), a variant of
+the backward takes it, adds it in before the all-reduce, and the result is stored in ``.grad``
+(in place) instead of being handed to autograd to add (``HeldGradients``).
 """
 
 from __future__ import annotations
@@ -140,6 +146,43 @@ class DoubleBackward:
         return tuple(grads)
 
 
+class HeldGradients:
+    """The backwards for parameters that already hold a ``.grad`` when a backward that
+    averages gradients across ranks runs. ``positions``: the parameters' positions among the
+    inputs. ``make(held)`` (``held``: the positions whose ``.grad`` is set) returns
+    ``(callable, taken, traces)``: the callable takes the saved values, the cotangents and the
+    ``.grad`` of the parameters at ``taken`` (the held ones this backward makes a gradient
+    for), and returns the gradients, averaged, those at ``taken`` including the held ones;
+    ``traces`` (its traces, first to last) are kept in ``self.traces[held]``."""
+
+    def __init__(
+        self,
+        positions: tuple[int, ...],
+        make: Callable[[frozenset[int]], tuple[Callable, list[int], list]],
+    ):
+        self.positions = positions
+        self.make = make
+        self.made: dict[frozenset[int], tuple[Callable, list[int]]] = {}
+        self.traces: dict[frozenset[int], list] = {}
+
+    def held(self, params: tuple) -> frozenset[int]:
+        return frozenset(i for i, p in zip(self.positions, params) if p.grad is not None)
+
+    def gradients(self, held: frozenset[int], params: tuple, values, cotangents) -> tuple:
+        made = self.made.get(held)
+        if made is None:
+            fn, taken, self.traces[held] = self.make(held)
+            made = self.made[held] = fn, taken
+        fn, taken = made
+        of = dict(zip(self.positions, params))
+        grads = list(fn(*values, *cotangents, *[of[i].grad for i in taken]))
+        with torch.no_grad():
+            for i in taken:  # the average of the accumulated gradient: stored, not added
+                of[i].grad.copy_(grads[i])
+                grads[i] = None
+        return tuple(grads)
+
+
 class _Layout:
     """Where each output of the computation comes from: an input (returned as itself) or an
     output of the Function (each computed value once)."""
@@ -254,6 +297,7 @@ class _Shared:
     # traced for (per cotangent the backward takes: the output's name and its subclass or None)
     others: CotangentBackwards | None
     cotangent_kinds: list[tuple[str, type | None]]
+    held: HeldGradients | None  # a backward that averages across ranks: for accumulated .grad
 
     @staticmethod
     def of(
@@ -263,6 +307,7 @@ class _Shared:
         name: str,
         double: DoubleBackward | None,
         others: CotangentBackwards | None,
+        held: HeldGradients | None = None,
     ) -> _Shared:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
         writebacks = fw.info.writebacks if bw is not None else []
@@ -307,6 +352,7 @@ class _Shared:
                 (o.name, o.subclass if isinstance(o, SubclassProxy) else None)
                 for o in (layout.function_outputs[j] for j in diff)
             ],
+            held=held,
         )
 
 
@@ -318,13 +364,16 @@ def grad_computation(
     name: str = "computation",
     double: DoubleBackward | None = None,
     others: CotangentBackwards | None = None,
+    held: HeldGradients | None = None,
 ) -> Callable:
     """The computation callable of an entry with a backward: ``fw`` returns (outputs, saved)
     and ``bw`` takes (saved, cotangents). With ``error`` instead of ``bw``, ``fw`` is the plain
     computation (outputs only) and backward raises ``error`` (a prim without a VJP rule).
     ``double``: what a backward asked to record its graph runs (the forward's inputs are kept
-    for it, with their versions). ``others``: backwards for plain cotangents of subclass outputs."""
-    shared = _Shared.of(fw, bw, error, name, double, others)
+    for it, with their versions). ``others``: backwards for plain cotangents of subclass outputs.
+    ``held``: the backwards for parameters that hold a ``.grad`` (a backward that averages
+    gradients across ranks)."""
+    shared = _Shared.of(fw, bw, error, name, double, others, held)
     fn = type(
         f"ThunderAutogradFunction_{name}",
         (torch.autograd.Function,),
@@ -348,10 +397,13 @@ def _forward(shared: _Shared) -> Callable:
     plain_outputs, first, keep_none = shared.plain_outputs, shared.layout.first, shared.keep_none
     nondiff = shared.layout.non_differentiable
     written, double = shared.written, shared.double is not None or shared.others is not None
+    held = shared.held.positions if shared.held is not None else None
 
     def forward(ctx, *args):
         if leaf is not None:
             args = args[:-1]
+        if held is not None:  # (their .grad, when the backward runs)
+            ctx.params = tuple(args[i] for i in held)
         if double:  # a double backward recomputes from the inputs: an input written since is an error
             ctx.inputs = args
             ctx.versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
@@ -406,7 +458,7 @@ def _backward(shared: _Shared) -> Callable:
     )
     all_diff, diff = shared.all_diff, shared.layout.differentiable
 
-    double, others, kinds = shared.double, shared.others, shared.cotangent_kinds
+    double, others, kinds, held = shared.double, shared.others, shared.cotangent_kinds, shared.held
 
     def backward(ctx, *cotangents):
         if error is not None:
@@ -446,7 +498,12 @@ def _backward(shared: _Shared) -> Callable:
                 values[i] = v
         try:
             with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
-                if all_diff:
+                holding = held.held(ctx.params) if held is not None else None
+                if holding:
+                    grads = held.gradients(
+                        holding, ctx.params, values, cotangents if all_diff else [cotangents[j] for j in diff]
+                    )
+                elif all_diff:
                     grads = bw_fn(*values, *cotangents)
                 else:
                     grads = bw_fn(*values, *[cotangents[j] for j in diff])

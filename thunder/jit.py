@@ -25,6 +25,7 @@ import torch
 from thunder.autograd_bridge import (
     CotangentBackwards,
     DoubleBackward,
+    HeldGradients,
     grad_computation,
     no_grad_computation,
     without_autocast,
@@ -49,6 +50,7 @@ from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.hf_generate import generate
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
+from thunder.transforms.ddp import average_gradients, taken_gradients
 from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.double_backward import backward_from_inputs, differentiable_backward
 from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
@@ -109,6 +111,9 @@ class CacheEntry:
     # the traces of the backward as a computation and of its backward, made by the first
     # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
     double_backward_traces: dict[str, list[Trace]] | None = None
+    # a backward that averages gradients across ranks (DistributedDataParallel): its variants
+    # for parameters that already hold a .grad, with their traces (``held_gradients.traces``)
+    held_gradients: HeldGradients | None = None
 
 
 @dataclasses.dataclass
@@ -175,6 +180,21 @@ def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     return _pair(functools.partial(rematerialize, fusing=fusing), bundle, bundle.computation, bundle.backward)
 
 
+def _average_gradients(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The all-reduces of a DistributedDataParallel's gradients in the backward
+    (``transforms/ddp.py``), for a call that syncs them."""
+    plan = bundle.computation.info.data_parallel
+    if plan is None or bundle.backward is None:
+        return bundle
+    t0 = time.perf_counter()
+    backward = average_gradients(bundle.backward, plan)
+    if backward is bundle.backward:  # (no parameter of DDP's gets a gradient here)
+        return bundle
+    backward.provenance.seconds = time.perf_counter() - t0
+    ctx.local_backward = bundle.backward
+    return bundle.replace(backward=backward)
+
+
 def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
     t0 = time.perf_counter()
     fw, bw = fn(*traces)
@@ -193,6 +213,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("split", _split),
     Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
+    Pass("average_gradients", _average_gradients),
     Pass("claim", on(KINDS, _claim, context=True)),
     Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
     Pass("del_last_used", on(("computation", "backward"), del_last_used)),
@@ -317,7 +338,14 @@ class ThunderFunction:
         check_plan((final.computation, final.backward), self.__name__)  # the same collectives on every rank
         grad_error = ctx.grad_error
         double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
-        if final.backward is not None:
+        held = None
+        if ctx.local_backward is not None:  # gradients averaged across ranks (DistributedDataParallel)
+            plan = final.computation.info.data_parallel
+            held = HeldGradients(
+                plan.positions, functools.partial(_held_backward, self.executors, ctx.local_backward, plan)
+            )
+            double = DoubleBackward(_no_double_backward)
+        elif final.backward is not None:
             double = DoubleBackward(
                 functools.partial(_double_backward, self.executors, self.__name__, ctx.joint, entry_ref)
             )
@@ -336,6 +364,7 @@ class ThunderFunction:
                 name=self.__name__,
                 double=double,
                 others=others,
+                held=held,
             )
         elif ctx.autograd_records:
             computation = final.computation.python_callable()
@@ -356,6 +385,7 @@ class ThunderFunction:
             miss_reasons=reasons,
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
+            held_gradients=held,
         )
         if double is not None:
             entry_ref.append(weakref.ref(entry))
@@ -404,6 +434,32 @@ def _double_backward(
             "backward": history.traces["backward"],
         }
     return computation, positions
+
+
+def _no_double_backward():
+    raise RuntimeError(
+        "its gradients are averaged across ranks (thunder.jit of a DistributedDataParallel), which a backward "
+        "recording its own graph would not do"
+    )
+
+
+# the passes after a backward is made: what a variant of the backward made later runs
+_LOWERING = tuple(p for p in PIPELINE if p.name in ("claim", "fuse", "del_last_used"))
+
+
+def _held_backward(
+    executors: list[Executor], local: Trace, plan, held: frozenset[int]
+) -> tuple[Callable, list[int], list[Trace]]:
+    """The backward that averages gradients across ranks, for parameters at ``held`` that
+    already hold a ``.grad``: it takes those too and adds them in before the all-reduce
+    (``HeldGradients``). ``local``: the backward before averaging."""
+    backward = average_gradients(local, plan, held)
+    bundle = TraceBundle(None, None, None, backward)
+    history = History.start(bundle, 0.0)
+    final = run_pipeline(
+        bundle, _LOWERING, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history
+    )
+    return final.backward.python_callable(), taken_gradients(local, plan, held), history.traces["backward"]
 
 
 def _outputs_and_args(joint: Trace) -> tuple[list, list]:

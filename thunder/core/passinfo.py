@@ -34,6 +34,25 @@ class OverwrittenSave:
     cotangents: tuple[int, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class DataParallel:
+    """The gradient averaging of a ``DistributedDataParallel`` whose call syncs gradients,
+    noted by acquisition (``frontend/ddp.py``) for the pass that puts it in the backward
+    (``transforms/ddp.py``): each parameter's gradient becomes the mean over the ranks of
+    ``group``, reduced in buckets, the parameters taken in reverse order (about the order
+    their gradients are made) and a bucket closed once it holds its cap in bytes: the first
+    of ``bucket_caps`` for the first bucket, and so on, the last one for the rest (DDP's
+    ``first_bucket_bytes_cap`` then ``bucket_bytes_cap``, or ``bucket_cap_mb_list``)."""
+
+    group: str  # the process group's name (``ProcessGroup.group_name``)
+    world_size: int
+    # the parameters DDP reduces, in its order: their positions among the computation's
+    # inputs (so among the backward's gradients) and their names there
+    positions: tuple[int, ...]
+    parameters: tuple[str, ...]
+    bucket_caps: tuple[int, ...]
+
+
 @dataclasses.dataclass(slots=True)
 class TraceInfo:
     """What acquisition and the grad passes note on a computation trace; each trace derived
@@ -53,6 +72,8 @@ class TraceInfo:
     saved_to_recompute: list[str] = dataclasses.field(default_factory=list)
     # saved values a later in-place write overwrote, the latest op first (saved_versions)
     overwritten_saves: list[OverwrittenSave] = dataclasses.field(default_factory=list)
+    # a DistributedDataParallel call that averages gradients across ranks (acquisition)
+    data_parallel: DataParallel | None = None
 
     def copy(self) -> TraceInfo:
         """A copy whose fields can be set without touching this one (the values are shared)."""

@@ -56,6 +56,9 @@ class PassContext:
     autograd_records: bool = False
     # the joint forward-and-backward trace (grad pass): a double backward differentiates it
     joint: Trace | None = None
+    # the backward before its gradients were averaged across ranks (DistributedDataParallel):
+    # the variants for parameters that already hold a .grad start from it
+    local_backward: Trace | None = None
 
 
 @dataclasses.dataclass(frozen=True)

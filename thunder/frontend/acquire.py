@@ -31,6 +31,7 @@ from thunder.frontend.autograd_functions import traced_functions
 from thunder.frontend.bound_self import BoundSelf
 from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.collectives import finish_pending
+from thunder.frontend.ddp import DataParallelCall, data_parallel
 from thunder.frontend.effects import SUBSTITUTING, Effects
 from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
@@ -208,6 +209,10 @@ def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dyn
 
 def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
+    # a DistributedDataParallel: its module is traced, with DDP's semantics (frontend/ddp.py)
+    ddp = data_parallel(module)
+    if ddp is not None:
+        module = ddp.module
     state.fn = module if module is not None else fn
     state.torch_state = torch_state = TorchState()
     comp = state.computation
@@ -219,6 +224,9 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         )
         if module is not None:
             fn = state.shadows.shadow(module)
+        replica = DataParallelCall(state, ddp, fn) if ddp is not None else None
+        if replica is not None:  # (the buffers' broadcast, then the module's forward)
+            fn = replica
         # the globals and closure cells the user's code may read (also through the hooks and
         # callbacks it calls), as the call begins
         called = [fn] if module is None else []
@@ -262,6 +270,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)
         state.shadows.finish()
+        if replica is not None:
+            replica.finish()
         _write_back_inputs(state)
         _guard_written_inputs(state)
         guard_param_reads(state)
@@ -277,6 +287,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         comp.info.versions = state.versions
     used = _used_inputs(comp, state)
     comp.args = used
+    if replica is not None:
+        comp.info.data_parallel = replica.record(used)
     names = {p.name for p in used}
     checked = [p for p in state.touched.values() if p.name not in names and p.name in state.inputs.sources]
     checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]

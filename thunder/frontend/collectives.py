@@ -56,11 +56,17 @@ def _reduce_op(op, func) -> str:
 
 def group_name(mode, group, func) -> str:
     """The name of ``group`` (None: the default group), which the prologue checks from now on."""
+    return checked_group(mode.state.inputs.checks, group, describe(func))
+
+
+def checked_group(checks, group, what: str) -> str:
+    """The name of ``group`` (None: the default group) used by ``what``; ``checks`` (the
+    prologue's) gets the check that it still exists with its size and this process's rank."""
     dist = _dist()
     if group is None:
         if not dist.is_initialized():
             raise UnsupportedValueError(
-                f"thunder: {describe(func)}: torch.distributed is not initialised (call "
+                f"thunder: {what}: torch.distributed is not initialised (call "
                 "torch.distributed.init_process_group before the compiled function)" + at(user_location())
             )
         group = dist.distributed_c10d._get_default_group()
@@ -71,19 +77,18 @@ def group_name(mode, group, func) -> str:
             name = group.group_name
         except RuntimeError as e:
             raise UnsupportedValueError(
-                f"thunder: {describe(func)}: the process group is unknown to torch.distributed (destroyed?): {e}"
+                f"thunder: {what}: the process group is unknown to torch.distributed (destroyed?): {e}"
                 + at(user_location())
             ) from None
     else:
         raise UnsupportedValueError(
-            f"thunder: {describe(func)}: the group {group!r} is not a torch.distributed.ProcessGroup"
+            f"thunder: {what}: the group {group!r} is not a torch.distributed.ProcessGroup"
             + at(user_location())
         )
     try:
         real = group_of(name)
     except Exception as e:
         raise UnsupportedValueError(f"{e}" + at(user_location())) from None
-    checks = mode.state.inputs.checks
     args = (name, real.size(), real.rank())
     if not any(b.sym is pyops.check_process_group and b.args == args for b in checks.of_globals):
         checks.add_global_check(pyops.check_process_group, *args)
