@@ -4,7 +4,9 @@ A saved value made by a cheap elementwise op (arithmetic, comparisons, casts: no
 transcendental function) whose own inputs the backward has anyway (inputs of
 the function, other saved values, values recomputed this way) costs memory from the forward
 to the backward for nothing: the backward recomputes it from those inputs. A value returned
-by the function is kept (it is alive anyway).
+by the function is kept (it is alive anyway). So are the outputs of a BoundSymbol tagged
+``recompute_in_backward`` by acquisition, whatever it costs (FSDP's unsharded parameters of a
+module that reshards after forward: the backward all-gathers them again, as eager FSDP does).
 
 When a fusion executor comes first (``fusing``: torch.compile, nvFuser), the recomputation
 runs inside the backward's fused kernels, where it costs no more than reading the saved value
@@ -178,6 +180,8 @@ class _Plan:
         """``b``'s saved outputs that could be recomputed, and how: ``b`` itself (a cheap
         elementwise op), or, with a fusion executor, a chain of an op's prims per output."""
         outs = proxies_in(b.output)
+        if Tag.RECOMPUTE_IN_BACKWARD in b.tags:  # acquisition asked for it (an FSDP unshard)
+            return {o.name: [b] for o in outs if self._wanted(o.name)}
         if _recomputable(b, fusing):
             return {outs[0].name: [b]} if self._wanted(outs[0].name) else {}
         if fusing is None or len(outs) <= 1 or not b.subsymbols:
