@@ -30,13 +30,13 @@ class Block(nn.Module):
         self.ln1 = nn.LayerNorm(d)
         # (no bias: the key's bias gets a zero gradient, whose rounding noise Adam would blow up)
         self.qkv = nn.Linear(d, 3 * d, bias=False)
-        self.proj = nn.Linear(d, d)
+        self.wo = nn.Parameter(torch.randn(d, d) * d**-0.5)  # used as wo.T: a view of it is what matmul saves
         self.ln2 = nn.LayerNorm(d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x):
         q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
-        x = x + self.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        x = x + F.scaled_dot_product_attention(q, k, v, is_causal=True) @ self.wo.T
         return x + self.mlp(self.ln2(x))
 
 
@@ -71,6 +71,22 @@ def _sharded(reshard_after_forward: bool = True, **kwargs) -> Transformer:
 def _collectives(trace) -> dict[str, int]:
     text = str(trace)
     return {op: text.count(f"prims.{op}(") for op in ("all_gather", "wait", "reduce_scatter")}
+
+
+def _saved_unsharded(jm) -> list[str]:
+    """The values the forward keeps for the backward that are the blocks' unsharded
+    parameters, or views of them (read before claiming, where each unshard is one line)."""
+    import thunder
+    from thunder.core.tags import Tag
+
+    trace = next(t for t in reversed(thunder.last_traces(jm)) if "fsdp.unshard(" in str(t))
+    unsharded: set[str] = set()
+    for b in trace.bound_symbols:
+        if b.sym.id == "fsdp.unshard" and b.scope.path.startswith("blocks"):
+            unsharded |= {p.name for p in b.flat_proxy_outs}
+        elif b.sym.tags & {Tag.SHAPE, Tag.VIEW} and {p.name for p in b.flat_proxy_args} & unsharded:
+            unsharded |= {p.name for p in b.flat_proxy_outs}
+    return sorted(unsharded & set(trace.info.saved_for_backward))
 
 
 def _train(model, jit: bool, rank: int):
@@ -116,6 +132,7 @@ def _run(rank, world_size):
     out["misses"] = thunder.compile_stats(jm).cache_misses
     forward, backward = thunder.last_traces(jm)[-1], thunder.last_backward_traces(jm)[-1]
     out["forward"], out["backward"] = _collectives(forward), _collectives(backward)
+    out["saved_unsharded"] = _saved_unsharded(jm)
     first = thunder.last_traces(jm)[0]  # as acquired: each unshard in the scope of its module call
     out["unshard_scopes"] = [b.scope.path for b in first.bound_symbols if b.sym.id == "fsdp.unshard"]
     out["prologue"] = str(thunder.last_prologue_traces(jm)[-1])
@@ -132,6 +149,7 @@ def _run(rank, world_size):
     jm, _, out["kept_losses"] = _train(model, True, rank)
     out["kept_params"] = {n: p.to_local().clone() for n, p in model.named_parameters()}
     out["kept_backward"] = _collectives(thunder.last_backward_traces(jm)[-1])
+    out["kept_saved_unsharded"] = _saved_unsharded(jm)
 
     # mixed precision is not supported yet: refused, naming the module and the policy
     mp = _sharded(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
@@ -182,11 +200,14 @@ def test_collectives_where_eager_fsdp2_runs_them(ranks):
         # the blocks reshard after forward (the root does not): gathered again in the backward;
         # every module's gradients reduce-scattered
         assert out["backward"] == {"all_gather": 2, "wait": 5, "reduce_scatter": 3}
+        # nothing of the blocks' unsharded parameters is kept from the forward (not wo.T either)
+        assert out["saved_unsharded"] == []
 
 
 def test_reshard_after_forward_false_saves_the_unsharded_parameters(ranks):
     for out in ranks:
         assert out["kept_backward"] == {"all_gather": 0, "wait": 3, "reduce_scatter": 3}
+        assert len(out["kept_saved_unsharded"]) >= 8  # (the weights of two blocks, wo.T's views)
         for name, p in out["kept_params"].items():
             torch.testing.assert_close(p, out["eager"][name], msg=lambda m, n=name: f"{n}: {m}")
 
