@@ -110,6 +110,7 @@ def _run(rank, world_size):
     from torch.distributed.fsdp import MixedPrecisionPolicy
 
     import thunder
+    from explorer import model_of
     from thunder.core.verify import verify
 
     out = {}
@@ -136,6 +137,10 @@ def _run(rank, world_size):
     first = thunder.last_traces(jm)[0]  # as acquired: each unshard in the scope of its module call
     out["unshard_scopes"] = [b.scope.path for b in first.bound_symbols if b.sym.id == "fsdp.unshard"]
     out["prologue"] = str(thunder.last_prologue_traces(jm)[-1])
+    first_pass = model_of(jm).series["computation"].passes[0]  # the explorer's view of it
+    out["explorer_unshards"] = [
+        (n.scope.path, sorted(n.tags)) for n in first_pass.nodes if (n.module, n.sym) == ("fsdp", "unshard")
+    ]
     for trace in thunder.last_traces(jm) + thunder.last_backward_traces(jm):
         verify(trace)  # (single assignment, defined before use: after every pass)
 
@@ -196,6 +201,11 @@ def test_collectives_where_eager_fsdp2_runs_them(ranks):
     for out in ranks:
         # one all-gather (a start and its wait) per sharded module, each in its module's scope
         assert out["unshard_scopes"] == ["", "blocks.0", "blocks.1"]
+        assert out["explorer_unshards"] == [
+            ("", []),  # the root keeps its parameters unsharded for the backward
+            ("blocks.0", ["recompute_in_backward"]),
+            ("blocks.1", ["recompute_in_backward"]),
+        ]
         assert out["forward"] == {"all_gather": 3, "wait": 3, "reduce_scatter": 0}
         # the blocks reshard after forward (the root does not): gathered again in the backward;
         # every module's gradients reduce-scattered
