@@ -84,7 +84,7 @@ def _saved_unsharded(jm) -> list[str]:
     for b in trace.bound_symbols:
         if b.sym.id == "fsdp.unshard" and b.scope.path.startswith("blocks"):
             unsharded |= {p.name for p in b.flat_proxy_outs}
-        elif b.sym.tags & {Tag.SHAPE, Tag.VIEW} and {p.name for p in b.flat_proxy_args} & unsharded:
+        elif b.sym.tags & {Tag.SHAPE, Tag.VIEW, Tag.CAST} and {p.name for p in b.flat_proxy_args} & unsharded:
             unsharded |= {p.name for p in b.flat_proxy_outs}
     return sorted(unsharded & set(trace.info.saved_for_backward))
 
@@ -148,6 +148,18 @@ def _run(rank, world_size):
     idx = torch.arange(12).reshape(2, 6) % VOCAB
     with torch.no_grad():
         out["eval"] = (eager(idx), jm(idx))
+
+    # under autocast the matmuls read bfloat16 copies of the weights: cast again in the backward
+    eager, model = _sharded(), _sharded()
+    jm = thunder.jit(model)
+    for run in (eager, jm):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            F.cross_entropy(run(idx).flatten(0, 1).float(), idx.flatten()).backward()
+    out["autocast_grads"] = [
+        (n, p.grad.to_local(), q.grad.to_local())
+        for (n, p), q in zip(eager.named_parameters(), model.parameters())
+    ]
+    out["autocast_saved_unsharded"] = _saved_unsharded(jm)
 
     # reshard_after_forward=False on the blocks: the unsharded parameters are saved instead
     model = _sharded(reshard_after_forward=False)
@@ -220,6 +232,15 @@ def test_reshard_after_forward_false_saves_the_unsharded_parameters(ranks):
         assert len(out["kept_saved_unsharded"]) >= 8  # (the weights of two blocks, wo.T's views)
         for name, p in out["kept_params"].items():
             torch.testing.assert_close(p, out["eager"][name], msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_autocast_casts_the_regathered_parameters_again(ranks):
+    for out in ranks:
+        assert out["autocast_saved_unsharded"] == []
+        for name, eager, compiled in out["autocast_grads"]:
+            torch.testing.assert_close(
+                compiled, eager, rtol=2e-2, atol=2e-2, msg=lambda m, n=name: f"{n}: {m}"
+            )
 
 
 def test_inference_under_no_grad(ranks):

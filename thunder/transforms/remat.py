@@ -7,7 +7,7 @@ to the backward for nothing: the backward recomputes it from those inputs. A val
 by the function is kept (it is alive anyway). So are the outputs of a BoundSymbol tagged
 ``recompute_in_backward`` by acquisition, whatever it costs (FSDP's unsharded parameters of a
 module that reshards after forward: the backward all-gathers them again, as eager FSDP does),
-and the views, reshapes and cheap elementwise values made of them only (``w.t()``).
+and the views, reshapes, casts and cheap elementwise values made of them only (``w.t()``).
 
 When a fusion executor comes first (``fusing``: torch.compile, nvFuser), the recomputation
 runs inside the backward's fused kernels, where it costs no more than reading the saved value
@@ -199,14 +199,14 @@ class _Plan:
         return {name: chain for name, chain in chains.items() if chain is not None}
 
     def _derived_chain(self, b: BoundSymbol, fusing: FusionExecutor | None) -> list[BoundSymbol] | None:
-        """How to recompute the output of ``b`` when ``b`` is a view, a reshape or a cheap
-        elementwise op of values recomputed in the backward anyway (``recompute_in_backward``):
+        """How to recompute the output of ``b`` when ``b`` is a view, a reshape, a cast or a
+        cheap elementwise op of values recomputed in the backward anyway (``recompute_in_backward``):
         their BoundSymbols, then ``b``. Saving it instead would keep what they are not kept
         for alive (a saved ``w.t()`` or ``w.to(bfloat16)``, the unsharded ``w`` of FSDP)."""
         tags = b.sym.tags | b.tags
         if len(proxies_in(b.output)) != 1 or tags & (EFFECT_TAGS | {Tag.RANDOM}):
             return None
-        if not (tags & {Tag.SHAPE, Tag.VIEW} or _recomputable(b, fusing)):
+        if not (tags & {Tag.SHAPE, Tag.VIEW, Tag.CAST} or _recomputable(b, fusing)):
             return None
         args = [a for a in proxies_in((b.args, b.kwargs)) if isinstance(a, TensorProxy)]
         if not args or not all(a.name in self.derived for a in args):
