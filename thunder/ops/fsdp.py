@@ -99,9 +99,10 @@ unshard = register(Symbol("unshard", "fsdp", decomposition=_unshard, module_path
 
 
 def reduce_scatter_grads(grads, shards, shapes, group):
-    """The gradients of ``shards`` from the gradients ``grads`` of the unsharded parameters
-    (``None``: no gradient reached that parameter, zeros), averaged over the ranks as FSDP
-    does: padded, laid out as ``unshard`` gathers, reduce-scattered (``'avg'``), cut into shards."""
+    """The gradients of ``shards`` from the gradients ``grads`` of the unsharded parameters,
+    averaged over the ranks as FSDP does: padded, laid out as ``unshard`` gathers,
+    reduce-scattered (``'avg'``), cut into shards. A parameter no gradient reached (``None``)
+    takes zeros in the reduce-scatter and gets None, as in eager FSDP."""
     world = group_size(group)
     shapes = [tuple(s) for s in shapes]
     rows = [padded_rows(shape[0], world) for shape in shapes]
@@ -116,7 +117,11 @@ def reduce_scatter_grads(grads, shards, shapes, group):
     buffer = _reshaped(buffer, (world * sum(sizes),))
     mine = prims.wait(prims.reduce_scatter(buffer, "avg", group))
     out, offset = [], 0
-    for s, shape, r, n in zip(shards, shapes, rows, sizes):
+    for g, s, shape, r, n in zip(grads, shards, shapes, rows, sizes):
+        if g is None:  # (eager FSDP leaves the gradient of a parameter the loss does not reach None)
+            out.append(None)
+            offset += n
+            continue
         piece = mine if len(sizes) == 1 else prims.slice_prim(mine, (offset,), (offset + n,))
         piece = _reshaped(piece, (r, *shape[1:]))
         local = shape_of(s)
