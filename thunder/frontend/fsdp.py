@@ -86,9 +86,9 @@ class Sharding:
             if id(st) in self._states:
                 continue
             self._states.add(id(st))
-            where = ".".join(p for p in (prefix, path) if p) or type(module).__qualname__
+            where = ".".join(p for p in (prefix, path) if p) or f"<root> ({type(mod).__qualname__})"
             if len(st._modules) != 1:
-                raise _refused(where, "fully_shard of several modules at once")
+                raise _refused(where, "other modules in one call (fully_shard([a, b]))")
             if st._is_root is None:
                 st._lazy_init()  # (idempotent; eager's first forward calls it)
             if not all(g.is_sharded for g in st._fsdp_param_groups):
@@ -195,8 +195,8 @@ class Sharding:
 
 def _refused(where: str, what: str) -> UnsupportedValueError:
     return UnsupportedValueError(
-        f"thunder: the module {where} is sharded with {what}, which thunder.jit does not support yet "
-        "(supported: fully_shard on a 1-D mesh, Shard(0), without mixed precision or offloading)"
+        f"thunder: the module {where} is sharded by fully_shard with {what}, which thunder.jit does not "
+        "support yet (supported: fully_shard on a 1-D mesh, Shard(0), without mixed precision or offloading)"
     )
 
 
@@ -228,10 +228,8 @@ def _check_group(g, where: str) -> None:
     for fp in g.fsdp_params:
         name = fp._module_info.param_name
         if fp.fsdp_placement.dim != 0:
-            raise _refused(where, f"the parameter {name} sharded on dim {fp.fsdp_placement.dim}")
+            raise _refused(where, f"its parameter {name} sharded on dim {fp.fsdp_placement.dim}")
         if fp.is_dtensor:
-            raise _refused(where, f"the parameter {name} already a DTensor (tensor parallelism)")
+            raise _refused(where, f"its parameter {name} a DTensor already (tensor parallelism)")
         if hasattr(fp._sharded_local_tensor, "fsdp_pre_all_gather"):
-            raise _refused(
-                where, f"the parameter {name} of a tensor subclass with FSDP all-gather extensions"
-            )
+            raise _refused(where, f"its parameter {name} a tensor subclass with FSDP all-gather extensions")
