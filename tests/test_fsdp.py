@@ -153,6 +153,9 @@ def _run(rank, world_size):
     idx = torch.arange(12).reshape(2, 6) % VOCAB
     with torch.no_grad():
         out["eval"] = (eager(idx), jm(idx))
+        # the printed program as acquired (fsdp.unshard whole) runs and gives the same
+        cargs, _ = thunder.last_prologue_traces(jm)[-1].python_callable()(idx)
+        out["printed"] = thunder.last_traces(jm)[0].python_callable()(*cargs)[0]
 
     # under autocast the matmuls read bfloat16 copies of the weights: cast again in the backward
     eager, model = _sharded(), _sharded()
@@ -256,6 +259,7 @@ def test_inference_under_no_grad(ranks):
     for out in ranks:
         eager, compiled = out["eval"]
         torch.testing.assert_close(compiled, eager)
+        torch.testing.assert_close(out["printed"], eager)
 
 
 def test_unsupported_configurations_are_refused_by_name(ranks):
