@@ -58,6 +58,7 @@ NOTABLE_TAGS = frozenset(
         Tag.BACKWARD,
         Tag.SAVED_FOR_BACKWARD,
         Tag.RECOMPUTED,
+        Tag.RECOMPUTE_IN_BACKWARD,
         Tag.PROLOGUE_CHECK,
         Tag.UNPACK,
         Tag.INPLACE,

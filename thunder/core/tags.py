@@ -59,6 +59,9 @@ class Tag(enum.Enum):
     BACKWARD = "backward"
     SAVED_FOR_BACKWARD = "saved_for_backward"
     RECOMPUTED = "recomputed"
+    # its outputs are not kept from the forward to the backward: the backward recomputes them
+    # (FSDP's unshard of a group that reshards after forward: thunder/frontend/fsdp.py)
+    RECOMPUTE_IN_BACKWARD = "recompute_in_backward"
     FLATTEN_TENSOR_SUBCLASS = "flatten_tensor_subclass"
     UNFLATTEN_TENSOR_SUBCLASS = "unflatten_tensor_subclass"
     TENSOR_SUBCLASS = "tensor_subclass"

@@ -83,6 +83,19 @@ def check_process_group(name, size, rank):
         )
 
 
+def check_dtensor_shard(x, group, shape):
+    spec = getattr(x, "_spec", None)  # (a DTensor's; no import of torch.distributed.tensor per call)
+    if spec is None or type(x).__name__ != "DTensor":
+        raise PrologueCheckFailed(f"expected a DTensor, got {type(x).__qualname__}")
+    placements = spec.placements
+    if len(placements) != 1 or not placements[0].is_shard(0):
+        raise PrologueCheckFailed(f"expected a DTensor placed as (Shard(dim=0),), got {placements}")
+    if x.shape != shape:
+        raise PrologueCheckFailed(f"expected a DTensor of shape {shape}, got {tuple(x.shape)}")
+    if spec.mesh.get_group().group_name != group:
+        raise PrologueCheckFailed(f"expected a DTensor over process group {group!r}")
+
+
 def check_is(x, obj):
     if x is not obj:
         raise PrologueCheckFailed(f"expected the same object as when traced ({type(obj).__qualname__})")
@@ -496,6 +509,16 @@ def unpack_captured(value):
     return value
 
 
+def unpack_local_shard(dtensor):
+    return dtensor.to_local()
+
+
+def _print_to_local(bsym, p) -> str:
+    line = f"{bsym.output.name} = {p.value(bsym.args[0])}.to_local()"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
 def python_del(*values):
     return None
 
@@ -527,6 +550,7 @@ for _prim, _fn in (
     (pyops.check_type, check_type),
     (pyops.check_is, check_is),
     (pyops.check_process_group, check_process_group),
+    (pyops.check_dtensor_shard, check_dtensor_shard),
     (pyops.check_grad_enabled, check_grad_enabled),
     (pyops.check_default_dtype, check_default_dtype),
     (pyops.check_torch_flag, check_torch_flag),
@@ -590,6 +614,7 @@ _check_subclass = Symbol(
 executor.register(pyops.check_tensor_subclass, Impl(_check_subclass))
 EAGER_IMPLS[pyops.check_tensor_subclass] = check_tensor_subclass
 _register(pyops.unpack_captured, unpack_captured, printer=pyops.print_captured)
+_register(pyops.unpack_local_shard, unpack_local_shard, printer=_print_to_local)
 _register(pyops.construct, construct, printer=pyops.print_construct)
 _register(pyops.python_del, python_del, printer=pyops.print_del)
 for _op, _prim in pyops.NUMBER_OPS.items():

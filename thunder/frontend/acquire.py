@@ -33,6 +33,7 @@ from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.collectives import finish_pending
 from thunder.frontend.ddp import DataParallelCall, data_parallel
 from thunder.frontend.effects import SUBSTITUTING, Effects
+from thunder.frontend.fsdp import Sharding
 from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
@@ -82,6 +83,7 @@ class Acquisition:
         self.inputs = Inputs(self.computation, dynamic)
         self.versions = Versions()  # storages and version counters, for autograd's check of saved values
         self.views = Views(self.inputs, self.versions)
+        self.sharding = Sharding(self)  # modules sharded with FSDP2 (frontend/fsdp.py)
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.own

@@ -89,10 +89,16 @@ def checked_group(checks, group, what: str) -> str:
         real = group_of(name)
     except Exception as e:
         raise UnsupportedValueError(f"{e}" + at(user_location())) from None
-    args = (name, real.size(), real.rank())
+    guard_group(checks, name, real)
+    return name
+
+
+def guard_group(checks, name: str, group) -> None:
+    """The prologue checks that the process group ``group`` named ``name`` still exists with
+    its size and this process's rank in it (once per group)."""
+    args = (name, group.size(), group.rank())
     if not any(b.sym is pyops.check_process_group and b.args == args for b in checks.of_globals):
         checks.add_global_check(pyops.check_process_group, *args)
-    return name
 
 
 class PendingCollective:

@@ -55,7 +55,10 @@ _UNPACK_SYMS = {
     "buffer": pyops.unpack_buffer,
     "submodule": pyops.unpack_submodule,
     "captured": pyops.unpack_captured,
+    "local_shard": pyops.unpack_local_shard,  # a DTensor parameter's shard (frontend/fsdp.py)
 }
+# unpacks of the parent alone (no key)
+_WHOLE = frozenset({"captured", "local_shard"})
 
 
 class Inputs:
@@ -341,7 +344,7 @@ class Inputs:
                 pro.bound_symbols.append(
                     BoundSymbol(
                         _UNPACK_SYMS[unpack.kind],
-                        (unpack.parent,) if unpack.kind == "captured" else (unpack.parent, unpack.key),
+                        (unpack.parent,) if unpack.kind in _WHOLE else (unpack.parent, unpack.key),
                         {},
                         proxy,
                         tags=frozenset({Tag.UNPACK}),

@@ -172,6 +172,7 @@ class ModuleShadows:
         ``prefix`` starts its tensors' names and ``scope_path`` its submodules' paths in
         module scopes (``thunder/frontend/scopes.py``)."""
         inputs = self.state.inputs
+        self.state.sharding.discover(module, scope_path)  # (modules sharded with FSDP2: frontend/fsdp.py)
         if root is None:
             root = AnyProxy(inputs.prologue.add_name("module"), type(module))
             inputs.module_proxy = root
@@ -229,8 +230,11 @@ class ModuleShadows:
                     continue
                 p = tensors.get(id(t))
                 if p is None:
-                    full = f"{path}.{name}" if path else name
-                    p = inputs.tensor(t, f"t_{prefix}" + full.replace(".", "_"), Unpack(holder, kind, name))
+                    full = f"t_{prefix}" + (f"{path}.{name}" if path else name).replace(".", "_")
+                    unpack = Unpack(holder, kind, name)
+                    p = self.state.sharding.local_shard(t, full, unpack)  # (FSDP's: frontend/fsdp.py)
+                    if p is None:
+                        p = inputs.tensor(t, full, unpack)
                     tensors[id(t)] = p
                     inputs.seen.setdefault(id(t), p)
                 else:  # a tied parameter: the prologue checks it is still the same tensor
@@ -247,6 +251,8 @@ class ModuleShadows:
                 d[name] = type(v)(v)  # hooks registered while tracing: the epilogue registers them
                 if isinstance(v, dict):
                     hooks[name] = list(v.items())
+                    for key, h in v.items():  # (FSDP's run as recorded: frontend/fsdp.py)
+                        d[name][key] = self.state.sharding.substitute(h)
         own = getattr(d.get("forward"), "replaced", _ABSENT)
         if own is not _ABSENT:  # generate()'s compiled forward (hf_generate.py): trace the module's own
             del d["forward"]
@@ -418,10 +424,11 @@ class ModuleShadows:
                 if key not in table:
                     writes.append((record.holder, "del_hook", (name, key), None))
             # new hooks go first (``prepend=True``: before a hook the module had) or last
+            substitute = self.state.sharding.substitute
             new = [
                 (i, key)
                 for i, (key, hook) in enumerate(table.items())
-                if before.get(key, _ABSENT) is not hook
+                if substitute(before.get(key, _ABSENT)) is not hook
             ]
             last_old = max((i for i, key in enumerate(table) if key in before), default=-1)
             front = [key for i, key in new if i < last_old]

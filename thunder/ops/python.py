@@ -96,6 +96,9 @@ check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_process_group('0', 2, 1)``: a process group the trace communicates over still
 # exists with this size, and this process is still that rank of it (thunder/ops/collectives.py)
 check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_dtensor_shard(p, '0', (33, 8))``: ``p`` is a DTensor sharded on dim 0 (``Shard(0)``)
+# over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/fsdp.py)
+check_dtensor_shard = _python_prim("check_dtensor_shard", _no_output, Tag.PROLOGUE_CHECK)
 
 
 _EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)
@@ -291,6 +294,19 @@ def print_captured(bsym, printer) -> str:
 
 # A tensor captured from a closure or a global: the prologue refers to it by name.
 unpack_captured = _python_prim("unpack_captured", _unpack_meta, Tag.UNPACK, printer=print_captured)
+
+
+def _print_local_shard(bsym, printer) -> str:
+    line = f"{bsym.output.name} = {bsym.sym.id}({printer.value(bsym.args[0])})"
+    c = type_comment([bsym.output])
+    return f"{line}  # {c}" if c else line
+
+
+# The local shard of a DTensor parameter sharded by FSDP (thunder/frontend/fsdp.py), through
+# ``DTensor.to_local()``: its gradient reaches the parameter as a DTensor of the parameter's placements.
+unpack_local_shard = _python_prim(
+    "unpack_local_shard", _unpack_meta, Tag.UNPACK, printer=_print_local_shard, imports=("prims",)
+)
 
 
 # Tensor subclasses (thunder/core/subclass.py): the prologue checks a subclass input and

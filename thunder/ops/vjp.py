@@ -27,7 +27,7 @@ from collections.abc import Callable
 import torch
 
 from thunder.core.symbol import Symbol, SymbolTable
-from thunder.ops import ltorch, prims
+from thunder.ops import fsdp, ltorch, prims
 from thunder.ops.ltorch import nn as lnn
 from thunder.ops.meta import LOW_PRECISION_DTYPES, canonical_dims, device_of, dtype_of, is_tensor, shape_of
 
@@ -978,6 +978,13 @@ def _all_to_all_single(g, out, a, output_split_sizes, input_split_sizes, group):
 @_rule(prims.wait)
 def _wait(g, out, a):
     return (g,)
+
+
+@_rule(fsdp.unshard)
+def _unshard(g, out, shards, shapes, group):
+    """FSDP's gradient of its parameters' shards: reduce-scattered, averaged over the ranks."""
+    g = g if isinstance(g, tuple) else (g,)
+    return (fsdp.reduce_scatter_grads(list(g), shards, shapes, group), None, None)
 
 
 def custom_op_rule(path: str) -> Callable:

@@ -4,7 +4,10 @@ A saved value made by a cheap elementwise op (arithmetic, comparisons, casts: no
 transcendental function) whose own inputs the backward has anyway (inputs of
 the function, other saved values, values recomputed this way) costs memory from the forward
 to the backward for nothing: the backward recomputes it from those inputs. A value returned
-by the function is kept (it is alive anyway).
+by the function is kept (it is alive anyway). So are the outputs of a BoundSymbol tagged
+``recompute_in_backward`` by acquisition, whatever it costs (FSDP's unsharded parameters of a
+module that reshards after forward: the backward all-gathers them again, as eager FSDP does),
+and the views, reshapes, casts and cheap elementwise values made of them only (``w.t()``).
 
 When a fusion executor comes first (``fusing``: torch.compile, nvFuser), the recomputation
 runs inside the backward's fused kernels, where it costs no more than reading the saved value
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from thunder.core.proxies import Proxy, proxies_in
+from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_map
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import EFFECT_TAGS, Tag
@@ -155,6 +158,9 @@ class _Plan:
     # value name -> the BoundSymbols that recompute it (one op, or a chain of an op's prims)
     recompute: dict[str, list[BoundSymbol]] = dataclasses.field(default_factory=dict)
     extra_inputs: list = dataclasses.field(default_factory=list)  # inputs saved to recompute from
+    # values of recompute_in_backward BoundSymbols, and values cheap ops make of them only: how
+    # to recompute each (``_derived_chain``)
+    derived: dict[str, list[BoundSymbol]] = dataclasses.field(default_factory=dict)
 
     @staticmethod
     def of(fw: Trace) -> _Plan:
@@ -178,12 +184,37 @@ class _Plan:
         """``b``'s saved outputs that could be recomputed, and how: ``b`` itself (a cheap
         elementwise op), or, with a fusion executor, a chain of an op's prims per output."""
         outs = proxies_in(b.output)
+        if Tag.RECOMPUTE_IN_BACKWARD in b.tags:  # acquisition asked for it (an FSDP unshard)
+            self.derived.update((o.name, [b]) for o in outs)
+            return {o.name: [b] for o in outs if self._wanted(o.name)}
+        chain = self._derived_chain(b, fusing)
+        if chain is not None:
+            self.derived[outs[0].name] = chain
+            return {outs[0].name: chain} if self._wanted(outs[0].name) else {}
         if _recomputable(b, fusing):
             return {outs[0].name: [b]} if self._wanted(outs[0].name) else {}
         if fusing is None or len(outs) <= 1 or not b.subsymbols:
             return {}
         chains = {v.name: _chain(b, v, self.has, fusing) for v in outs if self._wanted(v.name)}
         return {name: chain for name, chain in chains.items() if chain is not None}
+
+    def _derived_chain(self, b: BoundSymbol, fusing: FusionExecutor | None) -> list[BoundSymbol] | None:
+        """How to recompute the output of ``b`` when ``b`` is a view, a reshape, a cast or a
+        cheap elementwise op of values recomputed in the backward anyway (``recompute_in_backward``):
+        their BoundSymbols, then ``b``. Saving it instead would keep what they are not kept
+        for alive (a saved ``w.t()`` or ``w.to(bfloat16)``, the unsharded ``w`` of FSDP)."""
+        tags = b.sym.tags | b.tags
+        if len(proxies_in(b.output)) != 1 or tags & (EFFECT_TAGS | {Tag.RANDOM}):
+            return None
+        if not (tags & {Tag.SHAPE, Tag.VIEW, Tag.CAST} or _recomputable(b, fusing)):
+            return None
+        args = [a for a in proxies_in((b.args, b.kwargs)) if isinstance(a, TensorProxy)]
+        if not args or not all(a.name in self.derived for a in args):
+            return None
+        chain: list[BoundSymbol] = []
+        for a in args:
+            chain += [c for c in self.derived[a.name] if all(c is not d for d in chain)]
+        return [*chain, b]
 
     def take(self, name: str, chain: list[BoundSymbol]) -> None:
         """Recompute ``name`` by ``chain`` if the backward has everything the chain reads
