@@ -112,7 +112,9 @@ for _p, _why in {
 }.items():
     NOT_FUSED[_p] = _why
 for _p in symbols_with(Tag.PRIM, Tag.COMMUNICATION):
-    NOT_FUSED[_p] = "a collective: torch's functional collectives run it on its process group, between regions"
+    NOT_FUSED[_p] = (
+        "a collective: torch's functional collectives run it on its process group, between regions"
+    )
 for _p in list(NOT_FUSED):
     FUSED.pop(_p, None)
 
