@@ -14,7 +14,7 @@ import ipywidgets as w
 
 from explorer.html import wrap
 from explorer.ranks import RankSet
-from explorer.ranks_view import rank_timings_html, rank_timings_text, ranks_html, summary_html
+from explorer.ranks_view import rank_timings_html, rank_timings_text, summary_html
 from explorer.widget import Explorer
 
 
@@ -89,7 +89,20 @@ class RankExplorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.root._repr_mimebundle_(**kwargs) or {}
         # what a saved notebook shows where no widget manager runs
-        bundle["text/html"] = ranks_html(self.ranks, self.current.kind.value)
+        kind = self.current.kind.value
+        size = f" of {self.ranks.world_size}" if self.ranks.world_size else ""
+        bundle["text/html"] = (
+            wrap(
+                f'<div class="hd">thunder: {len(self.ranks)} ranks{size} ('
+                + ", ".join(f"rank {r}" for r in self.ranks.ranks)
+                + f"), rank {self.rank.value} shown</div>"
+                + summary_html(self.ranks, kind)
+                + "<details open><summary><b>time per line on each rank</b></summary>"
+                + rank_timings_html(self.ranks.timings(kind))
+                + "</details>"
+            )
+            + self.current.static_html()
+        )  # (budgeted, as a single explorer's copy)
         bundle["text/plain"] = rank_timings_text(self.ranks.timings(self.current.kind.value))
         return bundle
 

@@ -1,7 +1,7 @@
 """Measured run times per BoundSymbol: the final traces run line by line with real inputs.
 
-Each final trace (prologue, computation, epilogue) is printed as Python as the compiler
-does, and a timing call is put after every top-level line; the instrumented functions then
+Each final trace (prologue, computation, epilogue, and the backward, run on the forward's
+saved values with cotangents of ones) is printed as Python as the compiler does, and a timing call is put after every top-level line; the instrumented functions then
 run the cached entry's program on the real inputs, on the device the inputs are on (with
 ``torch.cuda.synchronize()`` around each line on CUDA, so a line's time includes its
 kernels). A fusion region is one line, so it gets one time.
@@ -175,7 +175,13 @@ def measure(
     except Exception:  # the prologue rejects these inputs: the timed run below says where
         saved = None
     kinds = [("prologue", e.prologue_traces), ("computation", e.computation_traces)]
-    if getattr(e, "epilogue", None) is not None:
+    backward = e.backward_traces[-1] if getattr(e, "backward_traces", None) else None
+    if backward is not None:  # run on the forward's saved values, with cotangents of ones
+        kinds.append(("backward", e.backward_traces))
+        if getattr(e, "epilogue", None) is not None:
+            # (its arguments are what the autograd Function hands on, not the forward's outputs)
+            note = "; ".join(filter(None, (note, "the epilogue of a program with a backward is not timed")))
+    elif getattr(e, "epilogue", None) is not None:
         kinds.append(("epilogue", e.epilogue_traces))
     on_cuda = _on_cuda((args, kwargs))
     clocks = {k: _Clock(len(trs[-1].bound_symbols), on_cuda) for k, trs in kinds}
@@ -189,6 +195,9 @@ def measure(
             return _rejected(e.prologue_traces[-1], clocks["prologue"], device, err)
         try:
             out = fns["computation"](*cargs)
+            if backward is not None:  # the forward returns (outputs, saved for backward)
+                with torch.no_grad():
+                    fns["backward"](*out[1], *_ones(backward.args[len(out[1]) :]))
             if "epilogue" in fns:
                 fns["epilogue"](*out, *eargs)
             if on_cuda:
@@ -204,6 +213,14 @@ def measure(
     times = {k: c.times for k, c in clocks.items()}
     device = torch.cuda.get_device_name() if on_cuda else "cpu"
     return Measurement(times, device, runs - 1, note)
+
+
+def _ones(cotangents) -> list:
+    """A cotangent of ones for each of the backward's cotangent inputs (its proxies' metadata)."""
+    return [
+        torch.ones(p.shape, dtype=p.dtype, device=p.device) if hasattr(p, "shape") else None
+        for p in cotangents
+    ]
 
 
 def _rejected(prologue, clock: _Clock, device: str, err: Exception) -> Measurement:

@@ -38,7 +38,9 @@ class Block(nn.Module):
     def __init__(self):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
-        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
+        # (no bias on q, k, v: the key's bias gets a gradient of zero up to rounding, which Adam
+        # would scale up to a step of lr, differently in any two programs)
+        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM, bias=False), nn.Linear(DIM, DIM)
         self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM))
 
     def forward(self, x):
@@ -112,8 +114,10 @@ def run(rank: int, world_size: int, port: int, out: str, steps: int) -> None:
     try:
         torch.manual_seed(0)
         model = TinyGPT()
-        eager = DDP(copy.deepcopy(model))
-        jitted = thunder.jit(DDP(model))
+        # buckets of 32 KB (DDP's default is 25 MB): this small model gets several, so each
+        # bucket's all-reduce overlaps the backward of the layers before it
+        eager = DDP(copy.deepcopy(model), bucket_cap_mb=0.03)
+        jitted = thunder.jit(DDP(model, bucket_cap_mb=0.03))
         report["ddp"] = {
             "thunder losses": train(jitted, rank, steps),
             "eager losses": train(eager, rank, steps),

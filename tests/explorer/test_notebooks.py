@@ -30,6 +30,7 @@ NOTEBOOKS = [
         "05_autograd.ipynb",
         "06_fusion_and_cuda.ipynb",
         "07_real_models.ipynb",
+        "08_distributed.ipynb",
         "09_thunderfx.ipynb",
     )
 ]

@@ -110,3 +110,20 @@ def test_times_on_cuda():
     assert m.device != "cpu" and len(m.times["computation"]) == len(
         thunder.last_traces(jfn)[-1].bound_symbols
     )
+
+
+def test_the_backward_is_timed_line_by_line_without_touching_grads():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    jm(x).sum().backward()
+    grads = [p.grad.clone() for p in m.parameters()]
+    measured = measure(jm, (x,))
+    backward = thunder.last_backward_traces(jm)[-1]
+    times = measured.times["backward"]
+    assert len(times) == len(backward.bound_symbols) and all(0 <= t < 1 for t in times)
+    model = measured.attach(model_of(jm))
+    timed = model.timings["backward"]
+    assert any("matmul" in n.line and n.id in timed for n in model.series["backward"].final.nodes)
+    for p, g in zip(m.parameters(), grads):
+        torch.testing.assert_close(p.grad, g, rtol=0, atol=0)
