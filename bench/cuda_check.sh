@@ -27,8 +27,8 @@ timeout 240 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda \
 timeout 240 $py bench/fusion.py --device cuda --number 20 --repeat 10 \
   --programs "GELU MLP" "layer norm" "softmax" "GPT block" 2>&1 | grep -v '^DEBUG' | tee "$out/fusion_cuda.log"
 timeout 60 $py bench/overhead.py --no-compile 2>&1 | tee "$out/overhead.log"
-timeout 120 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests/explorer tests/test_subclasses.py \
-  tests/test_collectives.py \
+timeout 300 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests/explorer tests/test_subclasses.py \
+  tests/test_collectives.py tests/test_ddp.py tests/test_fsdp.py \
   2>&1 | tee "$out/cuda_explorer_tests.log"
 # notebook 06 on the device (needs nbclient and ipykernel; its outputs say which device ran it)
 timeout 180 $py - <<'PYEOF' 2>&1 | tee "$out/notebook06.log"

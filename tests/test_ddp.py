@@ -279,3 +279,33 @@ def test_buffers_broadcast_from_rank_0_as_eager():
         # what thunder cannot trace of DDP is a clear error that names it and the other form
         assert refusal is not None and "communication hook" in refusal, refusal
         assert "DistributedDataParallel(thunder.jit(module))" in refusal
+
+
+def _train_on_cuda(rank, world_size):
+    """The transformer, Adam, every form, on CUDA (NCCL): the parameters after 3 steps."""
+    torch.cuda.set_device(rank)
+    results = {}
+    torch.manual_seed(0)
+    base = TinyTransformer().cuda()
+    for form in FORMS:
+        model = copy.deepcopy(base)
+        fn, _ = _wrapped(form, model, device_ids=[rank])
+        opt = OPTIMIZERS["adam"](model.parameters())
+        for step in range(3):
+            x, y = (t.cuda() for t in _transformer_batch(rank, step))
+            opt.zero_grad()
+            _transformer_loss(fn(x), y).backward()
+            opt.step()
+        results[form] = [p.detach().cpu() for p in model.parameters()]
+    return results
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not dist.is_nccl_available(), reason="needs CUDA and NCCL"
+)
+def test_training_steps_on_nccl_with_one_rank():
+    (results,) = run_ranks(_train_on_cuda, world_size=1, backend="nccl")
+    for form in FORMS[1:]:
+        for i, (got, want) in enumerate(zip(results[form], results["eager"])):
+            _assert_close(got, want, f"{form} parameter {i} on CUDA")

@@ -267,3 +267,39 @@ def test_unsupported_configurations_are_refused_by_name(ranks):
         msg = out["refused"]
         assert msg is not None and "mixed precision" in msg and "Transformer" in msg, msg
         assert msg.startswith("UnsupportedValueError: thunder: the module"), msg
+
+
+def _on_cuda(rank, world_size):
+    """Eager FSDP2 and thunder's, on CUDA (NCCL): the parameters after 3 Adam steps."""
+    torch.cuda.set_device(rank)
+    out = {}
+    for jit in (False, True):
+        with torch.device("cuda"):
+            model = _sharded()
+        run, _, _ = _train_on(model, jit, rank, "cuda")
+        out[jit] = [p.detach().full_tensor().cpu() for p in model.parameters()]
+    return out
+
+
+def _train_on(model, jit: bool, rank: int, device: str):
+    import thunder
+
+    run = thunder.jit(model) if jit else model
+    opt = torch.optim.Adam(run.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(100 + rank)
+    for _ in range(3):
+        idx = torch.randint(0, VOCAB, (2, 6), generator=gen).to(device)
+        F.cross_entropy(run(idx).flatten(0, 1), idx.flatten()).backward()
+        opt.step()
+        opt.zero_grad()
+    return run, opt, None
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not dist.is_nccl_available(), reason="needs CUDA and NCCL"
+)
+def test_three_adam_steps_on_nccl_with_one_rank():
+    (out,) = run_ranks(_on_cuda, world_size=1, backend="nccl", timeout=120)
+    for got, want in zip(out[True], out[False]):
+        torch.testing.assert_close(got, want)
