@@ -22,7 +22,7 @@ from thunder.core.overlap import overlaps
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
-from thunder.core.subclass import is_plain_tensor, proxy_of
+from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -83,7 +83,7 @@ class Acquisition:
         self.views = Views(self.inputs, self.versions)
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
-        self.inputs.on_subclass = self.subclasses.own
+        self.inputs.on_subclass = self.subclasses.add_input
         self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
@@ -300,6 +300,7 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
         for name, value in vars(p).items() if type(p) is TensorProxy else ():
             if not name.startswith(_PROXY_ATTRIBUTES):
                 out.append((p, "set", name, value))
+    out += state.subclasses.writes.attribute_writebacks  # inner tensors a subclass's dispatch replaced
     out += [(None, "pycall", fn, (args, kwargs)) for fn, args, kwargs in state.python_calls]
     return out
 
@@ -321,8 +322,12 @@ def _container_writes(copy, holder, before: list) -> list[tuple]:
 
 
 def _write_back_inputs(state: Acquisition) -> None:
-    """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``."""
+    """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``
+    (into a tensor-subclass input: thunder/frontend/subclass_writes.py)."""
     for p in state.inputs.tensor_inputs:
+        if isinstance(p, SubclassProxy):
+            state.subclasses.writes.write_back(p)
+            continue
         new = state.inplace.current(p)
         if new is not p:
             state.computation.add_bsym(
