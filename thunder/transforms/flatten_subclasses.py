@@ -213,11 +213,15 @@ def needs_autograd(trace: Trace) -> bool:
 def _check_runs_whole(trace: Trace) -> None:
     for b in trace.bound_symbols:
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym in WRITTEN_VALUES:
+            why = (
+                "it writes several values (views of one another), whose gradients thunder does not trace"
+                if isinstance(b.output, tuple)
+                else "thunder could not trace the program's gradient"
+            )
             raise SubclassFlatteningError(
-                f"thunder: {b.sym.id} writes a tensor subclass value in place in a program whose gradient thunder "
-                "could not trace (a write under no_grad into a value that requires grad, a write that reaches "
-                "several values through views, or an op whose gradient thunder lacks), so torch's autograd would "
-                "have to run it whole; in-place ops on tensor subclasses are not run so"
+                f"thunder: {b.sym.id} writes a tensor subclass value in place in a program that needs gradients, "
+                f"and {why}; torch's autograd would have to run the op whole on the real values, which is not "
+                "done for in-place ops (it would write the caller's tensors)"
                 + (f" (from {b.source})" if b.source else "")
             )
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym.torch_impl is None:

@@ -38,6 +38,7 @@ from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
+from thunder.ops import ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 
 
@@ -95,10 +96,7 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
         )
     written = b.sym in WRITTEN_VALUES  # an in-place op: differentiated as the value it writes
     if written and Tag.NO_GRAD in b.tags and any(p.meta_requires_grad for p in tree_leaves(b.output)):
-        raise SubclassGradError(
-            f"thunder: {b.sym.id} writes under torch.no_grad() into a tensor subclass value that requires grad; "
-            "thunder does not trace gradients through such a write" + at(b.source)
-        )
+        return _written_without_grad(b, trace)
     if not b.has_tag(Tag.TENSOR_SUBCLASS) or Tag.NO_GRAD in b.tags:
         return [b]  # (under no_grad nothing flows through it)
     target = WRITTEN_VALUES.get(b.sym) if written else _torch_op(b.sym.impl)
@@ -129,6 +127,25 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
         )
     env = {g.name: w for g, w in zip(got, want) if isinstance(g, Proxy)}
     return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
+
+
+def _written_without_grad(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
+    """An in-place op under ``torch.no_grad()`` into a value that requires grad: eager leaves
+    the value's history alone, so the gradient of what it holds afterwards passes to what it
+    held before unchanged (as a plain tensor's write through ``.detach()``)."""
+    target = b.args[0] if b.args else None
+    if not (
+        isinstance(b.output, TensorProxy) and isinstance(target, TensorProxy) and target.meta_requires_grad
+    ):
+        raise SubclassGradError(
+            f"thunder: {b.sym.id} writes under torch.no_grad() into several tensor subclass values (views of one "
+            "another) that require grad; thunder does not trace gradients through such a write" + at(b.source)
+        )
+    held = _like(b.output, trace.add_name(f"{b.output.name}_written"), trace)
+    through = BoundSymbol(
+        ltorch.write_through_detach, (target, held), {}, b.output, source=b.source, scope=b.scope
+    )
+    return [b.from_bsym(output=held), through]
 
 
 def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
