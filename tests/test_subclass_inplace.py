@@ -462,6 +462,20 @@ def test_a_write_through_a_view_into_a_value_whose_gradient_is_needed_is_a_clear
         thunder.jit(fn)(_two_requiring_grad(), torch.randn(3, requires_grad=True))
 
 
+def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():
+    fn = lambda x, a: (x.add_(1), a * 1)[1]  # noqa: E731
+    jfn = thunder.jit(fn)
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(jfn(TwoTensor(a.clone(), b), a), a)
+    x = TwoTensor(a, b)  # its inner tensor a is the other argument: the entry is not for it
+    with pytest.raises(
+        UnsupportedValueError,
+        match=r"torch.Tensor.add_ on a TwoTensor writes into the argument x_a, which shares memory with a",
+    ):
+        jfn(x, a)
+    assert "check_no_alias(x_a, x_b, a, written=2)" in str(thunder.last_prologue_traces(jfn)[0])
+
+
 def test_requires_grad_on_a_subclass_in_the_function_is_a_clear_error():
     with pytest.raises(UnsupportedOpError, match="requires_grad_ on a tensor subclass value"):
         thunder.jit(lambda x: (x * 1).requires_grad_())(two(3))

@@ -349,7 +349,9 @@ def _guard_written_inputs(state: Acquisition) -> None:
         src = inputs.sources.get(p.name)
         if src is not None and is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
             args.append((p, src[2]))
-    written = {id(p) for p, _ in args if state.inplace.current(p) is not p}
+        elif src is not None and is_argument_path(src[1], inputs) and isinstance(p, SubclassProxy):
+            args += zip(p.leaves(), _leaves(src[2]), strict=True)  # a subclass's: its inner tensors
+    written = {id(p) for p, _ in args if state.inplace.value_of(p) is not p}
     for p, strides in state.views.layout_reads.values():  # views or copies were decided on its layout
         inputs.checks.add_check(pyops.check_strides, p, strides, always=True)
     for p, offset in state.layouts.offset_reads.values():  # the function read x.storage_offset()
@@ -371,6 +373,15 @@ def _guard_written_inputs(state: Acquisition) -> None:
     ordered = [p for p, _ in args if id(p) in written] + [p for p, _ in args if id(p) not in written]
     inputs.checks.add_check(pyops.check_no_alias, *ordered, written=len(written))
     inputs.checks.check_always(args[0][0])
+
+
+def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    """The plain tensors holding the tensor-subclass value ``t``, in flatten order, at every depth."""
+    out = []
+    for n in t.__tensor_flatten__()[0]:
+        x = getattr(t, n)
+        out += [x] if is_plain_tensor(x) else _leaves(x)
+    return out
 
 
 def _used_inputs(comp: Trace, state: Acquisition) -> list:

@@ -158,6 +158,7 @@ def _input_value(inputs, t: torch.Tensor, name: str) -> tuple[SubclassProxy, tor
                 f"{type(it).__qualname__}: inner tensors must be tensors"
             )
     p = SubclassProxy(name, cls, inner, ctx, tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
+    inputs.inner_owner.update((ip.name, p) for ip in inner.values())
     instance = cls.__tensor_unflatten__(parts, ctx, tuple(t.shape), tuple(t.stride()))
     if (tuple(instance.shape), instance.dtype, instance.device) != (tuple(t.shape), t.dtype, t.device):
         raise UnsupportedValueError(
@@ -661,7 +662,7 @@ class Subclasses:
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on
-            state.inplace.rebind(target, out, str(func))
+            state.inplace.rebind(target, out, call.what)
             return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
             self._view_layout(func, args, kwargs, where)
