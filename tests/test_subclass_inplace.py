@@ -203,10 +203,34 @@ def test_the_trace_of_a_write_into_a_subclass_input():
     assert "x.a" not in flat
 
 
-def test_a_dispatch_that_changes_nothing_records_nothing():
-    """ScaleTensor's dispatch writes a temporary it computed: eager's x is unchanged, so is the trace."""
-    jfn = check(lambda x: x.add_(1), scale_tensor(3))
-    assert "add_" not in str(thunder.last_traces(jfn)[0])
+def test_a_dispatch_that_writes_a_temporary_leaves_the_tensors_as_they_were():
+    """ScaleTensor's dispatch computes the op on its dequantized data, a temporary: eager's x
+    keeps its tensors and values. The write is still a write to autograd (a new value, of the
+    same tensors), and nothing is written back."""
+    x = scale_tensor(3)
+    data, before = x._x, x._x.clone()
+    jfn = check(lambda x: x.add_(1), x)
+    assert x._x is data
+    torch.testing.assert_close(data, before)
+    assert "ScaleTensor.torch.Tensor.add_(x, 1)" in str(thunder.last_traces(jfn)[0])
+    assert "copy_" not in str(thunder.last_traces(jfn)[-1])
+
+
+def test_a_write_that_changes_no_value_is_still_differentiated_as_in_eager():
+    """Eager's autograd differentiates ``y.add_(w)`` as ``y + w`` whatever the dispatch did."""
+
+    def fn(x, w):
+        y = x * 2
+        y.add_(w)
+        return (y * w).sum()
+
+    x, w = scale_tensor(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    xt, wt = copy(x), copy(w)
+    expected, got = fn(x, w), thunder.jit(fn)(xt, wt)
+    assert_same(got, expected)
+    e, g = torch.autograd.grad(expected, (x, w)), torch.autograd.grad(got, (xt, wt))
+    torch.testing.assert_close(g[0].dequantize(), e[0].dequantize())
+    torch.testing.assert_close(g[1].dequantize(), e[1].dequantize())
 
 
 def test_a_replaced_inner_tensor_is_set_on_the_callers_object():

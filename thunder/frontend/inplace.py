@@ -38,6 +38,12 @@ from thunder.ops.meta import ShapeError
 _VIEW_WRITES = {**VIEW_WRITES, **aten.VIEW_WRITES}
 
 
+class _Write:
+    """A write being made (``InplaceWrites.writing``)."""
+
+    changed = True
+
+
 class InplaceWrites:
     """The rebinding of one trace's in-place writes."""
 
@@ -76,12 +82,18 @@ class InplaceWrites:
     @contextmanager
     def writing(self, target, op: str):
         """One write of ``target``'s storage made of several rebindings (a subclass value's
-        in-place op: its dispatch writes the inner tensors, then the value itself is rebound)."""
+        in-place op: its dispatch writes the inner tensors, then the value itself is rebound).
+        Yields the write: one whose ``changed`` the caller sets False changed no value and is
+        not counted."""
         self.versions.begin(self.value_of(target).name, op, user_location())
+        write = _Write()
         try:
-            yield
+            yield write
         finally:
-            self.versions.end(self._made_since_op_start())
+            if write.changed:
+                self.versions.end(self._made_since_op_start())
+            else:
+                self.versions.cancel()
 
     def rebind_value(self, target, value) -> None:
         """``target`` (a subclass value) holds ``value`` from now on, by writes already checked

@@ -17,9 +17,11 @@ new tensors. Those values are the op's output, and each instance holds them from
       # t2 = aten.add.Tensor(x_b, 1)
       # t5 = prims.unflatten_tensor_subclass(TwoTensor, {'a': t1, 'b': t2}, None, (3,), (1,))
 
-An op that changes nothing (ScaleTensor's dispatch computes on a temporary) records nothing.
+The value written is a new value even where the dispatch wrote only a temporary
+(ScaleTensor's computes the op on its dequantized data): its tensors are the same, but eager's
+autograd counts the write on the tensor's version counter and differentiates it all the same.
 A plain op writing into an inner tensor (``x._x.mul_(2)``) changes the value too: it is
-rebuilt at its next use (``snapshot``). Its gradient is the functional op's
+rebuilt at its next use (``snapshot``). The gradient of an in-place op is the functional op's
 (``WRITTEN_VALUES``, ``thunder/transforms/subclass_grad.py``).
 
 A subclass input whose inner tensors were written is written back when the call ends: the
@@ -56,6 +58,7 @@ class Writes:
         # attributes the dispatch replaced on subclass inputs: the epilogue sets them on the
         # caller's objects, as ``(holder, "set", attribute, value)``
         self.attribute_writebacks: list[tuple] = []
+        self.changed = False  # whether the in-place op being traced changed a value
         # subclass values built in the function that are leaves requiring grad
         # (``ScaleTensor(w, s)`` of a ``w`` that requires grad): eager refuses writes into them
         self.leaves: set[str] = set()
@@ -97,8 +100,12 @@ class Writes:
                 f"thunder: {op} writes into {value.name}: a leaf Variable that requires grad is being used in an "
                 "in-place operation (as eager PyTorch says)" + at(loc)
             )
-        with state.inplace.writing(original, op):
+        self.changed = False
+        with state.inplace.writing(original, op) as write:
             self.subclasses.call(func, args, kwargs, loc, writes=target)
+            # a dispatch that wrote only temporaries changed no value: not a write of one
+            # (eager counts it on the tensor's version counter, though no value changed)
+            write.changed = self.changed
         return None if func is T.__setitem__ else target
 
     def declare(self, sym, func, kwargs) -> None:
@@ -152,6 +159,10 @@ class Writes:
         rebound = self._rebound(start)
         # (a dispatch may also replace an inner tensor attribute: no rebinding, a stale value)
         stale = [t for t in self.subclasses.instances if self.stale(t, state.inplace.value_of(proxy_of(t)))]
+        if not isinstance(call.writes, TensorProxy) and all(t is not call.writes for t in stale):
+            # eager's autograd counts the write, and differentiates it, even where the dispatch
+            # wrote only a temporary: the value written is a new one, of the same tensors
+            stale.insert(0, call.writes)
         inside = {id(x) for t in stale for x in _inner_instances(t)}
         outputs, changed = [], []
         for t in stale:
@@ -193,6 +204,7 @@ class Writes:
                     T.requires_grad_(t)
         if not outputs:
             return None
+        self.changed = True
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _open_owners(self, start: tuple) -> None:
@@ -317,6 +329,8 @@ class Writes:
                 f"{p.subclass.__qualname__}) and also replaces some ({', '.join(f'{h.name}.{a}' for h, a, _ in sets)}); "
                 "writing back both is not supported yet"
             )
+        if not copies and not sets and not final.meta_requires_grad:
+            return  # (its tensors are as they were, and no autograd history is to be written)
         if sets:
             # (under no_grad the caller's tensor keeps its history: setting the attribute is the write)
             if p.name in state.inplace.grad_writes or (final.meta_requires_grad and not p.meta_requires_grad):
