@@ -251,6 +251,30 @@ def test_a_subclass_input_written_in_place_keeps_its_inner_tensors():
     torch.testing.assert_close((a, b), expected)
 
 
+class _Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", two(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return x * self.count
+
+
+def test_a_subclass_buffer_written_in_forward_is_the_modules_as_in_eager():
+    torch.manual_seed(0)
+    eager = _Counting()
+    torch.manual_seed(0)
+    module = _Counting()
+    jmodule = thunder.jit(module)
+    count = module.count
+    for _ in range(3):
+        x = torch.randn(3)
+        assert_same(jmodule(x), eager(x))
+        assert_same(module.count, eager.count, "the buffer after the call")
+    assert module.count is count
+
+
 # -- autograd ----------------------------------------------------------------------------------
 def _two_requiring_grad():
     a = torch.randn(3)
@@ -498,6 +522,13 @@ def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_erro
     ):
         jfn(x, a)
     assert "check_no_alias(x_a, x_b, a, written=2)" in str(thunder.last_prologue_traces(jfn)[0])
+
+
+def test_foreach_in_place_ops_on_subclasses_are_a_clear_error():
+    with pytest.raises(
+        UnsupportedOpError, match=r"torch._foreach_add_ on tensor subclass values is not supported"
+    ):
+        thunder.jit(lambda x, y: torch._foreach_add_([x, y], 1))(two(3), two(3))
 
 
 def test_requires_grad_on_a_subclass_in_the_function_is_a_clear_error():

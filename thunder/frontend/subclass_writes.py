@@ -79,8 +79,11 @@ class Writes:
                 f"thunder: {op} on a tensor subclass value inside the compiled function is not supported; set "
                 "requires_grad before the call" + at(loc)
             )
-        if not isinstance(target, torch.Tensor):
-            raise UnsupportedOpError(f"thunder: {op} writes into a {type(target).__qualname__}" + at(loc))
+        if not isinstance(target, torch.Tensor):  # (torch._foreach_add_ writes the tensors of a list)
+            raise UnsupportedOpError(
+                f"thunder: {op} on tensor subclass values is not supported yet (it writes the tensors of a "
+                f"{type(target).__qualname__}); write each tensor with its own in-place op" + at(loc)
+            )
         if isinstance(target, TensorProxy):
             original = target
         else:
