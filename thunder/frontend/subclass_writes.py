@@ -106,8 +106,7 @@ class Writes:
         self.changed = False
         with state.inplace.writing(original, op) as write:
             self.subclasses.call(func, args, kwargs, loc, writes=target)
-            # a dispatch that wrote only temporaries changed no value: not a write of one
-            # (eager counts it on the tensor's version counter, though no value changed)
+            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
             write.changed = self.changed
         return None if func is T.__setitem__ else target
 
