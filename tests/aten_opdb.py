@@ -119,6 +119,28 @@ op(A.copy_.default, lambda m: [s(m(3, 4), m(4, dtype=f64)), s(m(3, 4), m(3, 1))]
 # the same shape and dtype: the value after the copy is the source itself, nothing to compute
 op(A.copy_.default, lambda m: [s(m(3, 4), m(3, 4))], ALL, variant="same", noop=True)
 op(A.zeros_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL)
+op(A.fill.Scalar, lambda m: [s(m(3, 4), m.scalar()), s(m(2), 0)], ALL)
+op(A.fill.Tensor, lambda m: [s(m(3, 4), m()), s(m(2), torch.tensor(1, dtype=f64))], ALL)
+op(A.zero.default, unary(), ALL)
+op(
+    A.index_select.default,
+    lambda m: [s(m(4, 3), 0, torch.tensor([0, 2, 0])), s(m(4, 3), -1, torch.tensor([1]))],
+    NUM,
+)
+op(
+    A.scatter_add.default,
+    lambda m: [s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4)), s(m(4), 0, m.index(4, 6), m(6))],
+    NUM,
+)
+op(
+    A.index_put.default,
+    lambda m: [
+        s(m(4, 3), [torch.tensor([0, 2, 0]), torch.tensor([1, 1, 2])], m(3)),
+        s(m(4, 3), [torch.tensor([0, 2])], m(2, 3), True),
+        s(m(4, 3), [None, torch.tensor([0, 2])], m()),
+    ],
+    NUM,
+)
 op(A.ones_like.default, lambda m: [s(m(3, 4)), s(m(2), dtype=torch.int32)], ALL)
 
 # -- reductions -----------------------------------------------------------------------------

@@ -157,3 +157,22 @@ class BranchyTensor(_Wrapper):
         if x.sum() > 0:
             return BranchyTensor(x * 2)
         return BranchyTensor(x)
+
+
+class ReplacingScaleTensor(ScaleTensor):
+    """A ScaleTensor whose in-place ops write the result into the tensor: its dispatch
+    replaces the data attribute ``_x`` by a new tensor (rather than writing into it)."""
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return ReplacingScaleTensor(inner["_x"], inner["_scale"], outer_size, outer_stride)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if not func._schema.is_mutable:
+            return super().__torch_dispatch__.__func__(cls, func, types, args, kwargs)
+        self = args[0]
+        plain = pytree.tree_map_only(ScaleTensor, lambda a: a._x * a._scale, (args, kwargs or {}))
+        out = func(*plain[0], **plain[1])
+        self._x = out / self._scale
+        return self

@@ -618,11 +618,19 @@ def test_a_dispatch_with_data_dependent_control_flow_is_a_clear_error():
     assert "x * 3" in msg and "if x.sum() > 0:" in msg
 
 
-def test_in_place_ops_on_subclasses_are_clear_errors():
-    with pytest.raises(UnsupportedOpError, match=r"torch.Tensor.add_ writes into a ScaleTensor in place"):
-        thunder.jit(lambda x: x.add_(1))(scale_tensor(3))
-    with pytest.raises(UnsupportedOpError, match=r"writes into _x, an inner tensor of a ScaleTensor"):
-        thunder.jit(lambda x: x._x.mul_(2))(scale_tensor(3))
+def test_in_place_ops_on_subclasses_run_as_in_eager():
+    """(More in tests/test_subclass_inplace.py.) ScaleTensor's dispatch computes an in-place op
+    on a temporary, so eager's ``x.add_(1)`` leaves ``x`` as it was and returns it; a write into
+    an inner tensor reaches the caller's object."""
+    x = scale_tensor(3)
+    before = x._x.clone()
+    assert thunder.jit(lambda x: x.add_(1))(x) is x
+    torch.testing.assert_close(x._x, before)
+    data = x._x
+    out = thunder.jit(lambda x: (x._x.mul_(2), x * 1)[1])(x)
+    assert x._x is data
+    torch.testing.assert_close(data, before * 2)
+    assert_same(out, ScaleTensor(before * 2, x._scale) * 1)
 
 
 def test_errors_in_the_subclass_code_name_the_users_line():

@@ -335,9 +335,20 @@ class _Shared:
             caller_writable=_caller_writable(fw, saved, outputs, name),
             several=several,
             reach=_reaching(fw, layout.function_outputs) if several else [],
-            keep_none=bool(overwritten) or several,
+            # (torch fills a missing cotangent with plain zeros, which a subclass output's backward
+            # was not traced for)
+            keep_none=bool(overwritten)
+            or several
+            or any(isinstance(layout.function_outputs[j], SubclassProxy) for j in diff),
             like=[
-                (o.meta_shape, o.meta_dtype, o.meta_device) if isinstance(o, TensorProxy) else None
+                (
+                    o.meta_shape,
+                    o.meta_dtype,
+                    o.meta_device,
+                    _zeros_maker(o) if isinstance(o, SubclassProxy) else None,
+                )
+                if isinstance(o, TensorProxy)
+                else None
                 for o in layout.function_outputs
             ],
             leaf=torch.empty(0, requires_grad=True) if diff and no_grad_inputs and error is None else None,
@@ -432,11 +443,31 @@ def _apart_from(values, inputs: list) -> list:
     """``values`` with each tensor that shares storage with one of ``inputs`` (which the call
     writes back into after the Function) replaced by a copy: the backward reads the value from
     before the write, and torch's version check of saved tensors sees no write of its own."""
-    storages = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    storages = {s for t in inputs if isinstance(t, torch.Tensor) for s in _storages(t)}
     return [
-        v.clone() if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in storages else v
+        v.clone() if isinstance(v, torch.Tensor) and not storages.isdisjoint(_storages(v)) else v
         for v in values
     ]
+
+
+def _zeros_maker(p: SubclassProxy) -> Callable:
+    """Zeros of the subclass output ``p`` as its class makes them (``zeros_like`` of a value
+    of ones with ``p``'s inner metadata): the cotangent a missing one stands for."""
+
+    def ones(q):
+        if not isinstance(q, SubclassProxy):
+            return torch.ones(q.meta_shape, dtype=q.meta_dtype, device=q.meta_device)
+        inner = {n: ones(t) for n, t in q.inner.items()}
+        return q.subclass.__tensor_unflatten__(inner, q.ctx, q.meta_shape, q.outer_stride)
+
+    return lambda: torch.zeros_like(ones(p))
+
+
+def _storages(t: torch.Tensor) -> list[int]:
+    """The storages holding ``t``: a tensor subclass's are its inner tensors'."""
+    if type(t) is torch.Tensor or type(t) is torch.nn.Parameter or not hasattr(t, "__tensor_flatten__"):
+        return [t.untyped_storage().data_ptr()]
+    return [s for n in t.__tensor_flatten__()[0] for s in _storages(getattr(t, n))]
 
 
 def _backward(shared: _Shared) -> Callable:
@@ -474,7 +505,9 @@ def _backward(shared: _Shared) -> Callable:
                 reached = frozenset().union(*(reach[j] for j, c in enumerate(cotangents) if c is not None))
                 unreached = [i for i in range(n_args) if i not in reached]
             cotangents = tuple(
-                torch.zeros(m[0], dtype=m[1], device=m[2]) if c is None and m is not None else c
+                (torch.zeros(m[0], dtype=m[1], device=m[2]) if m[3] is None else m[3]())
+                if c is None and m is not None
+                else c
                 for c, m in zip(cotangents, like)
             )
         if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too

@@ -8,6 +8,9 @@ its outer metadata that also knows the subclass, its inner tensors (by attribute
 
     # x: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
 
+An inner tensor may itself be a subclass value (a ScaleTensor whose data is a TwoTensor): a
+``SubclassProxy`` in ``inner``, flattened in turn; ``leaves()`` are the plain tensors below.
+
 User code never sees the proxy: it sees an instance of the subclass built around the inner
 proxies (``instance``), so ``isinstance``, the subclass's attributes and methods work.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import SymbolTable
 
 
 class SubclassProxy(TensorProxy):
@@ -40,6 +44,22 @@ class SubclassProxy(TensorProxy):
         p.instance = None
         return p
 
+    def leaves(self) -> list[TensorProxy]:
+        """The plain tensors holding the value, in flatten order, through nested subclasses
+        (a ScaleTensor of a TwoTensor: its TwoTensor's two tensors, then its scale)."""
+        out = []
+        for t in self.inner.values():
+            out += t.leaves() if isinstance(t, SubclassProxy) else [t]
+        return out
+
+    def nested(self) -> list[SubclassProxy]:
+        """This value and the subclass values inside it, outermost first."""
+        out = [self]
+        for t in self.inner.values():
+            if isinstance(t, SubclassProxy):
+                out += t.nested()
+        return out
+
     def type_string(self) -> str:
         inner = ", ".join(f"{k}: {v.type_string()}" for k, v in self.inner.items())
         return f"{self.subclass.__name__}[{super().type_string()}] ({inner})"
@@ -48,6 +68,16 @@ class SubclassProxy(TensorProxy):
         return f'<SubclassProxy {self.name}: "{self.type_string()}">'
 
     __str__ = __repr__
+
+
+# An in-place op on subclass values (``TwoTensor.torch.Tensor.add_``) outputs the value its
+# first argument holds afterwards; its gradient is that of this function of the same arguments
+# in torch-language ops (``ltorch.add``, then cast to the written tensor's dtype and shape),
+# as eager differentiates the write above the dispatch (filled by thunder/frontend/subclass_writes.py).
+WRITTEN_VALUES = SymbolTable(
+    "the values in-place ops on tensor subclasses write",
+    hint="made by acquisition when it records an in-place op on a tensor subclass",
+)
 
 
 # The proxy of an instance built while tracing is kept on the instance itself: a dict keyed
@@ -73,6 +103,16 @@ def attach(instance: torch.Tensor, proxy: SubclassProxy) -> None:
 
 def is_plain_tensor(t) -> bool:
     return type(t) is torch.Tensor or type(t) is torch.nn.Parameter
+
+
+def same_context(a, b) -> bool:
+    """Whether two flatten contexts (``__tensor_flatten__``'s second result) are the same."""
+    if a is b:
+        return True
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:  # a context that cannot be compared: only the same object fits
+        return False
 
 
 class SubclassNamespace:

@@ -72,6 +72,11 @@ class Versions:
             self._of[name] = (storage, version)
         self._open[5].append(name)
 
+    def cancel(self) -> None:
+        """Close the write without counting it: an in-place op that changed no value (a tensor
+        subclass whose dispatch writes only a temporary of its own)."""
+        self._open = None
+
     def end(self, made: set[str]) -> None:
         """Close the write; ``made``: every value recorded since the op began."""
         storage, version, target, op, source, bound = self._open

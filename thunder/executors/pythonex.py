@@ -14,7 +14,7 @@ from torch.nn.modules import module as _module_module
 
 from thunder.core.overlap import overlaps
 from thunder.core.printing import type_comment
-from thunder.core.subclass import subclass_name, subclass_of
+from thunder.core.subclass import same_context, subclass_name, subclass_of
 from thunder.core.symbol import EAGER_IMPLS, Symbol
 from thunder.executors.base import Executor, Impl, executor_symbol
 from thunder.ops import python as pyops
@@ -152,17 +152,8 @@ def check_tensor_subclass(x, cls, shape, dtype, device, requires_grad, names, ct
     got_names, got_ctx = x.__tensor_flatten__()
     if tuple(got_names) != names:
         raise PrologueCheckFailed(f"expected the inner tensors {names}, got {tuple(got_names)}")
-    if not _same_context(got_ctx, ctx):
+    if not same_context(got_ctx, ctx):
         raise PrologueCheckFailed(f"expected the flatten context {ctx!r}, got {got_ctx!r}")
-
-
-def _same_context(a, b) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(type(a) is type(b) and a == b)
-    except Exception:  # a context that cannot be compared: only the same object fits
-        return False
 
 
 def flatten_tensor_subclass(x):

@@ -22,7 +22,7 @@ from thunder.core.overlap import overlaps
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.source import user_location
-from thunder.core.subclass import is_plain_tensor, proxy_of
+from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -86,7 +86,7 @@ class Acquisition:
         self.sharding = Sharding(self)  # modules sharded with FSDP2 (frontend/fsdp.py)
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
-        self.inputs.on_subclass = self.subclasses.own
+        self.inputs.on_subclass = self.subclasses.add_input
         self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
@@ -314,6 +314,7 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
         for name, value in vars(p).items() if type(p) is TensorProxy else ():
             if not name.startswith(_PROXY_ATTRIBUTES):
                 out.append((p, "set", name, value))
+    out += state.subclasses.writes.attribute_writebacks  # inner tensors a subclass's dispatch replaced
     out += [(None, "pycall", fn, (args, kwargs)) for fn, args, kwargs in state.python_calls]
     return out
 
@@ -335,8 +336,12 @@ def _container_writes(copy, holder, before: list) -> list[tuple]:
 
 
 def _write_back_inputs(state: Acquisition) -> None:
-    """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``."""
+    """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``
+    (into a tensor-subclass input: thunder/frontend/subclass_writes.py)."""
     for p in state.inputs.tensor_inputs:
+        if isinstance(p, SubclassProxy):
+            state.subclasses.writes.write_back(p)
+            continue
         new = state.inplace.current(p)
         if new is not p:
             state.computation.add_bsym(
@@ -358,7 +363,9 @@ def _guard_written_inputs(state: Acquisition) -> None:
         src = inputs.sources.get(p.name)
         if src is not None and is_argument_path(src[1], inputs) and is_plain_tensor(src[2]):
             args.append((p, src[2]))
-    written = {id(p) for p, _ in args if state.inplace.current(p) is not p}
+        elif src is not None and is_argument_path(src[1], inputs) and isinstance(p, SubclassProxy):
+            args += zip(p.leaves(), _leaves(src[2]), strict=True)  # a subclass's: its inner tensors
+    written = {id(p) for p, _ in args if state.inplace.value_of(p) is not p}
     for p, strides in state.views.layout_reads.values():  # views or copies were decided on its layout
         inputs.checks.add_check(pyops.check_strides, p, strides, always=True)
     for p, offset in state.layouts.offset_reads.values():  # the function read x.storage_offset()
@@ -380,6 +387,15 @@ def _guard_written_inputs(state: Acquisition) -> None:
     ordered = [p for p, _ in args if id(p) in written] + [p for p, _ in args if id(p) not in written]
     inputs.checks.add_check(pyops.check_no_alias, *ordered, written=len(written))
     inputs.checks.check_always(args[0][0])
+
+
+def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    """The plain tensors holding the tensor-subclass value ``t``, in flatten order, at every depth."""
+    out = []
+    for n in t.__tensor_flatten__()[0]:
+        x = getattr(t, n)
+        out += [x] if is_plain_tensor(x) else _leaves(x)
+    return out
 
 
 def _used_inputs(comp: Trace, state: Acquisition) -> list:

@@ -7,12 +7,18 @@ other view of that base is taken again from the new value, as they alias it in e
 Each write is one write of its storage's version counter (``thunder/core/versions.py``), and
 eager's autograd rules on writes hold: no write into a leaf that requires grad, and a written
 tensor that requires grad stays in the graph.
+
+Writes into tensor-subclass values are made of these too: the subclass's dispatch writes its
+inner tensors with in-place aten ops (through views of them: ``thunder/ops/aten.py``'s
+``VIEW_WRITES``), each rebound here, and the subclass value is then rebound to a value
+holding the new inner tensors (``thunder/frontend/subclass_writes.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from contextlib import contextmanager
 
 import torch
 
@@ -23,9 +29,19 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.core.versions import Versions
 from thunder.frontend.views import View, Views, replay
-from thunder.ops import ltorch, prims
+from thunder.ops import aten, ltorch, prims
 from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, PIECE_WRITES, VIEW_WRITES
 from thunder.ops.meta import ShapeError
+
+# how a write into a view reaches its base, for views made by torch-language ops and by aten
+# ops (those a subclass's dispatch takes of its inner tensors)
+_VIEW_WRITES = {**VIEW_WRITES, **aten.VIEW_WRITES}
+
+
+class _Write:
+    """A write being made (``InplaceWrites.writing``)."""
+
+    changed = True
 
 
 class InplaceWrites:
@@ -44,17 +60,54 @@ class InplaceWrites:
         # that requires grad (it leaves the history alone)
         self._through_detach = 0
         self._keepalive: list = []  # the proxies rebound: ``latest`` is keyed by their ids
+        # every rebinding, in order: (the proxy written, the value it held, its new value)
+        self.log: list[tuple] = []
 
     def current(self, p):
         """What the proxy ``p`` holds now, after every in-place write (follows rebind chains)."""
+        p = self.value_of(p)
         if self.subclasses.owner:  # an inner tensor of a subclass value, used by itself
             self.subclasses.expose(p)
+        return p
+
+    def value_of(self, p):
+        """``current(p)``, without making an inner tensor of a subclass value a value of its own."""
         latest = self.latest
         new = latest.get(id(p))
         while new is not None and new is not p:
             p = new
             new = latest.get(id(p))
         return p
+
+    @contextmanager
+    def writing(self, target, op: str):
+        """One write of ``target``'s storage made of several rebindings (a subclass value's
+        in-place op: its dispatch writes the inner tensors, then the value itself is rebound).
+        Yields the write: one whose ``changed`` the caller sets False changed no value and is
+        not counted."""
+        self.versions.begin(self.value_of(target).name, op, user_location())
+        write = _Write()
+        try:
+            yield write
+        finally:
+            if write.changed:
+                self.versions.end(self._made_since_op_start())
+            else:
+                self.versions.cancel()
+
+    def rebind_value(self, target, value) -> None:
+        """``target`` (a subclass value) holds ``value`` from now on, by writes already checked
+        and counted (into its inner tensors)."""
+        current = self.value_of(target)
+        if value is current:
+            return
+        self.latest[id(current)] = value
+        if current is not target:
+            self.latest[id(target)] = value
+        self._keepalive += [target, current]
+        self.log.append((target, current, value))
+        if self.versions.writing:
+            self.versions.bind(value.name, True)
 
     def mark_op_start(self) -> None:
         """Called as each torch call begins: what it records is its own (an in-place op's write)."""
@@ -81,7 +134,6 @@ class InplaceWrites:
     def _rebind(self, target, value, op: str):
         if not isinstance(target, TensorProxy):
             raise UnsupportedOpError(f"thunder: {op} on a non-tensor is not supported" + at(user_location()))
-        self.subclasses.refuse_write(target, op)
         original = target
         current = self.current(original)
         if isinstance(value, TensorProxy):
@@ -113,8 +165,9 @@ class InplaceWrites:
     def _bind(self, original: TensorProxy, current: TensorProxy, value, op: str) -> None:
         """``original`` (and ``current``, what it held) now hold ``value``."""
         if not self._through_detach:
-            self._refuse_leaf_write(original, op)
+            self.refuse_leaf_write(original, op)
         self.latest[id(current)] = value
+        self.log.append((original, current, value))
         if isinstance(value, TensorProxy):
             self.versions.bind(value.name, value.name in self._made_since_op_start())
         guessed = self.views.guessed_layouts
@@ -142,7 +195,7 @@ class InplaceWrites:
             root, chain = through
             self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
             return
-        write = VIEW_WRITES.get(view.op)
+        write = _VIEW_WRITES.get(view.op)
         if view.op in PIECE_WRITES:
             write = functools.partial(PIECE_WRITES[view.op], index=view.index)
         if write is None:
@@ -215,7 +268,7 @@ class InplaceWrites:
         )
         return ltorch.reshape(flat, root.meta_shape)
 
-    def _refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
+    def refuse_leaf_write(self, p: TensorProxy, op: str) -> None:
         """Eager's autograd rule: no in-place write into a leaf that requires grad (a parameter,
         ``torch.ones(3, requires_grad=True)``) while grad mode is on."""
         src = self.inputs.sources.get(p.name)

@@ -84,6 +84,8 @@ class Inputs:
         # the inner tensors of subclass inputs as meta tensors laid out as the caller's: a view
         # the layout cannot give raises as in eager
         self.inner_layouts: dict[str, torch.Tensor] = {}
+        # the inner tensors of subclass inputs: name -> the subclass value whose flatten makes it
+        self.inner_owner: dict[str, TensorProxy] = {}
         self.captured: dict[int, TensorProxy] = {}
         self.module_proxy: AnyProxy | None = None
         self.seen: dict[int, Any] = {}  # id(real tensor or object) -> its proxy or wrapper
@@ -335,6 +337,10 @@ class Inputs:
 
         def emit(proxy):
             if proxy.name in emitted:
+                return
+            owner = self.inner_owner.get(proxy.name)
+            if owner is not None and owner.name not in emitted:
+                emit(owner)  # (an inner tensor of a subclass input: made by its value's flatten)
                 return
             src = self.sources.get(proxy.name)
             emitted.add(proxy.name)

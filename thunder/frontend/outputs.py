@@ -42,6 +42,7 @@ from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.printing import MODULE_PATHS
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
+from thunder.core.subclass import proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -161,7 +162,13 @@ class _Builder:
             cur = self.state.inplace.current(v) if hasattr(self.state, "inplace") else v
             self.rename(cur, name)
             return self.output(cur)
-        if isinstance(v, torch.Tensor):  # a real tensor from a closure or a global
+        if isinstance(v, torch.Tensor):
+            p = proxy_of(v)
+            if p is not None and p.name in self._input_names:
+                # a subclass input is returned as itself: in-place writes are written back into it
+                # (and one the epilogue writes attributes of is already at hand there)
+                return self.input_object(p) if p.name in self._seen_inputs else self.output(p)
+            # a value built in the function, or a real tensor from a closure or a global
             return self.build(self.state.capture(v), path, name)
         if isinstance(v, DynamicInt):  # a counter: computed by the program, or an input as is
             p = v.proxy

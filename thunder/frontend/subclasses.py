@@ -23,6 +23,11 @@ Its outputs are subclass proxies again or plain tensor proxies, with their shape
 metadata can drive Python control flow. A subclass built inside the function from plain
 tensors is recorded as ``unflatten_tensor_subclass`` where it is first used. The flattening
 pass (thunder/transforms/flatten_subclasses.py) later keeps only the aten ops.
+
+A subclass value may hold another (a ScaleTensor whose data is a TwoTensor): its inner
+proxy is a subclass proxy in turn, the prologue unpacks and checks every level, the
+subclass's dispatch reaches the inner one's, and values are flattened and rebuilt level by
+level. In-place ops on subclass values are thunder/frontend/subclass_writes.py's.
 """
 
 from __future__ import annotations
@@ -58,9 +63,11 @@ from thunder.frontend.mode import (
     autocast_on,
 )
 from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.subclass_writes import Writes
 from thunder.frontend.torch_names import describe
+from thunder.frontend.views import View
 from thunder.ops import python as pyops
-from thunder.ops.aten import ADD_AN_OP, ATEN
+from thunder.ops.aten import ADD_AN_OP, ATEN, written_value
 from thunder.ops.langs import resolve_path
 from thunder.ops.meta import ShapeError, differentiable
 
@@ -122,22 +129,37 @@ def _require_traceable(cls: type, what: str) -> None:
 def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     """The instance user code sees for the subclass input ``t`` (named ``name``), built around
     inner proxies; records what the prologue checks and flattens."""
+    _require_traceable(type(t), f"the input {name}")
+    p, instance = _input_value(inputs, t, name)
+    inputs.sources[name] = (p, unpack, t)
+    inputs.tensor_inputs.append(p)
+    return instance
+
+
+def _input_value(inputs, t: torch.Tensor, name: str) -> tuple[SubclassProxy, torch.Tensor]:
+    """The proxy and the instance of the subclass value ``t``; an inner tensor that is a
+    subclass value itself (a ScaleTensor of a TwoTensor) is one in turn, flattened after it."""
     cls = type(t)
-    _require_traceable(cls, f"the input {name}")
     names, ctx = t.__tensor_flatten__()
-    inner = {}
+    inner, parts = {}, {}
     for attr in names:
         it = getattr(t, attr)
-        if not is_plain_tensor(it):
-            raise UnsupportedValueError(
-                f"thunder: the input {name} is a {cls.__qualname__} whose inner tensor {attr} is a "
-                f"{type(it).__qualname__}; nested tensor subclasses are not supported yet"
+        iname = inputs._name(f"{name}_{attr}", "t")
+        if is_plain_tensor(it):
+            inner[attr] = parts[attr] = TensorProxy(
+                iname, tuple(it.shape), it.dtype, it.device, it.requires_grad
             )
-        inner[attr] = TensorProxy(
-            inputs._name(f"{name}_{attr}", "t"), tuple(it.shape), it.dtype, it.device, it.requires_grad
-        )
+        elif isinstance(it, torch.Tensor):
+            _require_traceable(type(it), f"the inner tensor {attr} of the input {name}")
+            inner[attr], parts[attr] = _input_value(inputs, it, iname)
+        else:
+            raise UnsupportedValueError(
+                f"thunder: the input {name} is a {cls.__qualname__} whose __tensor_flatten__ lists {attr}, a "
+                f"{type(it).__qualname__}: inner tensors must be tensors"
+            )
     p = SubclassProxy(name, cls, inner, ctx, tuple(t.shape), t.dtype, t.device, t.requires_grad, t.stride())
-    instance = cls.__tensor_unflatten__(dict(inner), ctx, tuple(t.shape), tuple(t.stride()))
+    inputs.inner_owner.update((ip.name, p) for ip in inner.values())
+    instance = cls.__tensor_unflatten__(parts, ctx, tuple(t.shape), tuple(t.stride()))
     if (tuple(instance.shape), instance.dtype, instance.device) != (tuple(t.shape), t.dtype, t.device):
         raise UnsupportedValueError(
             f"thunder: the input {name}: {cls.__qualname__}.__tensor_unflatten__ of its inner tensors gives a "
@@ -147,8 +169,6 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     if instance.requires_grad is not t.requires_grad:
         instance.requires_grad_(t.requires_grad)
     attach(instance, p)
-    inputs.sources[name] = (p, unpack, t)
-    inputs.tensor_inputs.append(p)
     # the prologue checks the class, the outer metadata and the flatten context (the check
     # of a subclass proxy), then flattens it and checks each inner tensor it makes
     inputs.checks.of_values.append(
@@ -156,12 +176,14 @@ def subclass_input(inputs, t: torch.Tensor, name: str, unpack) -> torch.Tensor:
     )
     # the dispatch's aten ops may depend on each inner tensor's layout (a view): checked too
     for attr, ip in inner.items():
+        if isinstance(ip, SubclassProxy):
+            continue
         it = getattr(t, attr)
         inputs.inner_layouts[ip.name] = torch.empty_strided(
             it.shape, it.stride(), dtype=it.dtype, device="meta"
         )
         inputs.checks.of_values.append(BoundSymbol(pyops.check_strides, (ip, tuple(it.stride())), {}, None))
-    return instance
+    return p, instance
 
 
 # -- the symbols of subclass ops ------------------------------------------------------------
@@ -206,14 +228,18 @@ def _print_op(cls: type, path: str, bsym, printer) -> str:
     return f"{line}  # {comment}" if comment else line
 
 
-def subclass_symbol(cls: type, func) -> Symbol:
-    """``ScaleTensor.torch.add``: ``func`` on values of ``cls``, resolved by its dispatch."""
+def subclass_symbol(cls: type, func, *, writes: bool = False) -> Symbol:
+    """``ScaleTensor.torch.add``: ``func`` on values of ``cls``, resolved by its dispatch.
+    ``writes``: an in-place op (``TwoTensor.torch.Tensor.add_``), whose output is the value
+    its first argument holds afterwards; never run whole (it would write its argument)."""
     path, fn, resolves = _torch_path(func)
-    sym = _SYMBOLS.get((cls, path))
+    sym = _SYMBOLS.get((cls, path, writes))
     if sym is None:
-        sym = _SYMBOLS[(cls, path)] = register(
+        # (``F.relu(x, inplace=True)`` is a symbol apart from ``F.relu(x)``)
+        in_place_name = path.endswith("_") or path.rsplit(".", 1)[-1] in _INPLACE_OPERATORS
+        sym = _SYMBOLS[(cls, path, writes)] = register(
             Symbol(
-                path,
+                f"{path}.inplace" if writes and not in_place_name else path,
                 _module_name(cls),
                 decomposition=functools.partial(_decompose, fn),
                 impl=fn,
@@ -221,7 +247,7 @@ def subclass_symbol(cls: type, func) -> Symbol:
                 printer=functools.partial(_print_op, cls, path),
                 # the torch executor may run it whole on real instances (when autograd must
                 # see the subclass op itself)
-                torch_impl=path if resolves else None,
+                torch_impl=path if resolves and not writes else None,
                 doc=f"{path} on {cls.__qualname__} values, as its __torch_dispatch__ resolves it",
             )
         )
@@ -231,8 +257,10 @@ def subclass_symbol(cls: type, func) -> Symbol:
 class _Call:
     """One subclass op being traced."""
 
-    def __init__(self, subclasses, fn, cls, loc, rargs, rkwargs, pleaves):
+    def __init__(self, subclasses, fn, cls, loc, rargs, rkwargs, pleaves, writes=None):
         self.subclasses = subclasses
+        self.writes = writes  # an in-place op: the object it writes (an instance or a proxy)
+        self.changed: list = []  # of an in-place op: (instance, its new value) for each value it wrote
         self.fn = fn
         self.cls = cls
         self.loc = loc  # the user's line
@@ -274,12 +302,25 @@ class Subclasses:
         # real tensors a dispatch used (scalars torch wrapped, tensors the subclass holds):
         # inputs of the computation, though only subsymbols name them
         self.captured_inside: set[str] = set()
+        # every subclass instance of the trace (inputs', built, made by ops): an in-place write
+        # into tensors they hold changes their value (thunder/frontend/subclass_writes.py)
+        self.instances: list = []
+        self.writes = Writes(self)
+
+    def add_input(self, p: SubclassProxy) -> None:
+        """A subclass input: its inner tensors are reached through it."""
+        self.own(p)
+        self.instances += [q.instance for q in p.nested()]
 
     def own(self, p: SubclassProxy, names=None) -> None:
-        """``p``'s inner tensors (those in ``names``) are reached through ``p``."""
+        """``p``'s inner tensors (those in ``names``) are reached through ``p``; an inner
+        subclass value's through it in turn."""
         for attr, t in p.inner.items():
-            if (names is None or t.name in names) and t.name not in self.owner:
+            mine = names is None or t.name in names or isinstance(t, SubclassProxy)
+            if mine and t.name not in self.owner:
                 self.owner[t.name] = (p, attr)
+            if isinstance(t, SubclassProxy):
+                self.own(t, names)
 
     def expose(self, t) -> None:
         """User code uses an inner tensor by itself (``x._scale * 2``): read it from its
@@ -293,6 +334,7 @@ class Subclasses:
             return
         self._exposed.add(name)
         p, attr = entry
+        self.expose(p)  # an inner tensor of an inner subclass value: that value first
         self.state.computation.add_bsym(
             BoundSymbol(
                 pyops.unpack_attr,
@@ -303,15 +345,6 @@ class Subclasses:
                 source=user_location(),
             )
         )
-
-    def refuse_write(self, t, op: str) -> None:
-        """In-place writes into an inner tensor would have to reach the subclass value."""
-        entry = self.owner.get(getattr(t, "name", None))
-        if entry is not None:
-            raise UnsupportedOpError(
-                f"thunder: {op} writes into {entry[1]}, an inner tensor of a {entry[0].subclass.__qualname__}; "
-                "in-place writes into tensor subclasses are not supported yet" + at(user_location())
-            )
 
     def input_owners(self, proxies) -> list[SubclassProxy]:
         """The subclass inputs whose inner tensors are among ``proxies`` (their metadata was read)."""
@@ -347,35 +380,53 @@ class Subclasses:
         """The proxy of a subclass value made while tracing: an input's or an op's instance,
         or one user code built from traced tensors (recorded now as an unflatten). None for
         a real subclass tensor from outside (a closure or a global: an input of its own)."""
-        p = proxy_of(t)
-        if p is not None:
-            return p
-        if not is_traceable(type(t)):
-            return None  # (an input of its own, refused there with the reason)
-        names, ctx = t.__tensor_flatten__()
-        parts = [getattr(t, n) for n in names]
-        if not any(isinstance(x, TensorProxy) or proxy_of(x) is not None for x in parts):
-            return None
+        if proxy_of(t) is not None:
+            return self.current_value(t)
+        if not _holds_traced(t):
+            return None  # (a real subclass tensor: an input of its own, refused there if it must be)
         return self._unflatten(t, top_level=True)
 
+    def current_value(self, t) -> SubclassProxy:
+        """The value the subclass instance ``t`` of the trace holds now: after in-place ops on
+        it, and after writes into the tensors it holds made by plain ops (``x._x.mul_(2)``:
+        its value is rebuilt around them here, ``thunder/frontend/subclass_writes.py``)."""
+        p = self.state.inplace.value_of(proxy_of(t))
+        if getattr(_ACTIVE, "call", None) is not None:
+            return p
+        if self.writes.stale(t, p):
+            changed: list = []
+            p = self.writes.snapshot(t, p, top_level=True, changed=changed)
+            for x, new in changed:
+                self.state.inplace.rebind_value(proxy_of(x), new)
+        self.expose(p)  # (an inner value of a subclass value, used by itself)
+        return p
+
     def _unflatten(self, t, *, top_level: bool = False) -> SubclassProxy:
-        """Record ``unflatten_tensor_subclass`` for an instance built around traced tensors."""
+        """Record ``unflatten_tensor_subclass`` for an instance built around traced tensors
+        (an inner subclass value built with it first)."""
         state = self.state
         cls = type(t)
         names, ctx = t.__tensor_flatten__()
         inner = {}
         for n in names:
             x = getattr(t, n)
-            if proxy_of(x) is not None or not isinstance(x, torch.Tensor):
-                raise UnsupportedValueError(
-                    f"thunder: the {cls.__qualname__}'s inner tensor {n} is a {type(x).__qualname__}; "
-                    "nested tensor subclasses are not supported yet" + at(user_location())
-                )
             if isinstance(x, TensorProxy):
                 inner[n] = state.inplace.current(x)
-            else:
+            elif _is_subclass_value(x):
+                if proxy_of(x) is not None:  # a value of the trace held by a new one
+                    inner[n] = self.current_value(x) if top_level else state.inplace.value_of(proxy_of(x))
+                elif is_traceable(type(x)):
+                    inner[n] = self._unflatten(x, top_level=top_level)
+                else:
+                    _require_traceable(type(x), f"the {cls.__qualname__}'s inner tensor {n}")
+            elif isinstance(x, torch.Tensor):
                 inner[n] = state.capture(x)
                 self.captured_inside.add(inner[n].name)
+            else:
+                raise UnsupportedValueError(
+                    f"thunder: a {cls.__qualname__}'s __tensor_flatten__ lists {n}, a {type(x).__qualname__}: "
+                    "inner tensors must be tensors" + at(user_location())
+                )
         trc = state.computation
         rg = t.requires_grad
         p = SubclassProxy(
@@ -383,6 +434,9 @@ class Subclasses:
         )
         attach(t, p)
         self._keepalive.append(t)
+        self.instances.append(t)
+        if top_level and rg:  # built around tensors that require grad: a leaf, as in eager
+            self.writes.leaves.add(p.name)
         trc.add_bsym(
             BoundSymbol(
                 pyops.unflatten_tensor_subclass,
@@ -411,22 +465,26 @@ class Subclasses:
             with torch._C.DisableTorchFunction():
                 return mode._handle(func, args, kwargs)
         loc = user_location()
-        inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
-        if inplace or kwargs.get("inplace") is True or kwargs.get("out") is not None:
+        if kwargs.get("out") is not None:
             cls = next(type(a) for a in tree_leaves((args, kwargs)) if _is_subclass_value(a))
             raise UnsupportedOpError(
-                f"thunder: {describe(func)} writes into a {cls.__qualname__} in place; in-place operations on "
-                "tensor subclasses are not supported yet" + at(loc)
+                f"thunder: {describe(func)} with out= on a {cls.__qualname__}: writing a result into a given "
+                "tensor is not supported for tensor subclasses yet; assign the result instead" + at(loc)
             )
         if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
                 + at(loc)
             )
+        self.state.inplace.mark_op_start()
+        inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
+        if inplace or kwargs.get("inplace") is True:
+            return self.writes.write(func, args, kwargs, loc)
         return self.call(func, args, kwargs, loc)
 
-    def call(self, func, args, kwargs, loc: SourceLocation | None):
-        """Record ``func(*args, **kwargs)`` as one BoundSymbol resolved by the dispatch."""
+    def call(self, func, args, kwargs, loc: SourceLocation | None, writes=None):
+        """Record ``func(*args, **kwargs)`` as one BoundSymbol resolved by the dispatch
+        (``writes``: the object an in-place op writes, see ``Writes.write``)."""
         state = self.state
         leaves, spec = tree_flatten((args, kwargs))
         pleaves, rleaves, cls = [], [], None
@@ -440,7 +498,8 @@ class Subclasses:
                 pleaves.append(p)
                 if isinstance(p, SubclassProxy):
                     cls = cls or p.subclass
-                    rleaves.append(p.instance)
+                    # the instance user code holds: its tensors hold ``p``'s inner values
+                    rleaves.append(v if proxy_of(v) is not None else p.instance)
                 else:
                     rleaves.append(p)
             elif isinstance(v, DynamicInt):
@@ -451,8 +510,10 @@ class Subclasses:
                 rleaves.append(v)
         pargs, pkwargs = tree_unflatten(pleaves, spec)
         rargs, rkwargs = tree_unflatten(rleaves, spec)
-        sym = subclass_symbol(cls, func)
-        call = _Call(self, sym.impl, cls, loc, rargs, rkwargs, pleaves)
+        sym = subclass_symbol(cls, func, writes=writes is not None)
+        if writes is not None:
+            self.writes.declare(sym, func, kwargs)
+        call = _Call(self, sym.impl, cls, loc, rargs, rkwargs, pleaves, writes)
         prev = getattr(_ACTIVE, "call", None)
         _ACTIVE.call = call
         try:
@@ -466,6 +527,8 @@ class Subclasses:
             raise
         finally:
             _ACTIVE.call = prev
+        for t, new in call.changed:  # (an in-place op's) the values written hold them from here on
+            state.inplace.rebind_value(proxy_of(t), new)
         return call.result
 
     def _run(self, call: _Call, pargs, pkwargs):
@@ -473,24 +536,32 @@ class Subclasses:
         (recording the aten ops its dispatch reaches), unflatten its subclass results."""
         flattened: set[str] = set()
         for p in tree_leaves((pargs, pkwargs)):
-            if isinstance(p, SubclassProxy) and p.name not in flattened:
-                flattened.add(p.name)
-                pyops.flatten_tensor_subclass(p)
+            for q in p.nested() if isinstance(p, SubclassProxy) else ():
+                if q.name not in flattened:
+                    flattened.add(q.name)
+                    pyops.flatten_tensor_subclass(q)
         grad = torch.is_grad_enabled()
+        start = self.writes.begin()
         # the dispatch runs below autograd, as in eager: inner results never require grad
         with (
             self.state.computation.below_autograd(),
             dispatch_hook(functools.partial(self._record_aten, call)),
         ):
             out = call.fn(*call.rargs, **call.rkwargs)
-        call.result = out
         inputs = [x for x in call.inputs if isinstance(x, torch.Tensor)]
-        if isinstance(out, torch.Tensor) and any(proxy_of(out) is p for p in inputs):
+        if call.writes is not None:  # eager's autograd returns the written tensor: the values written
+            written = self.writes.written(call, start, grad and any(_requires_grad(x) for x in inputs))
+            if written is None:
+                raise _Unchanged  # (the dispatch wrote only temporaries of its own)
+            return written
+        self.writes.refuse_writes(call, start)
+        call.result = out
+        if isinstance(out, torch.Tensor) and any(self._value(out) is p for p in inputs):
             if call.recorded == 0:
                 raise _Unchanged  # ``x.contiguous()``: nothing was computed
             raise UnsupportedOpError(
-                f"thunder: {call.what} returns its own argument after running aten ops (an in-place "
-                "update); in-place operations on tensor subclasses are not supported yet" + at(call.loc)
+                f"thunder: {call.what} returns its own argument after running aten ops, though it is not an "
+                "in-place op; this is not supported" + at(call.loc)
             )
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
@@ -512,7 +583,7 @@ class Subclasses:
                         T.requires_grad_(v)
                 results.append(v)
             elif isinstance(v, torch.Tensor):
-                p = proxy_of(v)
+                p = self._value(v)
                 if p is None:
                     if is_plain_tensor(v):
                         raise UnsupportedOpError(
@@ -536,6 +607,11 @@ class Subclasses:
                 results.append(v)
         return tree_unflatten(results, spec)
 
+    def _value(self, t) -> SubclassProxy | None:
+        """The value a subclass instance of the trace holds now (None for a new instance)."""
+        p = proxy_of(t)
+        return None if p is None else self.state.inplace.value_of(p)
+
     def _record_aten(self, call: _Call, func, args, kwargs):
         """An aten op the dispatch runs on proxies: record its symbol (the dispatch hook)."""
         where = _where(call)
@@ -547,18 +623,24 @@ class Subclasses:
                 "`if t.sum() > 0:` or `.item()` inside the dispatch); express it with tensor ops such as "
                 "torch.where" + where
             )
-        sym = ATEN.get(func)
+        writes = func._schema.is_mutable
+        sym = written_value(func) if writes else ATEN.get(func)
         if sym is None:
             raise UnsupportedOpError(
                 f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which thunder has no symbol "
                 f"for; {ADD_AN_OP}" + where
             )
-        if func._schema.is_mutable:
-            raise UnsupportedOpError(
-                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which writes into its "
-                "argument; in-place aten ops inside a dispatch are not supported yet" + where
-            )
+        if writes:
+            written = [a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments]
+            if sum(written) != 1 or not written[0] or not isinstance(args[0], TensorProxy):
+                raise UnsupportedOpError(
+                    f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which writes into "
+                    + ("an argument other than its first (or into several)" if args else "its output")
+                    + "; in-place aten ops inside a dispatch are supported when they write their first argument, "
+                    "an inner tensor" + where
+                )
         state = self.state
+        target = args[0] if writes else None
         leaves, spec = tree_flatten((args, kwargs))
         for i, v in enumerate(leaves):
             if isinstance(v, TensorProxy):
@@ -579,8 +661,17 @@ class Subclasses:
             raise type(e)(f"thunder: {func}: {e}" + where) from e
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
+        if writes:  # recorded as the value written, which the written proxy holds from now on
+            state.inplace.rebind(target, out, call.what)
+            return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
             self._view_layout(func, args, kwargs, where)
+            views = getattr(state, "views", None)  # (None: after tracing)
+            if views is not None and isinstance(args[0], TensorProxy):
+                # a write into the view (by a later aten op of a dispatch) reaches its base
+                for i, leaf in enumerate(tree_leaves(out)):
+                    if isinstance(leaf, TensorProxy) and leaf is not args[0]:
+                        views.add(View(args[0], sym, tuple(args[1:]), dict(kwargs), i, leaf, func))
         return out
 
     def _view_layout(self, func, args, kwargs, where: str) -> None:
@@ -602,6 +693,23 @@ class Subclasses:
 
 def _is_subclass_value(a) -> bool:
     return isinstance(a, torch.Tensor) and type(a) is not TensorProxy and not is_plain_tensor(a)
+
+
+def _holds_traced(t) -> bool:
+    """A traceable subclass instance holding traced tensors (proxies, values of the trace),
+    directly or through an inner subclass instance."""
+    if not is_traceable(type(t)):
+        return False
+    names, _ = t.__tensor_flatten__()
+    for n in names:
+        x = getattr(t, n)
+        if (
+            isinstance(x, TensorProxy)
+            or proxy_of(x) is not None
+            or (_is_subclass_value(x) and _holds_traced(x))
+        ):
+            return True
+    return False
 
 
 def _requires_grad(x) -> bool:
@@ -666,8 +774,21 @@ def dispatchable(sym: Symbol, args, kwargs) -> bool:
 class _NoWrites:
     """After tracing there are no in-place writes to follow: a value is what it holds."""
 
+    log: list = []
+
     def current(self, p):
         return p
+
+    value_of = current
+
+    def mark_op_start(self) -> None:
+        pass
+
+    def rebind(self, target, value, op: str):
+        raise UnsupportedOpError(
+            f"thunder: {op} writes in place inside a tensor subclass's __torch_dispatch__ run by a backward; "
+            "thunder traces such writes only in the function itself"
+        )
 
 
 class _AfterTracing:
@@ -699,7 +820,8 @@ class _AfterTracing:
 def instance_of(p: SubclassProxy) -> torch.Tensor:
     """The instance of the subclass value ``p`` (built around its inner proxies if new)."""
     if p.instance is None:
-        attach(p.subclass.__tensor_unflatten__(dict(p.inner), p.ctx, p.meta_shape, p.outer_stride), p)
+        inner = {k: instance_of(v) if isinstance(v, SubclassProxy) else v for k, v in p.inner.items()}
+        attach(p.subclass.__tensor_unflatten__(inner, p.ctx, p.meta_shape, p.outer_stride), p)
     return p.instance
 
 

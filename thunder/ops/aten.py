@@ -26,6 +26,7 @@ from thunder.core.tags import Tag
 from thunder.ops import ltorch, prims
 from thunder.ops.langs import alias
 from thunder.ops.ltorch.factories import _check_layout
+from thunder.ops.ltorch.inplace import VIEW_WRITES as TORCH_VIEW_WRITES
 from thunder.ops.ltorch.reductions import _softmax_core
 from thunder.ops.ltorch.shape import _reshape, _slice_dim, int_index
 from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, is_tensor, shape_of
@@ -391,6 +392,24 @@ zeros_like_default = aten(A.zeros_like.default, tags=(Tag.FACTORY,))(_like(0))
 ones_like_default = aten(A.ones_like.default, tags=(Tag.FACTORY,))(_like(1))
 
 
+# the values ``fill_`` and ``zero_`` write (``aten.fill_.Tensor`` is how ``x[0] = 5.0`` reaches a
+# subclass's dispatch: torch wraps the number into a 0-dim tensor); in the input's autograd
+# graph with a zero gradient, as torch's
+@aten(A.fill.Scalar, tags=(Tag.FACTORY,))
+def fill_Scalar(a, value):
+    return ltorch.fill.decomposition(a, value)
+
+
+@aten(A.fill.Tensor, tags=(Tag.FACTORY,))
+def fill_Tensor(a, value):
+    return ltorch.fill.decomposition(a, value)
+
+
+@aten(A.zero.default, tags=(Tag.FACTORY,))
+def zero_default(a):
+    return ltorch.fill.decomposition(a, 0)
+
+
 # -- reductions -----------------------------------------------------------------------------
 @aten(A.sum.default, tags=(Tag.REDUCTION,))
 def sum_default(a, *, dtype=None):
@@ -443,6 +462,61 @@ def _softmax(log: bool):
 
 _softmax_default = aten(A._softmax.default, tags=(Tag.REDUCTION,))(_softmax(False))
 _log_softmax_default = aten(A._log_softmax.default, tags=(Tag.REDUCTION,))(_softmax(True))
+
+
+@aten(A.index_select.default, tags=(Tag.INDEXING,))
+def index_select_default(a, dim, index):
+    return ltorch.index_select.decomposition(a, dim, index)
+
+
+@aten(A.scatter_add.default, tags=(Tag.INDEXING,))
+def scatter_add_default(a, dim, index, src):
+    return ltorch.scatter_add.decomposition(a, dim, index, src)
+
+
+@aten(A.index_put.default, tags=(Tag.INDEXING,))
+def index_put_default(a, indices, values, accumulate=False):
+    return ltorch.index_put.decomposition(a, tuple(indices), values, accumulate)
+
+
+# -- in-place writes ------------------------------------------------------------------------
+def written_value(overload) -> Symbol | None:
+    """The symbol computing the value an in-place overload leaves in its first argument: its
+    own, where it is declared as that value (``copy_.default``), or its functional twin's of
+    the same overload (``add_.Tensor`` writes what ``add.Tensor`` returns); None if neither."""
+    sym = ATEN.get(overload)
+    if sym is not None:
+        return sym
+    op = overload._schema.name.split("::", 1)[1]
+    twin = getattr(getattr(A, op[:-1], None), overload._overloadname, None) if op.endswith("_") else None
+    return ATEN.get(twin) if isinstance(twin, torch._ops.OpOverload) else None
+
+
+def _slice_back(base, dim=0, start=None, end=None, step=1, *, value):
+    d = canonical_dim(dim, len(shape_of(base)), "aten.slice")
+    return ltorch.setitem(base, (slice(None),) * d + (slice(start, end, step),), value)
+
+
+# How a value written into a view an aten op made reaches its base (as ``VIEW_WRITES`` of the
+# torch language, whose writes these share where the arguments agree): a write inside a
+# subclass's dispatch into a view of an inner tensor (``x[0] = v`` reaches a TwoTensor as
+# ``select`` then ``copy_``). expand, which may repeat elements, and split are not here: a
+# write into a view they made is refused.
+VIEW_WRITES = {
+    view_default: TORCH_VIEW_WRITES[ltorch.view],
+    t_default: lambda base, *, value: ltorch.t(value) if len(shape_of(base)) == 2 else value,
+    transpose_int: TORCH_VIEW_WRITES[ltorch.transpose],
+    permute_default: lambda base, dims, *, value: TORCH_VIEW_WRITES[ltorch.permute](
+        base, value=value, dims=dims
+    ),
+    unsqueeze_default: TORCH_VIEW_WRITES[ltorch.unsqueeze],
+    squeeze_default: TORCH_VIEW_WRITES[ltorch.squeeze],
+    squeeze_dim: TORCH_VIEW_WRITES[ltorch.squeeze],
+    squeeze_dims: TORCH_VIEW_WRITES[ltorch.squeeze],
+    select_int: TORCH_VIEW_WRITES[ltorch.select],
+    slice_Tensor: _slice_back,
+    alias_default: lambda base, *, value: value,
+}
 
 
 # -- calls of a whole op (``torch.ops.aten.add(a, b)``) ---------------------------------------

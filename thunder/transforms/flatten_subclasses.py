@@ -26,6 +26,11 @@ After::
       t3 = prims.unflatten_tensor_subclass(ScaleTensor, {'_x': t2, '_scale': x__scale}, None, (2, 2), (2, 1))
       return t3
 
+A subclass value holding another (a ScaleTensor of a TwoTensor) is flattened level by level
+down to plain tensors, and rebuilt innermost first. The write-back of a subclass input written
+in place (``prims.copy_(t5, x)``, thunder/frontend/subclass_writes.py) becomes one copy per
+inner tensor written (``prims.copy_(t1, x_a)``).
+
 Gradients: a subclass op is differentiated as the op itself (eager differentiates
 ``torch.add`` on the subclass, above its dispatch), never through the aten ops on inner
 tensors (``subclass_grad.py``). With a backward trace, this pass runs after the split and
@@ -51,7 +56,7 @@ from __future__ import annotations
 from thunder.core.pipeline import PassContext, TraceBundle
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
-from thunder.core.subclass import SubclassProxy
+from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
@@ -62,27 +67,33 @@ class SubclassFlatteningError(RuntimeError):
     pass
 
 
-def flatten_bsym(p: SubclassProxy) -> BoundSymbol:
-    """``(x__x, x__scale) = prims.flatten_tensor_subclass(x)``"""
-    return BoundSymbol(pyops.flatten_tensor_subclass, (p,), {}, tuple(p.inner.values()))
+def flatten_bsyms(p: SubclassProxy) -> list[BoundSymbol]:
+    """``(x__x, x__scale) = prims.flatten_tensor_subclass(x)``, then the same for each inner
+    subclass value (a ScaleTensor of a TwoTensor: its TwoTensor next)."""
+    return [BoundSymbol(pyops.flatten_tensor_subclass, (q,), {}, tuple(q.inner.values())) for q in p.nested()]
 
 
-def unflatten_bsym(p: SubclassProxy) -> BoundSymbol:
-    """``x = prims.unflatten_tensor_subclass(ScaleTensor, {...}, ctx, size, stride)``"""
-    return BoundSymbol(
-        pyops.unflatten_tensor_subclass,
-        (p.subclass, dict(p.inner), p.ctx, p.meta_shape, p.outer_stride),
-        {},
-        p,
-    )
+def unflatten_bsyms(p: SubclassProxy) -> list[BoundSymbol]:
+    """``x = prims.unflatten_tensor_subclass(ScaleTensor, {...}, ctx, size, stride)``, each
+    inner subclass value rebuilt before the value holding it."""
+    return [
+        BoundSymbol(
+            pyops.unflatten_tensor_subclass,
+            (q.subclass, dict(q.inner), q.ctx, q.meta_shape, q.outer_stride),
+            {},
+            q,
+        )
+        for q in reversed(p.nested())
+    ]
 
 
 def _flat(values, keep: frozenset[str] = frozenset()) -> list:
-    """Subclass values (but those named in ``keep``) replaced by their inner tensors; each name once."""
+    """Subclass values (but those named in ``keep``) replaced by the plain tensors holding
+    them (through nested subclass values); each name once."""
     out, seen = [], set()
     for v in values:
         opened = isinstance(v, SubclassProxy) and v.name not in keep
-        for x in v.inner.values() if opened else (v,):
+        for x in v.leaves() if opened else (v,):
             name = getattr(x, "name", None)
             if name is None or name not in seen:
                 out.append(x)
@@ -105,6 +116,14 @@ def _parts(bsym: BoundSymbol) -> list[BoundSymbol]:
         ]
     if bsym.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) or bsym.has_tag(Tag.FLATTEN_TENSOR_SUBCLASS):
         return []  # a subclass built in the function: its inner tensors stand for it
+    if Tag.WRITEBACK in bsym.tags and isinstance(bsym.args[1], SubclassProxy):
+        # the new value of a subclass input written back: its inner tensors written, each into its own
+        src, dst = bsym.args
+        return [
+            bsym.from_bsym(args=(s, d))
+            for s, d in zip(src.leaves(), dst.leaves(), strict=True)
+            if s.name != d.name
+        ]
     for p in proxies_in((bsym.args, bsym.kwargs, bsym.output)):
         if isinstance(p, SubclassProxy):
             raise SubclassFlatteningError(
@@ -115,24 +134,35 @@ def _parts(bsym: BoundSymbol) -> list[BoundSymbol]:
     return [bsym]
 
 
-def flatten_trace(trace: Trace, keep: frozenset[str] = frozenset()) -> Trace:
+def flatten_trace(
+    trace: Trace, keep: frozenset[str] = frozenset(), checked: frozenset[str] = frozenset()
+) -> Trace:
     """``trace`` over plain tensors: subclass ops become the aten ops their dispatch ran.
 
     Subclass arguments and outputs are replaced by their inner tensors, except those named in
     ``keep``: they stay subclass instances at the boundary (flattened at the start, rebuilt at
-    the end), for traces whose caller hands over and expects real instances.
+    the end), for traces whose caller hands over and expects real instances. The kept
+    arguments named in ``checked`` are checked as they are flattened: the class and inner
+    metadata they were traced for (a backward's cotangents).
     """
     out = trace.derive("Flatten tensor subclasses")
     kept_args = [p for p in trace.args if isinstance(p, SubclassProxy) and p.name in keep]
     out.args = _flat(trace.args, keep)  # in order: the caller passes them by position
     body, defined = [], {p.name for p in out.args}
     for p in kept_args:
-        b = flatten_bsym(p)
-        # an inner tensor two kept values share (``x`` and ``x * 2`` hold the same scale) is
-        # defined by the first flatten; the others give that slot a name of its own
-        parts = tuple(t if t.name not in defined else _renamed(t, out) for t in b.output)
-        defined.update(t.name for t in parts)
-        body.append(b if all(a is t for a, t in zip(parts, b.output)) else b.from_bsym(output=parts))
+        before = set(defined)
+        for b in flatten_bsyms(p):
+            if b.args[0] is not p and b.args[0].name in before:
+                continue  # an inner subclass value two kept values share: opened with the first
+            if p.name in checked:  # a cotangent: of the class it was traced for
+                body.append(_check_class(b.args[0]))
+            # an inner tensor two kept values share (``x`` and ``x * 2`` hold the same scale) is
+            # defined by the first flatten; the others give that slot a name of its own
+            parts = tuple(t if t.name not in defined else _renamed(t, out) for t in b.output)
+            defined.update(t.name for t in parts)
+            body.append(b if all(a is t for a, t in zip(parts, b.output)) else b.from_bsym(output=parts))
+            if p.name in checked:
+                body += [_check_inner(t) for t in b.output if not isinstance(t, SubclassProxy)]
     for bsym in trace.bound_symbols:
         body += _parts(bsym)
     outputs = list(tree_leaves(trace.output))
@@ -140,7 +170,7 @@ def flatten_trace(trace: Trace, keep: frozenset[str] = frozenset()) -> Trace:
     for p in outputs:
         if isinstance(p, SubclassProxy) and p.name in keep and p.name not in built:
             built.add(p.name)  # (a value both returned and saved for the backward: once)
-            body.append(unflatten_bsym(p))
+            body += unflatten_bsyms(p)
     out.bound_symbols = body
     if all(p.name in keep for p in outputs if isinstance(p, SubclassProxy)):
         return out  # nothing to flatten in the output: its structure stays
@@ -172,7 +202,7 @@ def needs_autograd(trace: Trace) -> bool:
             if Tag.NO_GRAD in b.tags:
                 continue
             for p in proxies_in((b.args, b.kwargs, b.output)):
-                inner = p.inner.values() if isinstance(p, SubclassProxy) else ()
+                inner = p.leaves() if isinstance(p, SubclassProxy) else ()
                 if isinstance(p, TensorProxy) and (
                     p.meta_requires_grad or any(i.meta_requires_grad for i in inner)
                 ):
@@ -182,6 +212,18 @@ def needs_autograd(trace: Trace) -> bool:
 
 def _check_runs_whole(trace: Trace) -> None:
     for b in trace.bound_symbols:
+        if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym in WRITTEN_VALUES:
+            why = (
+                "it writes several values (views of one another), whose gradients thunder does not trace"
+                if isinstance(b.output, tuple)
+                else "thunder could not trace the program's gradient"
+            )
+            raise SubclassFlatteningError(
+                f"thunder: {b.sym.id} writes a tensor subclass value in place in a program that needs gradients, "
+                f"and {why}; torch's autograd would have to run the op whole on the real values, which is not "
+                "done for in-place ops (it would write the caller's tensors)"
+                + (f" (from {b.source})" if b.source else "")
+            )
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym.torch_impl is None:
             raise SubclassFlatteningError(
                 f"thunder: {b.sym.id} needs gradients through the tensor subclass, so it runs whole on the real "
@@ -229,9 +271,9 @@ def flatten_tensor_subclasses(bundle: TraceBundle, ctx: PassContext) -> TraceBun
     new_epi = epi.derive("Flatten tensor subclasses")
     others = [p for p in epi.args if p.name not in comp_outs]
     new_epi.args = _flat(received) + others + passed
-    new_epi.bound_symbols = [unflatten_bsym(p) for p in received if isinstance(p, SubclassProxy)] + list(
-        epi.bound_symbols
-    )
+    new_epi.bound_symbols = [
+        b for p in received if isinstance(p, SubclassProxy) for b in unflatten_bsyms(p)
+    ] + list(epi.bound_symbols)
     changes["epilogue"] = new_epi
 
     return bundle.replace(**changes)
@@ -256,18 +298,7 @@ def _flatten_split(bundle: TraceBundle) -> TraceBundle:
     fw, bw = bundle.computation, bundle.backward
     if not (has_subclasses(fw) or has_subclasses(bw)):
         return bundle
-    new_bw = flatten_trace(bw, _boundary(bw))
-    cotangents = set(bw.info.cotangents or ())
-    checked = [p for p in bw.args if p.name in cotangents and isinstance(p, SubclassProxy)]
-    if checked:
-        n = sum(isinstance(p, SubclassProxy) for p in bw.args)  # the flattens the body starts with
-        body = new_bw.bound_symbols
-        new_bw.bound_symbols = (
-            [_check_class(p) for p in checked]
-            + body[:n]
-            + [_check_inner(t) for p in checked for t in p.inner.values()]
-            + body[n:]
-        )
+    new_bw = flatten_trace(bw, _boundary(bw), frozenset(bw.info.cotangents or ()))
     return bundle.replace(computation=flatten_trace(fw, _boundary(fw)), backward=new_bw)
 
 

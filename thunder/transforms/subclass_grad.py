@@ -34,10 +34,11 @@ from thunder.core.errors import ThunderError, at
 from thunder.core.passinfo import SubclassDispatch
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.subclass import SubclassProxy
+from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
+from thunder.ops import ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
 
 
@@ -93,9 +94,12 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
             f"thunder: a {b.args[0].__qualname__} is built from tensors that require grad (or itself requires "
             "grad); thunder does not trace gradients through building a tensor subclass" + at(b.source)
         )
+    written = b.sym in WRITTEN_VALUES  # an in-place op: differentiated as the value it writes
+    if written and Tag.NO_GRAD in b.tags and any(p.meta_requires_grad for p in tree_leaves(b.output)):
+        return _written_without_grad(b, trace)
     if not b.has_tag(Tag.TENSOR_SUBCLASS) or Tag.NO_GRAD in b.tags:
         return [b]  # (under no_grad nothing flows through it)
-    target = _torch_op(b.sym.impl)
+    target = WRITTEN_VALUES.get(b.sym) if written else _torch_op(b.sym.impl)
     if target is None:
         raise SubclassGradError(
             f"thunder: cannot differentiate {b.sym.id}: thunder has no torch-language op for it"
@@ -125,6 +129,25 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
     return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
 
 
+def _written_without_grad(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
+    """An in-place op under ``torch.no_grad()`` into a value that requires grad: eager leaves
+    the value's history alone, so the gradient of what it holds afterwards passes to what it
+    held before unchanged (as a plain tensor's write through ``.detach()``)."""
+    target = b.args[0] if b.args else None
+    if not (
+        isinstance(b.output, TensorProxy) and isinstance(target, TensorProxy) and target.meta_requires_grad
+    ):
+        raise SubclassGradError(
+            f"thunder: {b.sym.id} writes under torch.no_grad() into several tensor subclass values (views of one "
+            "another) that require grad; thunder does not trace gradients through such a write" + at(b.source)
+        )
+    held = _like(b.output, trace.add_name(f"{b.output.name}_written"), trace)
+    through = BoundSymbol(
+        ltorch.write_through_detach, (target, held), {}, b.output, source=b.source, scope=b.scope
+    )
+    return [b.from_bsym(output=held), through]
+
+
 def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
     return any(b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) for b in bsyms)
 
@@ -133,13 +156,13 @@ def cotangent(o: TensorProxy, trace: Trace, plain: bool = False) -> TensorProxy:
     """The cotangent proxy of the output ``o``: for a subclass output, a value of the same
     subclass with inner tensors like ``o``'s (what ``out.backward()`` passes in eager), or
     with ``plain`` a plain tensor (what a loss computed from the output's values passes)."""
-    name = trace.add_name(f"g_{o.name}")
+    return _like(o, trace.add_name(f"g_{o.name}"), trace, plain)
+
+
+def _like(o: TensorProxy, name: str, trace: Trace, plain: bool = False) -> TensorProxy:
     if plain or not isinstance(o, SubclassProxy):
         return TensorProxy(name, o.meta_shape, o.meta_dtype, o.meta_device)
-    inner = {
-        attr: TensorProxy(trace.add_name(f"{name}_{attr}"), t.meta_shape, t.meta_dtype, t.meta_device)
-        for attr, t in o.inner.items()
-    }
+    inner = {attr: _like(t, trace.add_name(f"{name}_{attr}"), trace) for attr, t in o.inner.items()}
     return SubclassProxy(
         name, o.subclass, inner, o.ctx, o.meta_shape, o.meta_dtype, o.meta_device, False, o.outer_stride
     )

@@ -1,0 +1,536 @@
+"""In-place ops on tensor-subclass values, and tensor subclasses nested in subclasses, against
+eager PyTorch (thunder/frontend/subclass_writes.py, thunder/frontend/subclasses.py).
+
+Each case runs three calls of one compiled function next to eager on copies of the same
+arguments: the results, the caller's objects after every call (their inner tensors, written in
+place or replaced as the subclass's ``__torch_dispatch__`` does), ``is`` identity of what is
+returned, and gradients; what is refused is a clear error.
+
+The subclasses: torch's ``TwoTensor`` (its dispatch writes both inner tensors in place),
+``ScaleTensor`` (its dispatch computes an in-place op on a temporary: eager's write changes
+nothing), ``ReplacingScaleTensor`` (its dispatch replaces the data attribute), and nestings of
+them (a ScaleTensor whose data is a TwoTensor, a TwoTensor of TwoTensors).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from subclass_examples import ReplacingScaleTensor, ScaleTensor, scale_tensor  # tests/ is on sys.path
+from test_subclasses import assert_flat
+from torch.testing._internal.two_tensor import TwoTensor
+
+import thunder
+from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
+from thunder.core.verify import verify
+from thunder.transforms.flatten_subclasses import SubclassFlatteningError
+
+
+def two(*shape) -> TwoTensor:
+    a = torch.randn(*shape)
+    return TwoTensor(a, a * 3 + 1)
+
+
+def scale_of_two(*shape) -> ScaleTensor:
+    """A ScaleTensor whose data is a TwoTensor."""
+    return ScaleTensor(two(*shape), torch.tensor(2.0))
+
+
+def two_of_two(*shape) -> TwoTensor:
+    return TwoTensor(two(*shape), two(*shape))
+
+
+def replacing(*shape) -> ReplacingScaleTensor:
+    return ReplacingScaleTensor(torch.randn(*shape), torch.tensor(2.0))
+
+
+def copy(t):
+    """A copy of ``t`` with copies of every inner tensor, at every depth."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if type(t) is torch.Tensor:
+        return t.detach().clone().requires_grad_(t.requires_grad)
+    names, ctx = t.__tensor_flatten__()
+    out = type(t).__tensor_unflatten__({n: copy(getattr(t, n)) for n in names}, ctx, t.shape, t.stride())
+    return out.requires_grad_(t.requires_grad) if out.requires_grad is not t.requires_grad else out
+
+
+def assert_same(got, expected, where: str = "the result") -> None:
+    """The same classes, flatten names and contexts, and values, at every depth."""
+    if isinstance(expected, torch.Tensor) and type(expected) is not torch.Tensor:
+        assert type(got) is type(expected), (
+            f"{where}: {type(got).__qualname__} != {type(expected).__qualname__}"
+        )
+        names, ctx = expected.__tensor_flatten__()
+        assert got.__tensor_flatten__() == (names, ctx), where
+        assert (got.shape, got.dtype) == (expected.shape, expected.dtype), where
+        for n in names:
+            assert_same(getattr(got, n), getattr(expected, n), f"{where}.{n}")
+    elif isinstance(expected, torch.Tensor):
+        assert type(got) is torch.Tensor, f"{where}: {type(got).__qualname__}"
+        torch.testing.assert_close(got.detach(), expected.detach(), msg=where)
+    elif isinstance(expected, (tuple, list)):
+        assert type(got) is type(expected) and len(got) == len(expected), where
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_same(g, e, f"{where}[{i}]")
+    else:
+        assert got == expected, f"{where}: {got!r} != {expected!r}"
+
+
+def assert_same_objects(got, expected, args, eager_args) -> None:
+    """Where eager returns one of its arguments, thunder returns the caller's object."""
+    if isinstance(expected, (tuple, list)):
+        for g, e in zip(got, expected):
+            assert_same_objects(g, e, args, eager_args)
+    for a, e in zip(args, eager_args):
+        if expected is e:
+            assert got is a, "eager returns its argument itself; thunder returns another object"
+
+
+def check(fn, *args):
+    """Three calls of ``thunder.jit(fn)`` on ``args`` equal eager's on copies of them: results,
+    the arguments after each call, identity; the traces verify and the executed one is flat
+    (inside, where there is a backward)."""
+    eager_args = [copy(a) for a in args]
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected = fn(*eager_args)
+        got = jfn(*args)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(list(args), list(eager_args), f"call {call}: the arguments after the call")
+        assert_same_objects(got, expected, args, eager_args)
+    assert thunder.compile_stats(jfn).cache_hits == 2
+    for kind in (thunder.last_prologue_traces, thunder.last_traces, thunder.last_epilogue_traces):
+        for t in kind(jfn):
+            verify(t)
+    if not thunder.last_backward_traces(jfn):  # (with one, autograd's instances stay at the boundary)
+        assert_flat(thunder.last_traces(jfn)[-1])
+    return jfn
+
+
+# -- in-place ops ------------------------------------------------------------------------------
+def _augmented(x):
+    x += 1
+    return x
+
+
+def _setitem(x, v):
+    x[0] = v
+    return x
+
+
+def _setitem_number(x):
+    x[1] = 5.0
+    return x
+
+
+def _made_here(x):
+    y = x * 2
+    y.add_(1)
+    return y, y + 1
+
+
+def _built_from_arguments(a, b):
+    t = TwoTensor(a, b)  # holds a and b themselves: eager's write reaches the caller's tensors
+    t.mul_(2)
+    return t, a + 1
+
+
+WRITES = {
+    "add_": (lambda x: x.add_(1), lambda: (two(3),)),
+    "add_ returns x itself": (lambda x: (x.add_(1) is x, x * 2), lambda: (two(3),)),
+    "mul_ by a subclass value": (lambda x, y: x.mul_(y), lambda: (two(3), two(3))),
+    "mul_ by a plain tensor": (lambda x, y: x.mul_(y), lambda: (two(2, 3), torch.randn(3))),
+    "copy_ of a plain tensor": (lambda x, y: x.copy_(y), lambda: (two(3), torch.randn(3))),
+    "copy_ of a subclass value": (lambda x, y: x.copy_(y), lambda: (two(3), two(3))),
+    "x[0] = v": (_setitem, lambda: (two(3, 2), torch.randn(2))),
+    "x[1] = 5.0": (_setitem_number, lambda: (two(3, 2),)),
+    "relu inplace=True": (lambda x: F.relu(x, inplace=True), lambda: (two(3),)),
+    "x += 1": (_augmented, lambda: (two(3),)),
+    "zero_": (lambda x: x.zero_(), lambda: (two(3),)),
+    "a chain": (lambda x: x.add_(1).mul_(2), lambda: (two(3),)),
+    "read after the write": (lambda x: (x.add_(1), x * 2)[1], lambda: (two(3),)),
+    "a write into x.T": (lambda x: (x.T.mul_(2), x * 1)[1], lambda: (two(3, 2),)),
+    "a write into x[0]": (lambda x: (x[0].add_(1), x)[1], lambda: (two(3, 2),)),
+    "an inner tensor written by a plain op": (lambda x: (x.a.mul_(2), x * 1)[1], lambda: (two(3),)),
+    "a value made in the function": (_made_here, lambda: (two(3),)),
+    "a value built around the arguments": (_built_from_arguments, lambda: (torch.randn(3), torch.randn(3))),
+    "a plain tensor written by the dispatch": (lambda w, x: w.add_(x), lambda: (torch.randn(3), two(3))),
+    "a dispatch that writes a temporary": (lambda x: x.add_(1), lambda: (scale_tensor(3),)),
+    "a dispatch that replaces the data": (lambda x: x.add_(1), lambda: (replacing(3),)),
+    "a dispatch that replaces the data, read after": (
+        lambda x: (x.mul_(3), x + 1)[1],
+        lambda: (replacing(3),),
+    ),
+    "a TwoTensor of TwoTensors": (lambda n: n.add_(1), lambda: (two_of_two(3),)),
+    "a TwoTensor of TwoTensors, read after": (lambda n: (n.mul_(2), n * 2)[1], lambda: (two_of_two(3),)),
+    "a ScaleTensor of a TwoTensor": (lambda n: (n.add_(1), n * 2), lambda: (scale_of_two(3),)),
+}
+
+
+@pytest.mark.parametrize("case", list(WRITES), ids=str)
+def test_in_place_ops_equal_eager(case):
+    fn, make = WRITES[case]
+    check(fn, *make())
+
+
+FIRST_TRACE = """\
+import torch
+import thunder.ops.prims as prims
+
+def computation(x):
+  # x: "TwoTensor[cpu f32[3]] (a: cpu f32[3], b: cpu f32[3])"
+  t2 = TwoTensor.torch.Tensor.add_(x, 1)  # t2: "TwoTensor[cpu f32[3]] (a: cpu f32[3], b: cpu f32[3])"
+    # (x_a, x_b) = prims.flatten_tensor_subclass(x)  # x_a: "cpu f32[3]", x_b: "cpu f32[3]"
+    # t0 = aten.add.Tensor(x_a, 1)  # t0: "cpu f32[3]"
+      # t0 = prims.add(x_a, 1)  # t0: "cpu f32[3]"
+    # t1 = aten.add.Tensor(x_b, 1)  # t1: "cpu f32[3]"
+      # t1 = prims.add(x_b, 1)  # t1: "cpu f32[3]"
+    # t2 = prims.unflatten_tensor_subclass(TwoTensor, {'a': t0, 'b': t1}, None, (3,), (1,))  # t2: "TwoTensor[cpu f32[3]] (a: cpu f32[3], b: cpu f32[3])"
+  prims.copy_(t2, x)
+  return (x,)
+"""
+
+
+def test_the_trace_of_a_write_into_a_subclass_input():
+    """The op's output is the value written; the computation writes it back into the input's
+    inner tensors (one copy per inner tensor written, once flat)."""
+    jfn = check(lambda x: x.add_(1), two(3))
+    assert str(thunder.last_traces(jfn)[0]) == FIRST_TRACE
+    flat = str(thunder.last_traces(jfn)[-1])
+    assert "copy_(t0, x_a)" in flat and "copy_(t1, x_b)" in flat
+    assert "x.a" not in flat
+
+
+def test_a_dispatch_that_writes_a_temporary_leaves_the_tensors_as_they_were():
+    """ScaleTensor's dispatch computes the op on its dequantized data, a temporary: eager's x
+    keeps its tensors and values. The write is still a write to autograd (a new value, of the
+    same tensors), and nothing is written back."""
+    x = scale_tensor(3)
+    data, before = x._x, x._x.clone()
+    jfn = check(lambda x: x.add_(1), x)
+    assert x._x is data
+    torch.testing.assert_close(data, before)
+    assert "ScaleTensor.torch.Tensor.add_(x, 1)" in str(thunder.last_traces(jfn)[0])
+    assert "copy_" not in str(thunder.last_traces(jfn)[-1])
+
+
+def test_a_write_that_changes_no_value_is_still_differentiated_as_in_eager():
+    """Eager's autograd differentiates ``y.add_(w)`` as ``y + w`` whatever the dispatch did."""
+
+    def fn(x, w):
+        y = x * 2
+        y.add_(w)
+        return (y * w).sum()
+
+    x, w = scale_tensor(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    xt, wt = copy(x), copy(w)
+    expected, got = fn(x, w), thunder.jit(fn)(xt, wt)
+    assert_same(got, expected)
+    e, g = torch.autograd.grad(expected, (x, w)), torch.autograd.grad(got, (xt, wt))
+    torch.testing.assert_close(g[0].dequantize(), e[0].dequantize())
+    torch.testing.assert_close(g[1].dequantize(), e[1].dequantize())
+
+
+def test_a_replaced_inner_tensor_is_set_on_the_callers_object():
+    x = replacing(3)
+    data = x._x
+    jfn = check(lambda x: x.add_(1), x)
+    assert x._x is not data  # replaced, as eager's dispatch replaces it
+    assert "python_setattr(x, '_x'" in str(thunder.last_epilogue_traces(jfn)[-1])
+
+
+def test_a_subclass_input_written_in_place_keeps_its_inner_tensors():
+    x = two(3)
+    a, b = x.a, x.b
+    jfn = thunder.jit(lambda x: x.mul_(2))
+    expected = (a * 2, b * 2)
+    assert jfn(x) is x
+    assert x.a is a and x.b is b  # written in place, as TwoTensor's dispatch writes them
+    torch.testing.assert_close((a, b), expected)
+
+
+class _Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", two(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return x * self.count
+
+
+def test_a_subclass_buffer_written_in_forward_is_the_modules_as_in_eager():
+    torch.manual_seed(0)
+    eager = _Counting()
+    torch.manual_seed(0)
+    module = _Counting()
+    jmodule = thunder.jit(module)
+    count = module.count
+    for _ in range(3):
+        x = torch.randn(3)
+        assert_same(jmodule(x), eager(x))
+        assert_same(module.count, eager.count, "the buffer after the call")
+    assert module.count is count
+
+
+# -- autograd ----------------------------------------------------------------------------------
+def _two_requiring_grad():
+    a = torch.randn(3)
+    return TwoTensor(a, a * 3 + 1).requires_grad_()
+
+
+def _add_w(x, w):
+    y = x * 2
+    y.add_(w)
+    return (y * y).sum()
+
+
+def _mul_then_use(x, w):
+    y = x * 1
+    y.mul_(w)
+    return (y.sin() * w).sum()
+
+
+def _setitem_w(x, w):
+    y = x * 1
+    y[0] = w[0]
+    return (y * w).sum()
+
+
+@pytest.mark.parametrize("fn", [_add_w, _mul_then_use, _setitem_w], ids=["add_", "mul_", "setitem"])
+def test_gradients_through_a_written_value_made_in_the_function(fn):
+    torch.manual_seed(0)
+    x, w = _two_requiring_grad(), torch.randn(3, requires_grad=True)
+    xt, wt = copy(x), copy(w)
+    jfn = thunder.jit(fn)
+    for _ in range(3):
+        expected = torch.autograd.grad(fn(x, w), (x, w))
+        got = torch.autograd.grad(jfn(xt, wt), (xt, wt))
+        assert_same(list(got), list(expected), "the gradients")
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+def test_a_written_non_leaf_subclass_input_keeps_its_graph():
+    def fn(x, w):
+        x.mul_(w)
+        return (x * 2).sum()
+
+    def make():
+        torch.manual_seed(0)
+        base = _two_requiring_grad()
+        return base, base * 1, torch.randn(3, requires_grad=True)
+
+    base, x, w = make()
+    tbase, tx, tw = make()
+    out, tout = fn(x, w), thunder.jit(fn)(tx, tw)
+    assert_same(tout, out)
+    assert_same(tx, x, "the input after the call")
+    assert tx.grad_fn is not None  # the caller's tensor was written with autograd, as in eager
+    # the gradient through the written input's new value, and through the result
+    got = torch.autograd.grad((tout + (tx * 3).sum()).sum(), (tbase, tw))
+    expected = torch.autograd.grad((out + (x * 3).sum()).sum(), (base, w))
+    assert_same(list(got), list(expected), "the gradients")
+
+
+def test_a_write_into_a_leaf_subclass_that_requires_grad_raises_as_in_eager():
+    x = _two_requiring_grad()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        copy(x).add_(1)
+    before = copy(x)
+    with pytest.raises(RuntimeError, match=r"(?s)leaf Variable that requires grad.*test_subclass_inplace.py"):
+        thunder.jit(lambda x: x.add_(1))(x)
+    assert_same(x, before, "the input after the failed call")
+
+    def built(w, s):  # a ScaleTensor of a tensor that requires grad is a leaf that requires grad
+        return ScaleTensor(w, s).add_(1)
+
+    w, s = torch.randn(3, requires_grad=True), torch.tensor(2.0)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        built(w, s)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        thunder.jit(built)(w, s)
+
+
+def test_a_write_into_a_leaf_under_no_grad_is_allowed():
+    def fn(x):
+        with torch.no_grad():
+            x.mul_(3)
+        return x
+
+    check(fn, _two_requiring_grad())
+
+
+def _no_grad_write(x):
+    y = x * 2
+    with torch.no_grad():
+        y.add_(1)
+    return (y * y).sum()
+
+
+class _Decaying(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(two(3))
+
+    def forward(self, x):
+        with torch.no_grad():  # (a parameter written in forward: allowed under no_grad)
+            self.w.mul_(0.5)
+        return (x * self.w).sum()
+
+
+def test_a_write_under_no_grad_passes_the_gradient_to_the_value_it_held():
+    """Eager leaves the history of a tensor written under no_grad alone: the gradient of its
+    new value reaches what it held before, unchanged."""
+    x = _two_requiring_grad()
+    xt = copy(x)
+    jfn = thunder.jit(_no_grad_write)
+    for _ in range(3):
+        expected, got = _no_grad_write(x), jfn(xt)
+        assert_same(got, expected)
+        assert_same(torch.autograd.grad(got, xt)[0], torch.autograd.grad(expected, x)[0], "the gradient")
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+    torch.manual_seed(0)
+    eager = _Decaying()
+    torch.manual_seed(0)
+    module = _Decaying()
+    jmodule = thunder.jit(module)
+    x = torch.randn(3, requires_grad=True)
+    for _ in range(3):
+        expected, got = eager(x), jmodule(x)
+        assert_same(got, expected)
+        assert_same(module.w, eager.w, "the parameter after the call")
+        assert_same(
+            list(torch.autograd.grad(got, (x, module.w))),
+            list(torch.autograd.grad(expected, (x, eager.w))),
+            "the gradients",
+        )
+
+
+# -- nested subclasses -------------------------------------------------------------------------
+NESTED = {
+    "elementwise": lambda n, w: n * 2 + w,
+    "a chain": lambda n, w: ((n * 2).sin() * w) / (w.abs() + 1),
+    "a reduction": lambda n, w: (n * n).sum(),
+    "a view": lambda n, w: n.unsqueeze(0).expand(2, 3) * w,
+    "built in the function": lambda n, w: ScaleTensor(TwoTensor(w, w * 2), torch.tensor(3.0)) * 2,
+    "returned as it is": lambda n, w: (n, n + w),
+}
+
+
+@pytest.mark.parametrize("case", list(NESTED), ids=str)
+def test_nested_subclasses_equal_eager(case):
+    check(NESTED[case], scale_of_two(3), torch.randn(3))
+
+
+def test_the_prologue_unpacks_and_checks_every_level():
+    jfn = check(lambda n: n * 2, scale_of_two(3))
+    pro = str(thunder.last_prologue_traces(jfn)[0])
+    for line in (
+        "prims.check_tensor_subclass(n, ScaleTensor, (3,), torch.float32, torch.device('cpu'), False, ('_x', '_scale'), None)",
+        "(n__x, n__scale) = prims.flatten_tensor_subclass(n)",
+        "prims.check_tensor_subclass(n__x, TwoTensor, (3,), torch.float32, torch.device('cpu'), False, ('a', 'b'), None)",
+        "(n__x_a, n__x_b) = prims.flatten_tensor_subclass(n__x)",
+        "prims.check_tensor(n__x_b, (3,), torch.float32, 'cpu', False)",
+    ):
+        assert line in pro
+    assert "return ((n__x_a, n__x_b, n__scale), ())" in str(thunder.last_prologue_traces(jfn)[-1])
+    # another inner class is another program
+    other = ScaleTensor(torch.randn(3), torch.tensor(2.0))
+    assert_same(jfn(other), other * 2)
+    assert thunder.compile_stats(jfn).cache_misses == 2
+
+
+def test_outputs_are_rebuilt_level_by_level():
+    jfn = check(lambda n: n + 1, scale_of_two(3))
+    epi = str(thunder.last_epilogue_traces(jfn)[-1])
+    assert epi.index("TwoTensor.__tensor_unflatten__") < epi.index("ScaleTensor.__tensor_unflatten__")
+
+
+def _nested_requiring_grad():
+    return scale_of_two(3).requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda n, w: (n * w).sum(),
+        lambda n, w: ((n * 2).sin() * w).sum(),
+        lambda n, w: (n.exp() + n * w).sum(),
+        lambda n, w: (n * w).sin(),
+    ],
+    ids=["mul", "sin", "two paths", "a subclass output"],
+)
+def test_gradients_of_nested_subclasses_equal_eager(fn):
+    torch.manual_seed(0)
+    n, w = _nested_requiring_grad(), torch.randn(3, requires_grad=True)
+    nt, wt = copy(n), copy(w)
+    jfn = thunder.jit(fn)
+    for _ in range(3):
+        out, tout = fn(n, w), jfn(nt, wt)
+        assert_same(tout, out)
+        cot = torch.ones_like(out)  # (of the output's class, as out.backward() passes)
+        expected = torch.autograd.grad(out, (n, w), cot)
+        got = torch.autograd.grad(tout, (nt, wt), cot)
+        assert_same(list(got), list(expected), "the gradients")
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+# -- what is refused ---------------------------------------------------------------------------
+GLOBAL = two(3)
+
+
+def test_out_into_a_subclass_is_a_clear_error():
+    with pytest.raises(UnsupportedOpError, match=r"torch.add with out= on a TwoTensor"):
+        thunder.jit(lambda x, y: torch.add(x, 1, out=y))(two(3), two(3))
+
+
+def test_a_write_into_a_subclass_from_a_global_is_a_clear_error():
+    before = copy(GLOBAL)
+    with pytest.raises(UnsupportedOpError, match="writes into a TwoTensor from a closure or a global"):
+        thunder.jit(lambda: GLOBAL.add_(1))()
+    assert_same(GLOBAL, before, "the global after the failed call")
+
+
+def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clear_error():
+    x, w = replacing(3), torch.randn(3, requires_grad=True)
+    with pytest.raises(UnsupportedValueError, match=r"replaces the inner tensors x\._x of the input x"):
+        thunder.jit(lambda x, w: x.mul_(w))(x, w)
+
+
+def test_a_write_through_a_view_into_a_value_whose_gradient_is_needed_is_a_clear_error():
+    def fn(x, w):
+        y = x * 2
+        y[0].mul_(w[0])  # writes y[0], a view, and so y
+        return (y * w).sum()
+
+    with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
+        thunder.jit(fn)(_two_requiring_grad(), torch.randn(3, requires_grad=True))
+
+
+def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():
+    fn = lambda x, a: (x.add_(1), a * 1)[1]  # noqa: E731
+    jfn = thunder.jit(fn)
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(jfn(TwoTensor(a.clone(), b), a), a)
+    x = TwoTensor(a, b)  # its inner tensor a is the other argument: the entry is not for it
+    with pytest.raises(
+        UnsupportedValueError,
+        match=r"torch.Tensor.add_ on a TwoTensor writes into the argument x_a, which shares memory with a",
+    ):
+        jfn(x, a)
+    assert "check_no_alias(x_a, x_b, a, written=2)" in str(thunder.last_prologue_traces(jfn)[0])
+
+
+def test_foreach_in_place_ops_on_subclasses_are_a_clear_error():
+    with pytest.raises(
+        UnsupportedOpError, match=r"torch._foreach_add_ on tensor subclass values is not supported"
+    ):
+        thunder.jit(lambda x, y: torch._foreach_add_([x, y], 1))(two(3), two(3))
+
+
+def test_requires_grad_on_a_subclass_in_the_function_is_a_clear_error():
+    with pytest.raises(UnsupportedOpError, match="requires_grad_ on a tensor subclass value"):
+        thunder.jit(lambda x: (x * 1).requires_grad_())(two(3))

@@ -1,0 +1,417 @@
+"""In-place writes into tensor-subclass values while tracing: ``x.add_(1)``, ``x.copy_(y)``,
+``x[0] = v``, ``F.relu(x, inplace=True)`` on a subclass value, as eager runs them.
+
+Eager's autograd checks the write (no write into a leaf that requires grad), then the
+subclass's ``__torch_dispatch__`` runs the in-place aten op: it writes the inner tensors
+(``aten.add_`` on each of a TwoTensor's two), replaces an inner tensor attribute, or writes
+nothing lasting (a temporary it computed from them); the call returns the written tensor
+itself. Here the dispatch runs the same way over inner proxies; its in-place aten ops are
+recorded as the values they write and rebind the inner proxies (``InplaceWrites``,
+``thunder/frontend/inplace.py``); afterwards every subclass value whose tensors changed (the
+one written, and any whose inner tensors are views of those written) is rebuilt around its
+new tensors. Those values are the op's output, and each instance holds them from then on::
+
+    t5 = TwoTensor.torch.Tensor.add_(x, 1)  # t5: "TwoTensor[cpu f32[3]] (a: cpu f32[3], b: cpu f32[3])"
+      # (x_a, x_b) = prims.flatten_tensor_subclass(x)
+      # t1 = aten.add.Tensor(x_a, 1)
+      # t2 = aten.add.Tensor(x_b, 1)
+      # t5 = prims.unflatten_tensor_subclass(TwoTensor, {'a': t1, 'b': t2}, None, (3,), (1,))
+
+The value written is a new value even where the dispatch wrote only a temporary
+(ScaleTensor's computes the op on its dequantized data): its tensors are the same, but eager's
+autograd counts the write on the tensor's version counter and differentiates it all the same.
+A plain op writing into an inner tensor (``x._x.mul_(2)``) changes the value too: it is
+rebuilt at its next use (``snapshot``). The gradient of an in-place op is the functional op's
+(``WRITTEN_VALUES``, ``thunder/transforms/subclass_grad.py``).
+
+A subclass input whose inner tensors were written is written back when the call ends: the
+computation copies the new value into it (``prims.copy_(t5, x)``, flattened into copies of
+the inner tensors written, or copied with autograd when the program has a backward); an
+inner tensor attribute the dispatch replaced is set on the caller's object by the epilogue.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thunder.core.errors import UnsupportedOpError, UnsupportedValueError, at
+from thunder.core.proxies import TensorProxy, proxies_in
+from thunder.core.source import user_location
+from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy, is_plain_tensor, proxy_of, same_context
+from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
+from thunder.frontend.mode import _inplace_base
+from thunder.frontend.torch_names import describe
+from thunder.ops import ltorch, prims
+from thunder.ops import python as pyops
+from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.meta import requires_grad_of
+
+T = torch.Tensor
+
+
+class Writes:
+    """The in-place writes into the subclass values of one acquisition (``subclasses.writes``)."""
+
+    def __init__(self, subclasses):
+        self.subclasses = subclasses
+        # attributes the dispatch replaced on subclass inputs: the epilogue sets them on the
+        # caller's objects, as ``(holder, "set", attribute, value)``
+        self.attribute_writebacks: list[tuple] = []
+        self.changed = False  # whether the in-place op being traced changed a value
+        # subclass values built in the function that are leaves requiring grad
+        # (``ScaleTensor(w, s)`` of a ``w`` that requires grad): eager refuses writes into them
+        self.leaves: set[str] = set()
+
+    @property
+    def state(self):
+        return self.subclasses.state
+
+    # -- the op -----------------------------------------------------------------------------
+    def write(self, func, args, kwargs, loc):
+        """The in-place torch call ``func(*args, **kwargs)`` with a subclass value among its
+        arguments; returns what eager returns (the tensor written, or None for ``x[k] = v``)."""
+        state = self.state
+        op = describe(func)
+        target = args[0] if args else None
+        if func is T.requires_grad_:
+            raise UnsupportedOpError(
+                f"thunder: {op} on a tensor subclass value inside the compiled function is not supported; set "
+                "requires_grad before the call" + at(loc)
+            )
+        if not isinstance(target, torch.Tensor):  # (torch._foreach_add_ writes the tensors of a list)
+            raise UnsupportedOpError(
+                f"thunder: {op} on tensor subclass values is not supported yet (it writes the tensors of a "
+                f"{type(target).__qualname__}); write each tensor with its own in-place op" + at(loc)
+            )
+        if isinstance(target, TensorProxy):
+            original = target
+        else:
+            state.capture(target)  # (its value made current)
+            original = proxy_of(target)
+            if original is None:
+                raise UnsupportedOpError(
+                    f"thunder: {op} writes into a {type(target).__qualname__} from a closure or a global; in-place "
+                    "writes into tensor subclass values are supported on arguments and on values made in the "
+                    "function" + at(loc)
+                )
+        # eager's autograd checks the write above the dispatch
+        state.inplace.refuse_leaf_write(original, op)
+        value = state.inplace.value_of(original)
+        if torch.is_grad_enabled() and value.name in self.leaves:
+            raise RuntimeError(
+                f"thunder: {op} writes into {value.name}: a leaf Variable that requires grad is being used in an "
+                "in-place operation (as eager PyTorch says)" + at(loc)
+            )
+        self.changed = False
+        with state.inplace.writing(original, op) as write:
+            self.subclasses.call(func, args, kwargs, loc, writes=target)
+            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
+            write.changed = self.changed
+        return None if func is T.__setitem__ else target
+
+    def declare(self, sym, func, kwargs) -> None:
+        """Note the functional form of the in-place subclass op ``sym`` (for its gradient)."""
+        if sym in WRITTEN_VALUES:
+            return
+        name = getattr(func, "__name__", "")
+        if func is T.__setitem__:
+            base = ltorch.setitem
+        elif func is T.copy_:
+            base = ltorch.copy_to
+        elif kwargs.get("inplace") is True:
+            base = _without_inplace(TORCH_TO_THUNDER.get(func))
+        elif name.startswith("__i"):  # ``x += y``: what ``x + y`` computes
+            base = TORCH_TO_THUNDER.get(getattr(T, "__" + name[3:], None))
+        else:
+            base = _inplace_base(name)
+        WRITTEN_VALUES[sym] = None if base is None else _as_written(base)
+
+    def begin(self) -> tuple:
+        """Where the op being resolved begins: its rebindings and the values it records."""
+        trace = self.state.computation
+        return len(self.state.inplace.log), trace.recording, len(trace.recording)
+
+    def _rebound(self, start: tuple) -> list[tuple]:
+        """The rebindings since ``start`` of values that existed before the op began."""
+        n, scope, m = start
+        made = {
+            p.name
+            for b in scope[m:]
+            if not b.has_tag(Tag.FLATTEN_TENSOR_SUBCLASS)
+            for p in proxies_in(b.output)
+        }
+        return [w for w in self.state.inplace.log[n:] if w[1].name not in made]
+
+    def refuse_writes(self, call, start: tuple) -> None:
+        """An op that is not in-place whose dispatch wrote values of the trace in place."""
+        rebound = self._rebound(start)
+        if rebound:
+            names = ", ".join(dict.fromkeys(w[1].name for w in rebound))
+            raise UnsupportedOpError(
+                f"thunder: {call.what}: its __torch_dispatch__ writes in place into {names}, which the op's "
+                "arguments hold, though the op is not an in-place op; this is not supported" + at(call.loc)
+            )
+
+    def written(self, call, start: tuple, rg: bool):
+        """The output of the in-place op ``call`` whose dispatch just ran: the new values of
+        what it wrote (the value written first), or None when it changed nothing. Notes on
+        ``call.changed`` the instances to rebind once the op is recorded."""
+        state = self.state
+        rebound = self._rebound(start)
+        # (a dispatch may also replace an inner tensor attribute: no rebinding, a stale value)
+        stale = [t for t in self.subclasses.instances if self.stale(t, state.inplace.value_of(proxy_of(t)))]
+        if not isinstance(call.writes, TensorProxy) and all(t is not call.writes for t in stale):
+            # eager's autograd counts the write, and differentiates it, even where the dispatch
+            # wrote only a temporary: the value written is a new one, of the same tensors
+            stale.insert(0, call.writes)
+        inside = {id(x) for t in stale for x in _inner_instances(t)}
+        outputs, changed = [], []
+        for t in stale:
+            if id(t) in inside:
+                continue  # rebuilt with the value holding it
+            old = state.inplace.value_of(proxy_of(t))
+            new = self.snapshot(t, old, top_level=False, rg=old.meta_requires_grad or rg, changed=changed)
+            if (new.meta_shape, new.meta_dtype, new.outer_stride) != (
+                old.meta_shape,
+                old.meta_dtype,
+                old.outer_stride,
+            ):
+                raise UnsupportedOpError(
+                    f"thunder: {call.what} changes the shape, strides or dtype of a {t.__class__.__qualname__} in "
+                    "place; this is not supported" + at(call.loc)
+                )
+            if t is call.writes:
+                outputs.insert(0, new)
+            else:
+                outputs.append(new)
+        if isinstance(call.writes, TensorProxy) and state.inplace.value_of(call.writes) is not call.writes:
+            outputs.insert(0, state.inplace.value_of(call.writes))  # a plain tensor the dispatch wrote
+        # plain values of the function the dispatch wrote, not held by a value rebuilt above
+        held = {p.name for _, new in changed for p in new.leaves()}
+        visible = None
+        for original, current, _ in rebound:
+            final = state.inplace.value_of(current)
+            if final.name in held or any(final is o for o in outputs):
+                continue
+            if visible is None:
+                visible = _top_level_names(state)
+            if current.name in visible or original.name in visible:
+                outputs.append(final)
+        self._open_owners(start)
+        call.changed = changed
+        for t, new in changed:  # user code sees eager's flag: written with values that require grad
+            if new.meta_requires_grad and not t.requires_grad:
+                with torch._C.DisableTorchFunction():
+                    T.requires_grad_(t)
+        if not outputs:
+            return None
+        self.changed = True
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _open_owners(self, start: tuple) -> None:
+        """A write through a view reaches its base, which may be an inner tensor of a value the
+        op was not given (``v = x[0]; v.add_(1)`` writes ``x``'s inner tensors): flatten each
+        such value at the start of the op, so what the op records reads defined values."""
+        _, scope, m = start
+        defined = {p.name for b in scope[:m] for p in proxies_in(b.output)}  # (the op's own flattens)
+        missing: list = []
+        for b in scope[m:]:
+            for p in proxies_in((b.args, b.kwargs)):
+                if p.name not in defined and isinstance(p, TensorProxy):
+                    missing.append(p)
+            defined.update(p.name for p in proxies_in(b.output))
+        owner = self.subclasses.owner
+        missing = [p for p in missing if p.name in owner]
+        if not missing:
+            return
+        visible = _top_level_names(self.state)
+        opened: list = []
+        for p in missing:
+            chain = []
+            while p.name in owner and p.name not in visible:
+                p = owner[p.name][0]
+                chain.append(p)
+            for q in reversed(chain):  # the outermost value first
+                if all(q is not o for o in opened):
+                    opened.append(q)
+        scope[m:m] = [
+            BoundSymbol(pyops.flatten_tensor_subclass, (q,), {}, tuple(q.inner.values())) for q in opened
+        ]
+
+    # -- values -----------------------------------------------------------------------------
+    def stale(self, t, p: SubclassProxy) -> bool:
+        """Whether the instance ``t`` holds other tensors than its value ``p`` has."""
+        names, ctx = t.__tensor_flatten__()
+        if tuple(names) != tuple(p.inner) or not same_context(ctx, p.ctx) or tuple(t.shape) != p.meta_shape:
+            return True
+        value_of = self.state.inplace.value_of
+        for n in names:
+            x, q = getattr(t, n), p.inner[n]
+            if isinstance(x, TensorProxy):
+                if value_of(x) is not q:
+                    return True
+            elif proxy_of(x) is not None:
+                if value_of(proxy_of(x)) is not q or self.stale(x, q):
+                    return True
+            elif not is_plain_tensor(x) or self.state.capture(x) is not q:
+                return True  # an attribute the dispatch replaced by a subclass instance it made
+        return False
+
+    def snapshot(self, t, old: SubclassProxy, *, top_level: bool, rg: bool | None = None, changed=None):
+        """A new value of the instance ``t`` around the tensors it holds now (recorded as an
+        unflatten; at the top level, the tensors it keeps read from their values). An inner
+        subclass instance whose tensors changed is rebuilt first; ``changed`` collects each
+        instance rebuilt with its new value (``t`` included)."""
+        state, subclasses = self.state, self.subclasses
+        changed = [] if changed is None else changed
+        cls = type(t)
+        names, ctx = t.__tensor_flatten__()
+        inner = {}
+        for n in names:
+            x = getattr(t, n)
+            if isinstance(x, TensorProxy):
+                inner[n] = state.inplace.current(x) if top_level else state.inplace.value_of(x)
+            elif proxy_of(x) is not None:
+                q = state.inplace.value_of(proxy_of(x))
+                if self.stale(x, q):
+                    q = self.snapshot(x, q, top_level=top_level, changed=changed)
+                elif top_level:
+                    subclasses.expose(q)
+                inner[n] = q
+            elif isinstance(x, torch.Tensor) and not is_plain_tensor(x):
+                inner[n] = subclasses._unflatten(x, top_level=top_level)  # made by the dispatch
+            elif isinstance(x, torch.Tensor):
+                inner[n] = state.capture(x)
+                subclasses.captured_inside.add(inner[n].name)
+            else:
+                raise UnsupportedValueError(
+                    f"thunder: a {cls.__qualname__}'s __tensor_flatten__ lists {n}, a {type(x).__qualname__}: "
+                    "inner tensors must be tensors" + at(user_location())
+                )
+        trc = state.computation
+        p = SubclassProxy(
+            trc.make_name("t"),
+            cls,
+            inner,
+            ctx,
+            tuple(t.shape),
+            t.dtype,
+            t.device,
+            old.meta_requires_grad if rg is None else rg,
+            tuple(t.stride()),
+        )
+        trc.add_bsym(
+            BoundSymbol(
+                pyops.unflatten_tensor_subclass,
+                (cls, dict(inner), ctx, tuple(t.shape), tuple(t.stride())),
+                {},
+                p,
+                source=user_location() if top_level else None,
+                scope=trc.scope,
+            )
+        )
+        subclasses.own(p)  # its new inner tensors are reached through it
+        changed.append((t, p))
+        return p
+
+    # -- inputs, when the call ends ---------------------------------------------------------
+    def write_back(self, p: SubclassProxy) -> None:
+        """Write the new value of the subclass input ``p`` into the caller's object."""
+        state = self.state
+        t = p.instance
+        final = self.subclasses.current_value(t)
+        if final is p:
+            return
+        copies, sets = [], []
+        self._compare(t, p, copies, sets)
+        if sets and copies:
+            raise UnsupportedValueError(
+                f"thunder: the function writes into the inner tensors of the input {p.name} (a "
+                f"{p.subclass.__qualname__}) and also replaces some ({', '.join(f'{h.name}.{a}' for h, a, _ in sets)}); "
+                "writing back both is not supported yet"
+            )
+        if not copies and not sets and not final.meta_requires_grad:
+            return  # (its tensors are as they were, and no autograd history is to be written)
+        if sets:
+            # (under no_grad the caller's tensor keeps its history: setting the attribute is the write)
+            if p.name in state.inplace.grad_writes or (final.meta_requires_grad and not p.meta_requires_grad):
+                raise UnsupportedValueError(
+                    f"thunder: the {p.subclass.__qualname__}'s __torch_dispatch__ replaces the inner tensors "
+                    f"{', '.join(f'{h.name}.{a}' for h, a, _ in sets)} of the input {p.name}, which is written "
+                    "under grad mode with values that require grad: setting the attribute would not give the "
+                    "caller's tensor eager's autograd history; this is not supported"
+                )
+            self.attribute_writebacks += [(holder, "set", attr, x) for holder, attr, x in sets]
+            return
+        state.computation.add_bsym(
+            BoundSymbol(prims.copy_, (final, p), {}, None, tags=frozenset({Tag.INPLACE, Tag.WRITEBACK}))
+        )
+
+    def _compare(self, t, p: SubclassProxy, copies: list, sets: list) -> None:
+        """What changed in the input ``t`` (traced as ``p``): inner tensors written in place
+        (``copies``) and attributes replaced (``sets``: holder, attribute, new object)."""
+        names, ctx = t.__tensor_flatten__()
+        if tuple(names) != tuple(p.inner) or not same_context(ctx, p.ctx):
+            raise UnsupportedValueError(
+                f"thunder: the function changes what __tensor_flatten__ gives for the input {p.name} (a "
+                f"{p.subclass.__qualname__}: {tuple(p.inner)}, {p.ctx!r} -> {tuple(names)}, {ctx!r}); writing this "
+                "back is not supported"
+            )
+        for n in names:
+            x, o = getattr(t, n), p.inner[n]
+            if x is o:
+                if self.state.inplace.value_of(x) is not o:
+                    copies.append(n)
+            elif isinstance(o, SubclassProxy) and proxy_of(x) is o:
+                self._compare(x, o, copies, sets)
+            else:
+                sets.append((p, n, x))
+
+
+def _as_written(base):
+    """``base`` (a torch-language op) giving the value its first argument holds after the
+    in-place op: of that tensor's dtype and shape, and in its autograd graph."""
+
+    def value(*args, **kwargs):
+        target = args[0]
+        v = base(*args, **kwargs)
+        if isinstance(v, TensorProxy):
+            if v.meta_dtype is not target.meta_dtype:
+                v = prims.convert_element_type(v, target.meta_dtype)
+            if v.meta_shape != target.meta_shape:
+                v = ltorch.expand(v, target.meta_shape)
+            if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
+                v = ltorch.in_graph_of(v, target)
+        return v
+
+    return value
+
+
+def _without_inplace(op):
+    if op is None:
+        return None
+
+    def call(*args, inplace=False, **kwargs):
+        return op(*args, **kwargs)
+
+    return call
+
+
+def _inner_instances(t) -> list:
+    """The subclass instances inside the instance ``t`` (at every depth)."""
+    out = []
+    names, _ = t.__tensor_flatten__()
+    for n in names:
+        x = getattr(t, n)
+        if isinstance(x, torch.Tensor) and not isinstance(x, TensorProxy) and not is_plain_tensor(x):
+            out += [x, *_inner_instances(x)]
+    return out
+
+
+def _top_level_names(state) -> set[str]:
+    """The values the computation defines at its top level so far (and its inputs)."""
+    names = set(state.inputs.sources) if getattr(state, "inputs", None) is not None else set()
+    for b in state.computation.bound_symbols:
+        names.update(p.name for p in proxies_in(b.output))
+    return names
