@@ -679,3 +679,24 @@ def test_a_file_in_a_closure_written_per_call_and_its_state_refused(tmp_path):
         with pytest.raises(Exception, match=r"tell of the file(.|\n)*test_side_effects.py"):
             thunder.jit(g)(torch.ones(2))
     assert path.read_text() == "called\n" * 2
+
+
+_PRINTED = []
+
+
+def test_a_printed_container_shows_its_contents_at_the_print(capsys):
+    def f(x):
+        print("before", _PRINTED)
+        _PRINTED.append(len(_PRINTED))
+        print("after", _PRINTED, {"n": _PRINTED})
+        return x + 1
+
+    for _ in range(3):  # eager's output, from the same start
+        f(torch.ones(1))
+    eager = capsys.readouterr().out
+    _PRINTED.clear()
+    jf = thunder.jit(f)
+    for _ in range(3):
+        jf(torch.ones(1))
+    assert capsys.readouterr().out == eager
+    assert _PRINTED == [0, 1, 2]

@@ -20,6 +20,7 @@ Only this thread's tracing records; another thread printing meanwhile prints.
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import functools
 import logging
@@ -31,6 +32,7 @@ from thunder.core.errors import DataDependentError, UnsupportedValueError, at
 from thunder.core.source import user_location
 from thunder.frontend.code_reads import is_user_code
 from thunder.frontend.patches import ProcessPatches
+from thunder.frontend.tracked import is_tracked, untracked
 
 _LOCAL = threading.local()
 
@@ -55,12 +57,29 @@ def _no_proxy_text(*values) -> None:
             )
 
 
+def _as_recorded(v):
+    """``v`` as a print shows it at this point of the program: a tracked container (a global
+    list the code also appends to) as its contents now, and marked read, so the prologue checks
+    those contents (a call that finds others traces again) instead of the epilogue printing the
+    container after the function's later writes."""
+    if is_tracked(v):
+        items = untracked(v)
+        v = collections.deque(items) if type(v.fx.original) is collections.deque else items
+    t = type(v)
+    if t in (list, tuple, set, collections.deque):
+        return t(_as_recorded(x) for x in v)
+    if t is dict:
+        return {k: _as_recorded(x) for k, x in v.items()}
+    return v
+
+
 def _print(real):
     def print(*args, **kwargs):  # noqa: A001 - stands for the builtin while tracing
         calls = _recording()
         if calls is None:
             return real(*args, **kwargs)
         _no_proxy_text(*args, *kwargs.values())
+        args = tuple(_as_recorded(a) for a in args)
         calls.append((real, args, kwargs))
 
     return print
@@ -108,6 +127,7 @@ def _log(real):
         if calls is None or exc_info:
             return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
         _no_proxy_text(msg, *args)
+        args = tuple(_as_recorded(a) for a in args)
         calls.append((self.log, (level, msg, *args), {} if extra is None else {"extra": extra}))
 
     return _log
