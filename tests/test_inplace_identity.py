@@ -1,6 +1,7 @@
 """An in-place op returns the object it wrote, as in eager, however many writes came before,
 and the epilogue hands back the caller's own tensor wherever eager does."""
 
+import pytest
 import torch
 
 import thunder
@@ -62,3 +63,45 @@ def test_a_buffer_written_in_place_is_returned_as_itself():
         assert s is m.steps and es is em.steps
         torch.testing.assert_close(out, eout)
         torch.testing.assert_close(m.steps, em.steps)
+
+
+def _view_written(x):
+    v = x.view(-1)
+    v.add_(1)
+    return v
+
+
+def _view_of_written(x):
+    x.mul_(2)
+    return x[0]
+
+
+@pytest.mark.parametrize("fn", [_view_written, _view_of_written])
+def test_a_view_of_a_written_input_is_a_view_of_the_callers_tensor(fn):
+    jf = thunder.jit(fn)
+    for _ in range(3):
+        x, xe = torch.ones(2, 3), torch.ones(2, 3)
+        r, re = jf(x), fn(xe)
+        assert r._base is x and re._base is xe
+        r.add_(5)  # a later write through the returned view reaches the caller's tensor, as in eager
+        re.add_(5)
+        torch.testing.assert_close(x, xe)
+
+
+def test_a_view_of_an_input_written_with_a_gradient_keeps_its_graph():
+    def f(x, w):
+        v = x.view(-1)
+        v.mul_(w)
+        return v
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        w = torch.randn(6, requires_grad=True)
+        we = w.detach().clone().requires_grad_()
+        x, xe = torch.ones(2, 3), torch.ones(2, 3)
+        r, re = jf(x, w), f(xe, we)
+        assert r._base is x and r.grad_fn is not None
+        (r * r).sum().backward()
+        (re * re).sum().backward()
+        torch.testing.assert_close(w.grad, we.grad)
+        torch.testing.assert_close(x, xe)

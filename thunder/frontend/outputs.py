@@ -42,6 +42,7 @@ from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.printing import MODULE_PATHS
 from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
+from thunder.core.pytree import tree_flatten
 from thunder.core.subclass import proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
@@ -133,6 +134,34 @@ class _Builder:
             self.comp_outputs.append(p)
         return p
 
+    def _view_of_written_input(self, p: TensorProxy) -> TensorProxy | None:
+        """``p`` is a view (a chain of views) of an input tensor the function wrote in place
+        (``v = x.view(-1); v.add_(1); return v``): eager returns a view of the caller's tensor,
+        so the epilogue takes the same views of it, after the write reached it; None otherwise
+        (a view of an unwritten input already is one: the program takes it of the input)."""
+        views = getattr(self.state, "views", None)
+        if views is None or p.name in self._input_names:
+            return None
+        chain = []
+        while (view := views.by_name.get(p.name)) is not None and view.value is p:
+            chain.append(view)
+            p = view.base
+        if not chain:
+            return None
+        written = {
+            id(self.state.inplace.current(x)): x
+            for x in self.state.inputs.tensor_inputs
+            if type(x) is TensorProxy and self.state.inplace.current(x) is not x
+        }
+        x = written.get(id(p))
+        if x is None:
+            return None
+        value = self.input_object(x)
+        with tracectx(self.epi):
+            for view in reversed(chain):
+                value = tree_flatten(view.op(value, *view.args, **view.kwargs))[0][view.index]
+        return value
+
     def input_object(self, holder) -> AnyProxy:
         if holder.name not in self._seen_inputs:
             self._seen_inputs.add(holder.name)
@@ -160,6 +189,9 @@ class _Builder:
                 # an input tensor is returned as itself: in-place writes reached it already
                 return self.output(v)
             cur = self.state.inplace.current(v) if hasattr(self.state, "inplace") else v
+            aliased = self._view_of_written_input(cur)
+            if aliased is not None:
+                return aliased
             self.rename(cur, name)
             return self.output(cur)
         if isinstance(v, torch.Tensor):
