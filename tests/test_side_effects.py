@@ -700,3 +700,50 @@ def test_a_printed_container_shows_its_contents_at_the_print(capsys):
         jf(torch.ones(1))
     assert capsys.readouterr().out == eager
     assert _PRINTED == [0, 1, 2]
+
+
+_COUNT = 0
+
+
+def _count_calls(x):
+    global _COUNT
+    _COUNT += 1
+    return x * 2
+
+
+def test_a_global_counter_is_traced_as_a_value_after_its_first_change():
+    global _COUNT
+    _COUNT = 0
+    jf = thunder.jit(_count_calls)
+    for _ in range(6):
+        jf(torch.ones(2))
+    assert _COUNT == 6
+    # traced twice: once with the value, then with the counter an input of the program
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "['_COUNT']" in str(thunder.last_prologue_traces(jf)[-1])  # unpacked as an input
+    _COUNT = 100  # set from outside: the program reads it as it is
+    jf(torch.ones(2))
+    assert _COUNT == 101 and thunder.compile_stats(jf).cache_misses == 2
+
+
+def test_a_nonlocal_counter_and_a_counter_that_decides_a_branch_are_eager_s():
+    def make():
+        n = 0
+
+        def f(x):
+            nonlocal n
+            n += 2
+            if n > 6:
+                return x * 3
+            return x + n
+
+        return f, lambda: n
+
+    f, seen = make()
+    eager = [f(torch.ones(2)) for _ in range(6)]
+    f, seen = make()
+    jf = thunder.jit(f)
+    got = [jf(torch.ones(2)) for _ in range(6)]
+    for g, e in zip(got, eager):
+        torch.testing.assert_close(g, e)
+    assert seen() == 12

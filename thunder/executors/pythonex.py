@@ -291,7 +291,10 @@ def check_defaults(fn, state):
 
 
 def check_cell(cell, state):
-    """The closure variable ``state.names[0]`` still holds ``state.values[0]``."""
+    """The closure variable ``state.names[0]`` still holds ``state.values[0]`` (with no name:
+    a counter traced as a value, which the prologue unpacks and checks as an input)."""
+    if not state.names:
+        return
     try:
         v = cell.cell_contents
     except ValueError:

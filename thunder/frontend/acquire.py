@@ -32,7 +32,7 @@ from thunder.frontend.bound_self import BoundSelf
 from thunder.frontend.code_reads import code_reads, guard_code_reads
 from thunder.frontend.collectives import finish_pending
 from thunder.frontend.ddp import DataParallelCall, data_parallel
-from thunder.frontend.effects import SUBSTITUTING, Effects
+from thunder.frontend.effects import SUBSTITUTING, Effects, counters_written
 from thunder.frontend.fsdp import Sharding
 from thunder.frontend.guards import GLOBAL_HOOKS
 from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
@@ -268,6 +268,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 f"thunder: the traced code changes {refused}; this cannot be replayed"
             )
         effects.finish()
+        state.written_numbers |= counters_written(effects, state.inputs)  # (``global n; n += 1``)
         effects.guard_slots()
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)

@@ -238,6 +238,7 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
     for g, values in reads.globals.values():
         if values:
             h = holder(f"g_{g.get('__name__', 'globals')}", g, dict)
+            inputs.global_holders[id(g)] = h.name  # (a counter it rebinds: frontend/effects.py)
             checks[id(g)] = state_check(values)
             inputs.checks.add_check(pyops.check_items, h, checks[id(g)], always=True)
     for klass, values in reads.classes:
@@ -250,6 +251,7 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
         inputs.checks.add_check(pyops.check_defaults, h, checks[id(fn)], always=True)
     for cell, name, value in reads.cells:
         h = holder(f"cell_{name}", cell, types.CellType)
+        inputs.global_holders[id(cell)] = h.name
         checks[id(cell)] = state_check({name: value})
         inputs.checks.add_check(pyops.check_cell, h, checks[id(cell)], always=True)
     for _, obj in reads.objects.values():  # (by identity through the checks above; their state here)

@@ -35,6 +35,7 @@ from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.numbers import DynamicInt
 from thunder.frontend.patches import replacements
 from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
@@ -71,6 +72,28 @@ def _needs_copy(v) -> bool:
     return type(v) is tuple and any(_needs_copy(x) for x in v)
 
 
+def counter_key(where, name: str) -> str:
+    """The name under which the global ``name`` of the globals dict ``where`` (or the closure
+    variable ``name`` held by the cell ``where``) is traced as a value."""
+    if isinstance(where, dict):
+        return sanitize_name(f"g_{where.get('__name__', 'globals')}_{name}")
+    return sanitize_name(f"cell_{name}_{id(where):x}")
+
+
+def counters_written(effects: Effects, inputs) -> set[str]:
+    """Keys (and the names of their checks' holders) of the int globals and closure variables
+    the function rebound to ints: a call that then finds another value there traces them as
+    values."""
+    out: set[str] = set()
+    for g, name, old, now in effects.rebound:
+        if type(old) is int and (type(now) is int or isinstance(now, DynamicInt)):
+            out.add(counter_key(g, name))
+            holder = inputs.global_holders.get(id(g))
+            if holder is not None:
+                out.add(holder)
+    return out
+
+
 class Effects:
     """The tracked copies and bindings of one trace, and the writes they give the epilogue."""
 
@@ -78,6 +101,8 @@ class Effects:
         self.inputs = inputs
         self.copies: dict[int, object] = {}  # id(original container) -> its tracked copy
         self._swapped: dict[int, object] = {}  # id(patched function) -> its replacement, put for the trace
+        self._counters: list = []  # (globals, name, the DynamicInt put there) of counters traced as values
+        self.rebound: list = []  # (globals or cell, name, value before, value after) of the names rebound
         self.holders: dict[int, AnyProxy] = {}  # id(tracked copy or original) -> its holder
         self.order: list = []  # tracked copies, in the order made
         self._globals: list[tuple[dict, AnyProxy | None, dict]] = []  # (dict, holder, name -> value as begun)
@@ -222,6 +247,13 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
+                elif type(v) is int and counter_key(g, name) in self.inputs.dynamic:
+                    # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
+                    site = self._site(g, f"g_{g.get('__name__', 'globals')}")
+                    g[name] = put = self.inputs.dynamic_int(
+                        v, counter_key(g, name), Unpack(site, "item", name)
+                    )
+                    self._counters.append((g, name, put))
             self._globals.append((g, holder, before))
         for cell, name, _ in reads.cells:
             try:
@@ -235,6 +267,13 @@ class Effects:
             elif isinstance(v, io.IOBase):
                 put = self._swapped.setdefault(id(v), RecordedFile(v))
                 cell.cell_contents = put
+            elif type(v) is int and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
+                site = self._site(cell, f"cell_{name}")
+                put = self.inputs.dynamic_int(
+                    v, counter_key(cell, name), Unpack(site, "attr", "cell_contents")
+                )
+                cell.cell_contents = put
+                self._counters.append((cell, name, put))
             elif _needs_copy(v):
                 h = self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v)
                 put = self._copy(v, h, f"the closure variable {name}")
@@ -270,7 +309,9 @@ class Effects:
                     if old is not _MISSING
                     else _MISSING
                 )
+                put = next((d for g2, n2, d in self._counters if g2 is g and n2 == name), put)
                 if now is not put:
+                    self.rebound.append((g, name, old, now))
                     holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
                     if now is _MISSING:
                         self.writes.append((holder, "delitem", name, None))
@@ -286,6 +327,7 @@ class Effects:
             except ValueError:
                 now = _MISSING
             if now is not put:
+                self.rebound.append((cell, name, old, now))
                 if now is _MISSING:
                     refused = refused or f"the closure variable {name} (deleted)"
                 else:
@@ -360,7 +402,13 @@ class Effects:
 
     def relax(self, checks: dict, reads) -> None:
         """The prologue's checks of the values read: a container the code did not read is
-        checked by identity (its contents change with every call's own writes)."""
+        checked by identity (its contents change with every call's own writes), and a counter
+        traced as a value is checked as an input (its type), not by its value."""
+        for g, name, _ in self._counters:
+            check = checks.get(id(g))
+            if check is not None and name in check.names:
+                kept = [(n, v) for n, v in zip(check.names, check.values) if n != name]
+                check.__init__([n for n, _ in kept], [v for _, v in kept])
         if not self.copies:
             return
         for g, _ in reads.globals.values():

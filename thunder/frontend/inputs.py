@@ -68,6 +68,8 @@ class Inputs:
         self.computation = computation
         # names of int inputs read as DynamicInts (counters that changed between calls)
         self.dynamic = dynamic
+        # id(a globals dict or closure cell the code reads) -> the name of its check's holder
+        self.global_holders: dict[int, str] = {}
         self.number_inputs: list[NumberProxy] = []  # their proxies
         self.specialized: list[NumberProxy] = []  # those whose value the trace came to rely on
         # (id(holder), attribute) -> the name of the literal read there: what a write replaces

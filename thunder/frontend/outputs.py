@@ -156,7 +156,7 @@ class _Builder:
         x = written.get(id(p))
         if x is None:
             return None
-        value = self.input_object(x)
+        value = self.output(x)  # (the computation hands the input on, written)
         with tracectx(self.epi):
             for view in reversed(chain):
                 value = tree_flatten(view.op(value, *view.args, **view.kwargs))[0][view.index]
