@@ -32,7 +32,7 @@ test: system $(STAMP)
 	$(VPY) -m pytest -q
 
 # Every op of the op database through the torch.compile executor, and every elementwise op with
-# NaN and inf (the op database took about 8 minutes; the NaN program, one Inductor compile, over 14;
+# NaN and inf (the op database took about 8 minutes; the NaN programs, Inductor compiles of a dozen ops each,
 # `make test` takes every tenth op, and the ops that compare or select).
 check-torchcompile: $(STAMP)
 	THUNDER_EVERY_OP=1 $(VPY) -m pytest -q tests/test_torchcompile.py tests/test_ops.py \
