@@ -34,7 +34,10 @@ def _each_collective(rank, ws, device="cpu"):
         dist.all_to_all_single(swapped, x)
         m = x.clone()
         dist.all_reduce(m, op=dist.ReduceOp.MAX)
-        return y, b, gathered, scattered, swapped, m
+        loss = (x * x).sum()
+        losses = [torch.empty_like(loss) for _ in range(ws)]
+        dist.all_gather(losses, loss)  # the list form: a 0-d tensor from each rank
+        return y, b, gathered, scattered, swapped, m, torch.stack(losses)
 
     jf = thunder.jit(f)
     out = []

@@ -1,7 +1,8 @@
 """``torch.distributed`` calls while tracing: each collective becomes a start and a wait in the
 trace (``thunder/ops/collectives.py``), with eager's semantics.
 
-- ``dist.all_reduce(t)``, ``dist.broadcast(t, src)``: write into ``t``; ``dist.all_gather_single
+- ``dist.all_reduce(t)``, ``dist.broadcast(t, src)``: write into ``t``; ``dist.all_gather(list,
+  t)``: into each tensor of the list; ``dist.all_gather_single
   (out, t)`` (and its old name ``all_gather_into_tensor``), ``dist.reduce_scatter_single(out,
   t)`` (``reduce_scatter_tensor``), ``dist.all_to_all_single(out, t, ...)``: write into ``out``.
   Each write is an in-place write as ``t.copy_(...)`` is (``thunder/frontend/inplace.py``): a
@@ -29,7 +30,7 @@ import torch
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.core.source import user_location
 from thunder.frontend.torch_names import describe
-from thunder.ops import prims
+from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.collectives import group_of
 
@@ -105,15 +106,16 @@ class PendingCollective:
     """What a collective called with ``async_op=True`` returns while tracing (eager returns a
     ``Work``): ``wait()`` ends it, writing its result into the tensor it targets."""
 
-    def __init__(self, mode, target, started, op: str):
+    def __init__(self, mode, target, started, op: str, pieces=None):
         self._mode, self._target, self._started, self._op = mode, target, started, op
+        self._pieces = pieces  # a list of targets: ``pieces(result)`` gives each its value
         mode.state.pending_collectives.append(self)
 
     def wait(self, timeout=None) -> bool:
         if self._started is not None:
             state = self._mode.state
             state.inplace.mark_op_start()
-            state.inplace.rebind(self._target, prims.wait(self._started), self._op)
+            _land(state, self._target, prims.wait(self._started), self._op, self._pieces)
             self._started = None
             state.pending_collectives.remove(self)
         return True
@@ -143,14 +145,42 @@ def _bind(func, args, kwargs) -> dict:
     return b.arguments
 
 
-def _write(mode, func, target, started, async_op: bool):
-    """Write the collective ``started`` into ``target``: now (a wait follows the start at
-    once), or when the returned handle is waited for."""
+def _write(mode, func, target, started, async_op: bool, pieces=None):
+    """Write the collective ``started`` into ``target`` (a list of tensors: ``pieces(result)``
+    gives each its value): now (a wait follows the start at once), or when the returned handle
+    is waited for."""
     op = describe(func)
     if async_op:
-        return PendingCollective(mode, target, started, op)
-    mode.state.inplace.rebind(target, prims.wait(started), op)
+        return PendingCollective(mode, target, started, op, pieces)
+    _land(mode.state, target, prims.wait(started), op, pieces)
     return None
+
+
+def _land(state, target, result, op: str, pieces) -> None:
+    if pieces is None:
+        state.inplace.rebind(target, result, op)
+        return
+    for t, value in zip(target, pieces(result)):
+        state.inplace.rebind(t, value, op)
+
+
+def _all_gather_list(mode, func, args, kwargs):
+    """``dist.all_gather(tensor_list, tensor)``: one all_gather of ``tensor`` with a leading
+    dimension of 1, each rank's row written into its tensor of the list."""
+    a = _bind(func, args, kwargs)
+    group = group_name(mode, a["group"], func)
+    t, outs = a["tensor"], list(a["tensor_list"])
+    n = group_of(group).size()
+    if len(outs) != n:
+        raise UnsupportedValueError(
+            f"thunder: {describe(func)}: tensor_list has {len(outs)} tensors for a group of {n} ranks"
+            + at(user_location())
+        )
+    shape = tuple(t.shape)
+    started = prims.all_gather(ltorch.reshape(t, (1, *shape)), group)
+    return _write(
+        mode, func, outs, started, a["async_op"], lambda r: [ltorch.getitem(r, i) for i in range(n)]
+    )
 
 
 def _read(mode, t):
@@ -255,6 +285,7 @@ def calls() -> dict:
     dist = _dist()
     table = {
         dist.all_reduce: _all_reduce,
+        dist.all_gather: _all_gather_list,
         dist.broadcast: _broadcast,
         dist.all_to_all_single: _all_to_all_single,
     }
