@@ -152,19 +152,32 @@ def _group_argument(rank, ws):
     jf = thunder.jit(f)
     first = jf(torch.ones(2) * (rank + 1), pg)
     prologue = str(thunder.last_prologue_traces(jf)[-1])
+
+    import torch.distributed._functional_collectives as fc
+    from torch.distributed.device_mesh import init_device_mesh
+
+    def g(x, mesh):  # a device mesh as an argument, as the functional collectives take it
+        return fc.all_reduce(x * 2, "sum", mesh) + 1
+
+    mesh = init_device_mesh("cpu", (ws,))
+    jg = thunder.jit(g)
+    meshed = (jg(torch.ones(2) * (rank + 1), mesh), g(torch.ones(2) * (rank + 1), mesh))
+    prologue += str(thunder.last_prologue_traces(jg)[-1])
     dist.destroy_process_group(pg)
     try:
         jf(torch.ones(2), pg)
         error = None
     except Exception as e:  # the group is gone: the prologue's check fails, the trace meets eager's error
         error = str(e)
-    return first, prologue, error
+    return first, prologue, error, meshed
 
 
-def test_a_process_group_is_a_checked_input():
-    for first, prologue, error in run_ranks(_group_argument):
+def test_a_process_group_or_a_device_mesh_is_a_checked_input():
+    for first, prologue, error, (meshed, eager) in run_ranks(_group_argument):
         torch.testing.assert_close(first, torch.full((2,), 6.0))
         assert "check_is(group" in prologue and "check_process_group(" in prologue
+        torch.testing.assert_close(meshed, eager)
+        assert "check_is(mesh" in prologue
         assert error is not None and "not initialized" in error
 
 
