@@ -2419,6 +2419,20 @@ op(
     tol=NN_TOL,
 )
 
+op(
+    "hardsigmoid_backward",
+    _direct(ltorch.hardsigmoid_backward),
+    lambda m: [s(m(3, 4), m(3, 4, low=-5, high=5)), s(m(4), torch.tensor([-3, -1, 3, 4], dtype=m.dtype))],
+    ref=A.hardsigmoid_backward.default,
+)
+op(
+    "hardswish_backward",
+    _direct(ltorch.hardswish_backward),
+    lambda m: [s(m(3, 4), m(3, 4, low=-5, high=5)), s(m(4), torch.tensor([-3, -1, 3, 4], dtype=m.dtype))],
+    ref=A.hardswish_backward.default,
+    tol=NN_TOL,
+)
+
 
 def _softmax_like(fn):
     def gen(m):

@@ -233,6 +233,28 @@ def test_dependencies_put_effects_in_order():
     assert set(range(write)) <= {p for j in range(write + 1) for p in preds[j]} | {write - 1}
 
 
+def test_random_draws_keep_their_order_across_regions():
+    # torchvision's EfficientNet: a stochastic-depth mask (torch.empty(...).bernoulli_, the
+    # empty in a region that waits on a convolution) and a later dropout, whose draw needs no
+    # value at all: scheduled by readiness alone, the dropout drew first and took the other's
+    # numbers (float64 outputs 0.6 from eager's)
+    def fn(x, w):
+        a = x.sin()
+        noise = torch.empty((4, 1, 1, 1), dtype=x.dtype).bernoulli_(0.5)
+        d = torch.nn.functional.dropout(x, 0.5)
+        b = torch.nn.functional.conv2d(x, w, padding=1).cos() + a
+        return b * noise + d
+
+    x, w = torch.randn(4, 2, 3, 3), torch.randn(2, 2, 3, 3)
+    jfn = thunder.jit(fn, executors=[Fuses(*ELEMENTWISE, prims.full), "torch"])
+    torch.manual_seed(0)
+    got = jfn(x, w)
+    torch.manual_seed(0)
+    torch.testing.assert_close(got, fn(x, w))
+    ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols]
+    assert ids.index("torch.bernoulli") < ids.index("torch.nn.functional.dropout")
+
+
 @pytest.mark.parametrize("executors", [["nvfuser"], ["nvfuser", "torch"]])
 def test_nvfuser_says_why_it_is_unavailable(executors):
     if torch.cuda.is_available():

@@ -696,6 +696,16 @@ def _silu(g, out, a, inplace=False):
     return ltorch.silu_backward(g, a), None
 
 
+@_rule(ltorch.hardsigmoid)
+def _hardsigmoid(g, out, a, inplace=False):
+    return ltorch.hardsigmoid_backward(g, a), None
+
+
+@_rule(ltorch.hardswish)
+def _hardswish(g, out, a, inplace=False):
+    return ltorch.hardswish_backward(g, a), None
+
+
 def _softmax_rule(backward):
     def rule(g, out, a, dim=None, _stacklevel=3, dtype=None):
         if not shape_of(a):

@@ -30,8 +30,10 @@ After::
 
 The algorithm. The BoundSymbols are the nodes of a graph whose edges go from the one that
 makes a value to each one that uses it; an effect (an in-place write, a write-back) is a
-barrier: it depends on everything before it and everything after it depends on it. The trace
-order is a topological order. Walking it once, each node ``v`` gets
+barrier: it depends on everything before it and everything after it depends on it; and each
+random draw depends on the draw before it (they share the generator's state: a dropout mask
+scheduled before a stochastic-depth draw would take that draw's numbers). The trace order is
+a topological order. Walking it once, each node ``v`` gets
 
 - ``anc[v]``: the groups with a member among ``v`` and its ancestors, and
 - ``exits[v]``: the groups from which some path reaches ``v`` after passing through a node
@@ -60,11 +62,11 @@ from collections.abc import Sequence
 
 from thunder.core.proxies import proxies_in, proxy_names
 from thunder.core.symbol import BoundSymbol
-from thunder.core.tags import EFFECT_TAGS, GRAD_MODE_TAGS
+from thunder.core.tags import EFFECT_TAGS, GRAD_MODE_TAGS, Tag
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim_bsym
-from thunder.executors.fusion import FusionExecutor, Region, fusion_executors
+from thunder.executors.fusion import FusionExecutor, Region, fusion_executors, prims_of
 
 
 def fuse(trace: Trace, executors: Sequence[Executor]) -> Trace:
@@ -110,15 +112,21 @@ def _kind(bsym: BoundSymbol, fusers: dict[str, FusionExecutor]):
 
 def dependencies(bsyms: Sequence[BoundSymbol]) -> list[list[int]]:
     """For each BoundSymbol, the indices of those it must come after: the makers of the
-    values it uses, and around an effect, everything before it / the effect itself."""
+    values it uses, around an effect everything before it / the effect itself, and for a
+    random draw the draw before it (eager's generator gives numbers in call order)."""
     producer: dict[str, int] = {}
     preds: list[list[int]] = []
     barrier: int | None = None
     since: list[int] = []  # nodes after the last barrier
+    last_draw: int | None = None
     for i, b in enumerate(bsyms):
         ps = {producer[n] for n in proxy_names((b.args, b.kwargs)) if n in producer}
         if barrier is not None:
             ps.add(barrier)
+        if any(Tag.RANDOM in p.sym.tags for p in (b, *prims_of(b))):
+            if last_draw is not None:
+                ps.add(last_draw)
+            last_draw = i
         if (b.sym.tags | b.tags) & EFFECT_TAGS:
             ps.update(since)
             barrier, since = i, []

@@ -68,6 +68,32 @@ def silu_backward(grad_output, self):
     return _as(prims.mul(g, d), dtype_of(grad_output))
 
 
+# eager's hardsigmoid_backward kernels (CPU and CUDA, every dtype) multiply by ``1.0f / 6.0f``:
+# one sixth rounded to float32 (0.16666667163372040), 3e-8 from the float64 one sixth
+_ONE_SIXTH_F32 = float(torch.tensor(1 / 6, dtype=torch.float32))
+
+
+@torchsymbol(
+    torch_impl="torch.ops.aten.hardsigmoid_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP)
+)
+def hardsigmoid_backward(grad_output, self):
+    """``grad_output`` times eager's one sixth where ``-3 < self < 3``, else 0: eager's values
+    in every dtype, float64 included (differentiating ``min(max(x + 3, 0), 6) / 6`` divides by
+    the exact 6 instead, 3e-8 relative from eager, and halves the gradient at -3 and 3)."""
+    g, x = _up(grad_output), _up(self)
+    inside = prims.logical_and(prims.gt(x, -3), prims.lt(x, 3))
+    return _as(prims.where(inside, prims.mul(g, _ONE_SIXTH_F32), 0), dtype_of(grad_output))
+
+
+@torchsymbol(torch_impl="torch.ops.aten.hardswish_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
+def hardswish_backward(grad_output, self):
+    """0 where ``self <= -3``, ``grad_output * (self / 3 + 0.5)`` below 3, else
+    ``grad_output``: eager's formula and its values at -3 and 3."""
+    g, x = _up(grad_output), _up(self)
+    mid = prims.where(prims.lt(x, 3), prims.mul(g, prims.add(prims.div(x, 3), 0.5)), g)
+    return _as(prims.where(prims.le(x, -3), 0, mid), dtype_of(grad_output))
+
+
 @torchsymbol(torch_impl="torch.ops.aten._softmax_backward_data.default", tags=(Tag.BACKWARD_OP,))
 def softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype):
     """output * (grad - sum(grad * output)) along ``dim``, in ``input_dtype``."""
