@@ -77,10 +77,13 @@ class Sharding:
         """Find the modules sharded with ``fully_shard`` in ``module``'s tree (initialised as
         eager's first forward initialises them)."""
         fsdp = sys.modules.get("torch.distributed.fsdp")  # (a program that shards imported it)
-        if fsdp is None:
+        # (while another thread imports it, e.g. Inductor compiling, it is there half made,
+        # without FSDPModule yet: no module can have been sharded with it then)
+        fsdp_module = getattr(fsdp, "FSDPModule", None)
+        if fsdp_module is None:
             return
         for path, mod in module.named_modules():
-            if not isinstance(mod, fsdp.FSDPModule):
+            if not isinstance(mod, fsdp_module):
                 continue
             st = mod._get_fsdp_state()
             if id(st) in self._states:
