@@ -33,6 +33,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
+from torch._functorch.utils import unwrap_dead_wrappers
 
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.subclass import SubclassProxy
@@ -396,7 +397,7 @@ def grad_computation(
         (torch.autograd.Function,),
         {"forward": staticmethod(_forward(shared)), "backward": staticmethod(_backward(shared))},
     )
-    computation = _call(shared, _apply_of(fn) if shared.tensor_args else fn.apply)
+    computation = _call(shared, _apply_of(fn, shared.tensor_args))
     computation.autograd_function = fn
     return computation
 
@@ -406,12 +407,21 @@ _functorch_transforms_active = torch._C._are_functorch_transforms_active
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
-def _apply_of(fn: type) -> Callable:
-    """``fn.apply`` for arguments that are all tensors, without its Python layer: what
-    ``Function.apply`` does outside functorch transforms (a Function without
-    ``setup_context``: dead functorch wrappers unwrapped, then the C ``apply``); inside one,
-    ``fn.apply`` itself."""
+def _apply_of(fn: type, tensor_args: bool) -> Callable:
+    """``fn.apply`` without its Python layer: what ``Function.apply`` does outside functorch
+    transforms (for a Function without ``setup_context``: dead functorch wrappers unwrapped,
+    then the C ``apply``); inside one, ``fn.apply`` itself. ``tensor_args``: every argument is
+    a tensor (each one unwrapped without asking)."""
     apply, general = _function_apply.__get__(None, fn), fn.apply
+
+    if not tensor_args:
+
+        def some_tensors(*args):
+            if _functorch_transforms_active():
+                return general(*args)
+            return apply(*unwrap_dead_wrappers(args))
+
+        return some_tensors
 
     def direct(*args):
         if _functorch_transforms_active():
@@ -678,6 +688,8 @@ def _call(shared: _Shared, apply: Callable) -> Callable:
     leaf, source, writebacks, n_user = shared.leaf, shared.layout.source, shared.writebacks, shared.n_user
     enable_grad = shared.enable_grad
     direct = shared.plain_outputs and not writebacks and not enable_grad and leaf is None
+    if direct:  # (a closure of its own: the entry's computation, with no frame around it)
+        return apply
     if leaf is not None:
         function_apply = apply
 
@@ -685,8 +697,6 @@ def _call(shared: _Shared, apply: Callable) -> Callable:
             return function_apply(*args, leaf)
 
     def computation(*args):
-        if direct:
-            return apply(*args)
         if enable_grad:
             with torch.enable_grad():
                 result = apply(*args)
