@@ -447,6 +447,29 @@ def _forward(shared: _Shared) -> Callable:
     held = shared.held.positions if shared.held is not None else None
     versions = _versions if shared.tensor_args else _some_versions
 
+    def plain_forward(ctx, *args):
+        """``forward`` for the common entry (every argument and saved value a tensor, the
+        outputs as computed, nothing written back), in one frame."""
+        ctx.inputs = args
+        ctx.versions = list(map(_version, args))
+        outs, values = fw_fn(*args)
+        ctx.save_for_backward(*values)
+        return outs
+
+    if (
+        saves
+        and double
+        and shared.tensor_args
+        and leaf is None
+        and held is None
+        and not written
+        and all_tensors
+        and plain_outputs
+        and not keep_none
+        and not nondiff
+    ):
+        return plain_forward
+
     def forward(ctx, *args):
         if leaf is not None:
             args = args[:-1]

@@ -22,6 +22,8 @@ from thunder.ops.autocast import autocast_state
 from thunder.ops.collectives import group_of
 from thunder.ops.python import same
 
+_any_autocast_enabled = torch._C._is_any_autocast_enabled
+
 
 class PrologueCheckFailed(Exception):
     """An input does not match what a cached trace was specialised on."""
@@ -126,6 +128,8 @@ def check_torch_flag(name, value):
 
 
 def check_autocast(state):
+    if not state and not _any_autocast_enabled():  # (off, as traced: no state read)
+        return
     if autocast_state() != state:
         raise PrologueCheckFailed(
             f"traced with autocast {'on for ' + str(state) if state else 'off'}, now {autocast_state() or 'off'}"
