@@ -85,13 +85,7 @@ UNSUPPORTED = SymbolTable(
         prims.custom_op_backward: "runs a custom operator's own autograd formula",
         prims.grouped_mm: "grouped (mixture-of-experts) matmuls: torch's grouped kernel",
         **dict.fromkeys(
-            (
-                prims.all_reduce,
-                prims.all_gather,
-                prims.reduce_scatter,
-                prims.broadcast,
-                prims.all_to_all_single,
-            ),
+            (prims.all_reduce, prims.all_gather, prims.reduce_scatter, prims.broadcast, prims.all_to_all_single),
             "a collective: torch's functional collectives run it on its process group, between regions",
         ),
         prims.wait: "the end of a collective: torch's functional collectives wait for it",
