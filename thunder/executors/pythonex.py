@@ -256,12 +256,7 @@ def _check_module(m, cls, state, d):
         for table, name in state.nones:
             if d[table].get(name, _NO_ENTRY) is not None:
                 raise PrologueCheckFailed(f"{cls.__qualname__}.{name} was None when traced and is not now")
-    try:  # (``_check_items``, inline: one frame less for each module of the model)
-        if all(map(_is, state.get(d), state.values)):
-            return
-    except KeyError:
-        pass
-    _compare_items(d, state.names, state.values, cls.__qualname__)
+    _check_items(d, state, cls.__qualname__)
 
 
 def _items_changed(table, names, which: str, cls):
