@@ -28,10 +28,12 @@ the backward takes it, adds it in before the all-reduce, and the result is store
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
+from torch._functorch.utils import unwrap_dead_wrappers
 
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.subclass import SubclassProxy
@@ -40,6 +42,9 @@ from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.grad import differentiable_outputs
 from thunder.transforms.saved_versions import SavedValueOverwrittenError
+
+_grad_enabled = torch.is_grad_enabled
+_any_autocast_enabled = torch._C._is_any_autocast_enabled
 
 
 class autocast_off:
@@ -298,6 +303,7 @@ class _Shared:
     others: CotangentBackwards | None
     cotangent_kinds: list[tuple[str, type | None]]
     held: HeldGradients | None  # a backward that averages across ranks: for accumulated .grad
+    tensor_args: bool  # every argument of the forward is a tensor (their versions read in one pass)
 
     @staticmethod
     def of(
@@ -364,6 +370,7 @@ class _Shared:
                 for o in (layout.function_outputs[j] for j in diff)
             ],
             held=held,
+            tensor_args=all(isinstance(p, TensorProxy) for p in fw.args),
         )
 
 
@@ -390,9 +397,38 @@ def grad_computation(
         (torch.autograd.Function,),
         {"forward": staticmethod(_forward(shared)), "backward": staticmethod(_backward(shared))},
     )
-    computation = _call(shared, fn.apply)
+    computation = _call(shared, _apply_of(fn, shared.tensor_args))
     computation.autograd_function = fn
     return computation
+
+
+_function_apply = torch._C._FunctionBase.__dict__["apply"]
+_functorch_transforms_active = torch._C._are_functorch_transforms_active
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
+def _apply_of(fn: type, tensor_args: bool) -> Callable:
+    """``fn.apply`` without its Python layer: what ``Function.apply`` does outside functorch
+    transforms (for a Function without ``setup_context``: dead functorch wrappers unwrapped,
+    then the C ``apply``); inside one, ``fn.apply`` itself. ``tensor_args``: every argument is
+    a tensor (each one unwrapped without asking)."""
+    apply, general = _function_apply.__get__(None, fn), fn.apply
+
+    if not tensor_args:
+
+        def some_tensors(*args):
+            if _functorch_transforms_active():
+                return general(*args)
+            return apply(*unwrap_dead_wrappers(args))
+
+        return some_tensors
+
+    def direct(*args):
+        if _functorch_transforms_active():
+            return general(*args)
+        return apply(*map(_unwrap_if_dead, args))
+
+    return direct
 
 
 def _forward(shared: _Shared) -> Callable:
@@ -409,6 +445,30 @@ def _forward(shared: _Shared) -> Callable:
     nondiff = shared.layout.non_differentiable
     written, double = shared.written, shared.double is not None or shared.others is not None
     held = shared.held.positions if shared.held is not None else None
+    versions = _versions if shared.tensor_args else _some_versions
+
+    def plain_forward(ctx, *args):
+        """``forward`` for the common entry (every argument and saved value a tensor, the
+        outputs as computed, nothing written back), in one frame."""
+        ctx.inputs = args
+        ctx.versions = list(map(_version, args))
+        outs, values = fw_fn(*args)
+        ctx.save_for_backward(*values)
+        return outs
+
+    if (
+        saves
+        and double
+        and shared.tensor_args
+        and leaf is None
+        and held is None
+        and not written
+        and all_tensors
+        and plain_outputs
+        and not keep_none
+        and not nondiff
+    ):
+        return plain_forward
 
     def forward(ctx, *args):
         if leaf is not None:
@@ -417,7 +477,7 @@ def _forward(shared: _Shared) -> Callable:
             ctx.params = tuple(args[i] for i in held)
         if double:  # a double backward recomputes from the inputs: an input written since is an error
             ctx.inputs = args
-            ctx.versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
+            ctx.versions = versions(args)
         if not saves:
             outs = fw_fn(*args)
         else:
@@ -437,6 +497,18 @@ def _forward(shared: _Shared) -> Callable:
         return result
 
     return forward
+
+
+_version = operator.attrgetter("_version")
+
+
+def _versions(args: tuple) -> list[int]:
+    """The version counters of ``args``, every one a tensor (one pass in C, no frame per item)."""
+    return list(map(_version, args))
+
+
+def _some_versions(args: tuple) -> list[int | None]:
+    return [a._version if isinstance(a, torch.Tensor) else None for a in args]
 
 
 def _apart_from(values, inputs: list) -> list:
@@ -490,6 +562,31 @@ def _backward(shared: _Shared) -> Callable:
     all_diff, diff = shared.all_diff, shared.layout.differentiable
 
     double, others, kinds, held = shared.double, shared.others, shared.cotangent_kinds, shared.held
+    plain = (
+        error is None
+        and not overwritten
+        and not keep_none
+        and held is None
+        and all_diff
+        and all_tensors
+        and leaf is None
+        and all(cls is None for _, cls in kinds)
+    )
+
+    def plain_backward(ctx, *cotangents):
+        """``backward`` for the common entry (every cotangent taken, every saved value a
+        tensor, no subclass output): what it does when grad mode and autocast are off, in
+        one frame; a backward that records its graph, or runs under autocast, takes the
+        general path."""
+        if _grad_enabled() or _any_autocast_enabled():
+            return backward(ctx, *cotangents)
+        try:
+            tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
+        except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
+            if "modified by an inplace operation" not in str(e):
+                raise
+            raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
+        return bw_fn(*tensors, *cotangents)
 
     def backward(ctx, *cotangents):
         if error is not None:
@@ -563,7 +660,7 @@ def _backward(shared: _Shared) -> Callable:
                 f"passes), but {e}; pass such a gradient, or compute this gradient outside thunder.jit"
             ) from e
 
-    return backward
+    return plain_backward if plain else backward
 
 
 def _check_versions(ctx, name: str) -> None:
@@ -614,6 +711,8 @@ def _call(shared: _Shared, apply: Callable) -> Callable:
     leaf, source, writebacks, n_user = shared.leaf, shared.layout.source, shared.writebacks, shared.n_user
     enable_grad = shared.enable_grad
     direct = shared.plain_outputs and not writebacks and not enable_grad and leaf is None
+    if direct:  # (a closure of its own: the entry's computation, with no frame around it)
+        return apply
     if leaf is not None:
         function_apply = apply
 
@@ -621,8 +720,6 @@ def _call(shared: _Shared, apply: Callable) -> Callable:
             return function_apply(*args, leaf)
 
     def computation(*args):
-        if direct:
-            return apply(*args)
         if enable_grad:
             with torch.enable_grad():
                 result = apply(*args)

@@ -582,7 +582,10 @@ class ThunderModule(torch.nn.Module):
             # inside a function another thunder.jit traces: run the model itself, which that
             # trace reaches as a module (its shadow, whose writes the epilogue applies)
             return self._model(*args, **kwargs)
-        return self._jfn(*args, **kwargs)
+        jfn = self._jfn
+        if jfn._serial:  # (``ThunderFunction.__call__`` holds the cache's lock for such a call)
+            return jfn(*args, **kwargs)
+        return jfn._call(*args, **kwargs)
 
     def __deepcopy__(self, memo):
         """An independent copy: a deep copy of the module, jitted afresh (the cached programs

@@ -22,6 +22,8 @@ from thunder.ops.autocast import autocast_state
 from thunder.ops.collectives import group_of
 from thunder.ops.python import same
 
+_any_autocast_enabled = torch._C._is_any_autocast_enabled
+
 
 class PrologueCheckFailed(Exception):
     """An input does not match what a cached trace was specialised on."""
@@ -37,10 +39,27 @@ def check_keys(d, keys):
         raise PrologueCheckFailed(f"expected keys {keys}, got {tuple(d.keys())}")
 
 
+_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)  # not a tensor subclass
+
+
 def check_tensor(t, shape, dtype, device, requires_grad):
     """``device`` is a string (``'cpu'``, ``'cuda:0'``): a literal in the printed prologue, so
-    the check builds no ``torch.device`` on every call."""
-    if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:  # not a tensor subclass either
+    the check builds no ``torch.device`` on every call. A tensor that fits passes one test
+    (the fewest bytecodes: a model's prologue runs this for each parameter); one that does not
+    is checked item by item, for the error that names what differs."""
+    if (
+        type(t) in _TENSOR_TYPES
+        and t.shape == shape
+        and t.dtype is dtype
+        and t.requires_grad is requires_grad
+        and t.device == _DEVICES.get(device)  # (None the first time: the full check makes it)
+    ):
+        return
+    _check_tensor(t, shape, dtype, device, requires_grad)
+
+
+def _check_tensor(t, shape, dtype, device, requires_grad):
+    if type(t) not in _TENSOR_TYPES:
         raise PrologueCheckFailed(f"expected a tensor, got {type(t).__name__}")
     if t.shape != shape:
         raise PrologueCheckFailed(f"expected shape {shape}, got {tuple(t.shape)}")
@@ -126,6 +145,8 @@ def check_torch_flag(name, value):
 
 
 def check_autocast(state):
+    if not state and not _any_autocast_enabled():  # (off, as traced: no state read)
+        return
     if autocast_state() != state:
         raise PrologueCheckFailed(
             f"traced with autocast {'on for ' + str(state) if state else 'off'}, now {autocast_state() or 'off'}"
@@ -194,10 +215,32 @@ _is = operator.is_
 _NO_ENTRY = object()  # (an entry a module's table no longer has)
 
 
+_hooks_of = operator.itemgetter(
+    "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"
+)
+
+
 def check_module(m, cls, state):
     """``m`` is a ``cls`` whose plain attributes are as recorded in ``state`` and that has no
-    hooks (unless it was traced with them: then the hook dictionaries are among them)."""
+    hooks (unless it was traced with them: then the hook dictionaries are among them). A
+    module without tables or None entries to check that fits passes one test (a model's
+    prologue runs this for each of its modules); anything else takes the full check."""
     d = m.__dict__
+    try:
+        if (
+            type(m) is cls
+            and state.plain
+            and len(d) == state.size
+            and not any(_hooks_of(d))
+            and all(map(_is, state.get(d), state.values))
+        ):
+            return
+    except KeyError:  # (an attribute deleted and another set: the full check names it)
+        pass
+    _check_module(m, cls, state, d)
+
+
+def _check_module(m, cls, state, d):
     if type(m) is not cls or (
         (d["_forward_hooks"] or d["_forward_pre_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"])
         and not state.hooks

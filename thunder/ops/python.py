@@ -145,7 +145,7 @@ class StateCheck:
     bias with ``bias=False``, a buffer registered as None): a tensor set there since is one the
     program never read."""
 
-    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables", "nones")
+    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables", "nones", "plain")
 
     def __init__(self, names, values, *, hooks: bool = False, keys=None, tables=None, nones=()):
         self.tables = tables
@@ -162,6 +162,8 @@ class StateCheck:
         else:
             self.get = lambda d: ()
         self.hooks = hooks  # traced with hooks on the module: they are among the names
+        # a module's check with no tables, no None entries and no hooks: one test on a cached call
+        self.plain = not tables and not nones and not hooks
 
     def __repr__(self) -> str:
         return f"StateCheck({', '.join(f'{n}={v!r}' for n, v in zip(self.names, self.values))})"
