@@ -281,14 +281,8 @@ class Writes:
                 inner[n] = q
             elif isinstance(x, torch.Tensor) and not is_plain_tensor(x):
                 inner[n] = subclasses._unflatten(x, top_level=top_level)  # made by the dispatch
-            elif isinstance(x, torch.Tensor):
-                inner[n] = state.capture(x)
-                subclasses.captured_inside.add(inner[n].name)
             else:
-                raise UnsupportedValueError(
-                    f"thunder: a {cls.__qualname__}'s __tensor_flatten__ lists {n}, a {type(x).__qualname__}: "
-                    "inner tensors must be tensors" + at(user_location())
-                )
+                inner[n] = subclasses.captured_inner(cls, n, x)
         trc = state.computation
         p = SubclassProxy(
             trc.make_name("t"),

@@ -401,6 +401,18 @@ class Subclasses:
         self.expose(p)  # (an inner value of a subclass value, used by itself)
         return p
 
+    def captured_inner(self, cls, n: str, x) -> TensorProxy:
+        """The inner tensor ``n`` of a ``cls`` instance built while tracing, when it is not a
+        value of the trace: a real tensor (captured as an input), or an error naming what it is."""
+        if isinstance(x, torch.Tensor):
+            p = self.state.capture(x)
+            self.captured_inside.add(p.name)
+            return p
+        raise UnsupportedValueError(
+            f"thunder: a {cls.__qualname__}'s __tensor_flatten__ lists {n}, a {type(x).__qualname__}: "
+            "inner tensors must be tensors" + at(user_location())
+        )
+
     def _unflatten(self, t, *, top_level: bool = False) -> SubclassProxy:
         """Record ``unflatten_tensor_subclass`` for an instance built around traced tensors
         (an inner subclass value built with it first)."""
@@ -419,14 +431,8 @@ class Subclasses:
                     inner[n] = self._unflatten(x, top_level=top_level)
                 else:
                     _require_traceable(type(x), f"the {cls.__qualname__}'s inner tensor {n}")
-            elif isinstance(x, torch.Tensor):
-                inner[n] = state.capture(x)
-                self.captured_inside.add(inner[n].name)
             else:
-                raise UnsupportedValueError(
-                    f"thunder: a {cls.__qualname__}'s __tensor_flatten__ lists {n}, a {type(x).__qualname__}: "
-                    "inner tensors must be tensors" + at(user_location())
-                )
+                inner[n] = self.captured_inner(cls, n, x)
         trc = state.computation
         rg = t.requires_grad
         p = SubclassProxy(
