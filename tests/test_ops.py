@@ -324,6 +324,13 @@ _NAN_PRONE = frozenset(
 )
 
 
+# where eager's CPU kernel and Inductor's code of the same formula differ, with the reason
+_TORCHCOMPILE_NAN_DIFFERS = {
+    "gelu": "eager's CPU kernel gives NaN for gelu(inf); Inductor's code of x/2 * (1 + erf(x/sqrt(2))) "
+    "gives inf, as torch.compile of F.gelu alone does",
+}
+
+
 def _elementwise_nan_samples():
     """(op id, op, sample with NaN and inf in its float tensors) for every elementwise op."""
     by_name = {s.name: s for s in all_symbols()}
@@ -383,6 +390,10 @@ def test_elementwise_ops_keep_nan_and_inf(executor):
         inputs = [t.clone() for _, tensors, _, _ in chunk for t in tensors]
         got += thunder.jit(functools.partial(run_all, cases=chunk), executors=[executor])(*inputs)
     for (info, _, _, expected), g in zip(cases, got):
+        if executor == "torchcompile" and info.id in _TORCHCOMPILE_NAN_DIFFERS:
+            # declared: still differs, or the declaration goes
+            assert not torch.equal(g.isnan(), expected.isnan()), f"{info.id} no longer differs: undeclare it"
+            continue
         torch.testing.assert_close(
             g, expected, equal_nan=True, **_tol(info, torch.float32), msg=lambda m, i=info: f"{i.id}: {m}"
         )

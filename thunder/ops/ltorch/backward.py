@@ -36,8 +36,9 @@ def _sum_keep(a, dims):
 
 @torchsymbol(torch_impl="torch.ops.aten.threshold_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))
 def threshold_backward(grad_output, self, threshold):
-    """``grad_output`` where ``self > threshold``, else 0 (relu's gradient, from its output)."""
-    return prims.where(prims.gt(self, threshold), grad_output, 0)
+    """0 where ``self <= threshold``, else ``grad_output`` (relu's gradient, from its output); a
+    NaN ``self`` compares false and passes the gradient, as eager's kernel does."""
+    return prims.where(prims.le(self, threshold), 0, grad_output)
 
 
 @torchsymbol(torch_impl="torch.ops.aten.gelu_backward.default", tags=(Tag.ELEMENTWISE, Tag.BACKWARD_OP))

@@ -387,13 +387,14 @@ def tanhshrink(a):
     F.hardshrink, torch.hardshrink, T.hardshrink, torch_impl="torch.hardshrink", tags=(Tag.ELEMENTWISE,)
 )
 def hardshrink(a, lambd: float = 0.5):
-    return prims.where(prims.gt(prims.abs(a), lambd), a, 0)
+    # 0 where ``|a| <= lambd``: NaN compares false and stays NaN, as in eager
+    return prims.where(prims.le(prims.abs(a), lambd), 0, a)
 
 
 @torchsymbol(F.softshrink, torch_impl="torch.nn.functional.softshrink", tags=(Tag.ELEMENTWISE,))
 def softshrink(a, lambd: float = 0.5):
     shrunk = prims.sub(a, prims.mul(prims.sign(a), lambd))
-    return prims.where(prims.gt(prims.abs(a), lambd), shrunk, 0)
+    return prims.where(prims.le(prims.abs(a), lambd), 0, shrunk)
 
 
 @torchsymbol(

@@ -107,7 +107,9 @@ def angle(a):
     if dtype_of(a).is_complex:
         raise ShapeError(f"torch.angle: complex tensors are not supported, got {dtype_of(a)}")
     a = _float(a)
-    return prims.where(prims.isnan(a), math.nan, prims.where(prims.lt(a, 0), math.pi, prims.mul(a, 0)))
+    # NaN where NaN, else 0 (not ``a * 0``: that is NaN at +-inf, where eager gives 0 and pi)
+    nan_or_zero = prims.where(prims.isnan(a), a, 0)
+    return prims.where(prims.lt(a, 0), math.pi, nan_or_zero)
 
 
 @torchsymbol(torch.polygamma, torch.special.polygamma, torch_impl="torch.polygamma", tags=_EW)
