@@ -1,13 +1,20 @@
 """Prints, log records and warnings of the traced code: made on every call, not once.
 
 While the user's code is traced, ``print``, ``warnings.warn`` and a logger's records (``Logger._log``,
-which ``logger.info`` and ``logging.warning`` end in) called *from the user's own code* are not
-made but recorded, in order, with their arguments; the epilogue makes them on every call with
-that call's values (a tensor the program computed is printed with its values,
-``pythonex.python_call(builtins.print, 'loss', loss)``). A logger's level is checked when the
-record is made, as in eager. Library code (transformers' ``logger.warning_once``) runs as it
-is, once, while tracing. A tensor formatted into the text of a print, log record or warning
-while tracing (``print(f"{y}")``) has no value yet: an error names the line.
+which ``logger.info`` and ``logging.warning`` end in) called by the program's code (the user's or
+a library's it calls; not torch's or thunder's, nor under a cache such as transformers'
+``logger.warning_once``: ``frontend/callers.py``) are not made but recorded, in order, with
+their arguments; the epilogue makes them on every call with that call's values (a tensor the
+program computed is printed with its values, ``pythonex.python_call(builtins.print, 'loss',
+loss)``). A logger's level is checked when the record is made, as in eager. A warning is made
+from the line that warned (its stacklevel's), so Python's filters show it as often as eager's.
+A tensor formatted into the text of a print, log record or warning while tracing
+(``print(f"{y}")``) has no value yet: an error names the line (a log record its logger does not
+show at the trace's level is dropped instead).
+
+``print(..., file=f)`` prints to ``f`` on every call: ``sys.stdout`` and ``sys.stderr`` are read
+again at each call (as eager's ``file=sys.stdout`` reads them), another file is that file, an
+input object the file each call passes.
 
 A file object the traced code reaches through a global or a closure variable (``LOG =
 open(...)``, an ``io.StringIO``) is a ``RecordedFile`` while tracing: its ``write``,
@@ -30,7 +37,8 @@ import warnings
 
 from thunder.core.errors import DataDependentError, UnsupportedValueError, at
 from thunder.core.source import user_location
-from thunder.frontend.code_reads import is_user_code
+from thunder.frontend.callers import made_by_the_program
+from thunder.frontend.objects import ObjectWrapper
 from thunder.frontend.patches import ProcessPatches
 from thunder.frontend.tracked import is_tracked, untracked
 
@@ -38,11 +46,16 @@ _LOCAL = threading.local()
 
 
 def _recording(depth: int = 2) -> list | None:
-    """The list to record into when this thread traces and the caller is the user's code."""
+    """The list to record into when this thread traces and the caller is the program's code
+    (``callers.made_by_the_program``)."""
     calls = getattr(_LOCAL, "calls", None)
     if calls is None:
         return None
-    return calls if is_user_code(sys._getframe(depth).f_code) else None
+    return calls if made_by_the_program(sys._getframe(depth)) else None
+
+
+def _has_proxy_text(*values) -> bool:
+    return any(isinstance(v, str) and "<TensorProxy " in v for v in values)
 
 
 def _no_proxy_text(*values) -> None:
@@ -78,11 +91,44 @@ def _print(real):
         calls = _recording()
         if calls is None:
             return real(*args, **kwargs)
+        file = kwargs.pop("file", None)
         _no_proxy_text(*args, *kwargs.values())
         args = tuple(_as_recorded(a) for a in args)
-        calls.append((real, args, kwargs))
+        if isinstance(file, ObjectWrapper):  # an input: the file each call passes
+            kwargs["file"], file = file, None
+        calls.append((_printer(real, file), args, kwargs))
 
     return print
+
+
+_STREAM_PRINTERS: dict[tuple[int, str], object] = {}
+
+
+def _printer(real, file):
+    """What the epilogue calls for ``print(..., file=file)``: the file itself bound (a global's,
+    a ``RecordedFile``'s real file), except ``sys.stdout`` and ``sys.stderr``, which eager's
+    ``file=sys.stdout`` reads when it prints: read again on every call (a ``redirect_stdout``
+    or pytest's capture between calls is honoured)."""
+    if file is None:
+        return real
+    if isinstance(file, RecordedFile):
+        file = object.__getattribute__(file, "_real")
+    for name in ("stdout", "stderr"):
+        if file is getattr(sys, name):
+            printer = _STREAM_PRINTERS.get((id(real), name))
+            if printer is None:
+                printer = _STREAM_PRINTERS[(id(real), name)] = _stream_printer(real, name)
+            return printer
+    return functools.partial(real, file=file)
+
+
+def _stream_printer(real, name: str):
+    def printer(*args, **kwargs):
+        return real(*args, file=getattr(sys, name), **kwargs)
+
+    printer.__name__ = printer.__qualname__ = f"print_to_{name}"
+    printer.__module__ = __name__
+    return printer
 
 
 def _warn(real):
@@ -111,14 +157,14 @@ def _warn(real):
 
 def _logging_caller() -> list | None:
     """The list to record into when this thread traces and the logging call (``logger.info``,
-    ``logging.warning``) comes from the user's code."""
+    ``logging.warning``) comes from the program's code."""
     calls = getattr(_LOCAL, "calls", None)
     if calls is None:
         return None
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename == logging.__file__:
         f = f.f_back
-    return calls if f is not None and is_user_code(f.f_code) else None
+    return calls if made_by_the_program(f) else None
 
 
 def _log(real):
@@ -126,11 +172,21 @@ def _log(real):
         calls = _logging_caller()
         if calls is None or exc_info:
             return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+        if not _shown(self, level) and _has_proxy_text(msg, *args):
+            return None  # (a debug record formatting a tensor, not shown at this level: dropped)
         _no_proxy_text(msg, *args)
         args = tuple(_as_recorded(a) for a in args)
         calls.append((self.log, (level, msg, *args), {} if extra is None else {"extra": extra}))
 
     return _log
+
+
+def _shown(logger: logging.Logger, level: int) -> bool:
+    """``logger.isEnabledFor(level)`` as the real method answers it (the patched one says yes
+    while the program's records are recorded)."""
+    if logger.disabled or logger.manager.disable >= level:
+        return False
+    return level >= logger.getEffectiveLevel()
 
 
 def _enabled(real):

@@ -1,0 +1,175 @@
+"""Prints to a file (``file=sys.stdout``, a global ``io.StringIO``, an open file, a file passed
+in) and the prints, warnings and log records of library code: made on every call as eager
+makes them, those under a cache (``logger.warning_once``) once."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.proxies import Proxy
+
+_BUF = io.StringIO()
+
+
+def _printing(x):
+    y = x * 2
+    print("out", y, file=sys.stdout, sep="|", end="!\n", flush=True)
+    print("err", file=sys.stderr)
+    print("buf", y.shape[0], file=_BUF, sep="-")
+    print("plain", end="")
+    print()
+    return y
+
+
+def test_print_to_stdout_stderr_and_a_global_buffer_every_call(capsys):
+    runs = []
+    for fn in (_printing, thunder.jit(_printing)):
+        _BUF.seek(0)
+        _BUF.truncate()
+        outs = []
+        for i in range(3):
+            torch.testing.assert_close(fn(torch.full((2,), float(i))), torch.full((2,), 2.0 * i))
+            outs.append(capsys.readouterr())
+            assert not isinstance(sys.stdout, Proxy)
+        runs.append(([(o.out, o.err) for o in outs], _BUF.getvalue()))
+    assert runs[0] == runs[1]
+    assert runs[1][0][2] == ("out|tensor([4., 4.])!\nplain\n", "err\n")
+
+
+def test_print_follows_a_redirect_made_between_calls():
+    def f(x):
+        print("a", x.shape[0], file=sys.stdout)
+        print("b")
+        return x + 1
+
+    jf = thunder.jit(f)
+    for _ in range(3):
+        target = io.StringIO()
+        with contextlib.redirect_stdout(target):
+            jf(torch.ones(2))
+        assert target.getvalue() == "a 2\nb\n"
+
+
+def test_print_to_an_open_file_in_a_closure_and_to_a_file_argument(tmp_path):
+    path = tmp_path / "out.txt"
+    with open(path, "w") as fh:
+
+        def f(x, sink):
+            print("step", x.sum(), file=fh)
+            print("to", file=sink)
+            return x * 3
+
+        jf = thunder.jit(f)
+        sinks = [io.StringIO(), io.StringIO(), io.StringIO()]
+        for i, sink in enumerate(sinks):
+            jf(torch.ones(2) * i, sink)
+        sinks.append(sinks[0])
+        jf(torch.ones(2), sinks[0])
+    assert path.read_text().splitlines() == [f"step {torch.tensor(2.0 * i)!s}" for i in range(3)] + [
+        f"step {torch.tensor(2.0)!s}"
+    ]
+    assert [s.getvalue() for s in sinks[:3]] == ["to\nto\n", "to\n", "to\n"]
+
+
+_LIB = """
+import functools
+import logging
+import warnings
+
+logger = logging.getLogger("thunder_test_printlib")
+
+
+@functools.lru_cache(None)
+def warning_once(msg):
+    logger.warning(msg)
+
+
+class Helper:
+    @functools.lru_cache(None)
+    def note(self, msg):
+        print(msg)
+
+
+HELPER = Helper()
+
+
+def helper(x):
+    print("helper", x)
+    logger.warning("logged %s", x)
+    warnings.warn("library warning", stacklevel=2)
+    warnings.warn("library warning here")
+    warning_once("once only")
+    HELPER.note("noted once")
+    return x * 2
+"""
+
+
+@pytest.fixture
+def printlib(tmp_path, monkeypatch):
+    (tmp_path / "thunder_test_printlib.py").write_text(textwrap.dedent(_LIB))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import thunder_test_printlib
+
+    yield thunder_test_printlib
+    sys.modules.pop("thunder_test_printlib", None)
+
+
+def test_library_prints_logs_and_warnings_every_call(printlib, capsys, caplog, monkeypatch):
+    def f(x):
+        return printlib.helper(x) + 1
+
+    def run(fn):
+        printlib.warning_once.cache_clear()
+        printlib.Helper.note.cache_clear()
+        caplog.clear()
+        outs = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.resetwarnings()  # the default filter: each location once
+            warnings.simplefilter("default")
+            for i in range(3):
+                torch.testing.assert_close(fn(torch.full((2,), float(i))), torch.full((2,), 2.0 * i + 1))
+                outs.append(capsys.readouterr().out)
+        records = sorted(r.getMessage() for r in caplog.records)
+        shown = [(str(w.message), w.filename) for w in caught]
+        return outs, records, shown
+
+    with caplog.at_level(logging.WARNING, logger="thunder_test_printlib"):
+        eager = run(f)
+        # (the registry of once-shown locations is per module: forgotten between the runs)
+        globals().pop("__warningregistry__", None)
+        vars(printlib).pop("__warningregistry__", None)
+        jitted = run(thunder.jit(f))
+    assert eager[0] == [
+        "helper tensor([0., 0.])\nnoted once\n",
+        "helper tensor([1., 1.])\n",
+        "helper tensor([2., 2.])\n",
+    ]
+    assert jitted[0][1:] == eager[0][1:]
+    assert sorted(jitted[0][0].splitlines()) == sorted(
+        eager[0][0].splitlines()
+    )  # (the cached one while tracing)
+    assert jitted[1] == eager[1]
+    assert sorted(jitted[2]) == sorted(eager[2])
+    assert sorted(eager[2]) == [("library warning", __file__), ("library warning here", printlib.__file__)]
+
+
+def test_torch_s_own_warnings_are_not_recorded():
+    def f(x):
+        return torch.nn.functional.upsample(x, scale_factor=2) * 2  # (torch warns, from its own code)
+
+    jf = thunder.jit(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            jf(torch.ones(1, 1, 2))
+    assert 0 < len(caught) <= 1
+    assert "pythonex.python_call" not in str(thunder.last_epilogue_traces(jf)[-1])
