@@ -69,3 +69,53 @@ def test_type_casts_in_every_form(form):
         (got, name), (expected, ename) = jf(x), f(x)
         assert got.dtype is expected.dtype and name == ename
         torch.testing.assert_close(got, expected)
+
+
+def _branch_on_type(p):
+    scale = 2 if type(p) is torch.nn.Parameter else 3
+    plain = type(p) is torch.Tensor and p.__class__ is torch.Tensor
+    made = type(p * 1) is torch.Tensor  # a computed value is no Parameter
+    # ``type`` keeps the builtin's other answers in the same code
+    rest = (
+        isinstance(torch.nn.Linear, type),
+        type(p.shape[0]) is int,
+        type("Made", (), {}).__name__,
+        type(p).__name__,
+    )
+    return p * scale, plain, made, rest, p.__class__ is torch.nn.Parameter
+
+
+def test_type_of_a_parameter_and_of_a_tensor_argument_is_checked():
+    jf = thunder.jit(_branch_on_type)
+    values = [
+        torch.nn.Parameter(torch.ones(2)),
+        torch.ones(2),
+        torch.nn.Parameter(torch.ones(2)),
+        torch.ones(2),
+    ]
+    for v in values:
+        got, expected = jf(v), _branch_on_type(v)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1:] == expected[1:]
+        assert type(v) in (torch.Tensor, torch.nn.Parameter)
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "check_is_param" in str(thunder.last_prologue_traces(jf)[-1])
+    assert "type" not in globals()  # the stand-in is put back
+
+
+def test_class_of_a_module_parameter_and_of_an_argument():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            kinds = [type(t).__name__ for t in (self.w, x)] + [t.__class__.__name__ for t in (self.w, x)]
+            return x * self.w if type(self.w) is torch.nn.Parameter else x, kinds
+
+    m = M()
+    jm = thunder.jit(m)
+    for _ in range(3):
+        (out, kinds), (expected, ekinds) = jm(torch.ones(3)), m(torch.ones(3))
+        assert kinds == ekinds == ["Parameter", "Tensor", "Parameter", "Tensor"]
+        torch.testing.assert_close(out, expected)

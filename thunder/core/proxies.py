@@ -93,6 +93,9 @@ dispatch_handler = None
 # Set while a trace is acquired: ``(proxy) -> None``, told when ``isinstance(proxy,
 # torch.nn.Parameter)`` asks whether the proxy stands for a parameter (thunder.frontend.type_reads).
 param_read_hook = None
+# Set while a trace is acquired: ``(proxy) -> None``, told when ``proxy.__class__`` is read (the
+# hook decides whether the user's code asked: thunder.frontend.type_reads).
+class_read_hook = None
 
 # ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
 # proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses.py).
@@ -171,6 +174,14 @@ class TensorProxy(torch.Tensor, Proxy):
     @_is_param.setter
     def _is_param(self, value: bool) -> None:
         self.__dict__["_thunder_is_param"] = bool(value)
+
+    # ``x.__class__`` as eager's for the tensor the proxy stands for (``type(x)`` in the user's
+    # code: frontend/type_reads.py); Python's own ``type(x)`` stays TensorProxy
+    @property
+    def __class__(self):
+        if class_read_hook is not None:
+            class_read_hook(self)
+        return torch.nn.Parameter if self.__dict__.get("_thunder_is_param", False) else torch.Tensor
 
     @property
     def meta_requires_grad(self) -> bool:

@@ -50,7 +50,7 @@ from thunder.frontend.python_calls import python_calls
 from thunder.frontend.scopes import module_scopes
 from thunder.frontend.subclasses import Subclasses
 from thunder.frontend.torch_state import TorchState
-from thunder.frontend.type_reads import guard_param_reads, param_reads
+from thunder.frontend.type_reads import guard_param_reads, param_reads, type_queries
 from thunder.frontend.unpack import Unpack
 from thunder.frontend.values import value_reads
 from thunder.frontend.views import Views
@@ -252,6 +252,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                     value_reads(state),
                     python_calls(state.python_calls),
                     param_reads(state),
+                    type_queries(reads),
                     state.torch_state,
                 ):
                     result = fn(*pargs, **pkwargs)
