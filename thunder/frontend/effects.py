@@ -33,6 +33,7 @@ import types
 
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
+from thunder.frontend.c_objects import is_stand_in, stand_in, written
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
 from thunder.frontend.numbers import DynamicInt
@@ -247,6 +248,8 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
+                elif self._stand_in(v, f"the global {name}") is not None:  # (c_objects.py)
+                    g[name] = self._swapped[id(v)]
                 elif type(v) is int and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
                     site = self._site(g, f"g_{g.get('__name__', 'globals')}")
@@ -267,6 +270,8 @@ class Effects:
             elif isinstance(v, io.IOBase):
                 put = self._swapped.setdefault(id(v), RecordedFile(v))
                 cell.cell_contents = put
+            elif self._stand_in(v, f"the closure variable {name}") is not None:
+                put = cell.cell_contents = self._swapped[id(v)]
             elif type(v) is int and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")
                 put = self.inputs.dynamic_int(
@@ -296,11 +301,36 @@ class Effects:
                     else x
                     for k, x in kwdefaults.items()
                 }
+            named = f"a default argument of {fn.__qualname__}"
+            if defaults and [x for x in defaults if self._stand_in(x, named) is not None]:
+                fn.__defaults__ = self._put_defaults[id(fn)] = tuple(
+                    self._swapped.get(id(x), x) for x in fn.__defaults__
+                )
+            if kwdefaults and [
+                k
+                for k, x in kwdefaults.items()
+                if self._stand_in(x, f"the default argument {k} of {fn.__qualname__}") is not None
+            ]:
+                fn.__kwdefaults__ = self._put_kwdefaults[id(fn)] = {
+                    k: self._swapped.get(id(x), x) for k, x in fn.__kwdefaults__.items()
+                }
+
+    def _stand_in(self, v, label: str):
+        """The stand-in of a C object whose writes are refused (``c_objects.py``), made once per
+        object, or None."""
+        known = self._swapped.get(id(v))
+        if known is not None:
+            return known if is_stand_in(known) else None
+        put = stand_in(v, label)
+        if put is not None:
+            self._swapped[id(v)] = put
+            self._keep.append(v)
+        return put
 
     def restore(self) -> str | None:
         """Put every binding back as the call began (also when the trace failed); note the
         rebindings the code made. Returns a binding that cannot be written back, or None."""
-        refused = None
+        refused = next((w for w in map(written, self._swapped.values()) if w is not None), None)
         for g, holder, before in self._globals:
             for name, old in before.items():
                 now = g.get(name, _MISSING)

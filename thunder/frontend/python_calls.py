@@ -37,6 +37,7 @@ import warnings
 
 from thunder.core.errors import DataDependentError, UnsupportedValueError, at
 from thunder.core.source import user_location
+from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.callers import made_by_the_program
 from thunder.frontend.objects import ObjectWrapper
 from thunder.frontend.patches import ProcessPatches
@@ -75,6 +76,8 @@ def _as_recorded(v):
     list the code also appends to) as its contents now, and marked read, so the prologue checks
     those contents (a call that finds others traces again) instead of the epilogue printing the
     container after the function's later writes."""
+    if is_stand_in(v):  # (an array, a bytearray the code cannot write: printed as it is then)
+        return v.original
     if is_tracked(v):
         items = untracked(v)
         v = collections.deque(items) if type(v.fx.original) is collections.deque else items
