@@ -173,3 +173,18 @@ def test_torch_s_own_warnings_are_not_recorded():
             jf(torch.ones(1, 1, 2))
     assert 0 < len(caught) <= 1
     assert "pythonex.python_call" not in str(thunder.last_epilogue_traces(jf)[-1])
+
+
+def test_a_redirect_inside_the_function_keeps_a_library_s_prints_silent(printlib, capsys):
+    def f(x):
+        with contextlib.redirect_stdout(io.StringIO()):
+            y = printlib.helper(x)
+        print("kept")
+        return y
+
+    jf = thunder.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            jf(torch.ones(2))
+            assert capsys.readouterr().out == "kept\n"

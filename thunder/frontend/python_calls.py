@@ -14,7 +14,9 @@ show at the trace's level is dropped instead).
 
 ``print(..., file=f)`` prints to ``f`` on every call: ``sys.stdout`` and ``sys.stderr`` are read
 again at each call (as eager's ``file=sys.stdout`` reads them), another file is that file, an
-input object the file each call passes.
+input object the file each call passes; a print inside a ``redirect_stdout`` the traced code
+makes goes to that redirect's target (``with redirect_stdout(io.StringIO()): noisy(x)`` stays
+silent).
 
 A file object the traced code reaches through a global or a closure variable (``LOG =
 open(...)``, an ``io.StringIO``) is a ``RecordedFile`` while tracing: its ``write``,
@@ -108,16 +110,20 @@ _STREAM_PRINTERS: dict[tuple[int, str], object] = {}
 
 
 def _printer(real, file):
-    """What the epilogue calls for ``print(..., file=file)``: the file itself bound (a global's,
-    a ``RecordedFile``'s real file), except ``sys.stdout`` and ``sys.stderr``, which eager's
-    ``file=sys.stdout`` reads when it prints: read again on every call (a ``redirect_stdout``
-    or pytest's capture between calls is honoured)."""
-    if file is None:
-        return real
+    """What the epilogue calls for ``print(..., file=file)``: ``sys.stdout`` and ``sys.stderr``
+    as they were when the trace began are read again on every call, as eager's print reads them
+    (a ``redirect_stdout`` or pytest's capture between calls is honoured); another file is bound
+    (a global's, a ``RecordedFile``'s real file, or the target of a ``redirect_stdout`` the traced
+    code made: the print goes where it went while tracing)."""
     if isinstance(file, RecordedFile):
         file = object.__getattribute__(file, "_real")
+    began = getattr(_LOCAL, "streams", {})
+    if file is None:
+        file = sys.stdout
+        if file is began.get("stdout"):
+            return real
     for name in ("stdout", "stderr"):
-        if file is getattr(sys, name):
+        if file is began.get(name):
             printer = _STREAM_PRINTERS.get((id(real), name))
             if printer is None:
                 printer = _STREAM_PRINTERS[(id(real), name)] = _stream_printer(real, name)
@@ -269,9 +275,9 @@ _PATCHES = ProcessPatches(lambda: _TARGETS)
 def python_calls(calls: list):
     """While this thread traces, the user's prints, warnings and log records go to ``calls``."""
     with _PATCHES:
-        outer = getattr(_LOCAL, "calls", None)
-        _LOCAL.calls = calls
+        outer = getattr(_LOCAL, "calls", None), getattr(_LOCAL, "streams", {})
+        _LOCAL.calls, _LOCAL.streams = calls, {"stdout": sys.stdout, "stderr": sys.stderr}
         try:
             yield
         finally:
-            _LOCAL.calls = outer
+            _LOCAL.calls, _LOCAL.streams = outer
