@@ -108,7 +108,7 @@ def test_a_socket_send_is_refused_before_it_is_made():
         writer.close()
 
 
-def test_mmap_writes_are_refused_and_its_items_read():
+def test_mmap_writes_and_content_reads_are_refused():
     m = mmap.mmap(-1, 8)
     m[:2] = b"ab"
 
@@ -123,15 +123,23 @@ def test_mmap_writes_are_refused_and_its_items_read():
     def read(x):
         return x * m[1] + len(m)
 
+    def size(x):
+        return x * len(m) + int(m.closed)
+
     try:
         with pytest.raises(Exception, match=r"mmap object the closure variable m \(write\)"):
             thunder.jit(write)(torch.ones(2))
         with pytest.raises(Exception, match=r"mmap object the closure variable m \(__setitem__\)"):
             thunder.jit(set_item)(torch.ones(2))
         assert m[:2] == b"ab" and m.tell() == 0
-        jr = thunder.jit(read)
+        with pytest.raises(
+            Exception,
+            match=r"reads the mmap.mmap object the closure variable m \(__getitem__\); its contents",
+        ):
+            thunder.jit(read)(torch.ones(2))
+        js = thunder.jit(size)
         for _ in range(3):
-            torch.testing.assert_close(jr(torch.ones(2)), read(torch.ones(2)))
+            torch.testing.assert_close(js(torch.ones(2)), size(torch.ones(2)))
     finally:
         m.close()
 
@@ -146,3 +154,19 @@ def test_a_global_deque_is_written_on_every_call():
     for _ in range(4):
         jf(torch.ones(2))
     assert D == collections.deque([1, 2, 3], maxlen=3)
+
+
+def test_an_array_read_is_checked_by_its_contents():
+    values = array.array("f", [1.0, 2.0])
+    data = bytearray(b"\x01\x02")
+
+    def f(x):
+        return x * values[0] + data[1]
+
+    jf = thunder.jit(f)
+    for i in range(3):
+        values[0] = float(i)
+        data[1] = i
+        torch.testing.assert_close(jf(torch.ones(2)), f(torch.ones(2)))
+    jf(torch.ones(2))
+    assert thunder.compile_stats(jf).cache_misses == 3

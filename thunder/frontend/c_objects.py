@@ -4,7 +4,7 @@ default arguments, and whose writes a compiled program cannot make again on ever
 
 While the trace runs, the code finds a stand-in there (``frontend/effects.py`` puts it where
 it puts tracked copies and ``RecordedFile``): reading is as reading the object (``len(A)``,
-``A[0]``, ``bytes(B)``); a write is an error that names the object, the method and the user's
+``A[0]``, ``bytes(B)``; the prologue checks their contents); a write is an error that names the object, the method and the user's
 line, raised before anything is written, so the user's object is as it was:
 
     A = array.array("i")
@@ -16,7 +16,8 @@ An ``array.array`` or a ``bytearray`` stand-in is a copy of the object (a subcla
 protocol works, ``torch.frombuffer(B)``); a write C code makes through its buffer is found when
 the trace ends (``written``) and refused the same way. A socket's sends and receives and an
 mmap's writes and file position cannot be undone: every use of them but the descriptive ones
-is refused, before it happens.
+is refused, before it happens; so are reads of the contents of a memoryview or an mmap (they
+change without the object being replaced, which no check of the object sees).
 """
 
 from __future__ import annotations
@@ -41,24 +42,38 @@ _WRITES = {
 # what may be read of the objects that are wrapped, not copied (no state of theirs changes)
 _READS = {
     memoryview: frozenset(
-        "tobytes tolist hex format itemsize nbytes ndim shape strides suboffsets readonly obj "
-        "c_contiguous f_contiguous contiguous count index __getitem__ __len__ __iter__".split()
+        "format itemsize nbytes ndim shape strides suboffsets readonly c_contiguous f_contiguous contiguous "
+        "__len__".split()
     ),
-    mmap.mmap: frozenset("size closed find rfind tell __getitem__ __len__".split()),
+    mmap.mmap: frozenset("size closed __len__".split()),
     socket.socket: frozenset(
         "family type proto fileno getsockname getpeername gettimeout getblocking timeout".split()
     ),
 }
+# reads of the contents of a memoryview or an mmap: they change without the object being
+# replaced (another view, the file), which no check of the object sees
+_CONTENT_READS = frozenset(
+    "tobytes tolist hex obj count index cast toreadonly find rfind tell read readline read_byte "
+    "__getitem__ __iter__".split()
+)
 
 
 def _refusal(obj, label: str, what: str, name: str) -> UnsupportedValueError:
     t = type(obj)
     kind = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    if name in _CONTENT_READS:
+        why = (
+            "its contents can change between calls without the object being replaced, which the compiled "
+            "program's checks cannot see. Pass the data in as an argument (torch.frombuffer)"
+        )
+    else:
+        why = (
+            "a compiled program cannot make this again on every call as eager does, so it was not made (the "
+            "object is as it was). Make it outside the compiled function, or keep the values in a list (its "
+            "appends are made on every call)"
+        )
     return UnsupportedValueError(
-        f"thunder: the traced code {what} the {kind} object {label} ({name}); a compiled "
-        "program cannot make this again on every call as eager does, so it was not made (the object is as "
-        "it was). Make it outside the compiled function, or keep the values in a list (its appends are "
-        "made on every call)" + at(user_location())
+        f"thunder: the traced code {what} the {kind} object {label} ({name}); {why}" + at(user_location())
     )
 
 
@@ -100,7 +115,7 @@ class RefusedObject:
     def __getattr__(self, name: str):
         if self._allowed(name):
             return getattr(self.original, name)
-        raise _refusal(self.original, self.label, "uses", name)
+        raise _refusal(self.original, self.label, "reads" if name in _CONTENT_READS else "uses", name)
 
     def __setattr__(self, name: str, value) -> None:
         raise _refusal(self.original, self.label, "sets an attribute of", name)

@@ -22,6 +22,7 @@ tuple or dict a module holds; objects further down or beyond are checked by iden
 
 from __future__ import annotations
 
+import array
 import collections
 import dataclasses
 import enum
@@ -103,10 +104,14 @@ def state_check(items: dict, *, hooks: bool = False, keys=None, tables=None, non
 def snapshot(v):
     """What a guard compares ``v`` with on later calls: ``v`` itself when it cannot change
     without being replaced (literals, tuples of them, objects checked by identity), else a
-    deep copy of the container."""
+    deep copy of the container (an ``array.array`` or a ``bytearray`` too: C code reads them)."""
+    t = type(v)
+    if t is array.array:
+        return array.array(v.typecode, v)
+    if t is bytearray:
+        return bytearray(v)
     if is_immutable(v):
         return v
-    t = type(v)
     if t in (list, tuple, set, frozenset):
         return t(snapshot(x) for x in v)
     if t is dict or t is collections.OrderedDict:

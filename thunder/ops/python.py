@@ -7,6 +7,7 @@ They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisit
 
 from __future__ import annotations
 
+import array
 import collections
 import enum
 import operator
@@ -124,6 +125,8 @@ def same(a, b) -> bool:
         return a == b and all(type(x) in _EXACT for x in a)
     if t is float:
         return a == b or (a != a and b != b)  # nan
+    if t is bytearray or t is array.array:  # (C buffers the code read: by their contents)
+        return a == b and getattr(a, "typecode", None) == getattr(b, "typecode", None)
     if t in _EXACT or isinstance(a, enum.Enum):
         return a == b
     return False
