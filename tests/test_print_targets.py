@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import sys
 import textwrap
 import warnings
@@ -16,6 +17,7 @@ import torch
 
 import thunder
 from thunder.core.proxies import Proxy
+from thunder.frontend import code_reads
 
 _BUF = io.StringIO()
 
@@ -102,6 +104,12 @@ class Helper:
 HELPER = Helper()
 
 
+def stats(x):
+    if logger.isEnabledFor(logging.DEBUG):  # (what a trace cannot compute, when not shown)
+        logger.debug("max %s", float(x.max()))
+    return x + 1
+
+
 def helper(x):
     print("helper", x)
     logger.warning("logged %s", x)
@@ -115,8 +123,12 @@ def helper(x):
 
 @pytest.fixture
 def printlib(tmp_path, monkeypatch):
+    """A module of a library: its directory is one of those installed packages are in."""
     (tmp_path / "thunder_test_printlib.py").write_text(textwrap.dedent(_LIB))
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(
+        code_reads, "_LIBRARY_DIRS", (*code_reads._LIBRARY_DIRS, os.path.join(str(tmp_path), ""))
+    )
     import thunder_test_printlib
 
     yield thunder_test_printlib
@@ -188,3 +200,11 @@ def test_a_redirect_inside_the_function_keeps_a_library_s_prints_silent(printlib
         for _ in range(3):
             jf(torch.ones(2))
             assert capsys.readouterr().out == "kept\n"
+
+
+def test_a_library_s_debug_branch_is_not_taken_when_its_logger_does_not_show_it(printlib, caplog):
+    jf = thunder.jit(printlib.stats)
+    with caplog.at_level(logging.INFO, logger="thunder_test_printlib"):
+        for i in range(3):
+            torch.testing.assert_close(jf(torch.ones(2) * i), torch.ones(2) * i + 1)
+    assert caplog.records == []

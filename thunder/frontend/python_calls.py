@@ -6,8 +6,10 @@ a library's it calls; not torch's or thunder's, nor under a cache such as transf
 ``logger.warning_once``: ``frontend/callers.py``) are not made but recorded, in order, with
 their arguments; the epilogue makes them on every call with that call's values (a tensor the
 program computed is printed with its values, ``pythonex.python_call(builtins.print, 'loss',
-loss)``). A logger's level is checked when the record is made, as in eager. A warning is made
-from the line that warned (its stacklevel's), so Python's filters show it as often as eager's.
+loss)``). A logger's level is checked when the record is made, as in eager (of a library's
+records, those its logger shows while tracing: ``isEnabledFor`` answers it as it is). A warning
+is made from the line that warned (its stacklevel's), so Python's filters show it as often as
+eager's.
 A tensor formatted into the text of a print, log record or warning while tracing
 (``print(f"{y}")``) has no value yet: an error names the line (a log record its logger does not
 show at the trace's level is dropped instead).
@@ -41,6 +43,7 @@ from thunder.core.errors import DataDependentError, UnsupportedValueError, at
 from thunder.core.source import user_location
 from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.callers import made_by_the_program
+from thunder.frontend.code_reads import is_user_code
 from thunder.frontend.objects import ObjectWrapper
 from thunder.frontend.patches import ProcessPatches
 from thunder.frontend.tracked import is_tracked, untracked
@@ -164,23 +167,24 @@ def _warn(real):
     return warn
 
 
-def _logging_caller() -> list | None:
-    """The list to record into when this thread traces and the logging call (``logger.info``,
-    ``logging.warning``) comes from the program's code."""
+def _logging_caller(depth: int = 2):
+    """``(the list to record into, the code that logs)`` when this thread traces and the logging
+    call (``logger.info``, ``logging.warning``) comes from the program's code, else None."""
     calls = getattr(_LOCAL, "calls", None)
     if calls is None:
         return None
-    f = sys._getframe(2)
+    f = sys._getframe(depth)
     while f is not None and f.f_code.co_filename == logging.__file__:
         f = f.f_back
-    return calls if made_by_the_program(f) else None
+    return (calls, f) if made_by_the_program(f) else None
 
 
 def _log(real):
     def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False, stacklevel=1):
-        calls = _logging_caller()
-        if calls is None or exc_info:
+        caller = _logging_caller()
+        if caller is None or exc_info:
             return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
+        calls = caller[0]
         if not _shown(self, level) and _has_proxy_text(msg, *args):
             return None  # (a debug record formatting a tensor, not shown at this level: dropped)
         _no_proxy_text(msg, *args)
@@ -200,8 +204,11 @@ def _shown(logger: logging.Logger, level: int) -> bool:
 
 def _enabled(real):
     def isEnabledFor(self, level):  # noqa: N802 - logging's name
-        # the user's records are all recorded: the logger's level is checked on each call
-        if _logging_caller() is not None:
+        # the user's records are all recorded: the logger's level is checked on each call. A
+        # library's are recorded when shown at the trace's level (its ``if
+        # logger.isEnabledFor(DEBUG):`` branches may compute what a trace cannot: ``.item()``)
+        caller = _logging_caller()
+        if caller is not None and is_user_code(caller[1].f_code):
             return True
         return real(self, level)
 
