@@ -119,3 +119,22 @@ def test_class_of_a_module_parameter_and_of_an_argument():
         (out, kinds), (expected, ekinds) = jm(torch.ones(3)), m(torch.ones(3))
         assert kinds == ekinds == ["Parameter", "Tensor", "Parameter", "Tensor"]
         torch.testing.assert_close(out, expected)
+
+
+_STEPS = 0
+
+
+def _count_and_ask(x):
+    global _STEPS
+    _STEPS += 1
+    return x * 2, type(_STEPS) is int, type(_STEPS).__name__
+
+
+def test_type_of_a_counter_traced_as_a_value_is_int():
+    global _STEPS
+    _STEPS = 0
+    jf = thunder.jit(_count_and_ask)
+    for _ in range(4):
+        _, is_int, name = jf(torch.ones(2))
+        assert is_int and name == "int"
+    assert _STEPS == 4 and thunder.compile_stats(jf).cache_misses == 2

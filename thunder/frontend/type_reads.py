@@ -25,6 +25,7 @@ import torch
 
 from thunder.core import proxies
 from thunder.frontend.code_reads import is_user_code
+from thunder.frontend.numbers import DynamicInt
 from thunder.ops import python as pyops
 
 
@@ -61,6 +62,8 @@ def type_of(v) -> type:
     """``type(v)`` as eager answers it for the tensor a proxy stands for."""
     if isinstance(v, proxies.TensorProxy):
         return torch.nn.Parameter if v._is_param else torch.Tensor  # (_is_param: recorded for the prologue)
+    if isinstance(v, DynamicInt):  # a counter traced as a value (numbers.py): an int, whatever its value
+        return int
     return builtins.type(v)
 
 
