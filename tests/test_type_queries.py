@@ -2,6 +2,9 @@
 argument and for a module's own parameter (checked by the prologue), ``type(t).__name__`` of a
 tensor, ``t.type()`` in every form."""
 
+import array
+import io
+
 import pytest
 import torch
 
@@ -138,3 +141,23 @@ def test_type_of_a_counter_traced_as_a_value_is_int():
         _, is_int, name = jf(torch.ones(2))
         assert is_int and name == "int"
     assert _STEPS == 4 and thunder.compile_stats(jf).cache_misses == 2
+
+
+_SEEN: list = []
+_COUNTS = array.array("i", [1])
+_OUT = io.StringIO()
+
+
+def _types_of_globals(x):
+    _SEEN.append(1)  # (a tracked copy while tracing)
+    _OUT.write("")  # (a RecordedFile while tracing)
+    kinds = (type(_SEEN) is list, type(_COUNTS) is array.array, type(_OUT) is io.StringIO)
+    return x * _COUNTS[0], kinds, isinstance(_OUT, io.TextIOBase), _SEEN.__class__ is list
+
+
+def test_type_of_globals_the_trace_stands_in_for_is_the_user_s_class():
+    jf = thunder.jit(_types_of_globals)
+    for _ in range(3):
+        got, expected = jf(torch.ones(2)), _types_of_globals(torch.ones(2))
+        assert got[1:] == expected[1:] == ((True, True, True), True, True)
+    assert len(_SEEN) == 6

@@ -109,6 +109,10 @@ class RefusedObject:
         object.__setattr__(self, "original", original)
         object.__setattr__(self, "label", label)
 
+    @property
+    def __class__(self):  # (``isinstance(s, socket.socket)`` as for the object)
+        return type(self.original)
+
     def _allowed(self, name: str) -> bool:
         return any(isinstance(self.original, t) and name in names for t, names in _READS.items())
 

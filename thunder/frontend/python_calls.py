@@ -225,6 +225,10 @@ class RecordedFile:
     def __init__(self, real):
         object.__setattr__(self, "_real", real)
 
+    @property
+    def __class__(self):  # (``isinstance(f, io.TextIOBase)`` as for the file)
+        return type(object.__getattribute__(self, "_real"))
+
     def write(self, s):
         calls = _recording()
         if calls is None:
