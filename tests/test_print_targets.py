@@ -5,6 +5,7 @@ makes them, those under a cache (``logger.warning_once``) once."""
 from __future__ import annotations
 
 import contextlib
+import dis
 import io
 import logging
 import os
@@ -208,3 +209,20 @@ def test_a_library_s_debug_branch_is_not_taken_when_its_logger_does_not_show_it(
         for i in range(3):
             torch.testing.assert_close(jf(torch.ones(2) * i), torch.ones(2) * i + 1)
     assert caplog.records == []
+
+
+def _tiny():
+    return 1
+
+
+def test_the_standard_library_s_prints_for_the_user_s_code_every_call(capsys):
+    def f(x):
+        dis.dis(_tiny)  # (prints from the standard library, called by the user's code)
+        return x + 1
+
+    outs = []
+    for fn in (f, thunder.jit(f)):
+        for _ in range(3):
+            fn(torch.ones(2))
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and outs[0].count("RETURN_VALUE") == 3

@@ -5,7 +5,8 @@ Eager makes a print every call whether the user's code or a library it calls (tr
 a helper package) makes it, so both are the program's. Two kinds are not:
 
 - those thunder or torch make (``torch/*``, ``thunder/*``: a deprecation warning of torch's,
-  thunder's own log records), which belong to tracing, not to the program;
+  thunder's own log records), also through the standard library, which belong to tracing, not
+  to the program;
 - those made under a caching function (transformers' ``logger.warning_once`` is an
   ``functools.lru_cache``-wrapped function): eager makes them once, and so does tracing.
 
@@ -17,6 +18,7 @@ a helper package) makes it, so both are the program's. Two kinds are not:
 from __future__ import annotations
 
 import os
+import sysconfig
 import types
 
 import torch
@@ -25,6 +27,9 @@ from thunder.frontend.code_reads import is_user_code
 
 _THUNDER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 _RUNTIME_DIRS = (_THUNDER_DIR, os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), ""))
+_PATHS = sysconfig.get_paths()
+_STDLIB_DIRS = tuple(os.path.join(_PATHS[k], "") for k in ("stdlib", "platstdlib") if k in _PATHS)
+_PACKAGE_DIRS = tuple(os.path.join(_PATHS[k], "") for k in ("purelib", "platlib") if k in _PATHS)
 
 
 def _is_runtime(code: types.CodeType) -> bool:
@@ -35,10 +40,20 @@ def _is_thunder(code: types.CodeType) -> bool:
     return os.path.abspath(code.co_filename).startswith(_THUNDER_DIR)
 
 
+def _is_stdlib(code: types.CodeType) -> bool:
+    path = os.path.abspath(code.co_filename)
+    return path.startswith(_STDLIB_DIRS) and not path.startswith(_PACKAGE_DIRS)
+
+
 def made_by_the_program(frame: types.FrameType | None) -> bool:
     """``frame`` (the code that prints, warns or logs) is the user's or a library's, and no
-    caching function lies between it and the thunder code that runs it (the trace's start)."""
-    if frame is None or _is_runtime(frame.f_code):
+    caching function lies between it and the thunder code that runs it (the trace's start).
+    The standard library's code is the program's when the program called it, the runtime's when
+    torch or thunder did (``warnings.showwarning`` showing torch's warning)."""
+    f = frame
+    while f is not None and _is_stdlib(f.f_code):
+        f = f.f_back
+    if f is None or _is_runtime(f.f_code):
         return False
     f = frame
     while f is not None and not _is_thunder(f.f_code):
