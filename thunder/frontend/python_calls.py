@@ -9,8 +9,7 @@ program computed is printed with its values, ``pythonex.python_call(builtins.pri
 loss)``). A logger's level is checked when the record is made, as in eager (of a library's
 records, those its logger shows while tracing: ``isEnabledFor`` answers it as it is). A warning
 is made from the line that warned (its stacklevel's), so Python's filters show it as often as
-eager's.
-A tensor formatted into the text of a print, log record or warning while tracing
+eager's. A tensor formatted into the text of a print, log record or warning while tracing
 (``print(f"{y}")``) has no value yet: an error names the line (a log record its logger does not
 show at the trace's level is dropped instead).
 
