@@ -7,6 +7,7 @@ import io
 
 import pytest
 import torch
+from subclass_examples import ScaleTensor, scale_tensor  # tests/ is on sys.path
 
 import thunder
 
@@ -161,3 +162,13 @@ def test_type_of_globals_the_trace_stands_in_for_is_the_user_s_class():
         got, expected = jf(torch.ones(2)), _types_of_globals(torch.ones(2))
         assert got[1:] == expected[1:] == ((True, True, True), True, True)
     assert len(_SEEN) == 6
+
+
+def _subclass_types(x):
+    return x * 2, type(x) is ScaleTensor, type(x).__name__, x.__class__ is ScaleTensor, type(x * 2).__name__
+
+
+def test_type_of_a_tensor_subclass_value_is_its_class():
+    jf = thunder.jit(_subclass_types)
+    for x in (scale_tensor(2, 2), torch.ones(2, 2), scale_tensor(2, 2)):
+        assert jf(x)[1:] == _subclass_types(x)[1:]
