@@ -1,6 +1,7 @@
-"""Type queries while tracing give eager's answers: ``isinstance(t, nn.Parameter)`` for an
-argument and for a module's own parameter (checked by the prologue), ``type(t).__name__`` of a
-tensor, ``t.type()`` in every form."""
+"""Type queries while tracing give eager's answers: ``isinstance(t, nn.Parameter)``, ``type(t)``
+and ``t.__class__`` for an argument and for a module's own parameter (checked by the prologue),
+of a tensor subclass, of a counter traced as a value and of the globals the trace stands in for,
+``type(t).__name__`` of a tensor, ``t.type()`` in every form."""
 
 import array
 import io
