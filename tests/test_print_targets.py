@@ -226,3 +226,34 @@ def test_the_standard_library_s_prints_for_the_user_s_code_every_call(capsys):
             fn(torch.ones(2))
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and outs[0].count("RETURN_VALUE") == 3
+
+
+def test_writes_to_sys_stdout_and_stderr_every_call_to_the_current_streams(capsys):
+    def f(x):
+        sys.stdout.write("out\n")
+        sys.stderr.write("err\n")
+        sys.stdout.writelines(["a", "b\n"])
+        sys.stdout.flush()
+        return x + 1
+
+    runs = []
+    for fn in (f, thunder.jit(f)):
+        got = []
+        for _ in range(3):
+            target = io.StringIO()
+            with contextlib.redirect_stdout(target):
+                fn(torch.ones(2))
+            got.append((target.getvalue(), capsys.readouterr()))
+        runs.append(got)
+    assert runs[0] == runs[1]
+    assert runs[1][2][0] == "out\nab\n" and runs[1][2][1].err == "err\n"
+    assert not isinstance(sys.stdout, thunder.frontend.python_calls.RecordedStream)
+
+
+def test_reading_the_state_of_sys_stdout_is_refused_with_the_line():
+    def f(x):
+        sys.stdout.buffer.write(b"raw")
+        return x + 1
+
+    with pytest.raises(Exception, match=r"buffer of the file(.|\n)*test_print_targets.py.*sys.stdout.buffer"):
+        thunder.jit(f)(torch.ones(2))

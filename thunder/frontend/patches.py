@@ -29,6 +29,8 @@ def replacements() -> dict[int, tuple[object, Callable]]:
     """id(real function) -> (the function, what makes its replacement), over every patch."""
     out: dict[int, tuple[object, Callable]] = {}
     for patches in _INSTANCES:
+        if not patches.references:
+            continue
         with patches._lock:
             saved = {(id(o), a): real for o, a, real in patches._saved}
             for owner, attr, wrap in patches._targets():
@@ -40,10 +42,15 @@ def replacements() -> dict[int, tuple[object, Callable]]:
 
 class ProcessPatches:
     """``targets()`` gives ``(owner, attribute, wrap)``: the attribute becomes ``wrap(real)``;
-    an attribute the owner lacks is left out."""
+    an attribute the owner lacks is left out. ``references``: a reference the user's code holds
+    to the real value under another name is replaced too (``replacements``); not for a value
+    that is an object the code may hold for itself (``OUT = sys.stdout`` stays that stream)."""
 
-    def __init__(self, targets: Callable[[], Iterable[tuple[object, str, Callable]]]):
+    def __init__(
+        self, targets: Callable[[], Iterable[tuple[object, str, Callable]]], *, references: bool = True
+    ):
         self._targets = targets
+        self.references = references
         self._lock = threading.Lock()
         self._active = 0  # traces in progress, over all threads
         self._saved: list[tuple[object, str, object]] = []

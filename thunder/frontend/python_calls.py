@@ -22,7 +22,9 @@ silent).
 A file object the traced code reaches through a global or a closure variable (``LOG =
 open(...)``, an ``io.StringIO``) is a ``RecordedFile`` while tracing: its ``write``,
 ``writelines`` and ``flush`` are recorded and made on every call like a print; reading its state
-(``read``, ``tell``, ``seek``) would give the trace-time answer forever and is an error naming it.
+(``read``, ``tell``, ``seek``, ``sys.stdout.buffer``) would give the trace-time answer forever
+and is an error naming it. ``sys.stdout`` and ``sys.stderr`` are ``RecordedStream`` while any
+thread traces: the program's writes go to the stream ``sys`` holds at each call.
 
 Only this thread's tracing records; another thread printing meanwhile prints.
 """
@@ -117,8 +119,6 @@ def _printer(real, file):
     (a ``redirect_stdout`` or pytest's capture between calls is honoured); another file is bound
     (a global's, a ``RecordedFile``'s real file, or the target of a ``redirect_stdout`` the traced
     code made: the print goes where it went while tracing)."""
-    if isinstance(file, RecordedFile):
-        file = object.__getattribute__(file, "_real")
     began = getattr(_LOCAL, "streams", {})
     if file is None:
         file = sys.stdout
@@ -130,6 +130,8 @@ def _printer(real, file):
             if printer is None:
                 printer = _STREAM_PRINTERS[(id(real), name)] = _stream_printer(real, name)
             return printer
+    if isinstance(file, RecordedFile):
+        file = object.__getattribute__(file, "_real")
     return functools.partial(real, file=file)
 
 
@@ -228,12 +230,16 @@ class RecordedFile:
     def __class__(self):  # (``isinstance(f, io.TextIOBase)`` as for the file)
         return type(object.__getattribute__(self, "_real"))
 
+    def _target(self, method: str):
+        """What the epilogue calls for ``method``: the file's own method."""
+        return getattr(self._real, method)
+
     def write(self, s):
         calls = _recording()
         if calls is None:
             return self._real.write(s)
         _no_proxy_text(s)
-        calls.append((self._real.write, (s,), {}))
+        calls.append((self._target("write"), (s,), {}))
         return len(s)
 
     def writelines(self, lines):
@@ -242,14 +248,14 @@ class RecordedFile:
             return self._real.writelines(lines)
         lines = list(lines)
         _no_proxy_text(*lines)
-        calls.append((self._real.writelines, (lines,), {}))
+        calls.append((self._target("writelines"), (lines,), {}))
         return None
 
     def flush(self):
         calls = _recording()
         if calls is None:
             return self._real.flush()
-        calls.append((self._real.flush, (), {}))
+        calls.append((self._target("flush"), (), {}))
         return None
 
     def __getattr__(self, name):
@@ -274,6 +280,43 @@ class RecordedFile:
         return self.__getattr__("__iter__")()
 
 
+class RecordedStream(RecordedFile):
+    """``sys.stdout`` or ``sys.stderr`` while any thread traces: the program's writes are made on
+    every call to the stream ``sys`` then holds (``sys.stdout.write("step\\n")``, as eager's code
+    reads ``sys.stdout`` when it writes); other threads' and the runtime's writes go through."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, real, name: str):
+        super().__init__(real)
+        object.__setattr__(self, "_name", name)
+
+    def _target(self, method: str):
+        key = (self._name, method)
+        found = _STREAM_CALLS.get(key)
+        if found is None:
+            found = _STREAM_CALLS[key] = _stream_call(self._name, method)
+        return found
+
+
+_STREAM_CALLS: dict[tuple[str, str], object] = {}
+
+
+def _stream_call(name: str, method: str):
+    def call(*args):
+        return getattr(getattr(sys, name), method)(*args)
+
+    call.__name__ = call.__qualname__ = f"{method}_to_{name}"
+    call.__module__ = __name__
+    return call
+
+
+_STREAMS = ProcessPatches(
+    lambda: [(sys, name, functools.partial(RecordedStream, name=name)) for name in ("stdout", "stderr")],
+    references=False,
+)
+
+
 _TARGETS = ((builtins, "print", _print), (warnings, "warn", _warn), (logging.Logger, "_log", _log),
             (logging.Logger, "isEnabledFor", _enabled))  # fmt: skip
 
@@ -284,7 +327,7 @@ _PATCHES = ProcessPatches(lambda: _TARGETS)
 @contextlib.contextmanager
 def python_calls(calls: list):
     """While this thread traces, the user's prints, warnings and log records go to ``calls``."""
-    with _PATCHES:
+    with _PATCHES, _STREAMS:
         outer = getattr(_LOCAL, "calls", None), getattr(_LOCAL, "streams", {})
         _LOCAL.calls, _LOCAL.streams = calls, {"stdout": sys.stdout, "stderr": sys.stderr}
         try:
