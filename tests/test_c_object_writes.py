@@ -170,3 +170,49 @@ def test_an_array_read_is_checked_by_its_contents():
         torch.testing.assert_close(jf(torch.ones(2)), f(torch.ones(2)))
     jf(torch.ones(2))
     assert thunder.compile_stats(jf).cache_misses == 3
+
+
+class _Holder:
+    def __init__(self):
+        self.buf = bytearray(b"x")
+
+
+_HOLDER = _Holder()
+
+
+def test_writes_into_an_array_a_module_or_an_object_holds_are_refused():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = array.array("i")
+
+        def forward(self, x):
+            self.seen.append(1)
+            return x + len(self.seen)
+
+    def f(x):
+        _HOLDER.buf.extend(b"yz")
+        return x + 1
+
+    m = M()
+    with pytest.raises(Exception, match=r"array\.array object the attribute seen of the .*M module \(append\)"):
+        thunder.jit(m)(torch.ones(2))
+    with pytest.raises(Exception, match=r"bytearray object the attribute buf of the _Holder object"):
+        thunder.jit(f)(torch.ones(2))
+    assert len(m.seen) == 0 and _HOLDER.buf == bytearray(b"x")
+
+
+def test_an_array_a_module_holds_is_read_and_checked_by_its_contents():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = array.array("f", [2.0])
+
+        def forward(self, x):
+            return x * self.scale[0]
+
+    m = M()
+    jm = thunder.jit(m)
+    for i in range(3):
+        m.scale[0] = float(i)
+        torch.testing.assert_close(jm(torch.ones(2)), m(torch.ones(2)))

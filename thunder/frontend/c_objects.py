@@ -158,6 +158,16 @@ def stand_in(v, label: str):
     return None
 
 
+# the objects whose writes a copy of them catches (any other C object's, through a wrapper)
+C_BUFFERS = frozenset(_COPIES)
+
+
+def buffer_write_refusal(v, label: str) -> UnsupportedValueError:
+    """The error for a write found after the trace into the ``array.array`` or ``bytearray``
+    ``label`` (held by an object: put back as it was)."""
+    return _refusal(v, label, "writes into", "changed in place")
+
+
 def is_stand_in(v) -> bool:
     return type(v) in _STAND_IN_TYPES
 

@@ -33,7 +33,7 @@ import types
 
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
-from thunder.frontend.c_objects import is_stand_in, stand_in, written
+from thunder.frontend.c_objects import C_BUFFERS, buffer_write_refusal, is_stand_in, stand_in, written
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
 from thunder.frontend.numbers import DynamicInt
@@ -248,7 +248,7 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
-                elif self._stand_in(v, f"the global {name}") is not None:  # (c_objects.py)
+                elif self.stand_in_for(v, f"the global {name}") is not None:  # (c_objects.py)
                     g[name] = self._swapped[id(v)]
                 elif type(v) is int and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
@@ -270,7 +270,7 @@ class Effects:
             elif isinstance(v, io.IOBase):
                 put = self._swapped.setdefault(id(v), RecordedFile(v))
                 cell.cell_contents = put
-            elif self._stand_in(v, f"the closure variable {name}") is not None:
+            elif self.stand_in_for(v, f"the closure variable {name}") is not None:
                 put = cell.cell_contents = self._swapped[id(v)]
             elif type(v) is int and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")
@@ -302,20 +302,20 @@ class Effects:
                     for k, x in kwdefaults.items()
                 }
             named = f"a default argument of {fn.__qualname__}"
-            if defaults and [x for x in defaults if self._stand_in(x, named) is not None]:
+            if defaults and [x for x in defaults if self.stand_in_for(x, named) is not None]:
                 fn.__defaults__ = self._put_defaults[id(fn)] = tuple(
                     self._swapped.get(id(x), x) for x in fn.__defaults__
                 )
             if kwdefaults and [
                 k
                 for k, x in kwdefaults.items()
-                if self._stand_in(x, f"the default argument {k} of {fn.__qualname__}") is not None
+                if self.stand_in_for(x, f"the default argument {k} of {fn.__qualname__}") is not None
             ]:
                 fn.__kwdefaults__ = self._put_kwdefaults[id(fn)] = {
                     k: self._swapped.get(id(x), x) for k, x in fn.__kwdefaults__.items()
                 }
 
-    def _stand_in(self, v, label: str):
+    def stand_in_for(self, v, label: str):
         """The stand-in of a C object whose writes are refused (``c_objects.py``), made once per
         object, or None."""
         known = self._swapped.get(id(v))
@@ -387,6 +387,10 @@ class Effects:
         by itself (the prologue checks the binding it came from by identity), a container it
         holds and the code changed in place by its path (``obj.items``)."""
         for obj, kind, name, value in raw:
+            if kind == "replace" and type(value) in C_BUFFERS:  # (put back by ObjectState.restore)
+                raise buffer_write_refusal(
+                    value, f"the attribute {name} of the {type(obj).__qualname__} object"
+                )
             h = self._site(obj, f"obj_{type(obj).__name__}")
             if kind == "replace":
                 container = object.__getattribute__(obj, "__dict__")[name]

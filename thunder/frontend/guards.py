@@ -195,7 +195,7 @@ class ObjectState:
 
 
 def _refill(container, snap) -> None:
-    if isinstance(container, list):
+    if isinstance(container, (list, bytearray, array.array)):
         container[:] = snap
     elif isinstance(container, (dict, set)):
         container.clear()

@@ -33,6 +33,7 @@ import torch
 from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.trace import sanitize_name
+from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.fastpaths import FAST_PATHS
 from thunder.frontend.guards import (
     CALL_HOOKS,
@@ -279,9 +280,13 @@ class ModuleShadows:
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
+            label = f"the attribute {name} of the {type(mod).__qualname__} module"
             if trackable(v):  # a list, dict, set or deque: the shadow's is a tracked copy (effects.py)
-                label = f"the attribute {name} of the {type(mod).__qualname__} module"
                 d[name] = self.state.effects.attribute(v, holder, name, label)
+            elif (
+                put := self.state.effects.stand_in_for(v, label)
+            ) is not None:  # an array, a socket (c_objects.py)
+                d[name] = put
             elif not is_immutable(v):  # a container the forward may change in place: the shadow's own
                 d[name] = snapshot(v)
             if is_plain_object(v):
@@ -393,7 +398,7 @@ class ModuleShadows:
         tracked = self.state.effects.holders
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
-            if old is v and id(v) in tracked:  # a tracked copy: its writes are the effects'
+            if old is v and (id(v) in tracked or is_stand_in(v)):  # a tracked copy, a stand-in: effects.py's
                 continue
             if old is v and not (name in record.state and not same(v, record.state[name])):
                 continue  # (a list or dict changed in place is a write of its new contents)
