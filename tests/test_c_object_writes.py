@@ -195,7 +195,9 @@ def test_writes_into_an_array_a_module_or_an_object_holds_are_refused():
         return x + 1
 
     m = M()
-    with pytest.raises(Exception, match=r"array\.array object the attribute seen of the .*M module \(append\)"):
+    with pytest.raises(
+        Exception, match=r"array\.array object the attribute seen of the .*M module \(append\)"
+    ):
         thunder.jit(m)(torch.ones(2))
     with pytest.raises(Exception, match=r"bytearray object the attribute buf of the _Holder object"):
         thunder.jit(f)(torch.ones(2))
