@@ -13,6 +13,7 @@ import sys
 import textwrap
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -257,3 +258,20 @@ def test_reading_the_state_of_sys_stdout_is_refused_with_the_line():
 
     with pytest.raises(Exception, match=r"buffer of the file(.|\n)*test_print_targets.py.*sys.stdout.buffer"):
         thunder.jit(f)(torch.ones(2))
+
+
+def test_a_print_of_a_numpy_array_and_of_a_c_object_every_call(capsys):
+    values = np.arange(3)
+    token = object()
+
+    def f(x):
+        print("values", values, token is token, x.sum())
+        return x + 1
+
+    outs = []
+    for fn in (f, thunder.jit(f)):
+        for i in range(3):
+            values[0] = i  # (shown as it is at each call)
+            fn(torch.ones(2))
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1]

@@ -38,13 +38,19 @@ import functools
 import logging
 import sys
 import threading
+import types
 import warnings
 
+import torch
+
 from thunder.core.errors import DataDependentError, UnsupportedValueError, at
+from thunder.core.proxies import Proxy
 from thunder.core.source import user_location
 from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.callers import made_by_the_program
 from thunder.frontend.code_reads import is_user_code
+from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.made import refusal
 from thunder.frontend.objects import ObjectWrapper
 from thunder.frontend.patches import ProcessPatches
 from thunder.frontend.tracked import is_tracked, untracked
@@ -105,9 +111,39 @@ def _print(real):
         args = tuple(_as_recorded(a) for a in args)
         if isinstance(file, ObjectWrapper):  # an input: the file each call passes
             kwargs["file"], file = file, None
-        calls.append((_printer(real, file), args, kwargs))
+        calls.append(_with_constants(_printer(real, file), args, kwargs))
 
     return print
+
+
+# what the epilogue rebuilds itself (containers may hold traced values; tensors are traced)
+_REBUILT = (
+    *LITERAL_TYPES,
+    *(list, tuple, dict, set, frozenset, collections.deque, collections.OrderedDict, collections.defaultdict),
+    *(bytes, range, type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType),
+)
+
+
+def _with_constants(fn, args: tuple, kwargs: dict) -> tuple:
+    """``(fn, args, kwargs)`` for the epilogue, with the arguments implemented in C that hold no
+    traced value (a NumPy array, ``object()``) bound to ``fn`` as the objects they are, as a
+    print of them shows them: the epilogue rebuilds only what it knows."""
+    constants = {
+        i: a
+        for i, a in enumerate(args)
+        if not isinstance(a, (torch.Tensor, Proxy, *_REBUILT)) and refusal(a) is not None
+    }
+    if not constants:
+        return fn, args, kwargs
+    rest = tuple(a for i, a in enumerate(args) if i not in constants)
+    return functools.partial(_call_with, fn, constants), rest, kwargs
+
+
+def _call_with(fn, constants: dict, *args, **kwargs):
+    full = list(args)
+    for i in sorted(constants):
+        full.insert(i, constants[i])
+    return fn(*full, **kwargs)
 
 
 _STREAM_PRINTERS: dict[tuple[int, str], object] = {}
@@ -190,7 +226,9 @@ def _log(real):
             return None  # (a debug record formatting a tensor, not shown at this level: dropped)
         _no_proxy_text(msg, *args)
         args = tuple(_as_recorded(a) for a in args)
-        calls.append((self.log, (level, msg, *args), {} if extra is None else {"extra": extra}))
+        calls.append(
+            _with_constants(self.log, (level, msg, *args), {} if extra is None else {"extra": extra})
+        )
 
     return _log
 
