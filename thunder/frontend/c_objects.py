@@ -1,11 +1,13 @@
-"""Objects implemented in C that the traced code reaches through its globals, closure cells and
-default arguments, and whose writes a compiled program cannot make again on every call: an
-``array.array``, a ``bytearray``, a ``memoryview``, an ``mmap.mmap``, a ``socket.socket``.
+"""Objects implemented in C that the traced code reaches through its globals, closure cells,
+default arguments and module attributes, and whose writes a compiled program cannot make
+again on every call: an ``array.array``, a ``bytearray``, a ``memoryview``, an ``mmap.mmap``, a
+``socket.socket``.
 
 While the trace runs, the code finds a stand-in there (``frontend/effects.py`` puts it where
-it puts tracked copies and ``RecordedFile``): reading is as reading the object (``len(A)``,
-``A[0]``, ``bytes(B)``; the prologue checks their contents); a write is an error that names the object, the method and the user's
-line, raised before anything is written, so the user's object is as it was:
+it puts tracked copies and ``RecordedFile``, ``frontend/modules.py`` in a module's shadow):
+reading is as reading the object (``len(A)``, ``A[0]``, ``bytes(B)``; the prologue checks their
+contents); a write is an error that names the object, the method and the user's line, raised
+before anything is written, so the user's object is as it was:
 
     A = array.array("i")
     def g(x):
@@ -14,10 +16,12 @@ line, raised before anything is written, so the user's object is as it was:
 
 An ``array.array`` or a ``bytearray`` stand-in is a copy of the object (a subclass: the buffer
 protocol works, ``torch.frombuffer(B)``); a write C code makes through its buffer is found when
-the trace ends (``written``) and refused the same way. A socket's sends and receives and an
-mmap's writes and file position cannot be undone: every use of them but the descriptive ones
-is refused, before it happens; so are reads of the contents of a memoryview or an mmap (they
-change without the object being replaced, which no check of the object sees).
+the trace ends (``written``) and refused the same way, as is one into such an object a plain
+object holds (``guards.ObjectState`` puts it back). A socket's sends and receives and an mmap's
+writes and file position cannot be undone: every use of them but the descriptive ones is
+refused, before it happens; so are reads of the contents of a memoryview or an mmap (they
+change without the object being replaced, which no check of the object sees). A stand-in's
+``__class__`` is the object's (``type(A)`` in the user's code: ``type_reads.py``).
 """
 
 from __future__ import annotations
