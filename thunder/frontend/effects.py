@@ -18,7 +18,9 @@ attributes is handled in three ways:
 - a global or closure variable the code rebinds (``global n; n += 1``) is put back and set by
   the epilogue (``python_setitem(g___main__, 'n', 1)``);
 - plain objects (``G.count += 1``) are written while tracing and put back afterwards
-  (``guards.ObjectState``); their attribute writes go to the epilogue.
+  (``guards.ObjectState``); their attribute writes go to the epilogue;
+- files are ``RecordedFile`` (``python_calls.py``), and an ``array.array``, a ``bytearray``, a
+  ``memoryview``, an ``mmap`` or a socket a stand-in that refuses writes (``c_objects.py``).
 
 The prologue checks the values the code read as they were when the call began; a value the
 epilogue changes then misses the cache on the next call and is traced again with its new value.
