@@ -275,3 +275,22 @@ def test_a_print_of_a_numpy_array_and_of_a_c_object_every_call(capsys):
             fn(torch.ones(2))
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1]
+
+
+def test_a_log_record_names_the_line_that_logged(caplog):
+    log = logging.getLogger("thunder_test_print_targets")
+
+    def f(x):
+        log.warning("value %s", x.sum())
+        log.warning("named %(n)s", {"n": 3})
+        return x + 1
+
+    def run(fn):
+        caplog.clear()
+        for _ in range(3):
+            fn(torch.ones(2))
+        return [(r.getMessage(), r.filename, r.lineno, r.funcName) for r in caplog.records]
+
+    with caplog.at_level(logging.WARNING, logger="thunder_test_print_targets"):
+        eager, jitted = run(f), run(thunder.jit(f))
+    assert jitted == eager and len(eager) == 6 and eager[0][1] == os.path.basename(__file__)

@@ -219,18 +219,30 @@ def _logging_caller(depth: int = 2):
 def _log(real):
     def _log(self, level, msg, args, exc_info=None, extra=None, stack_info=False, stacklevel=1):
         caller = _logging_caller()
-        if caller is None or exc_info:
+        if caller is None or exc_info or stack_info:
             return real(self, level, msg, args, exc_info, extra, stack_info, stacklevel)
-        calls = caller[0]
+        calls, f = caller
         if not _shown(self, level) and _has_proxy_text(msg, *args):
             return None  # (a debug record formatting a tensor, not shown at this level: dropped)
         _no_proxy_text(msg, *args)
         args = tuple(_as_recorded(a) for a in args)
-        calls.append(
-            _with_constants(self.log, (level, msg, *args), {} if extra is None else {"extra": extra})
-        )
+        for _ in range(max(stacklevel, 1) - 1):  # (the line logging's own findCaller names)
+            f = f.f_back if f.f_back is not None else f
+        emit = functools.partial(_emit, self, (f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+        calls.append(_with_constants(emit, (level, msg, *args), {} if extra is None else {"extra": extra}))
 
     return _log
+
+
+def _emit(logger: logging.Logger, where: tuple, level: int, msg, *args, extra=None) -> None:
+    """``logger.log(level, msg, *args)`` on each call, the record naming the line that logged
+    while tracing (``%(lineno)d``, ``%(funcName)s``) rather than the epilogue's."""
+    if not logger.isEnabledFor(level):
+        return
+    filename, lineno, function = where
+    logger.handle(
+        logger.makeRecord(logger.name, level, filename, lineno, msg, args, None, function, extra, None)
+    )
 
 
 def _shown(logger: logging.Logger, level: int) -> bool:
