@@ -7,9 +7,9 @@ a library's it calls; not torch's or thunder's, nor under a cache such as transf
 their arguments; the epilogue makes them on every call with that call's values (a tensor the
 program computed is printed with its values, ``pythonex.python_call(builtins.print, 'loss',
 loss)``). A logger's level is checked when the record is made, as in eager (of a library's
-records, those its logger shows while tracing: ``isEnabledFor`` answers it as it is). A warning
-is made from the line that warned (its stacklevel's), so Python's filters show it as often as
-eager's. A tensor formatted into the text of a print, log record or warning while tracing
+records, those its logger shows while tracing: ``isEnabledFor`` answers it as it is), and the
+record names the line that logged. A warning is made from the line that warned (its
+stacklevel's), so Python's filters show it as often as eager's. A tensor formatted into the text of a print, log record or warning while tracing
 (``print(f"{y}")``) has no value yet: an error names the line (a log record its logger does not
 show at the trace's level is dropped instead).
 
