@@ -23,6 +23,7 @@ from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
+from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
 from thunder.transforms.flatten_subclasses import SubclassFlatteningError
 
@@ -88,6 +89,18 @@ def assert_same_objects(got, expected, args, eager_args) -> None:
             assert got is a, "eager returns its argument itself; thunder returns another object"
 
 
+def assert_no_proxy(x, where: str) -> None:
+    """No proxy is reachable from ``x``: through lists and tuples, and the attributes of a
+    subclass instance, at every depth."""
+    assert not isinstance(x, TensorProxy), f"{where} is a proxy"
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            assert_no_proxy(v, f"{where}[{i}]")
+    elif isinstance(x, torch.Tensor) and type(x) is not torch.Tensor:
+        for n, v in vars(x).items():
+            assert_no_proxy(v, f"{where}.{n}")
+
+
 def check(fn, *args):
     """Three calls of ``thunder.jit(fn)`` on ``args`` equal eager's on copies of them: results,
     the arguments after each call, identity; the traces verify and the executed one is flat
@@ -100,6 +113,7 @@ def check(fn, *args):
         assert_same(got, expected, f"call {call}: the result")
         assert_same(list(args), list(eager_args), f"call {call}: the arguments after the call")
         assert_same_objects(got, expected, args, eager_args)
+        assert_no_proxy((got, args), f"call {call}: the result and the arguments")
     assert thunder.compile_stats(jfn).cache_hits == 2
     for kind in (thunder.last_prologue_traces, thunder.last_traces, thunder.last_epilogue_traces):
         for t in kind(jfn):
@@ -478,6 +492,97 @@ def test_gradients_of_nested_subclasses_equal_eager(fn):
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
+# -- foreach in-place ops (an optimizer's multi-tensor step) -----------------------------------
+def _foreach_step(p, q, g, h):
+    """The in-place foreach calls of an optimizer's step, on two subclass values."""
+    torch._foreach_lerp_([p, q], [g, h], 0.1)
+    torch._foreach_mul_([p, q], 0.9)
+    torch._foreach_addcmul_([p, q], [g, h], [g, h], value=0.5)
+    torch._foreach_add_([p, q], [g, h], alpha=-0.01)
+    return p * 1, q.sum()
+
+
+def _the_list_itself(a, b):
+    tensors = [a, b]
+    return torch._foreach_add_(tensors, 1) is tensors, tensors
+
+
+FOREACH = {
+    "_foreach_add_": (lambda a, b: torch._foreach_add_([a, b], 1), lambda: (two(3), two(2, 3))),
+    "_foreach_mul_ by a number per tensor": (
+        lambda a, b: torch._foreach_mul_([a, b], [2.0, 0.5]),
+        lambda: (two(3), two(3)),
+    ),
+    "_foreach_addcmul_": (
+        lambda a, b, c, d: torch._foreach_addcmul_([a, b], [c, d], [d, c], value=0.5),
+        lambda: (two(3), two(3), two(3), two(3)),
+    ),
+    "_foreach_lerp_": (
+        lambda a, b, c, d: torch._foreach_lerp_([a, b], [c, d], 0.1),
+        lambda: (two(3), two(3), two(3), two(3)),
+    ),
+    "an optimizer's step": (_foreach_step, lambda: (two(3), two(3), two(3), two(3))),
+    "returns the list itself": (_the_list_itself, lambda: (two(3), two(3))),
+    "read after the write": (
+        lambda a, b: (torch._foreach_sub_([a, b], 2.0), a * b)[1],
+        lambda: (two(3), two(3)),
+    ),
+    "a plain tensor in the list": (
+        lambda a, w: torch._foreach_add_([a, w], 1),
+        lambda: (two(3), torch.randn(3)),
+    ),
+    "values made in the function": (
+        lambda a, b: (torch._foreach_div_(ys := [a * 2, b + 1], 4.0), ys)[1],
+        lambda: (two(3), two(3)),
+    ),
+    "a dispatch that writes temporaries": (
+        lambda a, b: torch._foreach_add_([a, b], 1),
+        lambda: (scale_tensor(3), scale_tensor(3)),
+    ),
+    "a TwoTensor of TwoTensors": (
+        lambda a, b: torch._foreach_mul_([a, b], 3.0),
+        lambda: (two_of_two(3), two(3)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FOREACH), ids=str)
+def test_foreach_in_place_ops_equal_eager(case):
+    fn, make = FOREACH[case]
+    check(fn, *make())
+
+
+def _foreach_with_grads(x, w):
+    y, z = x * 2, x.sin()
+    torch._foreach_mul_([y, z], [3.0, 0.5])
+    torch._foreach_addcmul_([y, z], [w, w], [x, w], value=0.5)
+    return (y * z).sum() + (y * w).sum()
+
+
+def test_gradients_through_foreach_writes_equal_eager():
+    torch.manual_seed(0)
+    a = torch.randn(3, dtype=torch.float64)
+    x = TwoTensor(a, a * 3 + 1).requires_grad_()
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    xt, wt = copy(x), copy(w)
+    jfn = thunder.jit(_foreach_with_grads)
+    for _ in range(3):
+        expected, got = _foreach_with_grads(x, w), jfn(xt, wt)
+        assert_same(got, expected)
+        assert_same(
+            list(torch.autograd.grad(got, (xt, wt))), list(torch.autograd.grad(expected, (x, w))), "grads"
+        )
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+def test_a_foreach_write_into_a_leaf_subclass_that_requires_grad_raises_as_in_eager():
+    x, y = _two_requiring_grad(), two(3)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        torch._foreach_add_([copy(y), copy(x)], 1)
+    with pytest.raises(RuntimeError, match=r"(?s)leaf Variable that requires grad.*test_subclass_inplace.py"):
+        thunder.jit(lambda y, x: torch._foreach_add_([y, x], 1))(y, x)
+
+
 # -- what is refused ---------------------------------------------------------------------------
 GLOBAL = two(3)
 
@@ -522,13 +627,6 @@ def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_erro
     ):
         jfn(x, a)
     assert "check_no_alias(x_a, x_b, a, written=2)" in str(thunder.last_prologue_traces(jfn)[0])
-
-
-def test_foreach_in_place_ops_on_subclasses_are_a_clear_error():
-    with pytest.raises(
-        UnsupportedOpError, match=r"torch._foreach_add_ on tensor subclass values is not supported"
-    ):
-        thunder.jit(lambda x, y: torch._foreach_add_([x, y], 1))(two(3), two(3))
 
 
 def test_requires_grad_on_a_subclass_in_the_function_is_a_clear_error():

@@ -79,11 +79,26 @@ class Writes:
                 f"thunder: {op} on a tensor subclass value inside the compiled function is not supported; set "
                 "requires_grad before the call" + at(loc)
             )
-        if not isinstance(target, torch.Tensor):  # (torch._foreach_add_ writes the tensors of a list)
+        # ``torch._foreach_add_([a, b], 1)`` writes each tensor of its list: the dispatch gets the
+        # whole list, as in eager, and each tensor is checked as one written by itself
+        each = list(target) if isinstance(target, (list, tuple)) else [target]
+        if not each or not all(isinstance(t, torch.Tensor) for t in each):
             raise UnsupportedOpError(
-                f"thunder: {op} on tensor subclass values is not supported yet (it writes the tensors of a "
-                f"{type(target).__qualname__}); write each tensor with its own in-place op" + at(loc)
+                f"thunder: {op} on tensor subclass values writes into a {type(target).__qualname__}, not a "
+                "tensor or a list of tensors; this is not supported" + at(loc)
             )
+        originals = [self._written_value(t, op, loc) for t in each]
+        self.changed = False
+        with state.inplace.writing(originals[0], op) as write:
+            self.subclasses.call(func, args, kwargs, loc, writes=target)
+            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
+            write.changed = self.changed
+        return None if func is T.__setitem__ else target
+
+    def _written_value(self, target, op: str, loc):
+        """The value the in-place op ``op`` writes into ``target`` (the proxy of a subclass
+        instance, or a plain proxy), checked as eager's autograd checks a write."""
+        state = self.state
         if isinstance(target, TensorProxy):
             original = target
         else:
@@ -103,12 +118,7 @@ class Writes:
                 f"thunder: {op} writes into {value.name}: a leaf Variable that requires grad is being used in an "
                 "in-place operation (as eager PyTorch says)" + at(loc)
             )
-        self.changed = False
-        with state.inplace.writing(original, op) as write:
-            self.subclasses.call(func, args, kwargs, loc, writes=target)
-            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
-            write.changed = self.changed
-        return None if func is T.__setitem__ else target
+        return original
 
     def declare(self, sym, func, kwargs) -> None:
         """Note the functional form of the in-place subclass op ``sym`` (for its gradient)."""
@@ -123,6 +133,10 @@ class Writes:
             base = _without_inplace(TORCH_TO_THUNDER.get(func))
         elif name.startswith("__i"):  # ``x += y``: what ``x + y`` computes
             base = TORCH_TO_THUNDER.get(getattr(T, "__" + name[3:], None))
+        elif name.startswith("_foreach_"):  # ``torch._foreach_add_``: ``torch._foreach_add``'s values
+            base = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
+            WRITTEN_VALUES[sym] = None if base is None else _as_written_each(base)
+            return
         else:
             base = _inplace_base(name)
         WRITTEN_VALUES[sym] = None if base is None else _as_written(base)
@@ -161,12 +175,14 @@ class Writes:
         rebound = self._rebound(start)
         # (a dispatch may also replace an inner tensor attribute: no rebinding, a stale value)
         stale = [t for t in self.subclasses.instances if self.stale(t, state.inplace.value_of(proxy_of(t)))]
-        if not isinstance(call.writes, TensorProxy) and all(t is not call.writes for t in stale):
-            # eager's autograd counts the write, and differentiates it, even where the dispatch
-            # wrote only a temporary: the value written is a new one, of the same tensors
-            stale.insert(0, call.writes)
+        targets = list(call.writes) if isinstance(call.writes, (list, tuple)) else [call.writes]
+        for w in reversed(targets):
+            if not isinstance(w, TensorProxy) and all(t is not w for t in stale):
+                # eager's autograd counts the write, and differentiates it, even where the dispatch
+                # wrote only a temporary: the value written is a new one, of the same tensors
+                stale.insert(0, w)
         inside = {id(x) for t in stale for x in _inner_instances(t)}
-        outputs, changed = [], []
+        new_of, others, changed = {}, [], []
         for t in stale:
             if id(t) in inside:
                 continue  # rebuilt with the value holding it
@@ -181,12 +197,19 @@ class Writes:
                     f"thunder: {call.what} changes the shape, strides or dtype of a {t.__class__.__qualname__} in "
                     "place; this is not supported" + at(call.loc)
                 )
-            if t is call.writes:
-                outputs.insert(0, new)
-            else:
-                outputs.append(new)
-        if isinstance(call.writes, TensorProxy) and state.inplace.value_of(call.writes) is not call.writes:
-            outputs.insert(0, state.inplace.value_of(call.writes))  # a plain tensor the dispatch wrote
+            new_of[id(t)] = new
+            if all(t is not w for w in targets):
+                others.append(new)
+        # the values written into the op's targets first, in order (a plain tensor the dispatch
+        # wrote among them), then those of other values the writes reached (views)
+        outputs = []
+        for w in targets:
+            if isinstance(w, TensorProxy):
+                if state.inplace.value_of(w) is not w:
+                    outputs.append(state.inplace.value_of(w))
+            elif id(w) in new_of:
+                outputs.append(new_of.pop(id(w)))
+        outputs += others
         # plain values of the function the dispatch wrote, not held by a value rebuilt above
         held = {p.name for _, new in changed for p in new.leaves()}
         visible = None
@@ -368,18 +391,31 @@ def _as_written(base):
     in-place op: of that tensor's dtype and shape, and in its autograd graph."""
 
     def value(*args, **kwargs):
-        target = args[0]
-        v = base(*args, **kwargs)
-        if isinstance(v, TensorProxy):
-            if v.meta_dtype is not target.meta_dtype:
-                v = prims.convert_element_type(v, target.meta_dtype)
-            if v.meta_shape != target.meta_shape:
-                v = ltorch.expand(v, target.meta_shape)
-            if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
-                v = ltorch.in_graph_of(v, target)
-        return v
+        return _held(args[0], base(*args, **kwargs))
 
     return value
+
+
+def _as_written_each(base):
+    """``base`` (a torch-language foreach op) giving the values the tensors of its first
+    argument, a list, hold after the in-place foreach op (each as ``_as_written`` gives it)."""
+
+    def values(tensors, *args, **kwargs):
+        return tuple(_held(t, v) for t, v in zip(tensors, base(tensors, *args, **kwargs), strict=True))
+
+    return values
+
+
+def _held(target, v):
+    """The value ``v`` computed for ``target`` as ``target`` holds it once written."""
+    if isinstance(v, TensorProxy):
+        if v.meta_dtype is not target.meta_dtype:
+            v = prims.convert_element_type(v, target.meta_dtype)
+        if v.meta_shape != target.meta_shape:
+            v = ltorch.expand(v, target.meta_shape)
+        if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
+            v = ltorch.in_graph_of(v, target)
+    return v
 
 
 def _without_inplace(op):

@@ -638,7 +638,14 @@ class Subclasses:
             )
         if writes:
             written = [a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments]
-            if sum(written) != 1 or not written[0] or not isinstance(args[0], TensorProxy):
+            # (``aten._foreach_add_.Scalar`` writes each tensor of its first argument, a list)
+            each = args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]
+            if (
+                sum(written) != 1
+                or not written[0]
+                or not each
+                or not all(isinstance(a, TensorProxy) for a in each)
+            ):
                 raise UnsupportedOpError(
                     f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which writes into "
                     + ("an argument other than its first (or into several)" if args else "its output")
@@ -668,6 +675,10 @@ class Subclasses:
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on
+            if isinstance(target, (list, tuple)):
+                for t, v in zip(target, out, strict=True):
+                    state.inplace.rebind(t, v, call.what)
+                return None  # (as the foreach op returns nothing)
             state.inplace.rebind(target, out, call.what)
             return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
