@@ -575,6 +575,37 @@ def test_gradients_through_foreach_writes_equal_eager():
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
+def _saved_then_written(which: int):
+    """``z.sin()`` saves ``z`` for its backward; the foreach op then writes [y, z], or [y, u]."""
+
+    def fn(x):
+        y, z, u = x * 2, x * 3, x * 4
+        s = z.sin()
+        torch._foreach_mul_([y, z] if which else [y, u], 2.0)
+        return (s * y).sum() + u.sum()
+
+    return fn
+
+
+def test_a_foreach_write_counts_a_write_of_each_tensor_for_the_backward():
+    """Each tensor of a foreach op's list is one write of its own version counter: a backward
+    that reads a value written since raises. (Eager counts no write of a subclass value by a
+    foreach op, and its backward reads the new value: a gradient from the overwritten value,
+    which thunder never computes; thunder raises eager's error for ``y.mul_(2)`` instead.)"""
+    x = _two_requiring_grad()
+    y = x * 2
+    torch._foreach_mul_([y], 2.0)
+    assert y._version == 0  # eager: not counted
+    xt = copy(x)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(thunder.jit(_saved_then_written(1))(xt), xt)
+    fn = _saved_then_written(0)  # the saved value is not written: the gradients are eager's
+    xt = copy(x)
+    assert_same(
+        torch.autograd.grad(thunder.jit(fn)(xt), xt)[0], torch.autograd.grad(fn(x), x)[0], "the gradient"
+    )
+
+
 def test_a_foreach_write_into_a_leaf_subclass_that_requires_grad_raises_as_in_eager():
     x, y = _two_requiring_grad(), two(3)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):

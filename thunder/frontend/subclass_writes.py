@@ -89,7 +89,7 @@ class Writes:
             )
         originals = [self._written_value(t, op, loc) for t in each]
         self.changed = False
-        with state.inplace.writing(originals[0], op) as write:
+        with state.inplace.writing(originals, op) as write:
             self.subclasses.call(func, args, kwargs, loc, writes=target)
             # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
             write.changed = self.changed
