@@ -88,9 +88,17 @@ class Writes:
                 "tensor or a list of tensors; this is not supported" + at(loc)
             )
         originals = [self._written_value(t, op, loc) for t in each]
+        # what the dispatch writes: the instance user code holds, or the one built for a real
+        # instance from a closure or a global (an input of its own, written back as arguments are)
+        traced = [
+            o if isinstance(t, TensorProxy) else self.subclasses.traced_instance(t)
+            for t, o in zip(each, originals)
+        ]
         self.changed = False
         with state.inplace.writing(originals, op) as write:
-            self.subclasses.call(func, args, kwargs, loc, writes=target)
+            self.subclasses.call(
+                func, args, kwargs, loc, writes=traced if isinstance(target, (list, tuple)) else traced[0]
+            )
             # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
             write.changed = self.changed
         return None if func is T.__setitem__ else target
@@ -102,14 +110,8 @@ class Writes:
         if isinstance(target, TensorProxy):
             original = target
         else:
-            state.capture(target)  # (its value made current)
-            original = proxy_of(target)
-            if original is None:
-                raise UnsupportedOpError(
-                    f"thunder: {op} writes into a {type(target).__qualname__} from a closure or a global; in-place "
-                    "writes into tensor subclass values are supported on arguments and on values made in the "
-                    "function" + at(loc)
-                )
+            state.capture(target)  # (its value made current; a real instance from outside, an input)
+            original = proxy_of(self.subclasses.traced_instance(target))
         # eager's autograd checks the write above the dispatch
         state.inplace.refuse_leaf_write(original, op)
         value = state.inplace.value_of(original)

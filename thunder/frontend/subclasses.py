@@ -383,8 +383,28 @@ class Subclasses:
         if proxy_of(t) is not None:
             return self.current_value(t)
         if not _holds_traced(t):
-            return None  # (a real subclass tensor: an input of its own, refused there if it must be)
+            # a real subclass tensor: an input of its own (refused there if it must be), whose
+            # value user code's in-place ops may have changed since it was captured
+            traced = self._captured_instance(t)
+            return None if traced is None else self.current_value(traced)
         return self._unflatten(t, top_level=True)
+
+    def _captured_instance(self, t):
+        """The instance built for the real subclass tensor ``t`` from a closure, a global or an
+        object, once it is an input (None before)."""
+        inputs = getattr(self.state, "inputs", None)
+        if inputs is None:
+            return None
+        traced = inputs.captured.get(id(t))
+        if traced is None:
+            traced = inputs.seen.get(id(t))
+        return traced if isinstance(traced, torch.Tensor) and proxy_of(traced) is not None else None
+
+    def traced_instance(self, t):
+        """The instance whose tensors hold the value of the subclass tensor ``t``: ``t`` itself
+        (an argument's, or made while tracing), or the one built for a real instance from
+        outside (an input of its own)."""
+        return t if proxy_of(t) is not None else self._captured_instance(t)
 
     def current_value(self, t) -> SubclassProxy:
         """The value the subclass instance ``t`` of the trace holds now: after in-place ops on
@@ -505,7 +525,8 @@ class Subclasses:
                 if isinstance(p, SubclassProxy):
                     cls = cls or p.subclass
                     # the instance user code holds: its tensors hold ``p``'s inner values
-                    rleaves.append(v if proxy_of(v) is not None else p.instance)
+                    traced = self.traced_instance(v)
+                    rleaves.append(p.instance if traced is None else traced)
                 else:
                     rleaves.append(p)
             elif isinstance(v, DynamicInt):
