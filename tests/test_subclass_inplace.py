@@ -626,6 +626,54 @@ def test_a_foreach_write_into_a_leaf_subclass_that_requires_grad_raises_as_in_ea
         thunder.jit(lambda y, x: torch._foreach_add_([y, x], 1))(y, x)
 
 
+# -- out= into a subclass value --------------------------------------------------------------
+def _out_under_no_grad(a, o):
+    with torch.no_grad():
+        return torch.add(a, 1, out=o)
+
+
+OUT = {
+    "torch.add": (lambda a, o: torch.add(a, 1, out=o), lambda: (two(3), two(3))),
+    "read after the write": (lambda a, o: (torch.sin(a, out=o), o * 2), lambda: (two(3), two(3))),
+    "plain arguments": (lambda a, o: torch.mul(a, a, out=o), lambda: (torch.randn(3), two(3))),
+    "into a value made in the function": (
+        lambda a: (torch.mul(a, 3, out=(y := a * 1)), y + a)[1],
+        lambda: (two(3),),
+    ),
+    "a dispatch that writes a temporary": (
+        lambda a, o: torch.mul(a, 2, out=o),
+        lambda: (scale_tensor(3),) * 2,
+    ),
+    "a dispatch that replaces the data": (
+        lambda a, o: torch.mul(a, 2, out=o),
+        lambda: (scale_tensor(3), replacing(3)),
+    ),
+    "a ScaleTensor of a TwoTensor": (
+        lambda a, o: torch.add(a, a, out=o),
+        lambda: (scale_of_two(3), scale_of_two(3)),
+    ),
+    "under no_grad, from values requiring grad": (
+        _out_under_no_grad,
+        lambda: (_two_requiring_grad(), two(3)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(OUT), ids=str)
+def test_out_into_a_subclass_equals_eager(case):
+    fn, make = OUT[case]
+    check(fn, *make())
+
+
+def test_out_from_values_requiring_grad_raises_as_in_eager():
+    fn = lambda a, o: torch.add(a, 1, out=o)  # noqa: E731
+    message = "functions with out=... arguments don't support automatic differentiation"
+    with pytest.raises(RuntimeError, match=message):
+        fn(_two_requiring_grad(), two(3))
+    with pytest.raises(RuntimeError, match=rf"(?s){message}.*test_subclass_inplace.py"):
+        thunder.jit(fn)(_two_requiring_grad(), two(3))
+
+
 # -- writes into subclass values from a closure or a global -----------------------------------
 def _outside_writer(held, kind: str):
     """A function writing into ``held`` (a subclass value it captures) with ``kind``'s op, and
@@ -706,9 +754,20 @@ def test_writes_into_a_subclass_global_reach_the_object_the_name_holds_at_each_c
 # -- what is refused ---------------------------------------------------------------------------
 
 
-def test_out_into_a_subclass_is_a_clear_error():
-    with pytest.raises(UnsupportedOpError, match=r"torch.add with out= on a TwoTensor"):
-        thunder.jit(lambda x, y: torch.add(x, 1, out=y))(two(3), two(3))
+def test_out_into_a_subclass_that_eager_resizes_is_a_clear_error():
+    with pytest.warns(UserWarning, match="was resized"):
+        torch.add(two(2), 1, out=two(3))  # eager resizes the inner tensors, not the subclass value
+    with pytest.raises(
+        UnsupportedOpError, match=r"aten.add.out with out= of shape \(3,\) for a result of shape \(2,\)"
+    ):
+        thunder.jit(lambda x, y: torch.add(x, 1, out=y))(two(2), two(3))
+
+
+def test_out_into_several_subclass_tensors_is_a_clear_error():
+    with pytest.raises(UnsupportedOpError, match=r"torch.max with out= a tuple on tensor subclass values"):
+        thunder.jit(lambda x, v, i: torch.max(x, 0, out=(v, i)))(
+            two(3, 2), two(2), torch.zeros(2, dtype=torch.long)
+        )
 
 
 def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clear_error():

@@ -36,6 +36,7 @@ import torch
 
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.core.proxies import TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
 from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy, is_plain_tensor, proxy_of, same_context
 from thunder.core.symbol import BoundSymbol
@@ -68,12 +69,14 @@ class Writes:
         return self.subclasses.state
 
     # -- the op -----------------------------------------------------------------------------
-    def write(self, func, args, kwargs, loc):
+    def write(self, func, args, kwargs, loc, target):
         """The in-place torch call ``func(*args, **kwargs)`` with a subclass value among its
-        arguments; returns what eager returns (the tensor written, or None for ``x[k] = v``)."""
+        arguments, writing ``target`` (its first argument, or its ``out=``); returns what eager
+        returns (the tensor written, the list of a foreach op, or None for ``x[k] = v``)."""
         state = self.state
         op = describe(func)
-        target = args[0] if args else None
+        if kwargs.get("out") is not None:
+            self._refuse_out(func, args, kwargs, loc)
         if func is T.requires_grad_:
             raise UnsupportedOpError(
                 f"thunder: {op} on a tensor subclass value inside the compiled function is not supported; set "
@@ -103,6 +106,24 @@ class Writes:
             write.changed = self.changed
         return None if func is T.__setitem__ else target
 
+    def _refuse_out(self, func, args, kwargs, loc) -> None:
+        """What eager refuses of ``func(..., out=x)`` before its dispatch runs: a tuple of
+        tensors for ``out`` (not traced), and any argument requiring grad in grad mode (eager's
+        autograd differentiates no op with ``out=``)."""
+        out = kwargs["out"]
+        if not isinstance(out, torch.Tensor):
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} with out= a {type(out).__qualname__} on tensor subclass values: "
+                "writing several results into given tensors is not supported; assign the results instead"
+                + at(loc)
+            )
+        if torch.is_grad_enabled() and any(_requires_grad(a) for a in tree_leaves((args, kwargs))):
+            raise RuntimeError(
+                f"thunder: {getattr(func, '__name__', describe(func))}(): functions with out=... arguments don't "
+                "support automatic differentiation, but one of the arguments requires grad (as eager PyTorch says)"
+                + at(loc)
+            )
+
     def _written_value(self, target, op: str, loc):
         """The value the in-place op ``op`` writes into ``target`` (the proxy of a subclass
         instance, or a plain proxy), checked as eager's autograd checks a write."""
@@ -127,6 +148,9 @@ class Writes:
         if sym in WRITTEN_VALUES:
             return
         name = getattr(func, "__name__", "")
+        if kwargs.get("out") is not None:  # (never differentiated: eager refuses out= then)
+            WRITTEN_VALUES[sym] = None
+            return
         if func is T.__setitem__:
             base = ltorch.setitem
         elif func is T.copy_:
@@ -418,6 +442,12 @@ def _held(target, v):
         if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
             v = ltorch.in_graph_of(v, target)
     return v
+
+
+def _requires_grad(a) -> bool:
+    if isinstance(a, TensorProxy):
+        return a.meta_requires_grad
+    return isinstance(a, torch.Tensor) and a.requires_grad
 
 
 def _without_inplace(op):

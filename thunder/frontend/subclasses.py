@@ -67,7 +67,7 @@ from thunder.frontend.subclass_writes import Writes
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
 from thunder.ops import python as pyops
-from thunder.ops.aten import ADD_AN_OP, ATEN, written_value
+from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import resolve_path
 from thunder.ops.meta import ShapeError, differentiable
 
@@ -491,21 +491,17 @@ class Subclasses:
             with torch._C.DisableTorchFunction():
                 return mode._handle(func, args, kwargs)
         loc = user_location()
-        if kwargs.get("out") is not None:
-            cls = next(type(a) for a in tree_leaves((args, kwargs)) if _is_subclass_value(a))
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)} with out= on a {cls.__qualname__}: writing a result into a given "
-                "tensor is not supported for tensor subclasses yet; assign the result instead" + at(loc)
-            )
         if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
                 + at(loc)
             )
         self.state.inplace.mark_op_start()
+        if kwargs.get("out") is not None:  # ``torch.add(a, b, out=x)``: a write into x
+            return self.writes.write(func, args, kwargs, loc, kwargs["out"])
         inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
         if inplace or kwargs.get("inplace") is True:
-            return self.writes.write(func, args, kwargs, loc)
+            return self.writes.write(func, args, kwargs, loc, args[0] if args else None)
         return self.call(func, args, kwargs, loc)
 
     def call(self, func, args, kwargs, loc: SourceLocation | None, writes=None):
@@ -651,6 +647,12 @@ class Subclasses:
                 "torch.where" + where
             )
         writes = func._schema.is_mutable
+        # ``aten.add.out(a, b, out=o)`` writes what ``aten.add.Tensor(a, b)`` gives into ``o``
+        into = out_value(func) if writes else None
+        if into is not None and isinstance(kwargs.get(into[1]), TensorProxy):
+            return self._record_out(call, func, into, args, kwargs, where)
+        if into is not None and _is_subclass_value(kwargs.get(into[1])):
+            return NotImplemented  # (torch asked the proxy first: the subclass's turn, as below)
         sym = written_value(func) if writes else ATEN.get(func)
         if sym is None:
             raise UnsupportedOpError(
@@ -711,6 +713,26 @@ class Subclasses:
                     if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                         views.add(View(args[0], sym, tuple(args[1:]), dict(kwargs), i, leaf, func))
         return out
+
+    def _record_out(self, call: _Call, func, into: tuple, args, kwargs, where: str):
+        """``aten.add.out(a, b, out=o)`` run by a dispatch: the functional overload's value,
+        which the written inner tensor ``o`` holds from now on (of the same shape: eager's
+        resizing of ``o`` is not traced)."""
+        twin, name = into
+        kwargs = dict(kwargs)
+        target = kwargs.pop(name)
+        out = self._record_aten(call, twin, args, kwargs)
+        if out is NotImplemented:
+            return out
+        if not isinstance(out, TensorProxy) or out.meta_shape != target.meta_shape:
+            raise UnsupportedOpError(
+                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func} with {name}= of shape "
+                f"{tuple(target.meta_shape)} for a result of shape "
+                f"{tuple(getattr(out, 'meta_shape', ()))}: eager resizes {name}, which is not supported"
+                + where
+            )
+        self.state.inplace.rebind(target, out, call.what)
+        return target  # (an out= aten op returns the tensor written)
 
     def _view_layout(self, func, args, kwargs, where: str) -> None:
         """A view the dispatch takes of an inner tensor of an input: taken of a meta tensor

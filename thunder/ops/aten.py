@@ -492,6 +492,23 @@ def written_value(overload) -> Symbol | None:
     return ATEN.get(twin) if isinstance(twin, torch._ops.OpOverload) else None
 
 
+def out_value(overload) -> tuple[torch._ops.OpOverload, str] | None:
+    """For an overload writing one keyword argument (``add.out``: ``out``): its functional
+    overload of the same other arguments (``add.Tensor``, which has a symbol), whose result the
+    write leaves there, and the written argument's name; None if there is none."""
+    arguments = overload._schema.arguments
+    written = [a for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    if len(written) != 1 or not written[0].kwarg_only or str(written[0].type) != "Tensor":
+        return None
+    want = [(a.name, str(a.type)) for a in arguments if a is not written[0]]
+    packet = overload.overloadpacket
+    for name in packet.overloads():
+        twin = getattr(packet, name)
+        if twin in ATEN and [(a.name, str(a.type)) for a in twin._schema.arguments] == want:
+            return twin, written[0].name
+    return None
+
+
 def _slice_back(base, dim=0, start=None, end=None, step=1, *, value):
     d = canonical_dim(dim, len(shape_of(base)), "aten.slice")
     return ltorch.setitem(base, (slice(None),) * d + (slice(start, end, step),), value)
