@@ -423,6 +423,86 @@ def test_a_write_under_no_grad_passes_the_gradient_to_the_value_it_held():
         )
 
 
+# -- writes through views, with gradients -------------------------------------------------------
+def _view_args():
+    torch.manual_seed(0)
+    a = torch.randn(3, 2, dtype=torch.float64)
+    return TwoTensor(a, a * 3 + 1).requires_grad_(), torch.randn(
+        3, 2, dtype=torch.float64, requires_grad=True
+    )
+
+
+def _through_select(x, w):
+    y = x * 2
+    y[0].mul_(w[0])  # writes y[0], a view, and so y
+    return (y * w).sum()
+
+
+def _other_views_see_it(x, w):
+    y = x * 2
+    u, r = y[0], y[:, 1]  # views taken before the write: they see it, as in eager
+    y[0].add_(w[0] * 3)
+    return (y * w).sum() + (u * u).sum() + (r * w[:, 0]).sum()
+
+
+def _through_two_views(x, w):
+    y = x.sin()
+    y.transpose(0, 1)[1].mul_(w[:, 1])
+    return (y * w).sum()
+
+
+def _twice(x, w):
+    y = x * 1
+    v = y[2]
+    v.mul_(w[2])
+    v.add_(w[1])  # v and y were rebuilt by the first write: linked again
+    return (y * w).sum() + v.sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_through_select, _other_views_see_it, _through_two_views, _twice],
+    ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"],
+)
+def test_gradients_through_a_write_into_a_view_equal_eager(fn):
+    """A write through a view changes the view and its base (and the other views of it):
+    eager differentiates the base's new value as the view's written into its old one."""
+    x, w = _view_args()
+    xt, wt = (copy(t) for t in (x, w))
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x, w), jfn(xt, wt)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(
+            list(torch.autograd.grad(got, (xt, wt))),
+            list(torch.autograd.grad(expected, (x, w))),
+            f"call {call}: the gradients",
+        )
+        assert_no_proxy((got, xt), f"call {call}")
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph():
+    def fn(x, w):
+        x[0].mul_(w[0])
+        return (x * w).sum()
+
+    x, w = _view_args()
+    xt, wt = copy(x), copy(w)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        a, at_ = x * 1, xt * 1
+        expected, got = fn(a, w), jfn(at_, wt)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(at_, a, f"call {call}: the input after the call")
+        assert at_.grad_fn is not None
+        assert_same(
+            list(torch.autograd.grad(got + (at_ * 3).sum(), (xt, wt))),
+            list(torch.autograd.grad(expected + (a * 3).sum(), (x, w))),
+            f"call {call}: the gradients",
+        )
+
+
 # -- nested subclasses -------------------------------------------------------------------------
 NESTED = {
     "elementwise": lambda n, w: n * 2 + w,
@@ -776,14 +856,24 @@ def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clea
         thunder.jit(lambda x, w: x.mul_(w))(x, w)
 
 
-def test_a_write_through_a_view_into_a_value_whose_gradient_is_needed_is_a_clear_error():
-    def fn(x, w):
+def test_a_write_through_a_view_that_thunder_cannot_differentiate_is_a_clear_error():
+    """``y.T`` is a view taken by a property, which acquisition does not link to ``y``; a slice
+    of a slice's write needs ``prims.take`` on the TwoTensor cotangent in the backward, which
+    TwoTensor's dispatch cannot run."""
+
+    def through_t(x, w):
         y = x * 2
-        y[0].mul_(w[0])  # writes y[0], a view, and so y
+        y.T.mul_(w.T)
         return (y * w).sum()
 
-    with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
-        thunder.jit(fn)(_two_requiring_grad(), torch.randn(3, requires_grad=True))
+    def through_slices(x, w):
+        y = x * 2
+        y[1:][0].add_(w[0])
+        return (y * w).sum()
+
+    for fn in (through_t, through_slices):
+        with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
+            thunder.jit(fn)(*_view_args())
 
 
 def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():

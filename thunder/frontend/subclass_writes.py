@@ -38,7 +38,15 @@ from thunder.core.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
-from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy, is_plain_tensor, proxy_of, same_context
+from thunder.core.subclass import (
+    WRITTEN_VALUES,
+    SubclassProxy,
+    ViewLink,
+    WrittenThrough,
+    is_plain_tensor,
+    proxy_of,
+    same_context,
+)
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.frontend.mode import _inplace_base
@@ -208,7 +216,7 @@ class Writes:
                 # wrote only a temporary: the value written is a new one, of the same tensors
                 stale.insert(0, w)
         inside = {id(x) for t in stale for x in _inner_instances(t)}
-        new_of, others, changed = {}, [], []
+        new_of, others, changed, olds = {}, [], [], {}
         for t in stale:
             if id(t) in inside:
                 continue  # rebuilt with the value holding it
@@ -224,8 +232,10 @@ class Writes:
                     "place; this is not supported" + at(call.loc)
                 )
             new_of[id(t)] = new
+            olds[old.name] = (old, new)
             if all(t is not w for w in targets):
                 others.append(new)
+        _link_written(olds, [state.inplace.value_of(proxy_of(w)) for w in targets if proxy_of(w) is not None])
         # the values written into the op's targets first, in order (a plain tensor the dispatch
         # wrote among them), then those of other values the writes reached (views)
         outputs = []
@@ -410,6 +420,33 @@ class Writes:
                 self._compare(x, o, copies, sets)
             else:
                 sets.append((p, n, x))
+
+
+def _link_written(olds: dict, targets: list) -> None:
+    """How each value an in-place op rebuilt follows from the others, for its gradient
+    (``WrittenThrough``), where the op wrote through a view user code took (``v = y[0];
+    v.mul_(w)``): ``y``'s new value is ``v``'s written into its old one, and another view of
+    ``y`` is taken again of that. ``olds``: old value name -> (old value, new value); the
+    views' links move to the new values, so a later write through them is linked too."""
+    below: dict[str, SubclassProxy] = {}  # a base the op wrote through -> the view below it
+    for t in targets:
+        c = t
+        while c.view_of is not None and c.name in olds and c.view_of.base.name in olds:
+            below.setdefault(c.view_of.base.name, c)
+            c = c.view_of.base
+    written = {t.name for t in targets}  # (their values are the op's own)
+    for name, (old, new) in olds.items():
+        if name in written:
+            pass
+        elif name in below:
+            c = below[name]
+            new.written_through = WrittenThrough("base", c.view_of, olds[c.name][1], old)
+        elif old.view_of is not None and old.view_of.base.name in olds:
+            new.written_through = WrittenThrough("view", old.view_of, olds[old.view_of.base.name][1], old)
+        link = old.view_of
+        if link is not None:
+            base = olds.get(link.base.name, (None, link.base))[1]
+            new.view_of = ViewLink(base, link.op, link.args, link.kwargs)
 
 
 def _as_written(base):

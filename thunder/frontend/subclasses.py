@@ -52,7 +52,7 @@ from thunder.core.printing import output_str, type_comment
 from thunder.core.proxies import TensorProxy, dispatch_hook
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
-from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
+from thunder.core.subclass import SubclassProxy, ViewLink, attach, is_plain_tensor, proxy_of, subclass_name
 from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, register
 from thunder.core.tags import Tag
 from thunder.frontend.mode import (
@@ -68,7 +68,7 @@ from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
-from thunder.ops.langs import resolve_path
+from thunder.ops.langs import TORCH_TO_THUNDER, resolve_path
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -552,6 +552,8 @@ class Subclasses:
             _ACTIVE.call = prev
         for t, new in call.changed:  # (an in-place op's) the values written hold them from here on
             state.inplace.rebind_value(proxy_of(t), new)
+        if writes is None:
+            _link_view(func, pargs, pkwargs, call.result)
         return call.result
 
     def _run(self, call: _Call, pargs, pkwargs):
@@ -749,6 +751,20 @@ class Subclasses:
             func(layout, *args[1:], **kwargs)
         except RuntimeError as e:
             raise RuntimeError(f"thunder: {func}: {e}" + where) from e
+
+
+def _link_view(func, pargs, pkwargs, result) -> None:
+    """A view user code took of a subclass value (``v = y[0]``): noted on the view's value,
+    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``)."""
+    try:
+        op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
+    except TypeError:  # an unhashable callable
+        return
+    if Tag.VIEW not in getattr(op, "tags", ()) or not pargs or not isinstance(pargs[0], SubclassProxy):
+        return
+    p = proxy_of(result) if isinstance(result, torch.Tensor) else None
+    if p is not None and p is not pargs[0]:
+        p.view_of = ViewLink(pargs[0], op, tuple(pargs[1:]), dict(pkwargs))
 
 
 def _is_subclass_value(a) -> bool:

@@ -40,6 +40,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import VIEW_WRITES
 
 
 class SubclassGradError(ThunderError, NotImplementedError):
@@ -111,9 +112,11 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
     try:
         with tracectx(scratch), torch.enable_grad():
             out = target(*b.args, **b.kwargs)
+            got, want = tree_leaves(out), tree_leaves(b.output)
+            if written and len(got) < len(want):  # a write through a view: the values it reached
+                got = _through_views(got, want)
     except Exception as e:  # (an op whose torch-language form refuses these arguments)
         raise SubclassGradError(f"thunder: cannot differentiate {b.sym.id}: {e}" + at(b.source)) from e
-    got, want = tree_leaves(out), tree_leaves(b.output)
     inputs = {p.name for p in proxies_in((b.args, b.kwargs))}
     if (
         not scratch.bound_symbols
@@ -127,6 +130,36 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
         )
     env = {g.name: w for g, w in zip(got, want) if isinstance(g, Proxy)}
     return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
+
+
+def _through_views(got: list, want: list) -> list:
+    """The values an in-place op into a view gave beyond those it wrote (``got``, for the first
+    of ``want``): each base the view was taken of holds the view's new value written into its
+    old one (``ltorch.setitem(y, 0, v)`` for ``v = y[0]``), each other view of such a base is
+    taken again of its new value (``WrittenThrough``, noted by acquisition). Recorded in the
+    current trace; ``got`` as it is where a value cannot be given so."""
+    values = {w.name: g for g, w in zip(got, want)}
+    pending = list(want[len(got) :])
+    while pending:
+        w = next((w for w in pending if _source_of(w) in values), None)
+        if w is None:
+            return got
+        how = w.written_through
+        link, source = how.link, values[how.source.name]
+        if how.kind == "base":
+            write = VIEW_WRITES.get(link.op)
+            if write is None:
+                return got
+            values[w.name] = write(how.old, *link.args, value=source, **link.kwargs)
+        else:
+            values[w.name] = link.op(source, *link.args, **link.kwargs)
+        pending = [p for p in pending if p is not w]
+    return [values[w.name] for w in want]
+
+
+def _source_of(w) -> str | None:
+    how = getattr(w, "written_through", None)
+    return None if how is None else how.source.name
 
 
 def _written_without_grad(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
