@@ -623,6 +623,13 @@ FOREACH = {
         lambda a, b: torch._foreach_mul_([a, b], 3.0),
         lambda: (two_of_two(3), two(3)),
     ),
+    # eager's kernel writes the tensors in order: later ones read what earlier ones wrote
+    "reads a tensor written before it": (
+        lambda y, z, w: torch._foreach_addcmul_([y, z], [w, w], [z, y], value=0.5),
+        lambda: (two(3), two(3), two(3)),
+    ),
+    "one tensor twice": (lambda y: torch._foreach_add_([y, y], 1), lambda: (two(3),)),
+    "each by the other": (lambda y, z: torch._foreach_mul_([y, z], [z, y]), lambda: (two(3), two(3))),
 }
 
 
@@ -639,27 +646,24 @@ def _foreach_with_grads(x, w):
     return (y * z).sum() + (y * w).sum()
 
 
-def test_a_dispatch_that_cannot_run_a_foreach_op_fails_as_in_eager():
-    """ReplacingScaleTensor's dispatch takes the first argument for the tensor written: of a
-    foreach op, it is the list, and eager fails inside the dispatch; thunder with the same
-    error, naming the user's line."""
-    with pytest.raises(AttributeError, match="'list' object has no attribute '_scale'"):
-        torch._foreach_mul_([replacing(3)], 3.0)
-    with pytest.raises(AttributeError, match="'list' object has no attribute '_scale'") as e:
-        thunder.jit(lambda x: torch._foreach_mul_([x], 3.0))(replacing(3))
-    assert "torch._foreach_mul_ on a ReplacingScaleTensor" in str(e.value.__notes__)
-    assert "test_subclass_inplace.py" in str(e.value.__notes__)
+def _foreach_reading_what_it_wrote(x, w):
+    y, z = x * 2, x.sin()
+    torch._foreach_add_([y, z], [w, y], alpha=0.5)  # z's reads y's new value
+    return (y * z).sum()
 
 
-def test_gradients_through_foreach_writes_equal_eager():
+@pytest.mark.parametrize(
+    "fn", [_foreach_with_grads, _foreach_reading_what_it_wrote], ids=["steps", "in order"]
+)
+def test_gradients_through_foreach_writes_equal_eager(fn):
     torch.manual_seed(0)
     a = torch.randn(3, dtype=torch.float64)
     x = TwoTensor(a, a * 3 + 1).requires_grad_()
     w = torch.randn(3, dtype=torch.float64, requires_grad=True)
     xt, wt = copy(x), copy(w)
-    jfn = thunder.jit(_foreach_with_grads)
+    jfn = thunder.jit(fn)
     for _ in range(3):
-        expected, got = _foreach_with_grads(x, w), jfn(xt, wt)
+        expected, got = fn(x, w), jfn(xt, wt)
         assert_same(got, expected)
         assert_same(
             list(torch.autograd.grad(got, (xt, wt))), list(torch.autograd.grad(expected, (x, w))), "grads"

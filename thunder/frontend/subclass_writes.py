@@ -461,7 +461,10 @@ def _as_written(base):
 
 def _as_written_each(base):
     """``base`` (a torch-language foreach op) giving the values the tensors of its first
-    argument, a list, hold after the in-place foreach op (each as ``_as_written`` gives it)."""
+    argument, a list, hold after the in-place foreach op (each as ``_as_written`` gives it).
+    Of the arguments as given: eager's autograd links the op to its inputs as the call begins,
+    so a tensor that reads what an earlier one wrote (eager's kernel writes them in order)
+    gets its gradient as if it read the value from before."""
 
     def values(tensors, *args, **kwargs):
         return tuple(_held(t, v) for t, v in zip(tensors, base(tensors, *args, **kwargs), strict=True))

@@ -679,6 +679,13 @@ class Subclasses:
                 )
         state = self.state
         target = args[0] if writes else None
+        if isinstance(target, (list, tuple)) and _in_order(list(target), args[1:], kwargs):
+            # eager's foreach kernel writes the tensors one after the other: a later one reads
+            # the new value of an earlier one (``_foreach_addcmul_([y, z], [w, w], [z, y])``)
+            for i in range(len(target)):
+                each, kw = _element_of(args, kwargs, i)
+                self._record_aten(call, func, tuple(each), kw)
+            return None
         leaves, spec = tree_flatten((args, kwargs))
         for i, v in enumerate(leaves):
             if isinstance(v, TensorProxy):
@@ -751,6 +758,30 @@ class Subclasses:
             func(layout, *args[1:], **kwargs)
         except RuntimeError as e:
             raise RuntimeError(f"thunder: {func}: {e}" + where) from e
+
+
+def _element_of(args, kwargs, i: int) -> tuple[list, dict]:
+    """The ``i``-th tensor's part of a foreach aten op's arguments: each list's entry (as a
+    one-entry list), other values as they are."""
+
+    def one(v):
+        return [v[i]] if isinstance(v, (list, tuple)) else v
+
+    return [one(v) for v in args], {n: one(v) for n, v in kwargs.items()}
+
+
+def _in_order(tensors: list, args, kwargs) -> bool:
+    """Whether an in-place foreach aten op over ``tensors`` runs tensor by tensor, as eager's
+    kernel does, to give eager's values: it writes one tensor twice, or reads one as another's
+    operand after writing it."""
+    if len({id(t) for t in tensors}) != len(tensors):
+        return True
+    for i in range(1, len(tensors)):
+        before = {id(t) for t in tensors[:i]}
+        for v in (*args, *kwargs.values()):
+            if id(v[i] if isinstance(v, (list, tuple)) else v) in before:
+                return True
+    return False
 
 
 def _link_view(func, pargs, pkwargs, result) -> None:
