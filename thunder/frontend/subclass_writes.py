@@ -28,6 +28,21 @@ A subclass input whose inner tensors were written is written back when the call 
 computation copies the new value into it (``prims.copy_(t5, x)``, flattened into copies of
 the inner tensors written, or copied with autograd when the program has a backward); an
 inner tensor attribute the dispatch replaced is set on the caller's object by the epilogue.
+A real subclass instance from a closure or a global is an input of its own (as a plain
+tensor from outside is), written and written back the same way on every call.
+
+The other writes of the same kind:
+
+- ``torch._foreach_add_([a, b], 1)`` (an optimizer's foreach step): the dispatch gets the
+  whole list, and the aten foreach op it runs writes each inner tensor; its output is the new
+  value of each tensor of the list, and it returns the list itself, as eager does.
+- ``torch.add(a, b, out=x)``: the dispatch gets ``aten.add.out``, whose written inner tensor
+  holds what the functional overload gives. Eager's autograd differentiates no op with
+  ``out=``: with an argument requiring grad in grad mode it raises, as here.
+- A write through a view (``v = y[0]; v.mul_(w)``) changes the view and its base: the views
+  user code takes of subclass values are linked to their bases (``ViewLink``), so the
+  gradient of the base's new value is that of the view's new value written into its old one
+  (``WrittenThrough``, ``thunder/transforms/subclass_grad.py``).
 """
 
 from __future__ import annotations
