@@ -835,6 +835,35 @@ def test_writes_into_a_subclass_global_reach_the_object_the_name_holds_at_each_c
         assert_no_proxy((got, HELD), f"call {call}")
 
 
+def test_writes_into_a_closure_variable_reach_the_object_it_holds_at_each_call():
+    def make():
+        held = two(3)
+
+        def fn(x):
+            held.add_(x)
+            return held * 2
+
+        def swap(t):
+            nonlocal held
+            held = t
+
+        return fn, swap, lambda: held
+
+    fn, swap, get = make()
+    jfn = thunder.jit(fn)
+    eager = copy(get())
+    for call in range(4):
+        if call == 2:  # the variable now holds another object: that one is written
+            swap(two(3))
+            eager = copy(get())
+        x = torch.randn(3)
+        got = jfn(x)
+        eager.add_(x)
+        assert_same(got, eager * 2, f"call {call}: the result")
+        assert_same(get(), eager, f"call {call}: the closure's value after the call")
+    assert thunder.compile_stats(jfn).cache_misses == 2
+
+
 # -- what is refused ---------------------------------------------------------------------------
 
 
