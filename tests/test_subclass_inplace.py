@@ -482,6 +482,49 @@ def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
+def _view_write_under_no_grad(x, w):
+    y = x * 2
+    with torch.no_grad():
+        y[0].mul_(2)
+    return (y * w).sum()
+
+
+def _foreach_under_no_grad(x, w):
+    y, z = x * 2, x.sin()
+    with torch.no_grad():
+        torch._foreach_mul_([y, z], [0.5, 2.0])
+    return (y * z * w).sum()
+
+
+def _foreach_with_a_plain_tensor_under_no_grad(x, w):
+    y, p = x * 2, w * 3
+    with torch.no_grad():
+        torch._foreach_mul_([y, p], 2.0)
+    return (y * p).sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_view_write_under_no_grad, _foreach_under_no_grad, _foreach_with_a_plain_tensor_under_no_grad],
+    ids=["through a view", "a foreach op", "a foreach op with a plain tensor"],
+)
+def test_several_values_written_under_no_grad_pass_their_gradient_on_as_in_eager(fn):
+    """Written under no_grad, each value keeps its history: the gradient of what it holds
+    afterwards passes to what it held before, unchanged."""
+    x, w = _view_args()
+    xt, wt = copy(x), copy(w)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x, w), jfn(xt, wt)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(
+            list(torch.autograd.grad(got, (xt, wt))),
+            list(torch.autograd.grad(expected, (x, w))),
+            f"call {call}: the gradients",
+        )
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
 def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph():
     def fn(x, w):
         x[0].mul_(w[0])

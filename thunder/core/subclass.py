@@ -46,6 +46,7 @@ class SubclassProxy(TensorProxy):
         p.instance = None
         p.view_of = None  # a ``ViewLink``: this value is a view user code took of another
         p.written_through = None  # a ``WrittenThrough``: how a write into a view gave this value
+        p.replaced = None  # the value an in-place op replaced by this one
         return p
 
     def leaves(self) -> list[TensorProxy]:

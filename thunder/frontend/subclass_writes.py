@@ -247,6 +247,7 @@ class Writes:
                     "place; this is not supported" + at(call.loc)
                 )
             new_of[id(t)] = new
+            new.replaced = old
             olds[old.name] = (old, new)
             if all(t is not w for w in targets):
                 others.append(new)
@@ -257,7 +258,10 @@ class Writes:
         for w in targets:
             if isinstance(w, TensorProxy):
                 if state.inplace.value_of(w) is not w:
-                    outputs.append(state.inplace.value_of(w))
+                    new = state.inplace.value_of(w)
+                    # (what it held before the op, as a subclass value's ``replaced`` says)
+                    new.replaced = next((c for o, c, _ in rebound if o is w), w)
+                    outputs.append(new)
             elif id(w) in new_of:
                 outputs.append(new_of.pop(id(w)))
         outputs += others

@@ -163,22 +163,30 @@ def _source_of(w) -> str | None:
 
 
 def _written_without_grad(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
-    """An in-place op under ``torch.no_grad()`` into a value that requires grad: eager leaves
-    the value's history alone, so the gradient of what it holds afterwards passes to what it
-    held before unchanged (as a plain tensor's write through ``.detach()``)."""
+    """An in-place op under ``torch.no_grad()`` into values that require grad: eager leaves
+    their history alone, so the gradient of what each holds afterwards passes to what it held
+    before unchanged (as a plain tensor's write through ``.detach()``). Of several values (a
+    foreach op's tensors, a view and its base), each subclass value knows the one it replaced."""
+    outs = tree_leaves(b.output)
     target = b.args[0] if b.args else None
-    if not (
-        isinstance(b.output, TensorProxy) and isinstance(target, TensorProxy) and target.meta_requires_grad
-    ):
+    before = [target] if isinstance(b.output, TensorProxy) else [getattr(o, "replaced", None) for o in outs]
+    if not all(isinstance(p, TensorProxy) for p in before) or not any(p.meta_requires_grad for p in before):
         raise SubclassGradError(
-            f"thunder: {b.sym.id} writes under torch.no_grad() into several tensor subclass values (views of one "
-            "another) that require grad; thunder does not trace gradients through such a write" + at(b.source)
+            f"thunder: {b.sym.id} writes under torch.no_grad() into several values (views of one another, or a "
+            "foreach op's tensors) that require grad, not all of them tensor subclass values; thunder does not "
+            "trace gradients through such a write" + at(b.source)
         )
-    held = _like(b.output, trace.add_name(f"{b.output.name}_written"), trace)
-    through = BoundSymbol(
-        ltorch.write_through_detach, (target, held), {}, b.output, source=b.source, scope=b.scope
-    )
-    return [b.from_bsym(output=held), through]
+    held, through = {}, []
+    for o, old in zip(outs, before, strict=True):
+        if old.meta_requires_grad:
+            held[o.name] = _like(o, trace.add_name(f"{o.name}_written"), trace)
+            through.append(
+                BoundSymbol(
+                    ltorch.write_through_detach, (old, held[o.name]), {}, o, source=b.source, scope=b.scope
+                )
+            )
+    output = tree_map(lambda v: held.get(v.name, v) if isinstance(v, Proxy) else v, b.output)
+    return [b.from_bsym(output=output), *through]
 
 
 def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:
