@@ -763,6 +763,11 @@ OUT = {
     "torch.add": (lambda a, o: torch.add(a, 1, out=o), lambda: (two(3), two(3))),
     "read after the write": (lambda a, o: (torch.sin(a, out=o), o * 2), lambda: (two(3), two(3))),
     "plain arguments": (lambda a, o: torch.mul(a, a, out=o), lambda: (torch.randn(3), two(3))),
+    "into a plain tensor": (lambda a, o: torch.add(a, 1, out=o), lambda: (two(3), torch.randn(3))),
+    "into a plain tensor, from a ScaleTensor": (
+        lambda a, o: torch.add(a, 1, out=o),
+        lambda: (scale_tensor(3), torch.randn(3)),
+    ),
     "into a value made in the function": (
         lambda a: (torch.mul(a, 3, out=(y := a * 1)), y + a)[1],
         lambda: (two(3),),
