@@ -85,3 +85,30 @@ def test_foreach_inplace_returns_the_list_itself():
     got = thunder.jit(lambda ts: torch._foreach_add_(ts, 1))(tensors)
     assert got is tensors
     assert all(torch.equal(t, torch.full_like(t, 2.0)) for t in tensors)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_foreach_addcdiv_and_addcmul_take_their_scalars_as_a_tensor(dtype):
+    """AdamW's foreach step passes its per-parameter step sizes as a 1-D tensor."""
+
+    def step(params, a, b, scalars):
+        torch._foreach_addcdiv_(params, a, b, scalars)
+        torch._foreach_addcmul_(params, a, b, scalars)
+        return torch._foreach_addcdiv(params, a, b, scalars)
+
+    jf = thunder.jit(step)
+    for call in range(3):
+        torch.manual_seed(call)
+        args = ([torch.randn(3, 4), torch.randn(5)], [torch.randn(3, 4), torch.randn(5)])
+        args += ([torch.rand(3, 4) + 0.5, torch.rand(5) + 0.5], torch.randn(2, dtype=dtype))
+        mine = ([t.clone() for t in args[0]], *args[1:])
+        expected, got = step(*args), jf(*mine)
+        for g, e in zip((*mine[0], *got), (*args[0], *expected)):
+            assert g.dtype == e.dtype
+            torch.testing.assert_close(g, e)
+
+
+def test_foreach_scalars_tensor_of_the_wrong_length_is_a_clear_error():
+    params = [torch.ones(2), torch.ones(3)]
+    with pytest.raises(Exception, match=r"one value per tensor \(2\), got shape \(3,\)"):
+        thunder.jit(lambda p: torch._foreach_addcdiv_(p, p, p, torch.ones(3)))(params)
