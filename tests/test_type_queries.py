@@ -5,6 +5,7 @@ of a tensor subclass, of a counter traced as a value and of the globals the trac
 
 import array
 import io
+import itertools
 
 import pytest
 import torch
@@ -148,12 +149,18 @@ def test_type_of_a_counter_traced_as_a_value_is_int():
 _SEEN: list = []
 _COUNTS = array.array("i", [1])
 _OUT = io.StringIO()
+_STEP = itertools.count()
 
 
 def _types_of_globals(x):
     _SEEN.append(1)  # (a tracked copy while tracing)
     _OUT.write("")  # (a RecordedFile while tracing)
-    kinds = (type(_SEEN) is list, type(_COUNTS) is array.array, type(_OUT) is io.StringIO)
+    kinds = (
+        type(_SEEN) is list,
+        type(_COUNTS) is array.array,
+        type(_OUT) is io.StringIO,
+        type(_STEP).__name__,
+    )
     return x * _COUNTS[0], kinds, isinstance(_OUT, io.TextIOBase), _SEEN.__class__ is list
 
 
@@ -161,7 +168,7 @@ def test_type_of_globals_the_trace_stands_in_for_is_the_user_s_class():
     jf = thunder.jit(_types_of_globals)
     for _ in range(3):
         got, expected = jf(torch.ones(2)), _types_of_globals(torch.ones(2))
-        assert got[1:] == expected[1:] == ((True, True, True), True, True)
+        assert got[1:] == expected[1:] == ((True, True, True, "count"), True, True)
     assert len(_SEEN) == 6
 
 
