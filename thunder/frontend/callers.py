@@ -73,7 +73,9 @@ def _is_cached(frame: types.FrameType) -> bool:
         fn = getattr(fn, name, None) if isinstance(fn, type) else None
     if fn is None and code.co_name != names[0]:
         fn = frame.f_globals.get(code.co_name)  # (``Logger.warning_once = warning_once``)
-    while fn is not None:
+    for _ in range(8):  # (decorators over decorators; a ``__wrapped__`` cycle ends here)
+        if fn is None:
+            break
         if hasattr(fn, "cache_info") and getattr(getattr(fn, "__wrapped__", None), "__code__", None) is code:
             return True
         fn = getattr(fn, "__wrapped__", None)
