@@ -362,11 +362,13 @@ class ModuleShadows:
                 "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
                 "remove it before calling the compiled module"
             )
+        reals = {id(p): t for t, p in self._tensors()}  # (one table for every module)
         for record in self.order:
-            written = self._diff(record)
+            written = self._diff(record, reals)
             self._guard(record, written)
 
-    def _diff(self, record: Shadow) -> set[str]:
+    def _diff(self, record: Shadow, reals: dict[int, torch.Tensor]) -> set[str]:
+        """``reals``: id(proxy) -> the real tensor, for every module's tensors."""
         shadow, holder, mod = record.shadow, record.holder, record.real
         written = set()
         for name, v in shadow._parameters.items():
@@ -389,7 +391,6 @@ class ModuleShadows:
             )
         d = shadow.__dict__
         self._diff_hooks(record)
-        reals = {id(p): t for t, p in self._tensors()}
         tracked = self.state.effects.holders
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
