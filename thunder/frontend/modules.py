@@ -421,6 +421,8 @@ class ModuleShadows:
             table, before = d.get(name), real.get(name)
             if table is not record.initial.get(name) or not isinstance(table, dict):
                 continue  # (a table the forward replaced is an attribute write)
+            if not table and not before:
+                continue  # (most tables, empty before and after)
             for key in before:
                 if key not in table:
                     writes.append((record.holder, "del_hook", (name, key), None))

@@ -53,7 +53,6 @@ from thunder.transforms.subclass_grad import (
     SubclassGradError,
     cotangent,
     has_subclass_ops,
-    renamed,
     resolve_backward,
     torch_level,
 )
@@ -366,14 +365,24 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
             out.append(b)
             continue
         (recorded,) = scratch.bound_symbols
-        made = _placed(renamed(recorded, {tree_leaves(result)[0].name: b.output}), b)
+        made = _placed(recorded, b, {tree_leaves(result)[0].name: b.output})
         out.append(made.from_bsym(tags=inherit(made.tags, b.tags, GRAD_MODE_TAGS)))
     return out
 
 
-def _placed(r: BoundSymbol, b: BoundSymbol) -> BoundSymbol:
-    """``r`` and its subsymbols from ``b``'s user line and module call."""
-    return r.from_bsym(source=b.source, scope=b.scope, subsymbols=[_placed(s, b) for s in r.subsymbols])
+def _placed(r: BoundSymbol, b: BoundSymbol, env: dict[str, Proxy]) -> BoundSymbol:
+    """``r`` and its subsymbols from ``b``'s user line and module call, the proxies named in
+    ``env`` replaced (only the BoundSymbols that name one are rebuilt: ``r`` is scratch)."""
+    changes = {}
+    if any(p.name in env for p in proxies_in((r.args, r.kwargs, r.output))):
+        changes = {"args": _sub(r.args, env), "kwargs": _sub(r.kwargs, env), "output": _sub(r.output, env)}
+    return r.from_bsym(
+        source=b.source, scope=b.scope, subsymbols=[_placed(s, b, env) for s in r.subsymbols], **changes
+    )
+
+
+def _sub(x, env: dict[str, Proxy]):
+    return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
 
 
 def differentiate(
