@@ -95,22 +95,30 @@ def needs_grad(trace: Trace) -> bool:
 
 
 @functools.cache
-def _signature(sym: Symbol) -> inspect.Signature | None:
+def _signature(sym: Symbol) -> tuple[inspect.Signature | None, int | None]:
+    """The decomposition's signature, and its number of parameters when all are positional
+    (then a call giving each of them positionally is bound as it is)."""
     try:
         sig = inspect.signature(sym.decomposition)
     except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return None
-    return sig
+        return None, None
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return None, None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sig, len(kinds) if all(k in positional for k in kinds) else None
 
 
 def _bound_args(bsym: BoundSymbol) -> tuple[tuple, dict]:
     """A torch-language op's arguments bound to its signature (every parameter before ``*``
     positional, defaults filled in), as its rule receives them."""
-    sig = _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else None
+    sig, n = (
+        _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else (None, None)
+    )
     if sig is None:
         return bsym.args, bsym.kwargs
+    if n == len(bsym.args) and not bsym.kwargs:  # (``sig.bind`` would give them back)
+        return tuple(bsym.args), {}
     bound = sig.bind(*bsym.args, **bsym.kwargs)
     bound.apply_defaults()
     return bound.args, bound.kwargs
