@@ -347,7 +347,7 @@ class ModuleShadows:
         for record in self.order:
             for name, items in record.hooks.items():
                 table = record.real.__dict__.get(name)
-                if isinstance(table, dict) and list(table.items()) != items:
+                if isinstance(table, dict) and (table or items) and list(table.items()) != items:
                     table.clear()
                     table.update(items)
                     self.hooks_removed = record
