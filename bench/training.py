@@ -6,7 +6,8 @@ the model, as a training loop computes it) and ``backward``; CPU time per step
 (``time.process_time``, the minimum over repeats), one thread. Models: the 4-layer MLP of
 ``bench/overhead.py`` on a [16, 64] batch (MSE loss) and a 4-block GPT (d=128, 4 heads,
 T=64, batch 2; cross-entropy loss). Also thunder's first step (trace, grad, split, passes,
-the step itself). With torch.compile also: thunder with the torch.compile executor
+the step itself: wall time in the table, its CPU time and the compilation's largest passes
+below it). With torch.compile also: thunder with the torch.compile executor
 (``executors=["torchcompile", "torch"]``: Inductor compiles thunder's fusion regions, forward
 and backward) against ``torch.compile`` of the model. Targets: thunder at most 1.0x eager, first
 step under 100 ms, thunder's torch.compile executor ahead of torch.compile.
@@ -64,6 +65,20 @@ def cpu_us(steps: dict, *, number: int, repeat: int = 9) -> dict:
     return {name: t * 1e6 for name, t in best.items()}
 
 
+def first_step(jm, cpu_ms: float) -> str:
+    """Where the first step's time went: its CPU time, the compilation's (wall: tracing, the
+    passes, the Python code of the traces) and its largest passes, acquisition included."""
+    stats = thunder.compile_stats(jm)
+    passes: dict[str, float] = {}
+    for _, pass_name, seconds in stats.last_pass_times:
+        passes[pass_name] = passes.get(pass_name, 0.0) + seconds * 1e3
+    largest = sorted(passes.items(), key=lambda kv: -kv[1])[:4]
+    return (
+        f"{cpu_ms:.1f} ms CPU; compiling {stats.last_trace_seconds * 1e3:.1f} ms wall, largest passes: "
+        + ", ".join(f"{n} {ms:.1f}" for n, ms in largest)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer")
@@ -91,12 +106,14 @@ def main() -> None:
         f"{'first ms':>9}"
         + ("" if opts.no_compile else f" {'thunder+tc us':>14} {'ratio':>6} {'vs compile':>10}")
     )
+    details = []
     for name, model, x, target, loss_fn, number in cases:
         # thunder's first step: trace, grad, split and the other passes, then the step itself
         jm = thunder.jit(model)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step_fn(model, jm, x, target, loss_fn)()
         first = (time.perf_counter() - t0) * 1e3
+        details.append(f"{name}: {first_step(jm, (time.process_time() - c0) * 1e3)}")
         steps = {
             "eager": step_fn(model, model, x, target, loss_fn),
             "thunder": step_fn(model, jm, x, target, loss_fn),
@@ -119,6 +136,9 @@ def main() -> None:
             tc = t["thunder+tc"]
             line += f" {tc:14.1f} {tc / eager:6.3f} {tc / comp:10.3f}"
         print(line)
+    print("first step:")
+    for line in details:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":

@@ -48,19 +48,22 @@ def plans(traces) -> dict[str, list]:
     for trace in traces:
         if trace is None:
             continue
-        for b in trace.bound_symbols:
-            for s in _flat(b):
-                if Tag.COMMUNICATION in s.sym.tags and s.sym.name != "wait":
-                    out.setdefault(s.args[-1], []).append((_entry(s), s))
+        for s in _communications(trace.bound_symbols):
+            if s.sym.name != "wait":
+                out.setdefault(s.args[-1], []).append((_entry(s), s))
     return out
 
 
-def _flat(b):
-    if Tag.COMMUNICATION in b.sym.tags or not b.subsymbols:
-        yield b
-        return
-    for s in b.subsymbols:
-        yield from _flat(s)
+def _communications(bsyms) -> list:
+    """The collectives among ``bsyms`` and their subsymbols (not looked into), in order."""
+    out, todo = [], list(reversed(bsyms))
+    while todo:  # (a stack, not recursion: every op of a model's final traces is visited)
+        b = todo.pop()
+        if Tag.COMMUNICATION in b.sym.tags:
+            out.append(b)
+        elif b.subsymbols:
+            todo.extend(reversed(b.subsymbols))
+    return out
 
 
 def check_plan(traces, fn_name: str) -> None:

@@ -224,7 +224,10 @@ def print_program(trace, printer: Printer | None = None) -> Program:
     block = None  # the grad-mode block being printed (``with torch.no_grad():``)
     modules: set[str] = set()
     for bsym in trace.bound_symbols:
-        mode = next((GRAD_BLOCKS[t] for t in bsym.tags if t in GRAD_BLOCKS), None)
+        tags = bsym.tags
+        mode = (
+            None if tags.isdisjoint(GRAD_BLOCKS) else next(GRAD_BLOCKS[t] for t in tags if t in GRAD_BLOCKS)
+        )
         if mode is not None and mode != block:
             body.append(f"  {mode}")
             bsym_of_line.append(None)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import torch
 
-from thunder.core.pytree import tree_leaves
+from thunder.core.pytree import LEAF_TYPES, tree_leaves
 from thunder.core.source import user_location
 
 _DTYPE_SHORT = {
@@ -113,6 +113,18 @@ def dispatch_hook(hook):
         _DISPATCH.hook = prev
 
 
+def _canonical_device(device) -> torch.device:
+    device = torch.device(device) if not isinstance(device, torch.device) else device
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", 0)
+    return device
+
+
+# device (or its name) -> its canonical torch.device: every new proxy asks
+_DEVICES: dict = {}
+_INT = frozenset({int})
+
+
 class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
@@ -120,9 +132,12 @@ class TensorProxy(torch.Tensor, Proxy):
 
     @staticmethod
     def __new__(cls, name: str, shape, dtype: torch.dtype, device, requires_grad: bool = False):
-        device = torch.device(device) if not isinstance(device, torch.device) else device
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", 0)
+        canonical = _DEVICES.get(device)
+        if canonical is None:
+            canonical = _canonical_device(device)
+            if type(device) in (torch.device, str):
+                _DEVICES[device] = canonical
+        device = canonical
         shape = tuple(shape)
         t = torch.Tensor._make_wrapper_subclass(
             cls, shape, dtype=dtype, device=device, requires_grad=requires_grad
@@ -130,7 +145,8 @@ class TensorProxy(torch.Tensor, Proxy):
         t._thunder_name = name
         # shape, dtype and device never change (a proxy never reaches the dispatcher): kept
         # as plain attributes, read by every meta function and printed on every line
-        t.meta_shape = tuple(map(int, shape))  # the sizes torch accepted, as Python ints
+        # the sizes torch accepted, as Python ints (usually they are already)
+        t.meta_shape = shape if set(map(type, shape)) <= _INT else tuple(map(int, shape))
         t.meta_dtype = dtype
         t.meta_device = device
         t._type_string = None
@@ -209,6 +225,9 @@ class TensorProxy(torch.Tensor, Proxy):
 
 # ``type(x).__name__`` of a plain tensor in eager (a proxy of a Parameter still answers "Tensor")
 TensorProxy.__name__ = TensorProxy.__qualname__ = "Tensor"
+
+# (leaves of every pytree, known by their exact type)
+LEAF_TYPES.update({TensorProxy, NumberProxy, AnyProxy, torch.dtype, torch.device, torch.Size})
 
 
 def proxies_in(x) -> list:

@@ -39,6 +39,11 @@ class Spec:
     children: tuple
 
 
+# Types whose values are leaves, by exact type: no container test for them (a proxy's module
+# adds its tensor proxy type). Every pass flattens the arguments of every BoundSymbol.
+LEAF_TYPES: set[type] = {type(None), bool, int, float, complex, str, bytes, type(Ellipsis)}
+
+
 def tree_flatten(x) -> tuple[list, Any]:
     leaves: list = []
     spec = _flatten(x, leaves)
@@ -47,13 +52,16 @@ def tree_flatten(x) -> tuple[list, Any]:
 
 def _flatten(x, leaves: list):
     t = type(x)
+    if t in LEAF_TYPES:
+        leaves.append(x)
+        return LEAF
     if t is tuple or t is list:
-        return Spec(t.__name__, None, tuple(_flatten(c, leaves) for c in x))
+        return Spec(t.__name__, None, tuple([_flatten(c, leaves) for c in x]))
     if t is dict:
         keys = tuple(x.keys())
-        return Spec("dict", keys, tuple(_flatten(x[k], leaves) for k in keys))
+        return Spec("dict", keys, tuple([_flatten(x[k], leaves) for k in keys]))
     if t is slice:
-        return Spec("slice", None, tuple(_flatten(c, leaves) for c in (x.start, x.stop, x.step)))
+        return Spec("slice", None, tuple([_flatten(c, leaves) for c in (x.start, x.stop, x.step)]))
     if _is_namedtuple(x):
         return Spec("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
     if _is_dataclass_instance(x) and not isinstance(x, dict):
@@ -107,6 +115,36 @@ def tree_map(fn: Callable, x):
 
 
 def tree_leaves(x) -> list:
+    """The leaves of ``x``, in ``tree_flatten``'s order (without making its spec)."""
     leaves: list = []
-    _flatten(x, leaves)
+    _leaves(x, leaves)
     return leaves
+
+
+def _leaves(x, leaves: list) -> None:
+    # ``_flatten``'s walk, keeping only the leaves
+    t = type(x)
+    if t in LEAF_TYPES:
+        leaves.append(x)
+    elif t is tuple or t is list:
+        for c in x:
+            _leaves(c, leaves)
+    elif t is dict:
+        for c in x.values():
+            _leaves(c, leaves)
+    elif t is slice:
+        _leaves(x.start, leaves)
+        _leaves(x.stop, leaves)
+        _leaves(x.step, leaves)
+    elif _is_namedtuple(x):
+        for c in x:
+            _leaves(c, leaves)
+    elif _is_dataclass_instance(x) and not isinstance(x, dict):
+        for f in dataclasses.fields(x):
+            if hasattr(x, f.name):
+                _leaves(getattr(x, f.name), leaves)
+    elif isinstance(x, dict):
+        for k in tuple(x.keys()):
+            _leaves(x[k], leaves)
+    else:
+        leaves.append(x)

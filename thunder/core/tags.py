@@ -69,6 +69,10 @@ class Tag(enum.Enum):
     def __repr__(self) -> str:
         return f"Tag.{self.name}"
 
+    # members are equal only to themselves: hashed by identity, in C (Enum's hash is a Python
+    # call, and passes test tags on every BoundSymbol of a model)
+    __hash__ = object.__hash__
+
 
 class TagSet(frozenset):
     """A Symbol's tags: a frozenset of ``Tag`` members that refuses to be asked about a string

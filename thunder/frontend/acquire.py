@@ -20,7 +20,7 @@ from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.overlap import overlaps
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
@@ -404,6 +404,6 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     names: set[str] = set()
     for bsym in comp.bound_symbols:
         names.update(p.name for p in bsym.flat_proxy_args)
-    names.update(p.name for p in tree_flatten(comp.output)[0] if isinstance(p, (TensorProxy, NumberProxy)))
+    names.update(p.name for p in tree_leaves(comp.output) if isinstance(p, (TensorProxy, NumberProxy)))
     names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
     return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]

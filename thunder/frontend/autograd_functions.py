@@ -30,7 +30,7 @@ import torch.utils.checkpoint
 
 from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_flatten
+from thunder.core.pytree import tree_flatten, tree_leaves
 from thunder.core.source import user_location
 from thunder.core.symbol import SYMBOLS, Symbol, register
 from thunder.core.tags import Tag
@@ -156,7 +156,7 @@ def _apply(cls, *args, **kwargs):
             "this is not supported yet" + at(user_location())
         )
     bsym = scope[-1]
-    outs = [o for o in tree_flatten(out)[0] if isinstance(o, TensorProxy)]
+    outs = [o for o in tree_leaves(out) if isinstance(o, TensorProxy)]
     fixed = {id(t) for t in ctx.non_differentiable}
     with torch._C.DisableTorchFunction():
         for o in outs:

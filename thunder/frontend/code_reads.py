@@ -44,7 +44,18 @@ _LIBRARY_DIRS = _library_dirs()
 def is_user_code(code: types.CodeType) -> bool:
     """Code outside the standard library, installed packages and thunder: its globals and
     closures are guarded (a library's module state is taken as fixed)."""
-    return not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIRS)
+    name = code.co_filename
+    known = _USER_FILES.get(name)
+    if known is None:
+        known = not os.path.abspath(name).startswith(_LIBRARY_DIRS)
+        if os.path.isabs(name):  # (a relative name's answer depends on the working directory)
+            _USER_FILES[name] = known
+    return known
+
+
+# absolute file name -> whether its code is user code: every method of ``nn.Module`` is asked
+# about once per module class of each trace
+_USER_FILES: dict[str, bool] = {}
 
 
 def _codes(code: types.CodeType):

@@ -25,7 +25,7 @@ import torch
 from thunder.core.context import current_trace
 from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy, proxies_in
-from thunder.core.pytree import tree_flatten
+from thunder.core.pytree import tree_flatten, tree_leaves
 from thunder.core.source import user_location
 from thunder.core.versions import Versions
 from thunder.frontend.views import View, Views, replay
@@ -296,7 +296,7 @@ class InplaceWrites:
         """Recompute the views of ``old`` from ``new`` (recursively, for views of views)."""
         for view in self.views.of_base.pop(id(old), ()):
             result = view.op(new, *view.args, **view.kwargs)
-            fresh = tree_flatten(result)[0][view.index]
+            fresh = tree_leaves(result)[view.index]
             stale = self.current(view.value)
             if fresh is stale:
                 continue

@@ -15,7 +15,7 @@ import torch
 
 from thunder.core.errors import UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy, proxies_in
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor
 from thunder.frontend.torch_names import describe
@@ -33,7 +33,7 @@ class Layouts:
 
     def record(self, func, args, kwargs, result) -> None:
         """``result`` came from ``func(*args, **kwargs)`` (arguments as current proxies)."""
-        for i, leaf in enumerate(tree_flatten(result)[0]):
+        for i, leaf in enumerate(tree_leaves(result)):
             if (
                 isinstance(leaf, TensorProxy)
                 and leaf.name not in self.made

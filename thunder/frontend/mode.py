@@ -20,7 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from thunder.core.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_flatten
+from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend import keywords
@@ -551,13 +551,13 @@ class AcquisitionMode(TorchFunctionMode):
             if copies is not None and copies(*args, **kwargs):
                 return
             if target in LAYOUT_VIEWS and self.state.views.layout_guessed(args[0]):
-                for leaf in tree_flatten(result)[0]:
+                for leaf in tree_leaves(result):
                     if isinstance(leaf, TensorProxy):
                         self.state.views.guessed_layouts.add(leaf.name)
             if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
                 return  # eager copied (reshape of a non-contiguous tensor)
 
-            for i, leaf in enumerate(tree_flatten(result)[0]):
+            for i, leaf in enumerate(tree_leaves(result)):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                     self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
 

@@ -360,7 +360,7 @@ class ModuleShadows:
         for record in self.order:
             for name, items in record.hooks.items():
                 table = record.real.__dict__.get(name)
-                if isinstance(table, dict) and list(table.items()) != items:
+                if isinstance(table, dict) and (table or items) and list(table.items()) != items:
                     table.clear()
                     table.update(items)
                     self.hooks_removed = record
@@ -375,11 +375,13 @@ class ModuleShadows:
                 "the call (RemovableHandle.remove() reaches the module's own hooks); not supported while tracing: "
                 "remove it before calling the compiled module"
             )
+        reals = {id(p): t for t, p in self._tensors()}  # (one table for every module)
         for record in self.order:
-            written = self._diff(record)
+            written = self._diff(record, reals)
             self._guard(record, written)
 
-    def _diff(self, record: Shadow) -> set[str]:
+    def _diff(self, record: Shadow, reals: dict[int, torch.Tensor]) -> set[str]:
+        """``reals``: id(proxy) -> the real tensor, for every module's tensors."""
         shadow, holder, mod = record.shadow, record.holder, record.real
         written = set()
         for name, v in shadow._parameters.items():
@@ -402,7 +404,6 @@ class ModuleShadows:
             )
         d = shadow.__dict__
         self._diff_hooks(record)
-        reals = {id(p): t for t, p in self._tensors()}
         tracked = self.state.effects.holders
         for name, v in d.items():
             old = record.initial.get(name, _ABSENT)
@@ -433,6 +434,8 @@ class ModuleShadows:
             table, before = d.get(name), real.get(name)
             if table is not record.initial.get(name) or not isinstance(table, dict):
                 continue  # (a table the forward replaced is an attribute write)
+            if not table and not before:
+                continue  # (most tables, empty before and after)
             for key in before:
                 if key not in table:
                     writes.append((record.holder, "del_hook", (name, key), None))

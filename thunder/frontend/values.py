@@ -25,7 +25,7 @@ from thunder.core import proxies
 from thunder.core.context import tracectx
 from thunder.core.errors import DataDependentError, at
 from thunder.core.proxies import TensorProxy
-from thunder.core.pytree import tree_flatten, tree_map
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.torch_names import describe
@@ -111,7 +111,7 @@ def known_value(state, t: TensorProxy) -> torch.Tensor | None:
                     lambda x: env[x.name] if isinstance(x, TensorProxy) else x, (bsym.args, bsym.kwargs)
                 )
                 outs = tree_flatten(bsym.sym.eager(*args, **kwargs))[0]
-                for proxy, value in zip(tree_flatten(bsym.output)[0], outs):
+                for proxy, value in zip(tree_leaves(bsym.output), outs):
                     if isinstance(proxy, TensorProxy):
                         env[proxy.name] = value
     except Exception:

@@ -53,7 +53,6 @@ from thunder.transforms.subclass_grad import (
     SubclassGradError,
     cotangent,
     has_subclass_ops,
-    renamed,
     resolve_backward,
     torch_level,
 )
@@ -96,22 +95,30 @@ def needs_grad(trace: Trace) -> bool:
 
 
 @functools.cache
-def _signature(sym: Symbol) -> inspect.Signature | None:
+def _signature(sym: Symbol) -> tuple[inspect.Signature | None, int | None]:
+    """The decomposition's signature, and its number of parameters when all are positional
+    (then a call giving each of them positionally is bound as it is)."""
     try:
         sig = inspect.signature(sym.decomposition)
     except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return None
-    return sig
+        return None, None
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return None, None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sig, len(kinds) if all(k in positional for k in kinds) else None
 
 
 def _bound_args(bsym: BoundSymbol) -> tuple[tuple, dict]:
     """A torch-language op's arguments bound to its signature (every parameter before ``*``
     positional, defaults filled in), as its rule receives them."""
-    sig = _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else None
+    sig, n = (
+        _signature(bsym.sym) if bsym.sym.decomposition is not None and bsym.sym.meta is None else (None, None)
+    )
     if sig is None:
         return bsym.args, bsym.kwargs
+    if n == len(bsym.args) and not bsym.kwargs:  # (``sig.bind`` would give them back)
+        return tuple(bsym.args), {}
     bound = sig.bind(*bsym.args, **bsym.kwargs)
     bound.apply_defaults()
     return bound.args, bound.kwargs
@@ -365,14 +372,24 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
             out.append(b)
             continue
         (recorded,) = scratch.bound_symbols
-        made = _placed(renamed(recorded, {tree_leaves(result)[0].name: b.output}), b)
+        made = _placed(recorded, b, {tree_leaves(result)[0].name: b.output})
         out.append(made.from_bsym(tags=inherit(made.tags, b.tags, GRAD_MODE_TAGS)))
     return out
 
 
-def _placed(r: BoundSymbol, b: BoundSymbol) -> BoundSymbol:
-    """``r`` and its subsymbols from ``b``'s user line and module call."""
-    return r.from_bsym(source=b.source, scope=b.scope, subsymbols=[_placed(s, b) for s in r.subsymbols])
+def _placed(r: BoundSymbol, b: BoundSymbol, env: dict[str, Proxy]) -> BoundSymbol:
+    """``r`` and its subsymbols from ``b``'s user line and module call, the proxies named in
+    ``env`` replaced (only the BoundSymbols that name one are rebuilt: ``r`` is scratch)."""
+    changes = {}
+    if any(p.name in env for p in proxies_in((r.args, r.kwargs, r.output))):
+        changes = {"args": _sub(r.args, env), "kwargs": _sub(r.kwargs, env), "output": _sub(r.output, env)}
+    return r.from_bsym(
+        source=b.source, scope=b.scope, subsymbols=[_placed(s, b, env) for s in r.subsymbols], **changes
+    )
+
+
+def _sub(x, env: dict[str, Proxy]):
+    return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
 
 
 def differentiate(
