@@ -109,3 +109,203 @@ def test_a_counter_a_c_function_needs_as_an_int_is_specialised_after_one_failed_
         torch.testing.assert_close(jm(x), ref(x))
     assert m.length == ref.length == 12
     assert "check_type(module_length" not in str(thunder.last_prologue_traces(jm)[-1])  # a value again
+
+
+# -- counters in tensor arithmetic: the op takes the number as a traced value ----------------
+N = 0
+
+
+def _global_counter(x):
+    global N
+    N += 1
+    return x * N
+
+
+def test_a_global_counter_in_tensor_arithmetic_compiles_twice():
+    global N
+    N = 0
+    jf = thunder.jit(_global_counter)
+    for i in range(1, 7):
+        torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(N) is int and N == i
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "check_literal(g_" not in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def _branching_counter(x):
+    global N
+    N += 1
+    if N > 3:  # the outcome is checked, not the value
+        return x * N
+    return x - N
+
+
+def test_a_global_counter_that_decides_a_branch_follows_eager():
+    global N
+    outs = []
+    for fn in (thunder.jit(_branching_counter), _branching_counter):
+        N = 0
+        outs.append([fn(torch.ones(2)) for _ in range(6)])
+        assert type(N) is int and N == 6
+    for got, expected in zip(*outs):
+        torch.testing.assert_close(got, expected)
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(2, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def test_a_module_counter_in_training_follows_eager_s_values_and_gradients():
+    m, ref = Scaled(), Scaled()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.randn(3, 2, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, expected = jm(x), ref(xr)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad)
+        torch.testing.assert_close(m.lin.weight.grad, ref.lin.weight.grad)
+        assert type(m.calls) is int and m.calls == ref.calls
+    assert thunder.compile_stats(jm).cache_misses <= 2
+    assert "torch.mul(t0, i0)" in str(thunder.last_traces(jm)[-1])
+
+
+class Arithmetic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        y = x + self.step
+        y = self.step * y - self.step
+        y = (self.step - y) / self.step
+        return y * (y > self.step) + (self.step <= y)
+
+
+def test_every_form_of_tensor_arithmetic_with_a_counter_stays_a_value():
+    m, ref = Arithmetic(), Arithmetic()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.linspace(-8, 8, 5)
+        torch.testing.assert_close(jm(x), ref(x))
+        assert type(m.step) is int and m.step == ref.step
+    assert thunder.compile_stats(jm).cache_misses <= 2
+
+
+def test_an_integer_tensor_times_a_counter_keeps_eager_s_dtype():
+    def f(x, st):
+        st.step += 1
+        return x * st.step, x + st.step
+
+    st, ref = State(), State()
+    jf = thunder.jit(f)
+    for _ in range(6):
+        x = torch.arange(4, dtype=torch.int32)
+        for got, expected in zip(jf(x, st), f(x, ref)):
+            assert got.dtype == expected.dtype == torch.int32
+            torch.testing.assert_close(got, expected)
+    assert thunder.compile_stats(jf).cache_misses <= 2
+
+
+def test_a_nonlocal_counter_in_tensor_arithmetic_compiles_twice():
+    def make():
+        n = 0
+
+        def f(x):
+            nonlocal n
+            n += 1
+            return x * n + n
+
+        return f
+
+    f, ref = make(), make()
+    jf = thunder.jit(f)
+    for _ in range(6):
+        torch.testing.assert_close(jf(torch.ones(2)), ref(torch.ones(2)))
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert f.__closure__[0].cell_contents == 6 and type(f.__closure__[0].cell_contents) is int
+
+
+class Holder(torch.nn.Module):
+    """A counter on a plain object the module holds (a training state)."""
+
+    def __init__(self):
+        super().__init__()
+        self.state = State()
+
+    def forward(self, x):
+        self.state.step += 1
+        return x * self.state.step
+
+
+def test_a_counter_on_an_object_a_module_holds_compiles_twice():
+    m, ref = Holder(), Holder()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.state.step) is int and m.state.step == ref.state.step
+    assert thunder.compile_stats(jm).cache_misses == 2
+    epi = str(thunder.last_epilogue_traces(jm)[-1])
+    assert "python_setattr(obj_State, 'step', i0)" in epi
+    assert m.state.lr == 0.5
+
+
+class Parity(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls % 2:  # the value decides: specialised, checked by value
+            return x * self.calls
+        return x.repeat(self.calls, 1)  # a shape
+
+
+def test_a_counter_that_decides_control_flow_or_a_shape_is_specialised_and_correct():
+    m, ref = Parity(), Parity()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(1, 2)), ref(torch.ones(1, 2)))
+        assert type(m.calls) is int and m.calls == ref.calls
+    assert "check_literal(module_calls" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+def test_a_counter_the_user_sets_to_a_float_or_a_bool_makes_a_new_entry():
+    m, ref = Scaled(), Scaled()
+    jm = thunder.jit(m)
+    x = torch.ones(1, 2)
+    for value in (None, None, None, 2.5, None, True, None, 7):
+        if value is not None:
+            m.calls = ref.calls = value
+        torch.testing.assert_close(jm(x), ref(x))
+        assert type(m.calls) is type(ref.calls) and m.calls == ref.calls
+
+
+class Filled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def forward(self, x):
+        self.n += 1
+        return x + torch.full((2,), self.n)  # a C function reads the int itself: specialised
+
+
+def test_a_counter_a_factory_takes_is_correct():
+    m, ref = Filled(), Filled()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+    assert m.n == ref.n == 6

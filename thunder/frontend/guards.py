@@ -156,6 +156,10 @@ class ObjectState:
     values: dict[str, Any]  # name -> snapshot
     children: dict[str, ObjectState]
     originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
+    # int attributes traced as values (counters, frontend/numbers.py): name -> the DynamicInt
+    # put in the object while tracing; checked by type, not value, and always put back
+    counters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    holder: AnyProxy | None = None  # its prologue name, when a counter made it before tracing
 
     def restore(self, writes: list | None = None) -> str | None:
         """Put back what the trace changed of the object (forward writes into the user's own
@@ -166,6 +170,8 @@ class ObjectState:
         changed = None
         found = []
         for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
+            if name in self.counters and d.get(name) is self.counters[name]:
+                continue  # a counter read, not rebound
             if name not in d or name not in self.values or not same(d[name], self.values[name]):
                 changed = changed or name
                 if name not in d:
@@ -181,6 +187,8 @@ class ObjectState:
             for name, v in self.originals.items():  # a list or dict changed in place
                 if not same(v, self.values[name]):
                     _refill(v, self.values[name])
+        for name in self.counters:  # (also when read only: the object held the DynamicInt)
+            d[name] = self.originals[name]
         for name, child in self.children.items():
             inner = child.restore(writes)
             changed = changed or (None if inner is None else f"{name}.{inner}")
@@ -217,19 +225,31 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     return ObjectState(obj, values, children, dict(d))
 
 
-def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
-    and check its state (``guard_object_state``)."""
-    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
-    inputs.prologue.names.add(holder.name)
-    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
+def held_object_holder(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
+    """The prologue's name for ``obj``, unpacked from ``parent`` (``kind``: an attribute or an
+    item); made once."""
+    if obj.holder is None:
+        obj.holder = AnyProxy(
+            inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj)
+        )
+        inputs.prologue.names.add(obj.holder.name)
+        inputs.sources[obj.holder.name] = (obj.holder, Unpack(parent, kind, name), obj.obj)
+    return obj.holder
+
+
+def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
+    """Prologue lines that unpack ``obj`` from ``parent`` and check its state
+    (``guard_object_state``); its holder."""
+    holder = held_object_holder(inputs, parent, name, obj, kind)
     guard_object_state(inputs, holder, obj)
+    return holder
 
 
 def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
     """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
     objects below it."""
-    check = state_check(obj.values, keys=obj.values.keys())
+    values = {k: v for k, v in obj.values.items() if k not in obj.counters} if obj.counters else obj.values
+    check = state_check(values, keys=obj.values.keys())
     inputs.checks.add_check(pyops.check_state, holder, type(obj.obj), check, always=True)
     for child_name, child in obj.children.items():
         guard_held_object(inputs, holder, child_name, child)

@@ -41,6 +41,7 @@ from thunder.frontend.guards import (
     OBJECT_BUDGET,
     ObjectState,
     guard_held_object,
+    held_object_holder,
     is_immutable,
     is_plain_object,
     object_state,
@@ -48,6 +49,7 @@ from thunder.frontend.guards import (
     state_check,
 )
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.numbers import is_int_value
 from thunder.frontend.tracked import trackable
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -286,6 +288,7 @@ class ModuleShadows:
                 d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
+                self._held_counters(holder, name, objects[name])
             elif type(v) in _HOLDING:  # objects in a list, a tuple or a dict (the first ones)
                 items = v.items() if isinstance(v, dict) else enumerate(v)
                 held = [(k, x) for k, x in items if is_plain_object(x)][:OBJECT_BUDGET]
@@ -505,8 +508,27 @@ class ModuleShadows:
                 )
             self._guard_object(holding[attr], key, obj, "item")
 
+    def _held_counters(self, holder: AnyProxy, name: str, obj: ObjectState) -> None:
+        """Put a DynamicInt in the object the attribute ``name`` holds for each int attribute
+        that changed between calls (``self.state.step += 1``: frontend/numbers.py); the
+        object's restore puts the ints back."""
+        inputs = self.state.inputs
+        d = object.__getattribute__(obj.obj, "__dict__")
+        for attr, v in list(d.items()):
+            key = sanitize_name(f"{holder.name}_{name}_{attr}")
+            if type(v) is int and key in inputs.dynamic:
+                at = held_object_holder(inputs, holder, name, obj)
+                d[attr] = obj.counters[attr] = inputs.dynamic_int(v, key, Unpack(at, "attr", attr))
+
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-        guard_held_object(self.state.inputs, parent, name, obj, kind)
+        holder = guard_held_object(self.state.inputs, parent, name, obj, kind)
+        if kind != "attr":
+            return
+        # an int attribute the forward rebound to an int (``self.state.step += 1``): when a
+        # call finds another value there, it is traced as a value (frontend/numbers.py)
+        for o, how, attr, value in self.object_writes:
+            if o is obj.obj and how == "set" and type(obj.values.get(attr)) is int and is_int_value(value):
+                self.state.written_numbers |= {holder.name, sanitize_name(f"{parent.name}_{name}_{attr}")}
 
 
 def _rereads(old, new, reals: dict) -> bool:

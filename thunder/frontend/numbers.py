@@ -154,6 +154,11 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(DynamicInt, f"__{_op}__", _compared(_op))
 
 
+def is_int_value(v) -> bool:
+    """An int, or a counter traced as a value."""
+    return type(v) is int or isinstance(v, DynamicInt)
+
+
 def traced_operands(func, args: tuple) -> tuple:
     """``args`` of the torch function ``func`` with each counter the op takes as a traced number
     replaced by its proxy (the others are specialised when the arguments are resolved)."""
