@@ -1,7 +1,11 @@
-"""Counters: an int the function reads and writes back (``self.calls += 1``) stops causing a
-retrace on every call once it has changed: it is then traced as a value (``i0 = calls + 1``)."""
+"""Counters: an int or float the function reads and writes back (``self.calls += 1``) stops
+causing a retrace on every call once it has changed: it is then traced as a value
+(``i0 = calls + 1``), also where a tensor op takes it (``torch.mul(x, i0)``); where its value
+decides control flow or a shape it is specialised, and every case follows eager."""
 
 from __future__ import annotations
+
+import operator
 
 import torch
 
@@ -309,3 +313,85 @@ def test_a_counter_a_factory_takes_is_correct():
     for _ in range(6):
         torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
     assert m.n == ref.n == 6
+
+
+class Clock(torch.nn.Module):
+    """A float counter (a time, a schedule's position) and a value halved on every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.t = 0.0
+        self.scale = 3
+
+    def forward(self, x):
+        self.t += 0.1
+        self.scale = self.scale / 2
+        return x * self.t + self.scale
+
+
+def test_a_float_counter_in_tensor_arithmetic_compiles_twice():
+    m, ref = Clock(), Clock()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.t) is float and m.t == ref.t  # the same sums, in the same order
+        assert type(m.scale) is float and m.scale == ref.scale
+    assert thunder.compile_stats(jm).cache_misses == 2
+    comp = str(thunder.last_traces(jm)[-1])
+    assert "i0 = module_t + 0.1" in comp and "i1 = module_scale / 2" in comp
+    assert "check_type(module_t, builtins_float)" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+class FloatBranch(Clock):
+    def forward(self, x):
+        self.t += 0.1
+        if self.t > 0.35:  # a float's sum rounds: its comparison checks the value
+            return x * 2
+        return x
+
+
+def test_a_float_counter_that_decides_a_branch_follows_eager():
+    m, ref = FloatBranch(), FloatBranch()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.t) is float and m.t == ref.t
+    assert "check_literal(module_t" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+def _in_place(x):
+    global N
+    N += 1
+    x *= N  # eager writes into the caller's tensor
+    x += N
+    return x
+
+
+def test_an_augmented_assignment_with_a_counter_writes_in_place():
+    global N
+    jf = thunder.jit(_in_place)
+    for i in range(1, 7):
+        a, b = torch.ones(2), torch.ones(2)
+        N = i - 1
+        out = jf(a)
+        assert out is a
+        N = i - 1
+        _in_place(b)
+        torch.testing.assert_close(a, b)
+    assert thunder.compile_stats(jf).cache_misses == 2
+
+
+def _operator_call(x):
+    global N
+    N += 1
+    return operator.imul(x, N)  # no bytecode to read: specialised, still in place
+
+
+def test_an_operator_function_with_a_counter_is_specialised_and_in_place():
+    global N
+    N = 0
+    jf = thunder.jit(_operator_call)
+    for i in range(1, 5):
+        a = torch.ones(2)
+        assert jf(a) is a
+        torch.testing.assert_close(a, torch.full((2,), float(i)))

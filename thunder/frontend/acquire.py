@@ -42,7 +42,7 @@ from thunder.frontend.layouts import Layouts
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber, is_counter
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
@@ -68,7 +68,7 @@ class Acquired:
     prologue: Trace
     computation: Trace
     epilogue: Trace
-    written_numbers: frozenset = frozenset()  # int literals the function wrote back
+    written_numbers: frozenset = frozenset()  # number literals the function wrote back
 
 
 class Acquisition:
@@ -90,7 +90,7 @@ class Acquisition:
         self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
-        # names of the int literals the function wrote back (candidates for DynamicInt)
+        # names of the number literals the function wrote back (candidates for DynamicNumber)
         self.written_numbers: set[str] = set()
         self.grads: dict[tuple, TensorProxy | None] = {}  # (input name, "grad") -> its .grad as read
         self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
@@ -129,7 +129,7 @@ class Acquisition:
                 if new is not leaves[i]:
                     leaves[i] = new
                     changed = True
-            elif isinstance(v, DynamicInt):  # a torch op takes the number itself
+            elif isinstance(v, DynamicNumber):  # a torch op takes the number itself
                 leaves[i] = v.concrete()
                 changed = True
         return tree_unflatten(leaves, spec) if changed else x
@@ -279,9 +279,9 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         _guard_written_inputs(state)
         guard_param_reads(state)
     writebacks = collect_writebacks(state)
-    for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
+    for holder, kind, key, _ in writebacks:  # number attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
-        if name is not None and type(state.inputs.sources[name][2]) is int:
+        if name is not None and is_counter(state.inputs.sources[name][2]):
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left

@@ -35,7 +35,7 @@ from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.patches import replacements
 from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
@@ -81,12 +81,12 @@ def counter_key(where, name: str) -> str:
 
 
 def counters_written(effects: Effects, inputs) -> set[str]:
-    """Keys (and the names of their checks' holders) of the int globals and closure variables
-    the function rebound to ints: a call that then finds another value there traces them as
+    """Keys (and the names of their checks' holders) of the int or float globals and closure
+    variables the function rebound to numbers: a call that then finds another value there traces them as
     values."""
     out: set[str] = set()
     for g, name, old, now in effects.rebound:
-        if type(old) is int and (type(now) is int or isinstance(now, DynamicInt)):
+        if is_counter(old) and is_counter_value(now):
             out.add(counter_key(g, name))
             holder = inputs.global_holders.get(id(g))
             if holder is not None:
@@ -101,7 +101,7 @@ class Effects:
         self.inputs = inputs
         self.copies: dict[int, object] = {}  # id(original container) -> its tracked copy
         self._swapped: dict[int, object] = {}  # id(patched function) -> its replacement, put for the trace
-        self._counters: list = []  # (globals, name, the DynamicInt put there) of counters traced as values
+        self._counters: list = []  # (globals, name, the DynamicNumber put there) of counters traced as values
         self.rebound: list = []  # (globals or cell, name, value before, value after) of the names rebound
         self.holders: dict[int, AnyProxy] = {}  # id(tracked copy or original) -> its holder
         self.order: list = []  # tracked copies, in the order made
@@ -247,10 +247,10 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
-                elif type(v) is int and counter_key(g, name) in self.inputs.dynamic:
+                elif is_counter(v) and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
                     site = self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    g[name] = put = self.inputs.dynamic_int(
+                    g[name] = put = self.inputs.dynamic_number(
                         v, counter_key(g, name), Unpack(site, "item", name)
                     )
                     self._counters.append((g, name, put))
@@ -267,9 +267,9 @@ class Effects:
             elif isinstance(v, io.IOBase):
                 put = self._swapped.setdefault(id(v), RecordedFile(v))
                 cell.cell_contents = put
-            elif type(v) is int and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
+            elif is_counter(v) and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")
-                put = self.inputs.dynamic_int(
+                put = self.inputs.dynamic_number(
                     v, counter_key(cell, name), Unpack(site, "attr", "cell_contents")
                 )
                 cell.cell_contents = put

@@ -156,7 +156,7 @@ class ObjectState:
     values: dict[str, Any]  # name -> snapshot
     children: dict[str, ObjectState]
     originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
-    # int attributes traced as values (counters, frontend/numbers.py): name -> the DynamicInt
+    # int or float attributes traced as values (counters, frontend/numbers.py): name -> the DynamicNumber
     # put in the object while tracing; checked by type, not value, and always put back
     counters: dict[str, Any] = dataclasses.field(default_factory=dict)
     holder: AnyProxy | None = None  # its prologue name, when a counter made it before tracing
@@ -187,7 +187,7 @@ class ObjectState:
             for name, v in self.originals.items():  # a list or dict changed in place
                 if not same(v, self.values[name]):
                     _refill(v, self.values[name])
-        for name in self.counters:  # (also when read only: the object held the DynamicInt)
+        for name in self.counters:  # (also when read only: the object held the DynamicNumber)
             d[name] = self.originals[name]
         for name, child in self.children.items():
             inner = child.restore(writes)

@@ -49,7 +49,7 @@ from thunder.frontend.guards import (
     state_check,
 )
 from thunder.frontend.inputs import LITERAL_TYPES
-from thunder.frontend.numbers import is_int_value
+from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.tracked import trackable
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -275,9 +275,9 @@ class ModuleShadows:
                 d[name] = p
                 as_inputs.add(name)
                 continue
-            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
+            if is_counter(v) and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
                 # a counter that changed between calls: traced as a value (frontend/numbers.py)
-                d[name] = inputs.dynamic_int(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
+                d[name] = inputs.dynamic_number(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
@@ -465,7 +465,7 @@ class ModuleShadows:
             inputs.guard_absent(record.holder, name)
         elif isinstance(old, LITERAL_TYPES):
             guard = inputs.guard_attr(record.holder, name, old)
-            if type(old) is int:
+            if is_counter(old):
                 self.state.written_numbers.add(guard)
 
     def _guard(self, record: Shadow, written: set[str]) -> None:
@@ -509,25 +509,25 @@ class ModuleShadows:
             self._guard_object(holding[attr], key, obj, "item")
 
     def _held_counters(self, holder: AnyProxy, name: str, obj: ObjectState) -> None:
-        """Put a DynamicInt in the object the attribute ``name`` holds for each int attribute
-        that changed between calls (``self.state.step += 1``: frontend/numbers.py); the
-        object's restore puts the ints back."""
+        """Put a DynamicNumber in the object the attribute ``name`` holds for each int or float
+        attribute that changed between calls (``self.state.step += 1``: frontend/numbers.py);
+        the object's restore puts the numbers back."""
         inputs = self.state.inputs
         d = object.__getattribute__(obj.obj, "__dict__")
         for attr, v in list(d.items()):
             key = sanitize_name(f"{holder.name}_{name}_{attr}")
-            if type(v) is int and key in inputs.dynamic:
+            if is_counter(v) and key in inputs.dynamic:
                 at = held_object_holder(inputs, holder, name, obj)
-                d[attr] = obj.counters[attr] = inputs.dynamic_int(v, key, Unpack(at, "attr", attr))
+                d[attr] = obj.counters[attr] = inputs.dynamic_number(v, key, Unpack(at, "attr", attr))
 
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
         holder = guard_held_object(self.state.inputs, parent, name, obj, kind)
         if kind != "attr":
             return
-        # an int attribute the forward rebound to an int (``self.state.step += 1``): when a
+        # a number attribute the forward rebound to a number (``self.state.step += 1``): when a
         # call finds another value there, it is traced as a value (frontend/numbers.py)
         for o, how, attr, value in self.object_writes:
-            if o is obj.obj and how == "set" and type(obj.values.get(attr)) is int and is_int_value(value):
+            if o is obj.obj and how == "set" and is_counter(obj.values.get(attr)) and is_counter_value(value):
                 self.state.written_numbers |= {holder.name, sanitize_name(f"{parent.name}_{name}_{attr}")}
 
 
