@@ -395,3 +395,24 @@ def test_an_operator_function_with_a_counter_is_specialised_and_in_place():
         a = torch.ones(2)
         assert jf(a) is a
         torch.testing.assert_close(a, torch.full((2,), float(i)))
+
+
+class TypeAsked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t, self.n = 0.0, 0
+
+    def forward(self, x):
+        self.t += 0.5
+        self.n += 1
+        if isinstance(self.t, float) and isinstance(self.n, int):  # as eager answers
+            return x * self.t
+        return x
+
+
+def test_isinstance_of_a_counter_traced_as_a_value_is_eager_s():
+    m, ref = TypeAsked(), TypeAsked()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(1)), ref(torch.ones(1)))
+    assert thunder.compile_stats(jm).cache_misses == 2

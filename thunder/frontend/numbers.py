@@ -145,6 +145,12 @@ class DynamicNumber:
     def __neg__(self):
         return self._op(-1, "mul")
 
+    @property
+    def __class__(self):
+        # ``isinstance(n, int)`` as eager answers it: the prologue checks the type (not the
+        # value). ``type(n)`` cannot be answered so: it names DynamicNumber
+        return type(self.value)
+
     # uses that need the value itself
     def __index__(self):
         return self.concrete()  # (a float's: a TypeError, as eager's)
