@@ -193,8 +193,9 @@ class Arithmetic(torch.nn.Module):
         self.step += 1
         y = x + self.step
         y = self.step * y - self.step
-        y = (self.step - y) / self.step
-        return y * (y > self.step) + (self.step <= y)
+        y = (self.step - y) / self.step + self.step / (y * y + 1)
+        y = y + y // self.step + self.step // (y * y + 1) + y % self.step + self.step % (y * y + 1)
+        return y * (y > self.step) + (self.step <= y) + (y == self.step)
 
 
 def test_every_form_of_tensor_arithmetic_with_a_counter_stays_a_value():
@@ -415,4 +416,29 @@ def test_isinstance_of_a_counter_traced_as_a_value_is_eager_s():
     jm = thunder.jit(m)
     for _ in range(6):
         torch.testing.assert_close(jm(torch.ones(1)), ref(torch.ones(1)))
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+class Forms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 1
+
+    def forward(self, x):
+        self.n += 1
+        return x % self.n + self.n / x + (self.n - x) * (x / self.n) + (x == self.n)
+
+
+def test_gradients_through_every_differentiable_form_with_a_counter_are_eager_s():
+    m, ref = Forms(), Forms()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.linspace(0.5, 7, 6, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, expected = jm(x), ref(xr)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad)
+        assert type(m.n) is int and m.n == ref.n
     assert thunder.compile_stats(jm).cache_misses == 2

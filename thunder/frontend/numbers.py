@@ -32,10 +32,17 @@ from thunder.core.proxies import NumberProxy
 from thunder.ops import python as pyops
 from thunder.ops.langs import NUMBER_OPERANDS, TORCH_TO_THUNDER
 
-# ``x <op> d`` as eager calls it, the tensor first: the torch function and whether the
-# operands swap (``d - x`` is ``torch.rsub(x, d)``; ``d * x`` is ``x * d``)
-_TENSOR_FIRST = {"add": torch.Tensor.__add__, "mul": torch.Tensor.__mul__}
-_TENSOR_SECOND = {**_TENSOR_FIRST, "sub": torch.rsub}
+# ``d <op> x`` as eager's reflected method computes it: ``d + x`` is ``x + d``, ``d - x`` is
+# ``torch.rsub(x, d)``, ``d / x`` is ``torch.div(d, x)`` (the number first: ``NUMBER_FIRST``)
+_NUMBER_LEFT = {
+    "add": torch.Tensor.__add__,
+    "mul": torch.Tensor.__mul__,
+    "sub": torch.rsub,
+    "truediv": torch.div,
+    "floordiv": torch.floor_divide,
+    "mod": torch.remainder,
+}
+_NUMBER_FIRST = frozenset({"truediv", "floordiv", "mod"})
 # ``x *= d``: eager writes into ``x``
 _IN_PLACE = {
     "add": torch.Tensor.add_,
@@ -97,7 +104,7 @@ class DynamicNumber:
             if self.offset is not None and other.offset is not None and self.roots[0] is other.roots[0]:
                 return fn(self.offset, other.offset)  # the same counter: the outcome is fixed
             return fn(self.concrete(), other.concrete())
-        if isinstance(other, torch.Tensor):  # ``x > n``: an elementwise comparison
+        if isinstance(other, torch.Tensor) and torch._C._is_torch_function_mode_enabled():  # ``x > n``
             return self._with_tensor(other, getattr(torch.Tensor, f"__{_REFLECTED[op]}__"))
         if type(other) is not int or self.offset is None:
             return fn(self.concrete(), other)
@@ -111,21 +118,23 @@ class DynamicNumber:
         self.state.specialize(self)
         return self.value
 
-    def _with_tensor(self, t: torch.Tensor, func):
-        """``func(t, self)`` through the acquisition mode, which passes the number to the op as
-        a traced value where the op takes one (``NUMBER_OPERANDS``), else its value."""
-        if not torch._C._is_torch_function_mode_enabled():  # (not under the mode: its value)
-            return func(t, self.concrete())
-        return torch.overrides.handle_torch_function(func, (t,), t, self)
+    def _with_tensor(self, t: torch.Tensor, func, number_first: bool = False):
+        """``func(t, self)`` (``func(self, t)``) through the acquisition mode, which passes the
+        number to the op as a traced value where the op takes one (``NUMBER_OPERANDS``), else
+        its value."""
+        args = (self, t) if number_first else (t, self)
+        return torch.overrides.handle_torch_function(func, (t,), *args)
 
     def _op(self, other, op: str, reverse: bool = False):
         if isinstance(other, torch.Tensor):  # ``x * n``, ``x *= n`` (reverse) or ``n - x``
-            if reverse and _written_in_place():
+            if not torch._C._is_torch_function_mode_enabled():  # (not under the mode: its value)
+                fn = getattr(operator, op)
+                return fn(other, self.concrete()) if reverse else fn(self.concrete(), other)
+            if not reverse:
+                return self._with_tensor(other, _NUMBER_LEFT[op], op in _NUMBER_FIRST)
+            if _written_in_place():
                 return self._with_tensor(other, _IN_PLACE[op])
-            func = _TENSOR_FIRST.get(op) if reverse else _TENSOR_SECOND.get(op)
-            if func is None:
-                func = getattr(torch.Tensor, f"__{op}__" if reverse else f"__r{op}__")
-            return self._with_tensor(other, func)
+            return self._with_tensor(other, getattr(torch.Tensor, f"__{op}__"))
         if isinstance(other, DynamicNumber):
             arg, roots = other.proxy, self.roots + other.roots
         elif is_counter(other):
