@@ -442,3 +442,47 @@ def test_gradients_through_every_differentiable_form_with_a_counter_are_eager_s(
         torch.testing.assert_close(x.grad, xr.grad)
         assert type(m.n) is int and m.n == ref.n
     assert thunder.compile_stats(jm).cache_misses == 2
+
+
+class Shared(torch.nn.Module):
+    """One state object held by the module and two of its layers (and read through a global)."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+        self.a, self.b = Holder(), Holder()
+        self.a.state = self.b.state = state
+
+    def forward(self, x):
+        self.state.step += 1
+        return self.b(self.a(x)) + GLOBAL_STATE.step
+
+
+GLOBAL_STATE = State()
+
+
+def test_a_counter_on_an_object_several_modules_and_a_global_hold_compiles_twice():
+    jm = thunder.jit(Shared(GLOBAL_STATE))
+    for i in range(1, 7):
+        # step: +1 by the module, +1 by each layer; x * (i*3-1) * (i*3) + i*3
+        n = 3 * i
+        torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float((n - 1) * n + n)))
+        assert type(GLOBAL_STATE.step) is int and GLOBAL_STATE.step == n
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+STEPS = State()
+
+
+def _global_object_counter(x):
+    STEPS.step += 1
+    return x * STEPS.step
+
+
+def test_a_counter_on_an_object_read_through_a_global_compiles_twice():
+    STEPS.step = 0
+    jf = thunder.jit(_global_object_counter)
+    for i in range(1, 7):
+        torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(STEPS.step) is int and STEPS.step == i
+    assert thunder.compile_stats(jf).cache_misses == 2

@@ -269,6 +269,9 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             )
         effects.finish()
         state.written_numbers |= counters_written(effects, state.inputs)  # (``global n; n += 1``)
+        state.written_numbers |= reads.counters_written(
+            held_writes + state.shadows.object_writes
+        )  # (``ST.step += 1``)
         effects.guard_slots()
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)

@@ -32,6 +32,7 @@ import torch
 
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
+from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import StateCheck, same
@@ -209,9 +210,15 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
     most ``OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
     seen = {id(obj)} if seen is None else seen
-    values, children = {}, {}
+    values, children, counters = {}, {}, {}
     d = object.__getattribute__(obj, "__dict__")
+    originals = dict(d)
     for name, v in d.items():
+        if isinstance(v, DynamicNumber) and v.proxy is v.roots[0]:
+            # a counter this trace put there (met again: an object two modules hold): the
+            # number it stands for, and put back as the first one is
+            counters[name] = v
+            v = originals[name] = v.value
         values[name] = snapshot(v)
     for name, v in d.items():
         if (
@@ -222,7 +229,7 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
         ):
             seen.add(id(v))
             children[name] = object_state(v, depth + 1, seen)
-    return ObjectState(obj, values, children, dict(d))
+    return ObjectState(obj, values, children, originals, counters)
 
 
 def held_object_holder(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
