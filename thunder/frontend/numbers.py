@@ -28,12 +28,14 @@ import sys
 
 import torch
 
+from thunder.core.errors import at
 from thunder.core.proxies import NumberProxy
+from thunder.core.source import user_location
 from thunder.ops import python as pyops
 from thunder.ops.langs import NUMBER_OPERANDS, TORCH_TO_THUNDER
 
 # ``d <op> x`` as eager's reflected method computes it: ``d + x`` is ``x + d``, ``d - x`` is
-# ``torch.rsub(x, d)``, ``d / x`` is ``torch.div(d, x)`` (the number first: ``NUMBER_FIRST``)
+# ``torch.rsub(x, d)``, ``d / x`` is ``torch.div(d, x)`` (the number first: ``_NUMBER_FIRST``)
 _NUMBER_LEFT = {
     "add": torch.Tensor.__add__,
     "mul": torch.Tensor.__mul__,
@@ -57,7 +59,7 @@ _REFLECTED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": 
 _BINARY_OP = dis.opmap.get("BINARY_OP")  # (Python 3.11 on: one opcode for ``*`` and ``*=``)
 
 
-def _written_in_place() -> bool:
+def _written_in_place(op: str) -> bool:
     """Whether the user's operator that reached a DynamicNumber's reflected method is the
     augmented one (``x *= n``: the tensor's own method declined the number, and Python falls
     back to ``n.__rmul__(x)`` as it does for ``x * n``). A call the bytecode does not show
@@ -68,7 +70,11 @@ def _written_in_place() -> bool:
     code, i = (f.f_code.co_code, f.f_lasti) if f is not None else (b"", -1)
     if _BINARY_OP is None or not 0 <= i < len(code) - 1 or code[i] != _BINARY_OP:
         raise TypeError(
-            "thunder: a number traced as a value met a tensor through an operator call it cannot read"
+            f"thunder: a tensor's {op} with a number traced as a value, called in a way the bytecode "
+            "does not show (operator.i"
+            + op
+            + "?): traced again with the number specialised"
+            + at(user_location())
         )
     return dis._nb_ops[code[i + 1]][1].endswith("=")
 
@@ -132,7 +138,7 @@ class DynamicNumber:
                 return fn(other, self.concrete()) if reverse else fn(self.concrete(), other)
             if not reverse:
                 return self._with_tensor(other, _NUMBER_LEFT[op], op in _NUMBER_FIRST)
-            if _written_in_place():
+            if _written_in_place(op):
                 return self._with_tensor(other, _IN_PLACE[op])
             return self._with_tensor(other, getattr(torch.Tensor, f"__{op}__"))
         if isinstance(other, DynamicNumber):
