@@ -157,8 +157,8 @@ class ObjectState:
     values: dict[str, Any]  # name -> snapshot
     children: dict[str, ObjectState]
     originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
-    # int or float attributes traced as values (counters, frontend/numbers.py): name -> the DynamicNumber
-    # put in the object while tracing; checked by type, not value, and always put back
+    # int or float attributes traced as values (counters, frontend/numbers.py): name -> the
+    # DynamicNumber put in the object while tracing; checked by type, not value, put back
     counters: dict[str, Any] = dataclasses.field(default_factory=dict)
     holder: AnyProxy | None = None  # its prologue name, when a counter made it before tracing
 

@@ -4,10 +4,11 @@
 Symbol printed as ``ltorch.sin`` and maps the given torch callables to it, so the acquisition
 mode can translate what user code calls. ``torch_impl`` names the torch callable the torch
 executor may run for the whole op (so the executed trace calls ``torch.sin`` once rather
-than the decomposition); ``impl_check`` says when that is allowed for given arguments. ``number_operands`` lists the
-positions where the op takes a number that changes between calls as a traced value
-(``torch.mul(x, i0)``): its decomposition passes that operand to prims without looking at
-its value, so the trace holds for every value of the same type.
+than the decomposition); ``impl_check`` says when that is allowed for given arguments.
+``number_operands`` lists the positions where the op takes a number that changes between
+calls as a traced value (``torch.mul(x, i0)``): its decomposition, and the grad rules of the
+prims it makes, pass that operand on without looking at its value (``prims.pow``'s rule
+does: ``if b == 0``), so the trace holds for every value of the same type.
 """
 
 from __future__ import annotations
