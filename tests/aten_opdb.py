@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from opdb import FLOAT, INT, NUM, POS, OpInfo, b8, binary, f32, f64, i64, one, s, unary
 
+from thunder.ops import aten
+
 A = torch.ops.aten
 OPS: list[OpInfo] = []
 
@@ -160,3 +162,17 @@ op(A.max.default, lambda m: [s(m(3, 4))], NUM)
 op(A.min.default, lambda m: [s(m(3, 4))], NUM)
 op(A._softmax.default, lambda m: [s(m(3, 4), 1, False), s(m(3, 4), 0, False)], FLOAT, tol=RED_TOL)
 op(A._log_softmax.default, lambda m: [s(m(3, 4), -1, False)], FLOAT, tol=RED_TOL)
+
+
+# -- foreach (a subclass's dispatch receives them for torch._foreach_add_ and the like) -----
+def _foreach_samples(overload):
+    """One sample from the overload's schema: a list of two positive tensors for each tensor
+    list, a number for each number, a number per tensor for each list of numbers."""
+    values = {"List[Tensor]": lambda m: [m(3, low=0.5, high=2.0), m(2, 4, low=0.5, high=2.0)]}
+    values |= {"number": lambda m: 0.5, "List[number]": lambda m: [0.5, 0.25]}
+    positional = [a for a in overload._schema.arguments if not a.kwarg_only]
+    return lambda m: [s(*(values[str(a.type)](m) for a in positional))]
+
+
+for _o in sorted((o for o in aten.ATEN if o._schema.name.startswith("aten::_foreach_")), key=str):
+    op(_o, _foreach_samples(_o), (f32, f64))

@@ -1,6 +1,7 @@
 """The in-place ``torch._foreach_*_`` ops optimizers use, inside a compiled function: each
 tensor of the list written as eager writes it (the out-of-place op of
-``thunder/ops/ltorch/foreach.py``, written back by the frontend), and None returned."""
+``thunder/ops/ltorch/foreach.py``, written back by the frontend), and the list returned, as
+eager returns it; where a written tensor is read at a later position, in eager's order."""
 
 from __future__ import annotations
 
@@ -46,3 +47,68 @@ def test_foreach_inplace_without_a_thunder_op_is_a_clear_error():
     jfn = thunder.jit(lambda ts: torch._foreach_log_(ts))
     with pytest.raises(Exception, match="_foreach_log_"):
         jfn([torch.rand(3) + 1])
+
+
+_ALIASING = {
+    # a tensor written first, then read by the second position
+    "read_later": lambda y, z, w: torch._foreach_addcmul_([y, z], [w, w], [z, y]),
+    # a tensor listed twice: written twice
+    "listed_twice": lambda y, z, w: torch._foreach_add_([y, z, y], [w, z, y]),
+    # the scalar tensor is the first written tensor
+    "scalar_tensor_written": lambda y, z, w: torch._foreach_mul_([y[0], z], y[0]),
+    # a read at an earlier position than the write: the old value, as a batch (no ordering)
+    "read_earlier": lambda y, z, w: torch._foreach_add_([y, z], [z, w]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ALIASING))
+def test_foreach_inplace_reads_what_earlier_positions_wrote(case):
+    fn = _ALIASING[case]
+    jf = thunder.jit(fn)
+    for call in range(3):
+        torch.manual_seed(call)
+        eager_args = [torch.randn(3, dtype=torch.float64) for _ in range(3)]
+        args = [a.clone() for a in eager_args]
+        expected, got = fn(*eager_args), jf(*args)
+        for a, e in zip(args, eager_args):
+            torch.testing.assert_close(a, e)
+        # the written tensors themselves, in a list of their own, as eager returns
+        assert isinstance(got, list) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e)
+            same = [i for i, x in enumerate(eager_args) if x is e]
+            assert not same or g is args[same[0]]
+
+
+def test_foreach_inplace_returns_the_list_itself():
+    tensors = [torch.ones(2), torch.ones(3)]
+    got = thunder.jit(lambda ts: torch._foreach_add_(ts, 1))(tensors)
+    assert got is tensors
+    assert all(torch.equal(t, torch.full_like(t, 2.0)) for t in tensors)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_foreach_addcdiv_and_addcmul_take_their_scalars_as_a_tensor(dtype):
+    """AdamW's foreach step passes its per-parameter step sizes as a 1-D tensor."""
+
+    def step(params, a, b, scalars):
+        torch._foreach_addcdiv_(params, a, b, scalars)
+        torch._foreach_addcmul_(params, a, b, scalars)
+        return torch._foreach_addcdiv(params, a, b, scalars)
+
+    jf = thunder.jit(step)
+    for call in range(3):
+        torch.manual_seed(call)
+        args = ([torch.randn(3, 4), torch.randn(5)], [torch.randn(3, 4), torch.randn(5)])
+        args += ([torch.rand(3, 4) + 0.5, torch.rand(5) + 0.5], torch.randn(2, dtype=dtype))
+        mine = ([t.clone() for t in args[0]], *args[1:])
+        expected, got = step(*args), jf(*mine)
+        for g, e in zip((*mine[0], *got), (*args[0], *expected)):
+            assert g.dtype == e.dtype
+            torch.testing.assert_close(g, e)
+
+
+def test_foreach_scalars_tensor_of_the_wrong_length_is_a_clear_error():
+    params = [torch.ones(2), torch.ones(3)]
+    with pytest.raises(Exception, match=r"one value per tensor \(2\), got shape \(3,\)"):
+        thunder.jit(lambda p: torch._foreach_addcdiv_(p, p, p, torch.ones(3)))(params)

@@ -46,6 +46,7 @@ from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
+from thunder.frontend.backward_hooks import call_with_backward_hooks, has_backward_hooks
 from thunder.frontend.subclasses import dispatch_op, dispatchable
 from thunder.hf_generate import generate
 from thunder.ops.autocast import autocast_state
@@ -583,9 +584,11 @@ class ThunderModule(torch.nn.Module):
             # trace reaches as a module (its shadow, whose writes the epilogue applies)
             return self._model(*args, **kwargs)
         jfn = self._jfn
-        if jfn._serial:  # (``ThunderFunction.__call__`` holds the cache's lock for such a call)
-            return jfn(*args, **kwargs)
-        return jfn._call(*args, **kwargs)
+        # (``ThunderFunction.__call__`` holds the cache's lock for a serial call)
+        call = jfn if jfn._serial else jfn._call
+        if has_backward_hooks(self._model):  # its own: around the program (frontend/backward_hooks.py)
+            return call_with_backward_hooks(self._model, call, args, kwargs)
+        return call(*args, **kwargs)
 
     def __deepcopy__(self, memo):
         """An independent copy: a deep copy of the module, jitted afresh (the cached programs

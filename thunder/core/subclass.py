@@ -22,6 +22,8 @@ printed trace runs.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from thunder.core.proxies import TensorProxy
@@ -42,6 +44,9 @@ class SubclassProxy(TensorProxy):
         p.ctx = ctx
         p.outer_stride = tuple(stride)
         p.instance = None
+        p.view_of = None  # a ``ViewLink``: this value is a view user code took of another
+        p.written_through = None  # a ``WrittenThrough``: how a write into a view gave this value
+        p.replaced = None  # the value an in-place op replaced by this one
         return p
 
     def leaves(self) -> list[TensorProxy]:
@@ -68,6 +73,30 @@ class SubclassProxy(TensorProxy):
         return f'<SubclassProxy {self.name}: "{self.type_string()}">'
 
     __str__ = __repr__
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # (compared by identity: fields hold proxies)
+class ViewLink:
+    """A subclass value that is a view of another: ``op(base, *args, **kwargs)``, ``op`` the
+    torch-language view op user code called (``ltorch.getitem`` for ``y[0]``)."""
+
+    base: SubclassProxy
+    op: object
+    args: tuple
+    kwargs: dict
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WrittenThrough:
+    """How an in-place op into a view gave another value, for its gradient: a base the view
+    was taken of (``link``: how the view was taken of ``old``) holds ``source``, the view's new
+    value, written into ``old``; another view of that base (``old``, taken by ``link``) is the
+    same view taken of ``source``, the base's new value."""
+
+    kind: str  # "base" | "view"
+    link: ViewLink
+    source: SubclassProxy
+    old: SubclassProxy  # the value before the write
 
 
 # An in-place op on subclass values (``TwoTensor.torch.Tensor.add_``) outputs the value its

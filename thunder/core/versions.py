@@ -43,9 +43,10 @@ class Versions:
     def __init__(self):
         self._of: dict[str, tuple[str, int]] = {}  # value -> (storage, version); else its own, 0
         self.writes: dict[str, list[Write]] = {}  # storage -> its writes, in order
-        self._made_by: dict[str, Write] = {}
-        # the write being made: (storage, version, target, op, source, values bound)
-        self._open: tuple | None = None
+        self._made_by: dict[str, tuple[Write, ...]] = {}  # value -> the writes of the op that made it
+        # the writes being made, one per storage an op writes (``torch._foreach_add_`` writes
+        # each tensor of its list): [storage, version, target, op, source, values bound]
+        self._open: list[list] = []
 
     def of(self, name: str) -> tuple[str, int]:
         return self._of.get(name, (name, 0))
@@ -56,37 +57,43 @@ class Versions:
 
     @property
     def writing(self) -> bool:
-        return self._open is not None
+        return bool(self._open)
 
-    def begin(self, target: str, op: str, source: SourceLocation | None) -> None:
-        storage, _ = self.of(target)
-        version = len(self.writes.get(storage, ())) + 1
-        self._open = (storage, version, target, op, source, [])
+    def begin(self, target: str | list[str], op: str, source: SourceLocation | None) -> None:
+        """Open the write of ``target`` (or one write of each of several targets)."""
+        self._open = []
+        for t in [target] if isinstance(target, str) else target:
+            storage, _ = self.of(t)
+            version = len(self.writes.get(storage, ())) + 1
+            self._open.append([storage, version, t, op, source, []])
 
-    def bind(self, name: str, made: bool) -> None:
+    def bind(self, name: str, made: bool, target: str | None = None) -> None:
         """The write gave its target the value ``name``. A value the write ``made`` holds (part of)
         the storage, at its new version; one it did not make (an op that gave back an existing
-        value) keeps its own storage, and the write still moves the target's counter."""
-        storage, version, *_ = self._open
+        value) keeps its own storage, and the write still moves the target's counter. Of an op
+        writing several targets, ``target`` says which (the first one otherwise)."""
+        entry = next((e for e in self._open if e[2] == target), self._open[0])
+        storage, version, *_ = entry
         if made:
             self._of[name] = (storage, version)
-        self._open[5].append(name)
+        entry[5].append(name)
 
     def cancel(self) -> None:
         """Close the write without counting it: an in-place op that changed no value (a tensor
         subclass whose dispatch writes only a temporary of its own)."""
-        self._open = None
+        self._open = []
 
     def end(self, made: set[str]) -> None:
         """Close the write; ``made``: every value recorded since the op began."""
-        storage, version, target, op, source, bound = self._open
-        self._open = None
-        if not bound:  # the target kept its value (``x.copy_(x)``)
-            return
-        w = Write(op, source, storage, version, target, frozenset(made))
-        self.writes.setdefault(storage, []).append(w)
-        for n in made:
-            self._made_by.setdefault(n, w)
+        opened, self._open = self._open, []
+        ws = []
+        for storage, version, target, op, source, bound in opened:
+            if not bound:  # the target kept its value (``x.copy_(x)``)
+                continue
+            ws.append(Write(op, source, storage, version, target, frozenset(made)))
+            self.writes.setdefault(storage, []).append(ws[-1])
+        for n in made if ws else ():
+            self._made_by.setdefault(n, tuple(ws))
 
     def overwritten(self, value: str, reader_outputs: tuple[str, ...], reader_args: list[str]) -> list[Write]:
         """The writes into ``value``'s storage after the op that output ``reader_outputs``
@@ -95,7 +102,7 @@ class Versions:
         writes = self.writes.get(storage)
         if not writes:
             return []
-        own = next((self._made_by[n] for n in reader_outputs if n in self._made_by), None)
-        if own is not None and own.target == value and reader_args.count(value) == 1:
+        own = next((self._made_by[n] for n in reader_outputs if n in self._made_by), ())
+        if any(w.target == value for w in own) and reader_args.count(value) == 1:
             return []  # eager saves a copy of the old value (``original_self``): no write reaches it
         return [w for w in writes if w.version > version]

@@ -2,10 +2,15 @@
 (``inductor_worker.py``): the settings Inductor's cache keys include, as the caller has them
 (``compile_settings``) and applied in the helper (``apply_settings``), and the compilation
 itself (``compile_program``), the same on both sides so that what the helper compiles is
-what the caller then loads from Inductor's on-disk caches."""
+what the caller then loads from Inductor's on-disk caches; and the length-prefixed pickles
+they talk in (``read_message``, ``write_message``). The worker module itself is imported by
+nobody: ``python -m`` runs it fresh."""
 
 from __future__ import annotations
 
+import io
+import pickle
+import struct
 import sys
 
 import torch
@@ -117,3 +122,21 @@ def _views_as_reshapes(gm) -> None:
             changed = True
     if changed:
         gm.recompile()
+
+
+_HEADER = struct.Struct("<Q")
+
+
+def read_message(stream: io.BufferedIOBase):
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+def write_message(stream: io.BufferedIOBase, message) -> None:
+    data = pickle.dumps(message)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()

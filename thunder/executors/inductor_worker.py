@@ -16,30 +16,10 @@ calling a module or a ``torch.compile``d function meanwhile would see them.
 
 from __future__ import annotations
 
-import io
-import pickle
-import struct
 import sys
 import traceback
 
-from thunder.executors.inductor_compile import apply_settings, compile_program
-
-_HEADER = struct.Struct("<Q")
-
-
-def read_message(stream: io.BufferedIOBase):
-    """The next message, or None at the end of the stream."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(header)
-    return pickle.loads(stream.read(size))
-
-
-def write_message(stream: io.BufferedIOBase, message) -> None:
-    data = pickle.dumps(message)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
+from thunder.executors.inductor_compile import apply_settings, compile_program, read_message, write_message
 
 
 def program_from(source: str, modules: dict, ctx: dict, name: str):

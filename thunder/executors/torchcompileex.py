@@ -69,8 +69,13 @@ from thunder.core.tags import Tag
 from thunder.executors import torchex
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region
-from thunder.executors.inductor_compile import TensorGuards, compile_program, compile_settings
-from thunder.executors.inductor_worker import read_message, write_message
+from thunder.executors.inductor_compile import (
+    TensorGuards,
+    compile_program,
+    compile_settings,
+    read_message,
+    write_message,
+)
 from thunder.ops import prims
 
 # prim -> what kind of work it is (Inductor generates code for these)

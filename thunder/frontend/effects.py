@@ -35,6 +35,7 @@ from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.iterators import RefusedIterator, is_foreign_iterator
 from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.patches import replacements
 from thunder.frontend.python_calls import RecordedFile
@@ -253,6 +254,8 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
+                elif is_foreign_iterator(v):  # ``next(IT)``: refused, not frozen
+                    g[name] = self._swapped.setdefault(id(v), RefusedIterator(v, f"the global {name}"))
                 elif is_counter(v) and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
                     site = self._site(g, f"g_{g.get('__name__', 'globals')}")
@@ -272,6 +275,9 @@ class Effects:
                 cell.cell_contents = put
             elif isinstance(v, io.IOBase):
                 put = self._swapped.setdefault(id(v), RecordedFile(v))
+                cell.cell_contents = put
+            elif is_foreign_iterator(v):
+                put = self._swapped.setdefault(id(v), RefusedIterator(v, f"the closure variable {name}"))
                 cell.cell_contents = put
             elif is_counter(v) and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")

@@ -80,12 +80,12 @@ class InplaceWrites:
         return p
 
     @contextmanager
-    def writing(self, target, op: str):
-        """One write of ``target``'s storage made of several rebindings (a subclass value's
-        in-place op: its dispatch writes the inner tensors, then the value itself is rebound).
-        Yields the write: one whose ``changed`` the caller sets False changed no value and is
-        not counted."""
-        self.versions.begin(self.value_of(target).name, op, user_location())
+    def writing(self, targets: list, op: str):
+        """One write of each target's storage made of several rebindings (a subclass value's
+        in-place op: its dispatch writes the inner tensors, then the value itself is rebound;
+        ``torch._foreach_add_`` writes each tensor of its list). Yields the write: one whose
+        ``changed`` the caller sets False changed no value and is not counted."""
+        self.versions.begin([self.value_of(t).name for t in targets], op, user_location())
         write = _Write()
         try:
             yield write
@@ -107,7 +107,7 @@ class InplaceWrites:
         self._keepalive += [target, current]
         self.log.append((target, current, value))
         if self.versions.writing:
-            self.versions.bind(value.name, True)
+            self.versions.bind(value.name, True, current.name)
 
     def mark_op_start(self) -> None:
         """Called as each torch call begins: what it records is its own (an in-place op's write)."""
@@ -169,7 +169,9 @@ class InplaceWrites:
         self.latest[id(current)] = value
         self.log.append((original, current, value))
         if isinstance(value, TensorProxy):
-            self.versions.bind(value.name, value.name in self._made_since_op_start())
+            self.versions.bind(
+                value.name, value.name in self._made_since_op_start(), self._written_value(current)
+            )
         guessed = self.views.guessed_layouts
         if original.name in guessed or current.name in guessed:
             raise UnsupportedOpError(
@@ -211,6 +213,14 @@ class InplaceWrites:
             )
         finally:
             self._through_detach -= view.op is ltorch.detach
+
+    def _written_value(self, p: TensorProxy) -> str:
+        """The name of the value a write into ``p`` writes: ``p``'s, or for an inner tensor of
+        a subclass value, the value holding it (at the outermost level)."""
+        owner = self.subclasses.owner
+        while p.name in owner:
+            p = self.value_of(owner[p.name][0])
+        return p.name
 
     def read_for_write(self, p):
         """What an in-place op on ``p`` reads: ``p``, or a copy of it where ``p`` is (a view of)

@@ -450,18 +450,36 @@ class AcquisitionMode(TorchFunctionMode):
 
     def _foreach_inplace(self, func, name: str, args, kwargs):
         """``torch._foreach_add_(tensors, ...)``: the out-of-place op, each result written back
-        into its tensor; None, as eager returns."""
+        into its tensor; the list itself, as eager returns. Where a written tensor is also read
+        by a later position (``_foreach_addcmul_([y, z], [w, w], [z, y])``, a tensor listed
+        twice), one tensor at a time, in order, as eager's kernel writes them."""
         target = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
         if target is None:
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} is not supported (no thunder op for torch.{name[:-1]})"
                 + at(user_location())
             )
-        tensors = [self.state.inplace.read_for_write(t) for t in args[0]]
-        results = self._call(func, target, (tensors, *args[1:]), kwargs)
-        for t, r in zip(args[0], results):
+        written = args[0]
+        if not _foreach_reads_its_writes(written, args[1:], kwargs, self.state.views.root_of):
+            tensors = [self.state.inplace.read_for_write(t) for t in written]
+            results = self._call(func, target, (tensors, *args[1:]), kwargs)
+            for t, r in zip(written, results):
+                self.state.inplace.rebind(t, r, describe(func))
+            return written
+        n = len(written)
+
+        def at_index(a, i):
+            return [a[i]] if isinstance(a, (list, tuple)) and len(a) == n else a
+
+        for i, t in enumerate(written):
+            one = [self.state.inplace.read_for_write(self.state.inplace.current(t))]
+            # (what the earlier positions wrote: the arguments were resolved before them)
+            rest, kw = self.state.resolve(
+                (tuple(at_index(a, i) for a in args[1:]), {k: at_index(v, i) for k, v in kwargs.items()})
+            )
+            (r,) = self._call(func, target, (one, *rest), kw)
             self.state.inplace.rebind(t, r, describe(func))
-        return None
+        return written
 
     def _property(self, name: str, t):
         if name in _METADATA_PROPERTIES:
@@ -679,3 +697,21 @@ _AFTER_RESOLVING = {
     T.requires_grad_: _requires_grad_,
     T.copy_: _copy_,
 }
+
+
+def _foreach_reads_its_writes(written, others, kwargs, root_of) -> bool:
+    """Whether a tensor a foreach op writes is listed twice, or read by another argument (a
+    list's item or a single tensor) at a later position than where it is written; tensors
+    count as one where they are views of one value (``root_of``: ``y[0]`` twice)."""
+    where = {}
+    for i, t in enumerate(written):
+        key = root_of(t) if isinstance(t, TensorProxy) else id(t)
+        if key in where:
+            return True
+        where[key] = i
+    for a in (*others, *kwargs.values()):
+        items = a if isinstance(a, (list, tuple)) else [a] * len(written)
+        for j, x in enumerate(items):
+            if isinstance(x, TensorProxy) and where.get(root_of(x), j) < j:
+                return True
+    return False

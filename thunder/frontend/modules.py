@@ -33,6 +33,7 @@ import torch
 from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.trace import sanitize_name
+from thunder.frontend.backward_hooks import backward_hooks_outside, refuse_global_backward_hooks
 from thunder.frontend.fastpaths import FAST_PATHS
 from thunder.frontend.guards import (
     CALL_HOOKS,
@@ -175,6 +176,7 @@ class ModuleShadows:
         module scopes (``thunder/frontend/scopes.py``)."""
         inputs = self.state.inputs
         self.state.sharding.discover(module, scope_path)  # (modules sharded with FSDP2: frontend/fsdp.py)
+        jitted = root is None
         if root is None:
             root = AnyProxy(inputs.prologue.add_name("module"), type(module))
             inputs.module_proxy = root
@@ -198,7 +200,7 @@ class ModuleShadows:
                 if known.holder is not holder:
                     inputs.checks.add_check(pyops.check_is, holder, known.holder, always=True)
                 continue
-            record = self._make(mod, holder, path, prefix)
+            record = self._make(mod, holder, path, prefix, jitted=jitted and path == "")
             made.append(record)
         paths = self.paths
         for path, mod in module.named_modules(remove_duplicate=False):
@@ -216,10 +218,13 @@ class ModuleShadows:
             record.initial = dict(record.shadow.__dict__)
         return self.by_id[id(module)].shadow
 
-    def _make(self, mod, holder: AnyProxy, path: str, prefix: str) -> Shadow:
+    def _make(self, mod, holder: AnyProxy, path: str, prefix: str, jitted: bool = False) -> Shadow:
         inputs = self.state.inputs
         shadow = object.__new__(type(mod))
         d = dict(mod.__dict__)
+        outside = backward_hooks_outside(mod, path, jitted)
+        for name in outside:  # (the compiled module's own: run around the program, thunder/jit.py)
+            d[name] = type(d[name])()
         state, objects, as_inputs = {}, {}, set()
         nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None
         tensors = self.tensors
@@ -249,6 +254,8 @@ class ModuleShadows:
         hooks = {}
         for name in MODULE_MACHINERY:
             v = d.get(name)
+            if name in outside:
+                continue
             if isinstance(v, (dict, set)) and name not in ("_parameters", "_buffers", "_modules"):
                 d[name] = type(v)(v)  # hooks registered while tracing: the epilogue registers them
                 if isinstance(v, dict):
@@ -328,6 +335,7 @@ class ModuleShadows:
         return value
 
     def _guard_global_hooks(self) -> None:
+        refuse_global_backward_hooks()
         from torch.nn.modules import module as module_module
 
         inputs = self.state.inputs

@@ -195,7 +195,9 @@ class _Builder:
             self.rename(cur, name)
             return self.output(cur)
         if isinstance(v, torch.Tensor):
-            p = proxy_of(v)
+            # (a real subclass tensor from a closure or a global: the input it is)
+            traced = self.state.subclasses.traced_instance(v) if hasattr(self.state, "subclasses") else v
+            p = proxy_of(v if traced is None else traced)
             if p is not None and p.name in self._input_names:
                 # a subclass input is returned as itself: in-place writes are written back into it
                 # (and one the epilogue writes attributes of is already at hand there)

@@ -28,6 +28,21 @@ A subclass input whose inner tensors were written is written back when the call 
 computation copies the new value into it (``prims.copy_(t5, x)``, flattened into copies of
 the inner tensors written, or copied with autograd when the program has a backward); an
 inner tensor attribute the dispatch replaced is set on the caller's object by the epilogue.
+A real subclass instance from a closure or a global is an input of its own (as a plain
+tensor from outside is), written and written back the same way on every call.
+
+The other writes of the same kind:
+
+- ``torch._foreach_add_([a, b], 1)`` (an optimizer's foreach step): the dispatch gets the
+  whole list, and the aten foreach op it runs writes each inner tensor; its output is the new
+  value of each tensor of the list, and it returns the list itself, as eager does.
+- ``torch.add(a, b, out=x)``: the dispatch gets ``aten.add.out``, whose written inner tensor
+  holds what the functional overload gives. Eager's autograd differentiates no op with
+  ``out=``: with an argument requiring grad in grad mode it raises, as here.
+- A write through a view (``v = y[0]; v.mul_(w)``) changes the view and its base: the views
+  user code takes of subclass values are linked to their bases (``ViewLink``), so the
+  gradient of the base's new value is that of the view's new value written into its old one
+  (``WrittenThrough``, ``thunder/transforms/subclass_grad.py``).
 """
 
 from __future__ import annotations
@@ -36,8 +51,17 @@ import torch
 
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError, at
 from thunder.core.proxies import TensorProxy, proxies_in
+from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
-from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy, is_plain_tensor, proxy_of, same_context
+from thunder.core.subclass import (
+    WRITTEN_VALUES,
+    SubclassProxy,
+    ViewLink,
+    WrittenThrough,
+    is_plain_tensor,
+    proxy_of,
+    same_context,
+)
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.frontend.mode import _inplace_base
@@ -68,33 +92,70 @@ class Writes:
         return self.subclasses.state
 
     # -- the op -----------------------------------------------------------------------------
-    def write(self, func, args, kwargs, loc):
+    def write(self, func, args, kwargs, loc, target):
         """The in-place torch call ``func(*args, **kwargs)`` with a subclass value among its
-        arguments; returns what eager returns (the tensor written, or None for ``x[k] = v``)."""
+        arguments, writing ``target`` (its first argument, or its ``out=``); returns what eager
+        returns (the tensor written, the list of a foreach op, or None for ``x[k] = v``)."""
         state = self.state
         op = describe(func)
-        target = args[0] if args else None
+        if kwargs.get("out") is not None:
+            self._refuse_out(func, args, kwargs, loc)
         if func is T.requires_grad_:
             raise UnsupportedOpError(
                 f"thunder: {op} on a tensor subclass value inside the compiled function is not supported; set "
                 "requires_grad before the call" + at(loc)
             )
-        if not isinstance(target, torch.Tensor):  # (torch._foreach_add_ writes the tensors of a list)
+        # ``torch._foreach_add_([a, b], 1)`` writes each tensor of its list: the dispatch gets the
+        # whole list, as in eager, and each tensor is checked as one written by itself
+        each = list(target) if isinstance(target, (list, tuple)) else [target]
+        if not each or not all(isinstance(t, torch.Tensor) for t in each):
             raise UnsupportedOpError(
-                f"thunder: {op} on tensor subclass values is not supported yet (it writes the tensors of a "
-                f"{type(target).__qualname__}); write each tensor with its own in-place op" + at(loc)
+                f"thunder: {op} on tensor subclass values writes into a {type(target).__qualname__}, not a "
+                "tensor or a list of tensors; this is not supported" + at(loc)
             )
+        originals = [self._written_value(t, op, loc) for t in each]
+        # what the dispatch writes: the instance user code holds, or the one built for a real
+        # instance from a closure or a global (an input of its own, written back as arguments are)
+        traced = [
+            o if isinstance(t, TensorProxy) else self.subclasses.traced_instance(t)
+            for t, o in zip(each, originals)
+        ]
+        self.changed = False
+        with state.inplace.writing(originals, op) as write:
+            self.subclasses.call(
+                func, args, kwargs, loc, writes=traced if isinstance(target, (list, tuple)) else traced[0]
+            )
+            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
+            write.changed = self.changed
+        return None if func is T.__setitem__ else target
+
+    def _refuse_out(self, func, args, kwargs, loc) -> None:
+        """What eager refuses of ``func(..., out=x)`` before its dispatch runs: a tuple of
+        tensors for ``out`` (not traced), and any argument requiring grad in grad mode (eager's
+        autograd differentiates no op with ``out=``)."""
+        out = kwargs["out"]
+        if not isinstance(out, torch.Tensor):
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} with out= a {type(out).__qualname__} on tensor subclass values: "
+                "writing several results into given tensors is not supported; assign the results instead"
+                + at(loc)
+            )
+        if torch.is_grad_enabled() and any(_requires_grad(a) for a in tree_leaves((args, kwargs))):
+            raise RuntimeError(
+                f"thunder: {getattr(func, '__name__', describe(func))}(): functions with out=... arguments don't "
+                "support automatic differentiation, but one of the arguments requires grad (as eager PyTorch says)"
+                + at(loc)
+            )
+
+    def _written_value(self, target, op: str, loc):
+        """The value the in-place op ``op`` writes into ``target`` (the proxy of a subclass
+        instance, or a plain proxy), checked as eager's autograd checks a write."""
+        state = self.state
         if isinstance(target, TensorProxy):
             original = target
         else:
-            state.capture(target)  # (its value made current)
-            original = proxy_of(target)
-            if original is None:
-                raise UnsupportedOpError(
-                    f"thunder: {op} writes into a {type(target).__qualname__} from a closure or a global; in-place "
-                    "writes into tensor subclass values are supported on arguments and on values made in the "
-                    "function" + at(loc)
-                )
+            state.capture(target)  # (its value made current; a real instance from outside, an input)
+            original = proxy_of(self.subclasses.traced_instance(target))
         # eager's autograd checks the write above the dispatch
         state.inplace.refuse_leaf_write(original, op)
         value = state.inplace.value_of(original)
@@ -103,18 +164,16 @@ class Writes:
                 f"thunder: {op} writes into {value.name}: a leaf Variable that requires grad is being used in an "
                 "in-place operation (as eager PyTorch says)" + at(loc)
             )
-        self.changed = False
-        with state.inplace.writing(original, op) as write:
-            self.subclasses.call(func, args, kwargs, loc, writes=target)
-            # (a plain tensor written by a subclass's dispatch that left it as it was: no write)
-            write.changed = self.changed
-        return None if func is T.__setitem__ else target
+        return original
 
     def declare(self, sym, func, kwargs) -> None:
         """Note the functional form of the in-place subclass op ``sym`` (for its gradient)."""
         if sym in WRITTEN_VALUES:
             return
         name = getattr(func, "__name__", "")
+        if kwargs.get("out") is not None:  # (never differentiated: eager refuses out= then)
+            WRITTEN_VALUES[sym] = None
+            return
         if func is T.__setitem__:
             base = ltorch.setitem
         elif func is T.copy_:
@@ -123,6 +182,10 @@ class Writes:
             base = _without_inplace(TORCH_TO_THUNDER.get(func))
         elif name.startswith("__i"):  # ``x += y``: what ``x + y`` computes
             base = TORCH_TO_THUNDER.get(getattr(T, "__" + name[3:], None))
+        elif name.startswith("_foreach_"):  # ``torch._foreach_add_``: ``torch._foreach_add``'s values
+            base = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
+            WRITTEN_VALUES[sym] = None if base is None else _as_written_each(base)
+            return
         else:
             base = _inplace_base(name)
         WRITTEN_VALUES[sym] = None if base is None else _as_written(base)
@@ -161,12 +224,14 @@ class Writes:
         rebound = self._rebound(start)
         # (a dispatch may also replace an inner tensor attribute: no rebinding, a stale value)
         stale = [t for t in self.subclasses.instances if self.stale(t, state.inplace.value_of(proxy_of(t)))]
-        if not isinstance(call.writes, TensorProxy) and all(t is not call.writes for t in stale):
-            # eager's autograd counts the write, and differentiates it, even where the dispatch
-            # wrote only a temporary: the value written is a new one, of the same tensors
-            stale.insert(0, call.writes)
+        targets = list(call.writes) if isinstance(call.writes, (list, tuple)) else [call.writes]
+        for w in reversed(targets):
+            if not isinstance(w, TensorProxy) and all(t is not w for t in stale):
+                # eager's autograd counts the write, and differentiates it, even where the dispatch
+                # wrote only a temporary: the value written is a new one, of the same tensors
+                stale.insert(0, w)
         inside = {id(x) for t in stale for x in _inner_instances(t)}
-        outputs, changed = [], []
+        new_of, others, changed, olds = {}, [], [], {}
         for t in stale:
             if id(t) in inside:
                 continue  # rebuilt with the value holding it
@@ -181,12 +246,25 @@ class Writes:
                     f"thunder: {call.what} changes the shape, strides or dtype of a {t.__class__.__qualname__} in "
                     "place; this is not supported" + at(call.loc)
                 )
-            if t is call.writes:
-                outputs.insert(0, new)
-            else:
-                outputs.append(new)
-        if isinstance(call.writes, TensorProxy) and state.inplace.value_of(call.writes) is not call.writes:
-            outputs.insert(0, state.inplace.value_of(call.writes))  # a plain tensor the dispatch wrote
+            new_of[id(t)] = new
+            new.replaced = old
+            olds[old.name] = (old, new)
+            if all(t is not w for w in targets):
+                others.append(new)
+        _link_written(olds, [state.inplace.value_of(proxy_of(w)) for w in targets if proxy_of(w) is not None])
+        # the values written into the op's targets first, in order (a plain tensor the dispatch
+        # wrote among them), then those of other values the writes reached (views)
+        outputs = []
+        for w in targets:
+            if isinstance(w, TensorProxy):
+                if state.inplace.value_of(w) is not w:
+                    new = state.inplace.value_of(w)
+                    # (what it held before the op, as a subclass value's ``replaced`` says)
+                    new.replaced = next((c for o, c, _ in rebound if o is w), w)
+                    outputs.append(new)
+            elif id(w) in new_of:
+                outputs.append(new_of.pop(id(w)))
+        outputs += others
         # plain values of the function the dispatch wrote, not held by a value rebuilt above
         held = {p.name for _, new in changed for p in new.leaves()}
         visible = None
@@ -363,23 +441,72 @@ class Writes:
                 sets.append((p, n, x))
 
 
+def _link_written(olds: dict, targets: list) -> None:
+    """How each value an in-place op rebuilt follows from the others, for its gradient
+    (``WrittenThrough``), where the op wrote through a view user code took (``v = y[0];
+    v.mul_(w)``): ``y``'s new value is ``v``'s written into its old one, and another view of
+    ``y`` is taken again of that. ``olds``: old value name -> (old value, new value); the
+    views' links move to the new values, so a later write through them is linked too."""
+    below: dict[str, SubclassProxy] = {}  # a base the op wrote through -> the view below it
+    for t in targets:
+        c = t
+        while c.view_of is not None and c.name in olds and c.view_of.base.name in olds:
+            below.setdefault(c.view_of.base.name, c)
+            c = c.view_of.base
+    written = {t.name for t in targets}  # (their values are the op's own)
+    for name, (old, new) in olds.items():
+        if name in written:
+            pass
+        elif name in below:
+            c = below[name]
+            new.written_through = WrittenThrough("base", c.view_of, olds[c.name][1], old)
+        elif old.view_of is not None and old.view_of.base.name in olds:
+            new.written_through = WrittenThrough("view", old.view_of, olds[old.view_of.base.name][1], old)
+        link = old.view_of
+        if link is not None:
+            base = olds.get(link.base.name, (None, link.base))[1]
+            new.view_of = ViewLink(base, link.op, link.args, link.kwargs)
+
+
 def _as_written(base):
     """``base`` (a torch-language op) giving the value its first argument holds after the
     in-place op: of that tensor's dtype and shape, and in its autograd graph."""
 
     def value(*args, **kwargs):
-        target = args[0]
-        v = base(*args, **kwargs)
-        if isinstance(v, TensorProxy):
-            if v.meta_dtype is not target.meta_dtype:
-                v = prims.convert_element_type(v, target.meta_dtype)
-            if v.meta_shape != target.meta_shape:
-                v = ltorch.expand(v, target.meta_shape)
-            if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
-                v = ltorch.in_graph_of(v, target)
-        return v
+        return _held(args[0], base(*args, **kwargs))
 
     return value
+
+
+def _as_written_each(base):
+    """``base`` (a torch-language foreach op) giving the values the tensors of its first
+    argument, a list, hold after the in-place foreach op (each as ``_as_written`` gives it).
+    Of the arguments as given: eager's autograd links the op to its inputs as the call begins,
+    so a tensor that reads what an earlier one wrote (eager's kernel writes them in order)
+    gets its gradient as if it read the value from before."""
+
+    def values(tensors, *args, **kwargs):
+        return tuple(_held(t, v) for t, v in zip(tensors, base(tensors, *args, **kwargs), strict=True))
+
+    return values
+
+
+def _held(target, v):
+    """The value ``v`` computed for ``target`` as ``target`` holds it once written."""
+    if isinstance(v, TensorProxy):
+        if v.meta_dtype is not target.meta_dtype:
+            v = prims.convert_element_type(v, target.meta_dtype)
+        if v.meta_shape != target.meta_shape:
+            v = ltorch.expand(v, target.meta_shape)
+        if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
+            v = ltorch.in_graph_of(v, target)
+    return v
+
+
+def _requires_grad(a) -> bool:
+    if isinstance(a, TensorProxy):
+        return a.meta_requires_grad
+    return isinstance(a, torch.Tensor) and a.requires_grad
 
 
 def _without_inplace(op):

@@ -52,7 +52,7 @@ from thunder.core.printing import output_str, type_comment
 from thunder.core.proxies import TensorProxy, dispatch_hook
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
-from thunder.core.subclass import SubclassProxy, attach, is_plain_tensor, proxy_of, subclass_name
+from thunder.core.subclass import SubclassProxy, ViewLink, attach, is_plain_tensor, proxy_of, subclass_name
 from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, register
 from thunder.core.tags import Tag
 from thunder.frontend.mode import (
@@ -67,8 +67,8 @@ from thunder.frontend.subclass_writes import Writes
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
 from thunder.ops import python as pyops
-from thunder.ops.aten import ADD_AN_OP, ATEN, written_value
-from thunder.ops.langs import resolve_path
+from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
+from thunder.ops.langs import TORCH_TO_THUNDER, resolve_path
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -383,8 +383,28 @@ class Subclasses:
         if proxy_of(t) is not None:
             return self.current_value(t)
         if not _holds_traced(t):
-            return None  # (a real subclass tensor: an input of its own, refused there if it must be)
+            # a real subclass tensor: an input of its own (refused there if it must be), whose
+            # value user code's in-place ops may have changed since it was captured
+            traced = self._captured_instance(t)
+            return None if traced is None else self.current_value(traced)
         return self._unflatten(t, top_level=True)
+
+    def _captured_instance(self, t):
+        """The instance built for the real subclass tensor ``t`` from a closure, a global or an
+        object, once it is an input (None before)."""
+        inputs = getattr(self.state, "inputs", None)
+        if inputs is None:
+            return None
+        traced = inputs.captured.get(id(t))
+        if traced is None:
+            traced = inputs.seen.get(id(t))
+        return traced if isinstance(traced, torch.Tensor) and proxy_of(traced) is not None else None
+
+    def traced_instance(self, t):
+        """The instance whose tensors hold the value of the subclass tensor ``t``: ``t`` itself
+        (an argument's, or made while tracing), or the one built for a real instance from
+        outside (an input of its own)."""
+        return t if proxy_of(t) is not None else self._captured_instance(t)
 
     def current_value(self, t) -> SubclassProxy:
         """The value the subclass instance ``t`` of the trace holds now: after in-place ops on
@@ -471,21 +491,17 @@ class Subclasses:
             with torch._C.DisableTorchFunction():
                 return mode._handle(func, args, kwargs)
         loc = user_location()
-        if kwargs.get("out") is not None:
-            cls = next(type(a) for a in tree_leaves((args, kwargs)) if _is_subclass_value(a))
-            raise UnsupportedOpError(
-                f"thunder: {describe(func)} with out= on a {cls.__qualname__}: writing a result into a given "
-                "tensor is not supported for tensor subclasses yet; assign the result instead" + at(loc)
-            )
         if autocast_on():
             raise UnsupportedOpError(
                 f"thunder: {describe(func)} runs under torch.autocast, which thunder does not support yet"
                 + at(loc)
             )
         self.state.inplace.mark_op_start()
+        if kwargs.get("out") is not None:  # ``torch.add(a, b, out=x)``: a write into x
+            return self.writes.write(func, args, kwargs, loc, kwargs["out"])
         inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
         if inplace or kwargs.get("inplace") is True:
-            return self.writes.write(func, args, kwargs, loc)
+            return self.writes.write(func, args, kwargs, loc, args[0] if args else None)
         return self.call(func, args, kwargs, loc)
 
     def call(self, func, args, kwargs, loc: SourceLocation | None, writes=None):
@@ -505,7 +521,8 @@ class Subclasses:
                 if isinstance(p, SubclassProxy):
                     cls = cls or p.subclass
                     # the instance user code holds: its tensors hold ``p``'s inner values
-                    rleaves.append(v if proxy_of(v) is not None else p.instance)
+                    traced = self.traced_instance(v)
+                    rleaves.append(p.instance if traced is None else traced)
                 else:
                     rleaves.append(p)
             elif isinstance(v, DynamicNumber):
@@ -535,6 +552,8 @@ class Subclasses:
             _ACTIVE.call = prev
         for t, new in call.changed:  # (an in-place op's) the values written hold them from here on
             state.inplace.rebind_value(proxy_of(t), new)
+        if writes is None:
+            _link_view(func, pargs, pkwargs, call.result)
         return call.result
 
     def _run(self, call: _Call, pargs, pkwargs):
@@ -630,6 +649,12 @@ class Subclasses:
                 "torch.where" + where
             )
         writes = func._schema.is_mutable
+        # ``aten.add.out(a, b, out=o)`` writes what ``aten.add.Tensor(a, b)`` gives into ``o``
+        into = out_value(func) if writes else None
+        if into is not None and isinstance(kwargs.get(into[1]), TensorProxy):
+            return self._record_out(call, func, into, args, kwargs, where)
+        if into is not None and _is_subclass_value(kwargs.get(into[1])):
+            return NotImplemented  # (torch asked the proxy first: the subclass's turn, as below)
         sym = written_value(func) if writes else ATEN.get(func)
         if sym is None:
             raise UnsupportedOpError(
@@ -638,7 +663,14 @@ class Subclasses:
             )
         if writes:
             written = [a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments]
-            if sum(written) != 1 or not written[0] or not isinstance(args[0], TensorProxy):
+            # (``aten._foreach_add_.Scalar`` writes each tensor of its first argument, a list)
+            each = args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]
+            if (
+                sum(written) != 1
+                or not written[0]
+                or not each
+                or not all(isinstance(a, TensorProxy) for a in each)
+            ):
                 raise UnsupportedOpError(
                     f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func}, which writes into "
                     + ("an argument other than its first (or into several)" if args else "its output")
@@ -647,6 +679,13 @@ class Subclasses:
                 )
         state = self.state
         target = args[0] if writes else None
+        if isinstance(target, (list, tuple)) and _in_order(list(target), args[1:], kwargs):
+            # eager's foreach kernel writes the tensors one after the other: a later one reads
+            # the new value of an earlier one (``_foreach_addcmul_([y, z], [w, w], [z, y])``)
+            for i in range(len(target)):
+                each, kw = _element_of(args, kwargs, i)
+                self._record_aten(call, func, tuple(each), kw)
+            return None
         leaves, spec = tree_flatten((args, kwargs))
         for i, v in enumerate(leaves):
             if isinstance(v, TensorProxy):
@@ -668,6 +707,10 @@ class Subclasses:
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on
+            if isinstance(target, (list, tuple)):
+                for t, v in zip(target, out, strict=True):
+                    state.inplace.rebind(t, v, call.what)
+                return None  # (as the foreach op returns nothing)
             state.inplace.rebind(target, out, call.what)
             return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
@@ -679,6 +722,26 @@ class Subclasses:
                     if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                         views.add(View(args[0], sym, tuple(args[1:]), dict(kwargs), i, leaf, func))
         return out
+
+    def _record_out(self, call: _Call, func, into: tuple, args, kwargs, where: str):
+        """``aten.add.out(a, b, out=o)`` run by a dispatch: the functional overload's value,
+        which the written inner tensor ``o`` holds from now on (of the same shape: eager's
+        resizing of ``o`` is not traced)."""
+        twin, name = into
+        kwargs = dict(kwargs)
+        target = kwargs.pop(name)
+        out = self._record_aten(call, twin, args, kwargs)
+        if out is NotImplemented:
+            return out
+        if not isinstance(out, TensorProxy) or out.meta_shape != target.meta_shape:
+            raise UnsupportedOpError(
+                f"thunder: {call.cls.__qualname__}.__torch_dispatch__ calls {func} with {name}= of shape "
+                f"{tuple(target.meta_shape)} for a result of shape "
+                f"{tuple(getattr(out, 'meta_shape', ()))}: eager resizes {name}, which is not supported"
+                + where
+            )
+        self.state.inplace.rebind(target, out, call.what)
+        return target  # (an out= aten op returns the tensor written)
 
     def _view_layout(self, func, args, kwargs, where: str) -> None:
         """A view the dispatch takes of an inner tensor of an input: taken of a meta tensor
@@ -695,6 +758,44 @@ class Subclasses:
             func(layout, *args[1:], **kwargs)
         except RuntimeError as e:
             raise RuntimeError(f"thunder: {func}: {e}" + where) from e
+
+
+def _element_of(args, kwargs, i: int) -> tuple[list, dict]:
+    """The ``i``-th tensor's part of a foreach aten op's arguments: each list's entry (as a
+    one-entry list), other values as they are."""
+
+    def one(v):
+        return [v[i]] if isinstance(v, (list, tuple)) else v
+
+    return [one(v) for v in args], {n: one(v) for n, v in kwargs.items()}
+
+
+def _in_order(tensors: list, args, kwargs) -> bool:
+    """Whether an in-place foreach aten op over ``tensors`` runs tensor by tensor, as eager's
+    kernel does, to give eager's values: it writes one tensor twice, or reads one as another's
+    operand after writing it."""
+    if len({id(t) for t in tensors}) != len(tensors):
+        return True
+    for i in range(1, len(tensors)):
+        before = {id(t) for t in tensors[:i]}
+        for v in (*args, *kwargs.values()):
+            if id(v[i] if isinstance(v, (list, tuple)) else v) in before:
+                return True
+    return False
+
+
+def _link_view(func, pargs, pkwargs, result) -> None:
+    """A view user code took of a subclass value (``v = y[0]``): noted on the view's value,
+    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``)."""
+    try:
+        op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
+    except TypeError:  # an unhashable callable
+        return
+    if Tag.VIEW not in getattr(op, "tags", ()) or not pargs or not isinstance(pargs[0], SubclassProxy):
+        return
+    p = proxy_of(result) if isinstance(result, torch.Tensor) else None
+    if p is not None and p is not pargs[0]:
+        p.view_of = ViewLink(pargs[0], op, tuple(pargs[1:]), dict(pkwargs))
 
 
 def _is_subclass_value(a) -> bool:

@@ -75,6 +75,13 @@ class Views:
             return None
         return m
 
+    def root_of(self, p: TensorProxy) -> str:
+        """The name of the value ``p`` is (a chain of views of): two values with one root
+        may share memory."""
+        while (view := self.by_name.get(p.name)) is not None and view.value is p:
+            p = view.base
+        return p.name
+
     def is_input_view(self, p: TensorProxy) -> bool:
         """``p`` is an input or (a chain of views of) one: its eager layout is the caller's."""
         while (view := self.by_name.get(p.name)) is not None and view.value is p:

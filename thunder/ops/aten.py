@@ -492,6 +492,23 @@ def written_value(overload) -> Symbol | None:
     return ATEN.get(twin) if isinstance(twin, torch._ops.OpOverload) else None
 
 
+def out_value(overload) -> tuple[torch._ops.OpOverload, str] | None:
+    """For an overload writing one keyword argument (``add.out``: ``out``): its functional
+    overload of the same other arguments (``add.Tensor``, which has a symbol), whose result the
+    write leaves there, and the written argument's name; None if there is none."""
+    arguments = overload._schema.arguments
+    written = [a for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    if len(written) != 1 or not written[0].kwarg_only or str(written[0].type) != "Tensor":
+        return None
+    want = [(a.name, str(a.type)) for a in arguments if a is not written[0]]
+    packet = overload.overloadpacket
+    for name in packet.overloads():
+        twin = getattr(packet, name)
+        if twin in ATEN and [(a.name, str(a.type)) for a in twin._schema.arguments] == want:
+            return twin, written[0].name
+    return None
+
+
 def _slice_back(base, dim=0, start=None, end=None, step=1, *, value):
     d = canonical_dim(dim, len(shape_of(base)), "aten.slice")
     return ltorch.setitem(base, (slice(None),) * d + (slice(start, end, step),), value)
@@ -517,6 +534,37 @@ VIEW_WRITES = {
     slice_Tensor: _slice_back,
     alias_default: lambda base, *, value: value,
 }
+
+
+# -- foreach ---------------------------------------------------------------------------------
+def _declare_foreach(sym: Symbol) -> None:
+    """The overloads of ``aten._foreach_<name>`` for the torch-language ``sym``
+    (``ltorch.foreach_add``), sharing its decomposition: the one elementwise op over each tensor
+    of the list, returning a list as aten does. A subclass's dispatch receives them for
+    ``torch._foreach_add_`` on subclass values (an optimizer's foreach step), and writes its
+    inner tensors with their in-place forms. Declared: the overloads whose operands are lists
+    and numbers (``Scalar``, ``List``, ``ScalarList``), not those taking one tensor operand."""
+    packet = getattr(A, sym.torch_impl.rsplit(".", 1)[1])
+
+    def decomposition(*args, **kwargs):
+        return list(sym.decomposition(*args, **kwargs))
+
+    for name in packet.overloads():
+        overload = getattr(packet, name)
+        arguments = overload._schema.arguments
+        if (
+            not arguments
+            or str(arguments[0].type) != "List[Tensor]"
+            or any(str(a.type) == "Tensor" for a in arguments)
+            or any(a.alias_info is not None and a.alias_info.is_write for a in arguments)
+        ):
+            continue
+        aten(overload, tags=(Tag.ELEMENTWISE,))(decomposition)
+
+
+for _sym in vars(ltorch.foreach).values():
+    if isinstance(_sym, Symbol) and (_sym.torch_impl or "").startswith("torch._foreach_"):
+        _declare_foreach(_sym)
 
 
 # -- calls of a whole op (``torch.ops.aten.add(a, b)``) ---------------------------------------

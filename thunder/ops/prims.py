@@ -609,7 +609,7 @@ sort = _prim("sort", _sort_meta)
 
 # -- gradients of the windowed ops -----------------------------------------------------------
 # A convolution or pooling window has no useful decomposition into elementwise prims, so its
-# gradient is a prim too (``thunder/ops/vjp.py`` uses them).
+# gradient is a prim too (the rules in ``thunder/ops/vjp/linalg.py`` use them).
 def _convolution_backward_meta(grad, a, weight, bias, stride, padding, dilation, groups):
     """(grad input, grad weight) and, when ``bias`` (a bool) says there is one, grad bias."""
     out = (

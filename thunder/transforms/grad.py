@@ -176,8 +176,7 @@ class _Backprop:
                 where = f" (inside {t.sym.id})" if t is not b else ""
                 raise NoVJPError(
                     f"thunder: cannot differentiate {b.sym.id}{where}: it has no VJP rule "
-                    "(thunder/ops/vjp.py); compute it under torch.no_grad() or detach its input"
-                    + at(t.source)
+                    "(thunder/ops/vjp/); compute it under torch.no_grad() or detach its input" + at(t.source)
                 )
 
     def _replay(self, b: BoundSymbol) -> None:

@@ -40,6 +40,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import ltorch
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import VIEW_WRITES
 
 
 class SubclassGradError(ThunderError, NotImplementedError):
@@ -111,9 +112,11 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
     try:
         with tracectx(scratch), torch.enable_grad():
             out = target(*b.args, **b.kwargs)
+            got, want = tree_leaves(out), tree_leaves(b.output)
+            if written and len(got) < len(want):  # a write through a view: the values it reached
+                got = _through_views(got, want)
     except Exception as e:  # (an op whose torch-language form refuses these arguments)
         raise SubclassGradError(f"thunder: cannot differentiate {b.sym.id}: {e}" + at(b.source)) from e
-    got, want = tree_leaves(out), tree_leaves(b.output)
     inputs = {p.name for p in proxies_in((b.args, b.kwargs))}
     if (
         not scratch.bound_symbols
@@ -129,23 +132,61 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
     return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
 
 
+def _through_views(got: list, want: list) -> list:
+    """The values an in-place op into a view gave beyond those it wrote (``got``, for the first
+    of ``want``): each base the view was taken of holds the view's new value written into its
+    old one (``ltorch.setitem(y, 0, v)`` for ``v = y[0]``), each other view of such a base is
+    taken again of its new value (``WrittenThrough``, noted by acquisition). Recorded in the
+    current trace; ``got`` as it is where a value cannot be given so."""
+    values = {w.name: g for g, w in zip(got, want)}
+    pending = list(want[len(got) :])
+    while pending:
+        w = next((w for w in pending if _source_of(w) in values), None)
+        if w is None:
+            return got
+        how = w.written_through
+        link, source = how.link, values[how.source.name]
+        if how.kind == "base":
+            write = VIEW_WRITES.get(link.op)
+            if write is None:
+                return got
+            values[w.name] = write(how.old, *link.args, value=source, **link.kwargs)
+        else:
+            values[w.name] = link.op(source, *link.args, **link.kwargs)
+        pending = [p for p in pending if p is not w]
+    return [values[w.name] for w in want]
+
+
+def _source_of(w) -> str | None:
+    how = getattr(w, "written_through", None)
+    return None if how is None else how.source.name
+
+
 def _written_without_grad(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
-    """An in-place op under ``torch.no_grad()`` into a value that requires grad: eager leaves
-    the value's history alone, so the gradient of what it holds afterwards passes to what it
-    held before unchanged (as a plain tensor's write through ``.detach()``)."""
+    """An in-place op under ``torch.no_grad()`` into values that require grad: eager leaves
+    their history alone, so the gradient of what each holds afterwards passes to what it held
+    before unchanged (as a plain tensor's write through ``.detach()``). Of several values (a
+    foreach op's tensors, a view and its base), each subclass value knows the one it replaced."""
+    outs = tree_leaves(b.output)
     target = b.args[0] if b.args else None
-    if not (
-        isinstance(b.output, TensorProxy) and isinstance(target, TensorProxy) and target.meta_requires_grad
-    ):
+    before = [target] if isinstance(b.output, TensorProxy) else [getattr(o, "replaced", None) for o in outs]
+    if not all(isinstance(p, TensorProxy) for p in before) or not any(p.meta_requires_grad for p in before):
         raise SubclassGradError(
-            f"thunder: {b.sym.id} writes under torch.no_grad() into several tensor subclass values (views of one "
-            "another) that require grad; thunder does not trace gradients through such a write" + at(b.source)
+            f"thunder: {b.sym.id} writes under torch.no_grad() into several values (views of one another, or a "
+            "foreach op's tensors) that require grad, not all of them tensor subclass values; thunder does not "
+            "trace gradients through such a write" + at(b.source)
         )
-    held = _like(b.output, trace.add_name(f"{b.output.name}_written"), trace)
-    through = BoundSymbol(
-        ltorch.write_through_detach, (target, held), {}, b.output, source=b.source, scope=b.scope
-    )
-    return [b.from_bsym(output=held), through]
+    held, through = {}, []
+    for o, old in zip(outs, before, strict=True):
+        if old.meta_requires_grad:
+            held[o.name] = _like(o, trace.add_name(f"{o.name}_written"), trace)
+            through.append(
+                BoundSymbol(
+                    ltorch.write_through_detach, (old, held[o.name]), {}, o, source=b.source, scope=b.scope
+                )
+            )
+    output = tree_map(lambda v: held.get(v.name, v) if isinstance(v, Proxy) else v, b.output)
+    return [b.from_bsym(output=output), *through]
 
 
 def has_subclass_ops(bsyms: list[BoundSymbol]) -> bool:

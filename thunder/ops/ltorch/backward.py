@@ -4,7 +4,7 @@
 Each mirrors a ``torch.ops.aten`` backward kernel argument for argument, so the torch
 executor runs it as that one kernel (``torch_impl``), while its decomposition into prims is
 what fusion executors see and what the op database checks against the kernel. No user code
-calls these: only the rules in ``thunder/ops/vjp.py`` do, so none is mapped to a torch
+calls these: only the VJP rules in ``thunder/ops/vjp/`` do, so none is mapped to a torch
 callable.
 """
 

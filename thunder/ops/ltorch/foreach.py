@@ -13,7 +13,8 @@ import torch
 from thunder.core.tags import Tag
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch import elementwise as ew
-from thunder.ops.meta import ShapeError
+from thunder.ops.ltorch import shape
+from thunder.ops.meta import ShapeError, shape_of
 
 
 def _spread(operand, n: int, op: str, what: str) -> list:
@@ -23,6 +24,19 @@ def _spread(operand, n: int, op: str, what: str) -> list:
             raise ShapeError(f"{op}: {what} has {len(operand)} entries, the tensor list {n}")
         return list(operand)
     return [operand] * n
+
+
+def _per_tensor_scalars(scalars, n: int, op: str, what: str) -> list:
+    """One number per tensor: a number, a list of numbers, or (as AdamW's foreach step passes
+    them) a 1-D tensor of ``n`` values, whose ``i``-th element is taken as a 0-d tensor."""
+    if not isinstance(scalars, torch.Tensor):
+        return _spread(scalars, n, op, what)
+    if len(shape_of(scalars)) != 1 or shape_of(scalars)[0] != n:
+        raise ShapeError(
+            f"{op}: {what} given as a tensor must be 1-D with one value per tensor ({n}), got shape "
+            f"{tuple(shape_of(scalars))}"
+        )
+    return [shape.select(scalars, 0, i) for i in range(n)]
 
 
 def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None):
@@ -44,9 +58,7 @@ def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None
         spread = [_spread(o, len(tensors), op, f"operand {i + 1}") for i, o in enumerate(operands)]
         per_tensor = {}
         if scalar is not None and scalar in kwargs:
-            if isinstance(kwargs[scalar], torch.Tensor):
-                raise ShapeError(f"{op}: {scalar} given as a tensor is not supported; pass numbers")
-            per_tensor = {scalar: _spread(kwargs.pop(scalar), len(tensors), op, scalar)}
+            per_tensor = {scalar: _per_tensor_scalars(kwargs.pop(scalar), len(tensors), op, scalar)}
         return tuple(
             fn(t, *(s[i] for s in spread), **kwargs, **{k: v[i] for k, v in per_tensor.items()})
             for i, t in enumerate(tensors)

@@ -338,7 +338,7 @@ def write_through_detach(base, value):
     """What ``base`` holds after a write into ``base.detach()`` (or ``base.data``): the
     values written, with ``base``'s autograd history kept as it was (eager's write leaves
     it alone, so the gradient passes to the old value unchanged: the VJP rule in
-    thunder/ops/vjp.py)."""
+    thunder/ops/vjp/shape.py)."""
     everywhere = prims.full(shape_of(base), True, dtype=torch.bool, device=device_of(base))
     return prims.where(everywhere, value, base)
 

@@ -107,9 +107,10 @@ def angle(a):
     if dtype_of(a).is_complex:
         raise ShapeError(f"torch.angle: complex tensors are not supported, got {dtype_of(a)}")
     a = _float(a)
-    # NaN where NaN, else 0 (not ``a * 0``: that is NaN at +-inf, where eager gives 0 and pi)
-    nan_or_zero = prims.where(prims.isnan(a), a, 0)
-    return prims.where(prims.lt(a, 0), math.pi, nan_or_zero)
+    # zeros from ``a`` (its result requires grad, as eager's, with a zero gradient everywhere), but
+    # not ``a * 0``: that is NaN at +-inf, where eager gives 0 and pi
+    zeros = prims.mul(prims.where(prims.isinf(a), 0, a), 0)
+    return prims.where(prims.isnan(a), math.nan, prims.where(prims.lt(a, 0), math.pi, zeros))
 
 
 @torchsymbol(torch.polygamma, torch.special.polygamma, torch_impl="torch.polygamma", tags=_EW)
