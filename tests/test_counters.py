@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 
+import pytest
 import torch
 
 import thunder
@@ -486,3 +487,31 @@ def test_a_counter_on_an_object_read_through_a_global_compiles_twice():
         torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), float(i)))
         assert type(STEPS.step) is int and STEPS.step == i
     assert thunder.compile_stats(jf).cache_misses == 2
+
+
+class Failing(Holder):
+    def __init__(self):
+        super().__init__()
+        self.fail = False
+
+    def forward(self, x):
+        self.state.step += 1
+        if self.fail:
+            raise ValueError("the user's own error")
+        return x * self.state.step
+
+
+def test_a_trace_that_fails_leaves_the_counter_an_int_and_a_value():
+    m = Failing()
+    jm = thunder.jit(m)
+    for _ in range(3):
+        jm(torch.ones(2))
+    m.fail = True
+    with pytest.raises(ValueError, match="own error"):
+        jm(torch.ones(2))
+    assert type(m.state.step) is int and m.state.step == 3  # (the traces' writes are put back)
+    m.fail = False
+    for i in range(4, 8):
+        torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(m.state.step) is int and m.state.step == i
+    assert thunder.compile_stats(jm).cache_misses <= 3  # the counter is still a value after the error

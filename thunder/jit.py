@@ -324,13 +324,18 @@ class ThunderFunction:
         except Exception:
             if not self._dynamic:
                 raise
-            # a counter traced as a value reached code that needs a plain int (a C torch
+            # a counter traced as a value reached code that needs a plain number (a C torch
             # function such as torch.arange parses its arguments before thunder sees them):
-            # trace again with every int specialised, and keep them so
+            # trace again with every number specialised, and keep them so
+            before = set(self._dynamic), set(self._static)
             self._static |= self._dynamic
             self._dynamic.clear()
             t0 = time.perf_counter()
-            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
+            try:
+                acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
+            except Exception:  # the code's own error (also with the numbers specialised): they stay values
+                self._dynamic, self._static = before
+                raise
         acquired.computation.provenance = None
         bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
         history = History.start(bundle, time.perf_counter() - t0)

@@ -244,6 +244,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         leaked = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
+                state.shadows.put_counters()  # (counters on objects modules hold: frontend/numbers.py)
                 effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
                 with (
                     module_scopes(comp, state.shadows.paths),

@@ -271,10 +271,12 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
     for label, obj in reads.objects.values():  # (by identity through the checks above; their state here)
         obj.holder = holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj))
         d = object.__getattribute__(obj.obj, "__dict__")
-        for attr, v in d.items():  # a counter that changed between calls (frontend/numbers.py)
+        for attr in d:  # a counter that changed between calls (frontend/numbers.py)
             key = object_counter_key(label, attr)
-            if is_counter(v) and key in inputs.dynamic:  # (put in the object by effects.substitute)
-                obj.counters[attr] = inputs.dynamic_number(v, key, Unpack(obj.holder, "attr", attr))
+            if inputs.is_object_counter(obj.obj, attr, key):  # (put in the object by effects.substitute)
+                obj.counters[attr] = inputs.object_counter(
+                    obj.obj, attr, key, Unpack(obj.holder, "attr", attr)
+                )
         guard_object_state(inputs, obj.holder, obj)
     return checks
 

@@ -228,10 +228,7 @@ class Effects:
         slots of the objects with slots it may write), and the counters traced as values in
         the objects that hold them (``ObjectState.restore`` puts the numbers back)."""
         for _, obj in reads.objects.values():
-            d = object.__getattribute__(obj.obj, "__dict__")
-            for attr, put in obj.counters.items():
-                if d.get(attr) is obj.originals.get(attr):  # (not one a module's shadow put there)
-                    d[attr] = put
+            obj.put_counters()
         for g, values in reads.globals.values():
             for name in values:
                 self._note_slots(g.get(name))

@@ -162,6 +162,13 @@ class ObjectState:
     counters: dict[str, Any] = dataclasses.field(default_factory=dict)
     holder: AnyProxy | None = None  # its prologue name, when a counter made it before tracing
 
+    def put_counters(self) -> None:
+        """Put the counters in the object (as the trace begins; ``restore`` takes them out)."""
+        d = object.__getattribute__(self.obj, "__dict__")
+        for attr, put in self.counters.items():
+            if d.get(attr) is self.originals.get(attr):  # (once: another path may have put it)
+                d[attr] = put
+
     def restore(self, writes: list | None = None) -> str | None:
         """Put back what the trace changed of the object (forward writes into the user's own
         object, which its module's shadow shares); the first attribute changed, or None.

@@ -71,6 +71,8 @@ class Inputs:
         # id(a globals dict or closure cell the code reads) -> the name of its check's holder
         self.global_holders: dict[int, str] = {}
         self.number_inputs: list[NumberProxy] = []  # their proxies
+        # (id(a plain object), attribute) -> its counter: one, whichever path meets it first
+        self.object_counters: dict[tuple[int, str], DynamicNumber] = {}
         self.specialized: list[NumberProxy] = []  # those whose value the trace came to rely on
         # (id(holder), attribute) -> the name of the literal read there: what a write replaces
         self.literal_names: dict[tuple[int, str], str] = {}
@@ -282,6 +284,21 @@ class Inputs:
         self.checks.add_check(pyops.check_type, p, type(v))
         self.number_inputs.append(p)
         return DynamicNumber(p, v, (p,), self)
+
+    def is_object_counter(self, obj, attr: str, key: str) -> bool:
+        """Whether ``obj.attr`` is traced as a value: a number under a key a miss made dynamic,
+        or one another path to the object made a counter."""
+        v = object.__getattribute__(obj, "__dict__").get(attr)
+        return is_counter(v) and (key in self.dynamic or (id(obj), attr) in self.object_counters)
+
+    def object_counter(self, obj, attr: str, key: str, unpack: Unpack) -> DynamicNumber:
+        """The counter ``obj.attr`` traced as a value (an object two modules, or a module and a
+        global, hold has one); put in the object once the trace begins (``ObjectState``)."""
+        d = self.object_counters.get((id(obj), attr))
+        if d is None:
+            v = object.__getattribute__(obj, "__dict__")[attr]
+            d = self.object_counters[(id(obj), attr)] = self.dynamic_number(v, key, unpack)
+        return d
 
     def specialize(self, d) -> None:
         """``d`` (a DynamicNumber) was used for its value: check the inputs it came from."""

@@ -517,16 +517,23 @@ class ModuleShadows:
             self._guard_object(holding[attr], key, obj, "item")
 
     def _held_counters(self, holder: AnyProxy, name: str, obj: ObjectState) -> None:
-        """Put a DynamicNumber in the object the attribute ``name`` holds for each int or float
-        attribute that changed between calls (``self.state.step += 1``: frontend/numbers.py);
-        the object's restore puts the numbers back."""
+        """A DynamicNumber for each int or float attribute of the object the attribute ``name``
+        holds that changed between calls (``self.state.step += 1``: frontend/numbers.py); put in
+        the object as the trace begins (``put_counters``), taken out by its restore."""
         inputs = self.state.inputs
         d = object.__getattribute__(obj.obj, "__dict__")
-        for attr, v in list(d.items()):
+        for attr in d:
             key = sanitize_name(f"{holder.name}_{name}_{attr}")
-            if is_counter(v) and key in inputs.dynamic:
+            if inputs.is_object_counter(obj.obj, attr, key):
                 at = held_object_holder(inputs, holder, name, obj)
-                d[attr] = obj.counters[attr] = inputs.dynamic_number(v, key, Unpack(at, "attr", attr))
+                obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(at, "attr", attr))
+
+    def put_counters(self) -> None:
+        """Put the counters traced as values in the objects the modules hold (in the ``try``
+        whose ``finally`` restores them)."""
+        for record in self.order:
+            for obj in record.objects.values():
+                obj.put_counters()
 
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
         holder = guard_held_object(self.state.inputs, parent, name, obj, kind)
