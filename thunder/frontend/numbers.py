@@ -12,7 +12,14 @@ A counter in tensor arithmetic (``x * self.calls``, ``x + n``, ``x > n``) stays 
 op takes the number as its operand (``t0 = torch.mul(x, i1)``) where the op declares it can
 (``number_operands`` of ``thunder/ops/langs.py``: its decomposition never looks at the
 value). An op that does not, or a torch function that parses its arguments in C
-(``torch.full((2,), n)``), gets the value and the prologue checks it.
+(``torch.full((2,), n)``), gets the value and the prologue checks it. ``x *= n`` writes into
+``x`` as eager does (the bytecode tells it from ``x * n``, which reach the same reflected
+method); a call that shows neither (``operator.imul(x, n)``) traces again with the numbers
+specialised. A counter where Python asks for a plain number in C (``round(n)``) does too.
+
+The counters are globals, closure cells, attributes of modules, of the plain objects modules
+hold and of objects read through globals; ``isinstance(n, int)`` answers as for the number,
+``type(n)`` names this class.
 
 A comparison of a counter plus a constant with a number (``if self.length >= self.max_len:``
 in transformers' sliding-window StaticCache layers) needs only its outcome: the prologue
