@@ -6,11 +6,14 @@ decides control flow or a shape it is specialised, and every case follows eager.
 from __future__ import annotations
 
 import operator
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 import thunder
+from thunder.core.proxies import NumberProxy
+from thunder.frontend.numbers import DynamicNumber, refuse_stand_ins
 
 
 class Counting(torch.nn.Module):
@@ -515,3 +518,15 @@ def test_a_trace_that_fails_leaves_the_counter_an_int_and_a_value():
         torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float(i)))
         assert type(m.state.step) is int and m.state.step == i
     assert thunder.compile_stats(jm).cache_misses <= 3  # the counter is still a value after the error
+
+
+def test_a_number_recorded_as_its_stand_in_is_refused():
+    n = DynamicNumber(NumberProxy("i0", 3), 3, (), None)
+    inner = SimpleNamespace(
+        sym=SimpleNamespace(name="slice"), args=(slice(0, n),), kwargs={}, subsymbols=[], source=None
+    )
+    outer = SimpleNamespace(
+        sym=SimpleNamespace(name="getitem"), args=(), kwargs={}, subsymbols=[inner], source=None
+    )
+    with pytest.raises(TypeError, match="slice took a number traced as a value as itself"):
+        refuse_stand_ins([outer])

@@ -42,7 +42,7 @@ from thunder.frontend.layouts import Layouts
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
-from thunder.frontend.numbers import DynamicNumber, is_counter
+from thunder.frontend.numbers import DynamicNumber, is_counter, refuse_stand_ins
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
@@ -288,6 +288,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         if name is not None and is_counter(state.inputs.sources[name][2]):
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
+    if state.inputs.number_inputs:  # (counters traced as values: frontend/numbers.py)
+        refuse_stand_ins(comp.bound_symbols)
     epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them

@@ -37,6 +37,7 @@ import torch
 
 from thunder.core.errors import at
 from thunder.core.proxies import NumberProxy
+from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.ops import python as pyops
 from thunder.ops.langs import NUMBER_OPERANDS, TORCH_TO_THUNDER
@@ -212,6 +213,20 @@ for _op in pyops.NUMBER_OPS:
     setattr(DynamicNumber, f"__r{_op}__", _recorded(_op, True))
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(DynamicNumber, f"__{_op}__", _compared(_op))
+
+
+def refuse_stand_ins(bsyms) -> None:
+    """Raise if a DynamicNumber was recorded as itself (a handler kept the object rather than
+    its proxy or its value): printed, it would read the value after the prologue's checks were
+    made, a value frozen unchecked. The trace is made again with the numbers specialised."""
+    for bsym in bsyms:
+        for leaf in tree_flatten((bsym.args, bsym.kwargs))[0]:
+            if isinstance(leaf, DynamicNumber):
+                raise TypeError(
+                    f"thunder: {bsym.sym.name} took a number traced as a value as itself "
+                    f"(from {bsym.source}); traced again with the number specialised"
+                )
+        refuse_stand_ins(bsym.subsymbols)
 
 
 def traced_operands(func, args: tuple) -> tuple:
