@@ -289,7 +289,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
     if state.inputs.number_inputs:  # (counters traced as values: frontend/numbers.py)
-        refuse_stand_ins(comp.bound_symbols)
+        refuse_stand_ins(comp.bound_symbols + epilogue.bound_symbols)
     epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them
