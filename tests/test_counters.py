@@ -1,11 +1,19 @@
-"""Counters: an int the function reads and writes back (``self.calls += 1``) stops causing a
-retrace on every call once it has changed: it is then traced as a value (``i0 = calls + 1``)."""
+"""Counters: an int or float the function reads and writes back (``self.calls += 1``) stops
+causing a retrace on every call once it has changed: it is then traced as a value
+(``i0 = calls + 1``), also where a tensor op takes it (``torch.mul(x, i0)``); where its value
+decides control flow or a shape it is specialised, and every case follows eager."""
 
 from __future__ import annotations
 
+import operator
+from types import SimpleNamespace
+
+import pytest
 import torch
 
 import thunder
+from thunder.core.proxies import NumberProxy
+from thunder.frontend.numbers import DynamicNumber, refuse_stand_ins
 
 
 class Counting(torch.nn.Module):
@@ -55,20 +63,21 @@ def test_object_counter_with_arithmetic():
     assert len(thunder.compile_stats(jf).entries) == 2
 
 
-def test_a_counter_used_for_its_value_is_specialised_again():
+def test_a_counter_in_tensor_arithmetic_stays_a_value():
     def f(x, st):
         st.step = st.step + 1
-        return x * st.step  # the value reaches a torch op: the trace relies on it
+        return x * st.step  # the op takes the number as its operand: no value is relied on
 
     st, ref = State(), State()
     jf = thunder.jit(f)
-    for _ in range(4):
+    for _ in range(6):
         out = jf(torch.ones(2), st)
         expected = f(torch.ones(2), ref)
         torch.testing.assert_close(out, expected)
-    assert st.step == ref.step == 4
-    # correct, though every call traces again: the prologue checks the value it relied on
-    assert "check_literal(st_step" in str(thunder.last_prologue_traces(jf)[-1])
+        assert type(st.step) is int and st.step == ref.step
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "check_literal(st_step" not in str(thunder.last_prologue_traces(jf)[-1])
+    assert "torch.mul(x, i0)" in str(thunder.last_traces(jf)[-1])
 
 
 def test_counter_in_control_flow_stays_correct():
@@ -108,3 +117,416 @@ def test_a_counter_a_c_function_needs_as_an_int_is_specialised_after_one_failed_
         torch.testing.assert_close(jm(x), ref(x))
     assert m.length == ref.length == 12
     assert "check_type(module_length" not in str(thunder.last_prologue_traces(jm)[-1])  # a value again
+
+
+# -- counters in tensor arithmetic: the op takes the number as a traced value ----------------
+N = 0
+
+
+def _global_counter(x):
+    global N
+    N += 1
+    return x * N
+
+
+def test_a_global_counter_in_tensor_arithmetic_compiles_twice():
+    global N
+    N = 0
+    jf = thunder.jit(_global_counter)
+    for i in range(1, 7):
+        torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(N) is int and N == i
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert "check_literal(g_" not in str(thunder.last_prologue_traces(jf)[-1])
+
+
+def _branching_counter(x):
+    global N
+    N += 1
+    if N > 3:  # the outcome is checked, not the value
+        return x * N
+    return x - N
+
+
+def test_a_global_counter_that_decides_a_branch_follows_eager():
+    global N
+    outs = []
+    for fn in (thunder.jit(_branching_counter), _branching_counter):
+        N = 0
+        outs.append([fn(torch.ones(2)) for _ in range(6)])
+        assert type(N) is int and N == 6
+    for got, expected in zip(*outs):
+        torch.testing.assert_close(got, expected)
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(2, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def test_a_module_counter_in_training_follows_eager_s_values_and_gradients():
+    m, ref = Scaled(), Scaled()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.randn(3, 2, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, expected = jm(x), ref(xr)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad)
+        torch.testing.assert_close(m.lin.weight.grad, ref.lin.weight.grad)
+        assert type(m.calls) is int and m.calls == ref.calls
+    assert thunder.compile_stats(jm).cache_misses <= 2
+    assert "torch.mul(t0, i0)" in str(thunder.last_traces(jm)[-1])
+
+
+class Arithmetic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        y = x + self.step
+        y = self.step * y - self.step
+        y = (self.step - y) / self.step + self.step / (y * y + 1)
+        y = y + y // self.step + self.step // (y * y + 1) + y % self.step + self.step % (y * y + 1)
+        return y * (y > self.step) + (self.step <= y) + (y == self.step)
+
+
+def test_every_form_of_tensor_arithmetic_with_a_counter_stays_a_value():
+    m, ref = Arithmetic(), Arithmetic()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.linspace(-8, 8, 5)
+        torch.testing.assert_close(jm(x), ref(x))
+        assert type(m.step) is int and m.step == ref.step
+    assert thunder.compile_stats(jm).cache_misses <= 2
+
+
+def test_an_integer_tensor_times_a_counter_keeps_eager_s_dtype():
+    def f(x, st):
+        st.step += 1
+        return x * st.step, x + st.step
+
+    st, ref = State(), State()
+    jf = thunder.jit(f)
+    for _ in range(6):
+        x = torch.arange(4, dtype=torch.int32)
+        for got, expected in zip(jf(x, st), f(x, ref)):
+            assert got.dtype == expected.dtype == torch.int32
+            torch.testing.assert_close(got, expected)
+    assert thunder.compile_stats(jf).cache_misses <= 2
+
+
+def test_a_nonlocal_counter_in_tensor_arithmetic_compiles_twice():
+    def make():
+        n = 0
+
+        def f(x):
+            nonlocal n
+            n += 1
+            return x * n + n
+
+        return f
+
+    f, ref = make(), make()
+    jf = thunder.jit(f)
+    for _ in range(6):
+        torch.testing.assert_close(jf(torch.ones(2)), ref(torch.ones(2)))
+    assert thunder.compile_stats(jf).cache_misses == 2
+    assert f.__closure__[0].cell_contents == 6 and type(f.__closure__[0].cell_contents) is int
+
+
+class Holder(torch.nn.Module):
+    """A counter on a plain object the module holds (a training state)."""
+
+    def __init__(self):
+        super().__init__()
+        self.state = State()
+
+    def forward(self, x):
+        self.state.step += 1
+        return x * self.state.step
+
+
+def test_a_counter_on_an_object_a_module_holds_compiles_twice():
+    m, ref = Holder(), Holder()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.state.step) is int and m.state.step == ref.state.step
+    assert thunder.compile_stats(jm).cache_misses == 2
+    epi = str(thunder.last_epilogue_traces(jm)[-1])
+    assert "python_setattr(obj_State, 'step', i0)" in epi
+    assert m.state.lr == 0.5
+
+
+class Parity(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls % 2:  # the value decides: specialised, checked by value
+            return x * self.calls
+        return x.repeat(self.calls, 1)  # a shape
+
+
+def test_a_counter_that_decides_control_flow_or_a_shape_is_specialised_and_correct():
+    m, ref = Parity(), Parity()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(1, 2)), ref(torch.ones(1, 2)))
+        assert type(m.calls) is int and m.calls == ref.calls
+    assert "check_literal(module_calls" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+def test_a_counter_the_user_sets_to_a_float_or_a_bool_makes_a_new_entry():
+    m, ref = Scaled(), Scaled()
+    jm = thunder.jit(m)
+    x = torch.ones(1, 2)
+    for value in (None, None, None, 2.5, None, True, None, 7):
+        if value is not None:
+            m.calls = ref.calls = value
+        torch.testing.assert_close(jm(x), ref(x))
+        assert type(m.calls) is type(ref.calls) and m.calls == ref.calls
+
+
+class Filled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def forward(self, x):
+        self.n += 1
+        return x + torch.full((2,), self.n)  # a C function reads the int itself: specialised
+
+
+def test_a_counter_a_factory_takes_is_correct():
+    m, ref = Filled(), Filled()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+    assert m.n == ref.n == 6
+
+
+class Clock(torch.nn.Module):
+    """A float counter (a time, a schedule's position) and a value halved on every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.t = 0.0
+        self.scale = 3
+
+    def forward(self, x):
+        self.t += 0.1
+        self.scale = self.scale / 2
+        return x * self.t + self.scale
+
+
+def test_a_float_counter_in_tensor_arithmetic_compiles_twice():
+    m, ref = Clock(), Clock()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.t) is float and m.t == ref.t  # the same sums, in the same order
+        assert type(m.scale) is float and m.scale == ref.scale
+    assert thunder.compile_stats(jm).cache_misses == 2
+    comp = str(thunder.last_traces(jm)[-1])
+    assert "i0 = module_t + 0.1" in comp and "i1 = module_scale / 2" in comp
+    assert "check_type(module_t, builtins_float)" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+class FloatBranch(Clock):
+    def forward(self, x):
+        self.t += 0.1
+        if self.t > 0.35:  # a float's sum rounds: its comparison checks the value
+            return x * 2
+        return x
+
+
+def test_a_float_counter_that_decides_a_branch_follows_eager():
+    m, ref = FloatBranch(), FloatBranch()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(2)), ref(torch.ones(2)))
+        assert type(m.t) is float and m.t == ref.t
+    assert "check_literal(module_t" in str(thunder.last_prologue_traces(jm)[-1])
+
+
+def _in_place(x):
+    global N
+    N += 1
+    x *= N  # eager writes into the caller's tensor
+    x += N
+    return x
+
+
+def test_an_augmented_assignment_with_a_counter_writes_in_place():
+    global N
+    jf = thunder.jit(_in_place)
+    for i in range(1, 7):
+        a, b = torch.ones(2), torch.ones(2)
+        N = i - 1
+        out = jf(a)
+        assert out is a
+        N = i - 1
+        _in_place(b)
+        torch.testing.assert_close(a, b)
+    assert thunder.compile_stats(jf).cache_misses == 2
+
+
+def _operator_call(x):
+    global N
+    N += 1
+    return operator.imul(x, N)  # no bytecode to read: specialised, still in place
+
+
+def test_an_operator_function_with_a_counter_is_specialised_and_in_place():
+    global N
+    N = 0
+    jf = thunder.jit(_operator_call)
+    for i in range(1, 5):
+        a = torch.ones(2)
+        assert jf(a) is a
+        torch.testing.assert_close(a, torch.full((2,), float(i)))
+
+
+class TypeAsked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t, self.n = 0.0, 0
+
+    def forward(self, x):
+        self.t += 0.5
+        self.n += 1
+        if isinstance(self.t, float) and isinstance(self.n, int):  # as eager answers
+            return x * self.t
+        return x
+
+
+def test_isinstance_of_a_counter_traced_as_a_value_is_eager_s():
+    m, ref = TypeAsked(), TypeAsked()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(1)), ref(torch.ones(1)))
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+class Forms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 1
+
+    def forward(self, x):
+        self.n += 1
+        return x % self.n + self.n / x + (self.n - x) * (x / self.n) + (x == self.n)
+
+
+def test_gradients_through_every_differentiable_form_with_a_counter_are_eager_s():
+    m, ref = Forms(), Forms()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        x = torch.linspace(0.5, 7, 6, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, expected = jm(x), ref(xr)
+        torch.testing.assert_close(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad)
+        assert type(m.n) is int and m.n == ref.n
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+class Shared(torch.nn.Module):
+    """One state object held by the module and two of its layers (and read through a global)."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+        self.a, self.b = Holder(), Holder()
+        self.a.state = self.b.state = state
+
+    def forward(self, x):
+        self.state.step += 1
+        return self.b(self.a(x)) + GLOBAL_STATE.step
+
+
+GLOBAL_STATE = State()
+
+
+def test_a_counter_on_an_object_several_modules_and_a_global_hold_compiles_twice():
+    jm = thunder.jit(Shared(GLOBAL_STATE))
+    for i in range(1, 7):
+        # step: +1 by the module, +1 by each layer; x * (i*3-1) * (i*3) + i*3
+        n = 3 * i
+        torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float((n - 1) * n + n)))
+        assert type(GLOBAL_STATE.step) is int and GLOBAL_STATE.step == n
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
+STEPS = State()
+
+
+def _global_object_counter(x):
+    STEPS.step += 1
+    return x * STEPS.step
+
+
+def test_a_counter_on_an_object_read_through_a_global_compiles_twice():
+    STEPS.step = 0
+    jf = thunder.jit(_global_object_counter)
+    for i in range(1, 7):
+        torch.testing.assert_close(jf(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(STEPS.step) is int and STEPS.step == i
+    assert thunder.compile_stats(jf).cache_misses == 2
+
+
+class Failing(Holder):
+    def __init__(self):
+        super().__init__()
+        self.fail = False
+
+    def forward(self, x):
+        self.state.step += 1
+        if self.fail:
+            raise ValueError("the user's own error")
+        return x * self.state.step
+
+
+def test_a_trace_that_fails_leaves_the_counter_an_int_and_a_value():
+    m = Failing()
+    jm = thunder.jit(m)
+    for _ in range(3):
+        jm(torch.ones(2))
+    m.fail = True
+    with pytest.raises(ValueError, match="own error"):
+        jm(torch.ones(2))
+    assert type(m.state.step) is int and m.state.step == 3  # (the traces' writes are put back)
+    m.fail = False
+    for i in range(4, 8):
+        torch.testing.assert_close(jm(torch.ones(2)), torch.full((2,), float(i)))
+        assert type(m.state.step) is int and m.state.step == i
+    assert thunder.compile_stats(jm).cache_misses <= 3  # the counter is still a value after the error
+
+
+def test_a_number_recorded_as_its_stand_in_is_refused():
+    n = DynamicNumber(NumberProxy("i0", 3), 3, (), None)
+    inner = SimpleNamespace(
+        sym=SimpleNamespace(name="slice"), args=(slice(0, n),), kwargs={}, subsymbols=[], source=None
+    )
+    outer = SimpleNamespace(
+        sym=SimpleNamespace(name="getitem"), args=(), kwargs={}, subsymbols=[inner], source=None
+    )
+    with pytest.raises(TypeError, match="slice took a number traced as a value as itself"):
+        refuse_stand_ins([outer])

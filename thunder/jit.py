@@ -108,7 +108,7 @@ class CacheEntry:
     epilogue: Callable | None  # None when it only returns the computation's single output
     miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
     pass_times: list[tuple[str, str, float]]
-    written_numbers: frozenset = frozenset()  # int literals the function wrote back
+    written_numbers: frozenset = frozenset()  # number literals the function wrote back
     # the traces of the backward as a computation and of its backward, made by the first
     # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
     double_backward_traces: dict[str, list[Trace]] | None = None
@@ -312,7 +312,7 @@ class ThunderFunction:
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
             checks.append((_check_text(failed) if failed is not None else reason, reason))
-            # an int the function writes back changed (a counter): trace it as a value, and
+            # a number the function writes back changed (a counter): trace it as a value, and
             # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
@@ -324,13 +324,18 @@ class ThunderFunction:
         except Exception:
             if not self._dynamic:
                 raise
-            # a counter traced as a value reached code that needs a plain int (a C torch
+            # a counter traced as a value reached code that needs a plain number (a C torch
             # function such as torch.arange parses its arguments before thunder sees them):
-            # trace again with every int specialised, and keep them so
+            # trace again with every number specialised, and keep them so
+            before = set(self._dynamic), set(self._static)
             self._static |= self._dynamic
             self._dynamic.clear()
             t0 = time.perf_counter()
-            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
+            try:
+                acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
+            except Exception:  # the code's own error (also with the numbers specialised): they stay values
+                self._dynamic, self._static = before
+                raise
         acquired.computation.provenance = None
         bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
         history = History.start(bundle, time.perf_counter() - t0)

@@ -42,7 +42,7 @@ from thunder.frontend.layouts import Layouts
 from thunder.frontend.made import CreationSites
 from thunder.frontend.mode import AcquisitionMode
 from thunder.frontend.modules import ModuleShadows
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber, is_counter, refuse_stand_ins
 from thunder.frontend.objects import holder_of, is_wrapper
 from thunder.frontend.objects import writes as object_writes
 from thunder.frontend.outputs import build_epilogue
@@ -68,7 +68,7 @@ class Acquired:
     prologue: Trace
     computation: Trace
     epilogue: Trace
-    written_numbers: frozenset = frozenset()  # int literals the function wrote back
+    written_numbers: frozenset = frozenset()  # number literals the function wrote back
 
 
 class Acquisition:
@@ -90,7 +90,7 @@ class Acquisition:
         self.layouts = Layouts(self.inputs)  # how values were made, for eager's layout of each
         self.inplace = InplaceWrites(self.inputs, self.views, self.versions, self.subclasses)
         self.touched: dict[int, TensorProxy] = {}  # proxies whose metadata user code read
-        # names of the int literals the function wrote back (candidates for DynamicInt)
+        # names of the number literals the function wrote back (candidates for DynamicNumber)
         self.written_numbers: set[str] = set()
         self.grads: dict[tuple, TensorProxy | None] = {}  # (input name, "grad") -> its .grad as read
         self._keepalive: list = []  # captured tensors: ``inputs.captured`` is keyed by their ids
@@ -129,7 +129,7 @@ class Acquisition:
                 if new is not leaves[i]:
                     leaves[i] = new
                     changed = True
-            elif isinstance(v, DynamicInt):  # a torch op takes the number itself
+            elif isinstance(v, DynamicNumber):  # a torch op takes the number itself
                 leaves[i] = v.concrete()
                 changed = True
         return tree_unflatten(leaves, spec) if changed else x
@@ -244,6 +244,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         leaked = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
+                state.shadows.put_counters()  # (counters on objects modules hold: frontend/numbers.py)
                 effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
                 with (
                     module_scopes(comp, state.shadows.paths),
@@ -270,6 +271,9 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             )
         effects.finish()
         state.written_numbers |= counters_written(effects, state.inputs)  # (``global n; n += 1``)
+        state.written_numbers |= reads.counters_written(
+            held_writes + state.shadows.object_writes
+        )  # (``ST.step += 1``)
         effects.guard_slots()
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)
@@ -280,11 +284,13 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         _guard_written_inputs(state)
         guard_param_reads(state)
     writebacks = collect_writebacks(state)
-    for holder, kind, key, _ in writebacks:  # int attributes of input objects written back
+    for holder, kind, key, _ in writebacks:  # number attributes of input objects written back
         name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
-        if name is not None and type(state.inputs.sources[name][2]) is int:
+        if name is not None and is_counter(state.inputs.sources[name][2]):
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
+    if state.inputs.number_inputs:  # (counters traced as values: frontend/numbers.py)
+        refuse_stand_ins(comp.bound_symbols + epilogue.bound_symbols)
     epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
     if state.versions.writes:  # the grad pass checks the values its backward reads against them

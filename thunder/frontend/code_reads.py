@@ -28,6 +28,8 @@ import torch
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.guards import guard_object_state, is_plain_object, object_state, snapshot, state_check
+from thunder.frontend.numbers import is_counter, is_counter_value
+from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 
 
@@ -94,6 +96,18 @@ class CodeReads:
             if inner is not None and changed is None:
                 changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
         return changed
+
+    def counters_written(self, writes: list) -> set[str]:
+        """The int or float attributes of those objects the trace rebound to numbers
+        (``ST.step += 1``; ``writes`` from ``restore_objects``): the name of each object's check
+        and the key a later trace reads the attribute by, as a value."""
+        out: set[str] = set()
+        for o, how, attr, value in writes:
+            label, obj = self.objects.get(id(o), (None, None))
+            if obj is not None and obj.holder is not None and how == "set":
+                if is_counter(obj.values.get(attr)) and is_counter_value(value):
+                    out |= {obj.holder.name, object_counter_key(label, attr)}
+        return out
 
 
 def _objects_in(v) -> list:
@@ -265,6 +279,20 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
         inputs.global_holders[id(cell)] = h.name
         checks[id(cell)] = state_check({name: value})
         inputs.checks.add_check(pyops.check_cell, h, checks[id(cell)], always=True)
-    for _, obj in reads.objects.values():  # (by identity through the checks above; their state here)
-        guard_object_state(inputs, holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj)), obj)
+    for label, obj in reads.objects.values():  # (by identity through the checks above; their state here)
+        obj.holder = holder(f"obj_{type(obj.obj).__name__}", obj.obj, type(obj.obj))
+        d = object.__getattribute__(obj.obj, "__dict__")
+        for attr in d:  # a counter that changed between calls (frontend/numbers.py)
+            key = object_counter_key(label, attr)
+            if inputs.is_object_counter(obj.obj, attr, key):  # (put in the object by effects.substitute)
+                obj.counters[attr] = inputs.object_counter(
+                    obj.obj, attr, key, Unpack(obj.holder, "attr", attr)
+                )
+        guard_object_state(inputs, obj.holder, obj)
     return checks
+
+
+def object_counter_key(label: str, attr: str) -> str:
+    """The name under which the attribute ``attr`` of the object ``label`` names (``global
+    ST``) is traced as a value."""
+    return sanitize_name(f"obj_{label}_{attr}")

@@ -39,7 +39,7 @@ from thunder.frontend.c_objects import C_BUFFERS, buffer_write_refusal, is_stand
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
 from thunder.frontend.iterators import RefusedIterator, is_foreign_iterator
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.patches import replacements
 from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import Track, contents, is_container_method, trackable, tracked_copy
@@ -85,12 +85,12 @@ def counter_key(where, name: str) -> str:
 
 
 def counters_written(effects: Effects, inputs) -> set[str]:
-    """Keys (and the names of their checks' holders) of the int globals and closure variables
-    the function rebound to ints: a call that then finds another value there traces them as
+    """Keys (and the names of their checks' holders) of the int or float globals and closure
+    variables the function rebound to numbers: a call that then finds another value there traces them as
     values."""
     out: set[str] = set()
     for g, name, old, now in effects.rebound:
-        if type(old) is int and (type(now) is int or isinstance(now, DynamicInt)):
+        if is_counter(old) and is_counter_value(now):
             out.add(counter_key(g, name))
             holder = inputs.global_holders.get(id(g))
             if holder is not None:
@@ -105,7 +105,7 @@ class Effects:
         self.inputs = inputs
         self.copies: dict[int, object] = {}  # id(original container) -> its tracked copy
         self._swapped: dict[int, object] = {}  # id(patched function) -> its replacement, put for the trace
-        self._counters: list = []  # (globals, name, the DynamicInt put there) of counters traced as values
+        self._counters: list = []  # (globals, name, the DynamicNumber put there) of counters traced as values
         self.rebound: list = []  # (globals or cell, name, value before, value after) of the names rebound
         self.holders: dict[int, AnyProxy] = {}  # id(tracked copy or original) -> its holder
         self.order: list = []  # tracked copies, in the order made
@@ -228,7 +228,10 @@ class Effects:
 
     def substitute(self, reads) -> None:
         """Put tracked copies where the code finds the containers it may reach (and note the
-        slots of the objects with slots it may write)."""
+        slots of the objects with slots it may write), and the counters traced as values in
+        the objects that hold them (``ObjectState.restore`` puts the numbers back)."""
+        for _, obj in reads.objects.values():
+            obj.put_counters()
         for g, values in reads.globals.values():
             for name in values:
                 self._note_slots(g.get(name))
@@ -255,10 +258,10 @@ class Effects:
                     g[name] = self._swapped[id(v)]
                 elif is_foreign_iterator(v):  # ``next(IT)``: refused, not frozen
                     g[name] = self._swapped.setdefault(id(v), RefusedIterator(v, f"the global {name}"))
-                elif type(v) is int and counter_key(g, name) in self.inputs.dynamic:
+                elif is_counter(v) and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
                     site = self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    g[name] = put = self.inputs.dynamic_int(
+                    g[name] = put = self.inputs.dynamic_number(
                         v, counter_key(g, name), Unpack(site, "item", name)
                     )
                     self._counters.append((g, name, put))
@@ -280,9 +283,9 @@ class Effects:
             elif is_foreign_iterator(v):
                 put = self._swapped.setdefault(id(v), RefusedIterator(v, f"the closure variable {name}"))
                 cell.cell_contents = put
-            elif type(v) is int and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
+            elif is_counter(v) and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")
-                put = self.inputs.dynamic_int(
+                put = self.inputs.dynamic_number(
                     v, counter_key(cell, name), Unpack(site, "attr", "cell_contents")
                 )
                 cell.cell_contents = put

@@ -33,6 +33,7 @@ import torch
 
 from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
+from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
 from thunder.ops.python import StateCheck, same
@@ -161,6 +162,17 @@ class ObjectState:
     values: dict[str, Any]  # name -> snapshot
     children: dict[str, ObjectState]
     originals: dict[str, Any]  # name -> the object itself (what a restore puts back)
+    # int or float attributes traced as values (counters, frontend/numbers.py): name -> the
+    # DynamicNumber put in the object while tracing; checked by type, not value, put back
+    counters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    holder: AnyProxy | None = None  # its prologue name, when a counter made it before tracing
+
+    def put_counters(self) -> None:
+        """Put the counters in the object (as the trace begins; ``restore`` takes them out)."""
+        d = object.__getattribute__(self.obj, "__dict__")
+        for attr, put in self.counters.items():
+            if d.get(attr) is self.originals.get(attr):  # (once: another path may have put it)
+                d[attr] = put
 
     def restore(self, writes: list | None = None) -> str | None:
         """Put back what the trace changed of the object (forward writes into the user's own
@@ -171,6 +183,8 @@ class ObjectState:
         changed = None
         found = []
         for name in [*d, *(k for k in self.values if k not in d)]:  # (in order: the first one is named)
+            if name in self.counters and d.get(name) is self.counters[name]:
+                continue  # a counter read, not rebound
             if name not in d or name not in self.values or not same(d[name], self.values[name]):
                 changed = changed or name
                 if name not in d:
@@ -186,6 +200,8 @@ class ObjectState:
             for name, v in self.originals.items():  # a list or dict changed in place
                 if not same(v, self.values[name]):
                     _refill(v, self.values[name])
+        for name in self.counters:  # (also when read only: the object held the DynamicNumber)
+            d[name] = self.originals[name]
         for name, child in self.children.items():
             inner = child.restore(writes)
             changed = changed or (None if inner is None else f"{name}.{inner}")
@@ -206,9 +222,15 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     """The state of ``obj`` and of the plain objects below it (``_OBJECT_DEPTH`` levels, at
     most ``OBJECT_BUDGET`` objects, each once: a back-reference is checked by identity)."""
     seen = {id(obj)} if seen is None else seen
-    values, children = {}, {}
+    values, children, counters = {}, {}, {}
     d = object.__getattribute__(obj, "__dict__")
+    originals = dict(d)
     for name, v in d.items():
+        if isinstance(v, DynamicNumber) and v.proxy is v.roots[0]:
+            # a counter this trace put there (met again: an object two modules hold): the
+            # number it stands for, and put back as the first one is
+            counters[name] = v
+            v = originals[name] = v.value
         values[name] = snapshot(v)
     for name, v in d.items():
         if (
@@ -219,22 +241,34 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
         ):
             seen.add(id(v))
             children[name] = object_state(v, depth + 1, seen)
-    return ObjectState(obj, values, children, dict(d))
+    return ObjectState(obj, values, children, originals, counters)
 
 
-def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-    """Prologue lines that unpack ``obj`` from ``parent`` (``kind``: an attribute or an item)
-    and check its state (``guard_object_state``)."""
-    holder = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj))
-    inputs.prologue.names.add(holder.name)
-    inputs.sources[holder.name] = (holder, Unpack(parent, kind, name), obj.obj)
+def held_object_holder(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
+    """The prologue's name for ``obj``, unpacked from ``parent`` (``kind``: an attribute or an
+    item); made once."""
+    if obj.holder is None:
+        obj.holder = AnyProxy(
+            inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj)
+        )
+        inputs.prologue.names.add(obj.holder.name)
+        inputs.sources[obj.holder.name] = (obj.holder, Unpack(parent, kind, name), obj.obj)
+    return obj.holder
+
+
+def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
+    """Prologue lines that unpack ``obj`` from ``parent`` and check its state
+    (``guard_object_state``); its holder."""
+    holder = held_object_holder(inputs, parent, name, obj, kind)
     guard_object_state(inputs, holder, obj)
+    return holder
 
 
 def guard_object_state(inputs, holder: AnyProxy, obj: ObjectState) -> None:
     """``check_state(holder, cls, ...)`` for the object ``holder`` names, and the same for the
     objects below it."""
-    check = state_check(obj.values, keys=obj.values.keys())
+    values = {k: v for k, v in obj.values.items() if k not in obj.counters} if obj.counters else obj.values
+    check = state_check(values, keys=obj.values.keys())
     inputs.checks.add_check(pyops.check_state, holder, type(obj.obj), check, always=True)
     for child_name, child in obj.children.items():
         guard_held_object(inputs, holder, child_name, child)

@@ -25,7 +25,7 @@ from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber, is_counter
 from thunder.frontend.objects import holder_of, is_wrapper, make_wrapper
 from thunder.frontend.prologue_checks import PrologueChecks
 from thunder.frontend.subclasses import subclass_input
@@ -66,11 +66,13 @@ class Inputs:
 
     def __init__(self, computation: Trace, dynamic: frozenset = frozenset()):
         self.computation = computation
-        # names of int inputs read as DynamicInts (counters that changed between calls)
+        # names of number inputs read as DynamicNumbers (counters that changed between calls)
         self.dynamic = dynamic
         # id(a globals dict or closure cell the code reads) -> the name of its check's holder
         self.global_holders: dict[int, str] = {}
         self.number_inputs: list[NumberProxy] = []  # their proxies
+        # (id(a plain object), attribute) -> its counter: one, whichever path meets it first
+        self.object_counters: dict[tuple[int, str], DynamicNumber] = {}
         self.specialized: list[NumberProxy] = []  # those whose value the trace came to rely on
         # (id(holder), attribute) -> the name of the literal read there: what a write replaces
         self.literal_names: dict[tuple[int, str], str] = {}
@@ -142,8 +144,8 @@ class Inputs:
             self.seen[id(v)] = p
             return p
         if isinstance(v, LITERAL_TYPES) or _is_literal(v):
-            if type(v) is int and sanitize_name(path or "i") in self.dynamic:
-                return self.dynamic_int(v, path, unpack)
+            if is_counter(v) and sanitize_name(path or "i") in self.dynamic:
+                return self.dynamic_number(v, path, unpack)
             p = NumberProxy(self._name(path or "i", "i"), v) if isinstance(v, (int, float)) else None
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
@@ -274,16 +276,32 @@ class Inputs:
         self.checks.add_check(pyops.check_literal, p, value, always=True)
         return p.name
 
-    def dynamic_int(self, v: int, path: str, unpack: Unpack):
-        """An int input that may change between calls: checked as an int, traced as a value."""
+    def dynamic_number(self, v: int | float, path: str, unpack: Unpack):
+        """An int or float input that may change between calls: checked by its type, traced as
+        a value."""
         p = NumberProxy(self._name(path, "i"), v)
         self.sources[p.name] = (p, unpack, v)
-        self.checks.add_check(pyops.check_type, p, int)
+        self.checks.add_check(pyops.check_type, p, type(v))
         self.number_inputs.append(p)
-        return DynamicInt(p, v, (p,), self)
+        return DynamicNumber(p, v, (p,), self)
+
+    def is_object_counter(self, obj, attr: str, key: str) -> bool:
+        """Whether ``obj.attr`` is traced as a value: a number under a key a miss made dynamic,
+        or one another path to the object made a counter."""
+        v = object.__getattribute__(obj, "__dict__").get(attr)
+        return is_counter(v) and (key in self.dynamic or (id(obj), attr) in self.object_counters)
+
+    def object_counter(self, obj, attr: str, key: str, unpack: Unpack) -> DynamicNumber:
+        """The counter ``obj.attr`` traced as a value (an object two modules, or a module and a
+        global, hold has one); put in the object once the trace begins (``ObjectState``)."""
+        d = self.object_counters.get((id(obj), attr))
+        if d is None:
+            v = object.__getattribute__(obj, "__dict__")[attr]
+            d = self.object_counters[(id(obj), attr)] = self.dynamic_number(v, key, unpack)
+        return d
 
     def specialize(self, d) -> None:
-        """``d`` (a DynamicInt) was used for its value: check the inputs it came from."""
+        """``d`` (a DynamicNumber) was used for its value: check the inputs it came from."""
         for root in d.roots:
             if all(root is not s for s in self.specialized):
                 self.specialized.append(root)

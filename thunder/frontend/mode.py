@@ -27,6 +27,7 @@ from thunder.frontend import keywords
 from thunder.frontend.collectives import calls as collective_calls
 from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
+from thunder.frontend.numbers import traced_operands
 from thunder.frontend.torch_names import describe
 from thunder.frontend.torch_state import default_dtype_read
 from thunder.frontend.tracked import is_tracked, untracked
@@ -254,6 +255,8 @@ class AcquisitionMode(TorchFunctionMode):
         if not torch.is_grad_enabled() and state.computation.grad_enabled:
             _reject_autograd_function(func)
         user = (args[0] if args else None, kwargs.get("out"))  # the objects user code called it on
+        if state.inputs.number_inputs:  # a counter the op may take as a value (frontend/numbers.py)
+            args = traced_operands(func, args)
         args, kwargs = state.resolve((args, kwargs))
         if autocast_on() and func in TORCH_TO_THUNDER:  # eager's casts, recorded (ops/autocast.py)
             args, kwargs = autocast_arguments(TORCH_TO_THUNDER[func], args, kwargs)

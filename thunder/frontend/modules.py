@@ -43,6 +43,7 @@ from thunder.frontend.guards import (
     OBJECT_BUDGET,
     ObjectState,
     guard_held_object,
+    held_object_holder,
     is_immutable,
     is_plain_object,
     object_state,
@@ -50,6 +51,7 @@ from thunder.frontend.guards import (
     state_check,
 )
 from thunder.frontend.inputs import LITERAL_TYPES
+from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.tracked import trackable
 from thunder.frontend.unpack import Unpack
 from thunder.ops import python as pyops
@@ -281,9 +283,9 @@ class ModuleShadows:
                 d[name] = p
                 as_inputs.add(name)
                 continue
-            if type(v) is int and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
+            if is_counter(v) and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
                 # a counter that changed between calls: traced as a value (frontend/numbers.py)
-                d[name] = inputs.dynamic_int(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
+                d[name] = inputs.dynamic_number(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
@@ -298,6 +300,7 @@ class ModuleShadows:
                 d[name] = snapshot(v)
             if is_plain_object(v):
                 objects[name] = object_state(v)
+                self._held_counters(holder, name, objects[name])
             elif type(v) in _HOLDING:  # objects in a list, a tuple or a dict (the first ones)
                 items = v.items() if isinstance(v, dict) else enumerate(v)
                 held = [(k, x) for k, x in items if is_plain_object(x)][:OBJECT_BUDGET]
@@ -478,7 +481,7 @@ class ModuleShadows:
             inputs.guard_absent(record.holder, name)
         elif isinstance(old, LITERAL_TYPES):
             guard = inputs.guard_attr(record.holder, name, old)
-            if type(old) is int:
+            if is_counter(old):
                 self.state.written_numbers.add(guard)
 
     def _guard(self, record: Shadow, written: set[str]) -> None:
@@ -521,8 +524,34 @@ class ModuleShadows:
                 )
             self._guard_object(holding[attr], key, obj, "item")
 
+    def _held_counters(self, holder: AnyProxy, name: str, obj: ObjectState) -> None:
+        """A DynamicNumber for each int or float attribute of the object the attribute ``name``
+        holds that changed between calls (``self.state.step += 1``: frontend/numbers.py); put in
+        the object as the trace begins (``put_counters``), taken out by its restore."""
+        inputs = self.state.inputs
+        d = object.__getattribute__(obj.obj, "__dict__")
+        for attr in d:
+            key = sanitize_name(f"{holder.name}_{name}_{attr}")
+            if inputs.is_object_counter(obj.obj, attr, key):
+                at = held_object_holder(inputs, holder, name, obj)
+                obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(at, "attr", attr))
+
+    def put_counters(self) -> None:
+        """Put the counters traced as values in the objects the modules hold (in the ``try``
+        whose ``finally`` restores them)."""
+        for record in self.order:
+            for obj in record.objects.values():
+                obj.put_counters()
+
     def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-        guard_held_object(self.state.inputs, parent, name, obj, kind)
+        holder = guard_held_object(self.state.inputs, parent, name, obj, kind)
+        if kind != "attr":
+            return
+        # a number attribute the forward rebound to a number (``self.state.step += 1``): when a
+        # call finds another value there, it is traced as a value (frontend/numbers.py)
+        for o, how, attr, value in self.object_writes:
+            if o is obj.obj and how == "set" and is_counter(obj.values.get(attr)) and is_counter_value(value):
+                self.state.written_numbers |= {holder.name, sanitize_name(f"{parent.name}_{name}_{attr}")}
 
 
 def _rereads(old, new, reals: dict) -> bool:

@@ -49,7 +49,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.frontend import made
 from thunder.frontend.inputs import is_constant_object
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber
 from thunder.ops import python as pyops
 
 _CONSTANTS = (
@@ -111,7 +111,7 @@ class _Builder:
         while stack:
             v = stack.pop()
             if (
-                isinstance(v, (torch.Tensor, DynamicInt, *_CONSTANTS))
+                isinstance(v, (torch.Tensor, DynamicNumber, *_CONSTANTS))
                 or state_object(self.state, v) is not None
             ):
                 continue
@@ -204,7 +204,7 @@ class _Builder:
                 return self.input_object(p) if p.name in self._seen_inputs else self.output(p)
             # a value built in the function, or a real tensor from a closure or a global
             return self.build(self.state.capture(v), path, name)
-        if isinstance(v, DynamicInt):  # a counter: computed by the program, or an input as is
+        if isinstance(v, DynamicNumber):  # a counter: computed by the program, or an input as is
             p = v.proxy
             return self.input_object(p) if p.name in self._input_names else self.output(p)
         if isinstance(v, _CONSTANTS):
@@ -314,7 +314,7 @@ class _Builder:
         return v
 
     def _is_traced(self, x) -> bool:
-        return isinstance(x, DynamicInt) or state_object(self.state, x) is not None
+        return isinstance(x, DynamicNumber) or state_object(self.state, x) is not None
 
     def _is_traced_object(self, v) -> bool:
         """An input object or an object the function made (not a module, a class, a global)."""

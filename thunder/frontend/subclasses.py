@@ -62,7 +62,7 @@ from thunder.frontend.mode import (
     _PASSTHROUGH,
     autocast_on,
 )
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_writes import Writes
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
@@ -525,7 +525,7 @@ class Subclasses:
                     rleaves.append(p.instance if traced is None else traced)
                 else:
                     rleaves.append(p)
-            elif isinstance(v, DynamicInt):
+            elif isinstance(v, DynamicNumber):
                 pleaves.append(v.concrete())
                 rleaves.append(pleaves[-1])
             else:

@@ -5,6 +5,10 @@ Symbol printed as ``ltorch.sin`` and maps the given torch callables to it, so th
 mode can translate what user code calls. ``torch_impl`` names the torch callable the torch
 executor may run for the whole op (so the executed trace calls ``torch.sin`` once rather
 than the decomposition); ``impl_check`` says when that is allowed for given arguments.
+``number_operands`` lists the positions where the op takes a number that changes between
+calls as a traced value (``torch.mul(x, i0)``): its decomposition, and the grad rules of the
+prims it makes, pass that operand on without looking at its value (``prims.pow``'s rule
+does: ``if b == 0``), so the trace holds for every value of the same type.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ from collections.abc import Callable
 
 import torch
 
-from thunder.core.symbol import Symbol, register, symbols_with
+from thunder.core.symbol import Symbol, SymbolTable, register, symbols_with
 from thunder.core.tags import Tag
 
 # torch callable (function, method descriptor) -> thunder callable
 TORCH_TO_THUNDER: dict = {}
 # names of getset descriptors (``x.T``) -> thunder callable taking the tensor
 PROPERTY_TO_THUNDER: dict[str, Callable] = {}
+# op -> positions of its number operands that may be a traced value (a counter); default:
+# none, so a number that changes between calls reaching any other op is specialised
+NUMBER_OPERANDS = SymbolTable("number operands")
 
 
 def resolve_path(path: str):
@@ -36,6 +43,7 @@ def torchsymbol(
     impl_check: Callable | None = None,
     tags: tuple[Tag, ...] = (),
     name: str | None = None,
+    number_operands: tuple[int, ...] = (),
 ):
     """Declare the decorated function as the decomposition of the op ``ltorch.<name>``."""
 
@@ -54,6 +62,8 @@ def torchsymbol(
             )
         )
         _map(torch_fns, sym)
+        if number_operands:
+            NUMBER_OPERANDS[sym] = number_operands
         return sym
 
     return deco

@@ -11,7 +11,7 @@ from numbers import Number
 import torch
 
 from thunder.core.context import current_trace
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 
 
 class ShapeError(ValueError):
@@ -20,6 +20,12 @@ class ShapeError(ValueError):
 
 def is_tensor(x) -> bool:
     return isinstance(x, torch.Tensor)
+
+
+def is_number(x) -> bool:
+    """A Python number, or a ``NumberProxy`` (an int input that changes between calls, taken
+    by an elementwise op as its number operand: ``torch.mul(x, i0)``)."""
+    return isinstance(x, (Number, NumberProxy))
 
 
 def shape_of(x) -> tuple[int, ...]:
@@ -101,6 +107,8 @@ def category(dtype: torch.dtype) -> int:
 
 
 def _number_dtype(x) -> torch.dtype:
+    if isinstance(x, NumberProxy):
+        x = x.value  # (its type is checked by the prologue: the dtype holds on every call)
     if isinstance(x, bool):
         return torch.bool
     if isinstance(x, int):
@@ -128,16 +136,16 @@ def result_dtype(*args) -> torch.dtype:
     for a in args:
         if isinstance(a, torch.Tensor):
             (dims if len(shape_of(a)) > 0 else zeros).append(dtype_of(a))
-        elif isinstance(a, Number):
+        elif is_number(a):
             nums.append(_number_dtype(a))
     res = _promote_all(dims)
-    for group, is_number in ((_promote_all(zeros), False), (_promote_all(nums), True)):
+    for group, numbers in ((_promote_all(zeros), False), (_promote_all(nums), True)):
         if group is None:
             continue
         if res is None:
             res = group
         elif category(group) > category(res):
-            if not is_number:
+            if not numbers:
                 res = group
             elif category(group) == 3 and category(res) == 2:
                 res = torch.promote_types(res, torch.complex64)

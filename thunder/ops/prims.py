@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import enum
 import math
-from numbers import Number
 
 import torch
 
@@ -24,6 +23,7 @@ from thunder.ops.meta import (
     canonical_dims,
     common_device,
     dtype_of,
+    is_number,
     is_tensor,
     new_tensor,
     result_dtype,
@@ -124,7 +124,7 @@ def _binary_meta(name: str, rule: Rule):
         if not (ta or tb):
             raise ShapeError(f"{op}: expected at least one tensor")
         for x, t in ((a, ta), (b, tb)):
-            if not (t or isinstance(x, Number)):
+            if not (t or is_number(x)):
                 raise ShapeError(f"{op}: expected a tensor or a number, got {type(x).__name__}")
         if ta and tb:
             sa, sb = shape_of(a), shape_of(b)

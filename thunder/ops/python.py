@@ -363,9 +363,16 @@ check_tensor_subclass = _python_prim(
 )
 
 
-# Integer arithmetic on numbers that change from call to call (a step counter read from an
+# Arithmetic on numbers that change from call to call (a step counter read from an
 # input and written back): ``i1 = i0 + 1``. The Python operator each one prints as:
-NUMBER_OPERATORS: dict[str, str] = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
+NUMBER_OPERATORS: dict[str, str] = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "floordiv": "//",
+    "mod": "%",
+}
 
 
 def _number_meta(op: str):
@@ -384,7 +391,8 @@ def _number_meta(op: str):
 def print_number_op(bsym, p) -> str:
     a, b = bsym.args
     symbol = NUMBER_OPERATORS[bsym.sym.name.removeprefix("number_")]
-    return f'{bsym.output.name} = {p.value(a)} {symbol} {p.value(b)}  # {bsym.output.name}: "int"'
+    out = bsym.output
+    return f'{out.name} = {p.value(a)} {symbol} {p.value(b)}  # {out.name}: "{out.type_string()}"'
 
 
 def _number_op(op: str) -> Symbol:
@@ -394,13 +402,15 @@ def _number_op(op: str) -> Symbol:
 number_add = _number_op("add")
 number_sub = _number_op("sub")
 number_mul = _number_op("mul")
+number_truediv = _number_op("truediv")
 number_floordiv = _number_op("floordiv")
 number_mod = _number_op("mod")
-# by the name of the ``operator`` function (``DynamicInt`` records ``d + 1`` as ``number_add``)
+# by the name of the ``operator`` function (``DynamicNumber`` records ``d + 1`` as ``number_add``)
 NUMBER_OPS: dict[str, Symbol] = {
     "add": number_add,
     "sub": number_sub,
     "mul": number_mul,
+    "truediv": number_truediv,
     "floordiv": number_floordiv,
     "mod": number_mod,
 }

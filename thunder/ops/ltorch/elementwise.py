@@ -94,9 +94,13 @@ def _binary(prim: Symbol, *more_torch_fns) -> Symbol:
     op.__name__ = name
     op.__doc__ = f"torch.{name}"
     fns = [getattr(torch, name)] + ([getattr(T, name)] if hasattr(T, name) else []) + list(more_torch_fns)
-    return torchsymbol(*fns, torch_impl=f"torch.{name}", impl_check=first_is_tensor, tags=(Tag.ELEMENTWISE,))(
-        op
-    )
+    return torchsymbol(
+        *fns,
+        torch_impl=f"torch.{name}",
+        impl_check=first_is_tensor,
+        tags=(Tag.ELEMENTWISE,),
+        number_operands=(0, 1),
+    )(op)
 
 
 mul = _binary(prims.mul, torch.multiply, T.multiply, T.__mul__)
@@ -130,6 +134,7 @@ floor_divide = _binary(prims.floor_divide, T.__floordiv__)
     torch_impl="torch.add",
     impl_check=first_is_tensor,
     tags=(Tag.ELEMENTWISE,),
+    number_operands=(0, 1),
 )
 def add(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -145,6 +150,7 @@ def add(a, b, *, alpha: Number | None = None):
     torch_impl="torch.sub",
     impl_check=first_is_tensor,
     tags=(Tag.ELEMENTWISE,),
+    number_operands=(0, 1),
 )
 def sub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -152,7 +158,7 @@ def sub(a, b, *, alpha: Number | None = None):
     return prims.sub(a, b)
 
 
-@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=(Tag.ELEMENTWISE,))
+@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=(Tag.ELEMENTWISE,), number_operands=(0, 1))
 def rsub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
         a = prims.mul(a, alpha)
@@ -172,6 +178,7 @@ alias(lambda a, b: rsub(a, b), T.__rsub__)
     torch_impl="torch.div",
     impl_check=first_is_tensor,
     tags=(Tag.ELEMENTWISE,),
+    number_operands=(0, 1),
 )
 def div(a, b, *, rounding_mode: str | None = None):
     if rounding_mode is None:
