@@ -423,6 +423,28 @@ def test_isinstance_of_a_counter_traced_as_a_value_is_eager_s():
     assert thunder.compile_stats(jm).cache_misses == 2
 
 
+class TypeCalled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t, self.n = 0.0, 0
+
+    def forward(self, x):
+        self.t += 0.5
+        self.n += 1
+        if type(self.t) is float and type(self.n) is int and type(self.n).__name__ == "int":
+            return x * self.t
+        return x
+
+
+def test_type_of_a_counter_traced_as_a_value_is_eager_s():
+    m, ref = TypeCalled(), TypeCalled()
+    jm = thunder.jit(m)
+    for _ in range(6):
+        torch.testing.assert_close(jm(torch.ones(1)), ref(torch.ones(1)))
+    assert type(m.n) is int and type(m.t) is float
+    assert thunder.compile_stats(jm).cache_misses == 2
+
+
 class Forms(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -27,7 +27,7 @@ from thunder.core import proxies
 from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.code_reads import is_user_code
 from thunder.frontend.iterators import RefusedIterator
-from thunder.frontend.numbers import DynamicInt
+from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import is_tracked
 from thunder.ops import python as pyops
@@ -66,8 +66,8 @@ def type_of(v) -> type:
     """``type(v)`` as eager answers it for the tensor a proxy stands for."""
     if isinstance(v, proxies.TensorProxy):
         return torch.nn.Parameter if v._is_param else torch.Tensor  # (_is_param: recorded for the prologue)
-    if isinstance(v, DynamicInt):  # a counter traced as a value (numbers.py): an int, whatever its value
-        return int
+    if isinstance(v, DynamicNumber):  # a counter traced as a value (numbers.py): its type is checked
+        return builtins.type(v.value)
     if is_tracked(v) or is_stand_in(v) or isinstance(v, RecordedFile):
         return v.__class__  # (a tracked copy, a stand-in: the class of the user's object)
     if isinstance(v, RefusedIterator):
