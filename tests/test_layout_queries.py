@@ -101,11 +101,68 @@ def test_a_layout_that_cannot_be_replayed_is_refused():
         thunder.jit(f)(torch.ones(2, 3))
 
 
-def test_data_ptr_is_refused_with_a_clear_error():
-    def f(x, y):
-        return x * (x.data_ptr() == y.data_ptr())
+def _same_start(a, b):
+    return a.data_ptr() == b.data_ptr()
 
-    with pytest.raises(
-        Exception, match=r"torch.Tensor.data_ptr is a memory address.*\n  at .*test_layout_queries.py"
-    ):
-        thunder.jit(f)(torch.ones(2), torch.ones(2))
+
+_ADDRESS_CASES = {
+    # (function, arguments of each call): data_ptr() comparisons as eager answers them
+    "tied_or_not": (
+        lambda x, y: x * 2 if _same_start(x, y) else x * 3,
+        lambda base: [(base, base), (base, base.clone()), (base, base)],
+    ),
+    "views_of_an_argument": (
+        lambda x, y: (
+            x + int(_same_start(x[0], x)) + int(_same_start(x[1], x)) + int(x.data_ptr() != y.data_ptr())
+        ),
+        lambda base: [(base, base[1:]), (base, base), (base, base[1:])],
+    ),
+    "two_views_passed": (
+        lambda x, y: x * 2 if _same_start(x[1:], y) else x * 3,
+        lambda base: [(base, base[1:]), (base, base[2:]), (base.clone(), base[1:])],
+    ),
+    "computed_values": (
+        lambda x, y: x + int(_same_start(x * 1, x)) + int(_same_start((x * 1)[0], x)),
+        lambda base: [(base, base)] * 3,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ADDRESS_CASES))
+def test_data_ptr_comparisons_are_eager_s_and_checked(case):
+    fn, calls = _ADDRESS_CASES[case]
+    jf = thunder.jit(fn)
+    for args in calls(torch.arange(4.0)):
+        torch.testing.assert_close(jf(*args), fn(*args))
+
+
+def test_tied_weights_by_data_ptr_in_a_module():
+    class Tied(torch.nn.Module):
+        def __init__(self, tie):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+            if tie:
+                self.b.weight = self.a.weight
+
+        def forward(self, x):
+            shared = self.a.weight.data_ptr() == self.b.weight.data_ptr()
+            return self.a(x) * (2 if shared else 3)
+
+    for tie in (True, False):
+        m = Tied(tie)
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(thunder.jit(m)(x), m(x))
+
+
+@pytest.mark.parametrize(
+    "use, what",
+    [
+        (lambda x: x * (x.data_ptr() % 16 == 0), "arithmetic"),
+        (lambda x: x * int(x.data_ptr() > 0), "ordering"),
+        (lambda x: x * (x.data_ptr() == 12345), "comparing a number"),
+        (lambda x: x * len({x.data_ptr()}), "hashing"),
+    ],
+)
+def test_other_uses_of_an_address_are_refused_with_the_line(use, what):
+    with pytest.raises(Exception, match=rf"thunder: {what}.* data_ptr\(\).*\n  at .*test_layout_queries.py"):
+        thunder.jit(use)(torch.ones(2))

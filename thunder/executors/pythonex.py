@@ -363,6 +363,14 @@ def check_no_alias(*ts, written: int):
                 )
 
 
+def check_same_storage(a, b, same: bool):
+    if (a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()) is not same:
+        raise PrologueCheckFailed(
+            f"two tensors whose data_ptr()s the function compared {'no longer' if same else 'now'} share "
+            f"memory (traced when they {'did' if same else 'did not'})"
+        )
+
+
 def check_strides(t, strides):
     if t.stride() != strides:
         raise PrologueCheckFailed(f"expected strides {strides}, got {t.stride()}")
@@ -597,6 +605,7 @@ for _prim, _fn in (
     (pyops.check_no_alias, check_no_alias),
     (pyops.check_not_leaf, check_not_leaf),
     (pyops.check_strides, check_strides),
+    (pyops.check_same_storage, check_same_storage),
     (pyops.check_storage_offset, check_storage_offset),
     (pyops.check_is_param, check_is_param),
     (pyops.check_tensor_value, check_tensor_value),

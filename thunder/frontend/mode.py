@@ -24,6 +24,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend import keywords
+from thunder.frontend.addresses import data_ptr
 from thunder.frontend.collectives import calls as collective_calls
 from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
@@ -626,14 +627,6 @@ def _refuse_grad_hook(mode, func, args, kwargs):
     )
 
 
-def _refuse_address(mode, func, args, kwargs):
-    raise UnsupportedOpError(
-        f"thunder: {describe(func)} is a memory address, which differs from call to call and is not known "
-        "while tracing (a cached program could not answer a comparison of addresses as eager would); compare "
-        "tensors with `is`, or check sharing before calling the compiled function" + at(user_location())
-    )
-
-
 # (later entries win: a scalar read is data-dependent unless its tensor is known)
 _BEFORE_RESOLVING = {
     **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
@@ -644,7 +637,7 @@ _BEFORE_RESOLVING = {
     T.type: _type_or_metadata,
     **dict.fromkeys((T.stride, T.is_contiguous, T.storage_offset), layout_query),
     **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
-    T.data_ptr: _refuse_address,
+    T.data_ptr: data_ptr,  # (an address compared as eager compares it: frontend/addresses.py)
     **dict.fromkeys(_PASSTHROUGH, _passthrough),
 }
 

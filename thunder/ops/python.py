@@ -216,6 +216,8 @@ check_no_alias = _python_prim("check_no_alias", _no_output, Tag.PROLOGUE_CHECK)
 check_strides = _python_prim("check_strides", _no_output, Tag.PROLOGUE_CHECK)
 # ``isinstance(t, torch.nn.Parameter)`` as the function found it
 check_is_param = _python_prim("check_is_param", _no_output, Tag.PROLOGUE_CHECK)
+# two tensors whose data_ptr()s the function compared share their storage, or not, as then
+check_same_storage = _python_prim("check_same_storage", _no_output, Tag.PROLOGUE_CHECK)
 # a tensor whose storage_offset() the function read has the same offset
 check_storage_offset = _python_prim("check_storage_offset", _no_output, Tag.PROLOGUE_CHECK)
 # a tensor that requires grad written in place was not a leaf when traced
