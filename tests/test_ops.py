@@ -381,8 +381,8 @@ def test_elementwise_ops_keep_nan_and_inf(executor):
         return outs
 
     assert len(cases) > (60 if every else 5)
-    # through torch.compile, programs of a dozen ops: one Inductor compile of them all ran past
-    # 14 minutes, a dozen at a time takes seconds each
+    # through torch.compile, programs of a dozen ops (Inductor's compile time grows faster than
+    # the program)
     size = len(cases) if executor == "torch" else 12
     got = []
     for start in range(0, len(cases), size):

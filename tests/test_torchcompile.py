@@ -430,3 +430,20 @@ def test_a_library_operator_stays_outside_and_independent_work_joins_across_it()
     assert _members(r1) == ["cos", "add"] and [p.name for p in r1.args] == ["t2", "t5"]
     ids = [b.sym.id for b in thunder.last_traces(jfn)[-1].bound_symbols if not b.has_tag(Tag.DEL)]
     assert ids[1] == "torch.ops.thunder_test.scaled_rows.default"
+
+
+def test_an_op_with_a_long_decomposition_is_left_to_torchs_kernel():
+    """``torch.gcd`` decomposes into Euclid's steps for the widest integers (hundreds of prims):
+    Inductor took minutes to compile them; torch's kernel runs it whole, the rest is fused."""
+
+    def f(a, b, x):
+        return torch.gcd(a, b) + torch.lcm(a, b), (x * 2).sin() + 1
+
+    a, b, x = torch.tensor([12, 18, 0, -7]), torch.tensor([8, 27, 5, 21]), torch.randn(4)
+    jf = thunder.jit(f, executors=["torchcompile", "torch"])
+    got, expected = jf(a, b, x), f(a, b, x)
+    torch.testing.assert_close(got, expected)
+    trace = thunder.last_traces(jf)[-1]
+    regions = [b for b in trace.bound_symbols if b.sym.name.startswith("TorchCompile")]
+    assert regions and not any("gcd" in s.sym.id for r in regions for s in r.subsymbols)
+    assert any(b.sym.id.endswith("gcd") for b in trace.bound_symbols)

@@ -68,7 +68,7 @@ from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
 from thunder.executors import torchex
 from thunder.executors.claim import claim
-from thunder.executors.fusion import FusionExecutor, Region
+from thunder.executors.fusion import FusionExecutor, Region, prims_of
 from thunder.executors.inductor_compile import (
     TensorGuards,
     compile_program,
@@ -124,6 +124,10 @@ for _p in list(NOT_FUSED):
     FUSED.pop(_p, None)
 
 
+# the most prims an op torch also runs whole may decompose into and still be fused
+LONGEST_DECOMPOSITION = 200
+
+
 class TorchCompileExecutor(FusionExecutor):
     """Fuses elementwise, reduction, shape, factory, gather and matmul prims into regions
     compiled by Inductor (``compile_fx``) per input signature."""
@@ -142,6 +146,16 @@ class TorchCompileExecutor(FusionExecutor):
             if isinstance(x, TensorProxy) and x.meta_dtype.is_complex:
                 return f"{x.name} is complex: Inductor does not generate code for complex tensors"
         return None
+
+    def decline_reason(self, bsym: BoundSymbol) -> str | None:
+        """Also declined: an op torch runs whole whose decomposition is long (``torch.gcd``:
+        Euclid's steps unrolled for the widest integers, hundreds of prims): Inductor would take
+        minutes to compile what one torch kernel does."""
+        if Tag.PRIM not in bsym.sym.tags and torchex.executor.claim(bsym) is not None:
+            n = len(prims_of(bsym))
+            if n > LONGEST_DECOMPOSITION:
+                return f"its decomposition has {n} operations, which torch's own kernel runs whole"
+        return super().decline_reason(bsym)
 
     def region_reason(self, region: Region) -> str | None:
         """Also declined: a region of one op that torch runs whole (``layer_norm``,
