@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import types
 
 import pytest
@@ -316,14 +315,6 @@ def _with_nan_and_inf(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-# elementwise ops decomposed into comparisons, selects or min/max: where NaN is easily lost
-# (not gelu: eager's CPU kernel gives NaN for gelu(inf), Inductor's code of the decomposition inf)
-_NAN_PRONE = frozenset(
-    "relu relu6 leaky_relu hardtanh hardsigmoid hardswish elu selu celu silu clamp "
-    "maximum minimum fmax fmin threshold sign where".split()
-)
-
-
 # where eager's CPU kernel and Inductor's code of the same formula differ, with the reason
 _TORCHCOMPILE_NAN_DIFFERS = {
     "gelu": "eager's CPU kernel gives NaN for gelu(inf); Inductor's code of x/2 * (1 + erf(x/sqrt(2))) "
@@ -356,15 +347,10 @@ def _elementwise_nan_samples():
 )
 def test_elementwise_ops_keep_nan_and_inf(executor):
     """Every elementwise op's first sample with NaN, inf and -inf in its float inputs, through
-    each executor's translation (one program for all of them), equals eager, NaN for NaN.
-    Through torch.compile regions one Inductor compile of every op takes many minutes: the
-    suite takes the ops whose decompositions compare or select (where NaN is easily lost);
-    THUNDER_EVERY_OP=1 (``make check-torchcompile``) takes them all."""
-    every = executor == "torch" or os.environ.get("THUNDER_EVERY_OP") == "1"
+    each executor's translation, equals eager, NaN for NaN (through torch.compile regions in
+    programs of a dozen ops: about a minute of Inductor compiles in all)."""
     cases = []
     for info, tensors, rebuild in _elementwise_nan_samples():
-        if not every and info.name not in _NAN_PRONE:
-            continue
         a, k = rebuild([t.clone() for t in tensors])
         try:
             expected = (info.ref or info.op)(*a, **k)
@@ -380,7 +366,7 @@ def test_elementwise_ops_keep_nan_and_inf(executor):
             outs.append(info.op(*a, **k))
         return outs
 
-    assert len(cases) > (60 if every else 5)
+    assert len(cases) > 150
     # through torch.compile, programs of a dozen ops (Inductor's compile time grows faster than
     # the program)
     size = len(cases) if executor == "torch" else 12
