@@ -1,5 +1,5 @@
 """In-place ops on tensor-subclass values, and tensor subclasses nested in subclasses, against
-eager PyTorch (thunder/frontend/subclass_writes.py, thunder/frontend/subclasses.py).
+eager PyTorch (thunder/frontend/subclass_writes.py, subclass_ops.py, subclasses.py).
 
 Each case runs three calls of one compiled function next to eager on copies of the same
 arguments: the results, the caller's objects after every call (their inner tensors, written in

@@ -47,7 +47,7 @@ from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.frontend.backward_hooks import call_with_backward_hooks, has_backward_hooks
-from thunder.frontend.subclasses import dispatch_op, dispatchable
+from thunder.frontend.subclass_dispatch import dispatch_op, dispatchable
 from thunder.hf_generate import generate
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce

@@ -108,7 +108,7 @@ class BoundSymbolInfo:
 @dataclasses.dataclass(frozen=True)
 class SubclassDispatch:
     """Acquisition's way to run an op on tensor-subclass values after tracing
-    (``thunder/frontend/subclasses.py``), for the grad pass's backward of subclass ops."""
+    (``thunder/frontend/subclass_dispatch.py``), for the grad pass's backward of subclass ops."""
 
     # (symbol, args, kwargs) -> whether the symbol runs whole on tensors (else its
     # decomposition is resolved op by op)

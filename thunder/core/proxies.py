@@ -98,7 +98,7 @@ param_read_hook = None
 class_read_hook = None
 
 # ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
-# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses.py).
+# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclass_ops.py).
 _DISPATCH = threading.local()
 
 
