@@ -13,7 +13,7 @@ from explorer import html
 _DISPLAYS = (
     ("thunder.core.trace", "Trace", "trace_html"),
     ("thunder.jit", "ThunderFunction", "compilation_html"),
-    ("thunder.jit", "ThunderModule", "compilation_html"),
+    ("thunder.module", "ThunderModule", "compilation_html"),
 )
 
 

@@ -1,23 +1,31 @@
 """thunder: a compact tracing JIT compiler for PyTorch programs.
 
 ``thunder.jit(fn)`` traces ``fn`` into a prologue (input checks), a computation and an
-epilogue (building the result), runs passes and executes the result, cached.
+epilogue (building the result), runs passes and executes the result, cached: a function
+becomes a ``ThunderFunction`` (``thunder/jit.py``), a module a ``ThunderModule`` around one
+(``thunder/module.py``); ``thunder.last_traces`` and friends read what they compiled
+(``thunder/inspection.py``).
 """
+
+from collections.abc import Callable, Sequence
+
+import torch
 
 import thunder.ops.aten  # noqa: F401  (declares the aten operators)
 import thunder.ops.ltorch  # noqa: F401  (declares the torch language)
+from thunder.cache import DEFAULT_CACHE_SIZE
 from thunder.core.trace import Trace
-from thunder.jit import (
-    ThunderFunction,
-    ThunderModule,
+from thunder.executors.base import Executor
+from thunder.inspection import (
     compile_stats,
-    jit,
     last_backward_traces,
     last_double_backward_traces,
     last_epilogue_traces,
     last_prologue_traces,
     last_traces,
 )
+from thunder.jit import ThunderFunction
+from thunder.module import ThunderModule
 
 __all__ = [
     "Trace",
@@ -31,3 +39,22 @@ __all__ = [
     "last_prologue_traces",
     "last_traces",
 ]
+
+
+# (defined here, after the imports: importing thunder.jit binds the module to this name first)
+def jit(
+    fn: Callable | torch.nn.Module,
+    *,
+    executors: Sequence[str | Executor] | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+):
+    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``.
+
+    ``cache_size``: how many compiled entries are kept; beyond it the least recently used
+    one is dropped (a call that needs it again traces again).
+    """
+    if isinstance(fn, torch.nn.Module):
+        return ThunderModule(fn, executors=executors, cache_size=cache_size)
+    if not callable(fn):
+        raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
+    return ThunderFunction(fn, executors=executors, cache_size=cache_size)

@@ -1,10 +1,12 @@
 """The pipeline: acquire -> passes -> callables -> cache.
 
-``jit(fn)`` returns a ``ThunderFunction``. Each call tries the cached entries most recently
-used first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a
-mismatch, or failing to unpack them), its computation runs, its epilogue builds the result. A
-miss traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared
-list of passes, runs over it. The cache is bounded (``thunder/cache.py``).
+``thunder.jit(fn)`` returns a ``ThunderFunction`` (of an ``nn.Module``: a ``ThunderModule``
+around one, ``thunder/module.py``). Each call tries the cached entries most recently used
+first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch,
+or failing to unpack them), its computation runs, its epilogue builds the result. A miss
+traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared list of
+passes, runs over it. The cache is bounded (``thunder/cache.py``); ``thunder.last_traces``
+and friends read it (``thunder/inspection.py``).
 """
 
 from __future__ import annotations
@@ -22,14 +24,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from thunder.autograd_bridge import (
-    CotangentBackwards,
-    DoubleBackward,
-    HeldGradients,
-    grad_computation,
-    no_grad_computation,
-    without_autocast,
-)
+from thunder.autograd_bridge import grad_computation, no_grad_computation, without_autocast
+from thunder.backwards_from_inputs import CotangentBackwards, DoubleBackward
 from thunder.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.collective_plan import check_plan
 from thunder.core.context import current_trace
@@ -46,9 +42,8 @@ from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.pythonex import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
-from thunder.frontend.backward_hooks import call_with_backward_hooks, has_backward_hooks
 from thunder.frontend.subclass_dispatch import dispatch_op, dispatchable
-from thunder.hf_generate import generate
+from thunder.held_gradients import HeldGradients
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.ddp import average_gradients, taken_gradients
@@ -502,8 +497,8 @@ def _collection_paused():
             gc.enable()
 
 
-def _text_of(obj) -> str:
-    jfn = _jfn(obj)
+def _text_of(jfn: ThunderFunction) -> str:
+    """What IPython shows for a jitted function (or module): its last computation trace."""
     if not jfn._entries:
         return f"<thunder.jit of {jfn.__name__}, not called yet>"
     return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
@@ -552,151 +547,3 @@ def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | Non
     except Exception as e:  # a prologue that cannot even unpack these inputs
         return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
     return "the inputs fit (this entry was bypassed)", None
-
-
-class ThunderModule(torch.nn.Module):
-    """``thunder.jit(module)``: calls run the compiled forward; parameters stay the module's."""
-
-    def __init__(self, module: torch.nn.Module, *, executors=None, cache_size: int = DEFAULT_CACHE_SIZE):
-        super().__init__()
-        self._model = module
-        self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
-        # loaded as a part of an enclosing module, the module's own keys reach it under "_model."
-        self.register_load_state_dict_pre_hook(_prefixed_state)
-
-    def state_dict(self, *args, **kwargs):
-        """The module's state dict, under its own keys (no ``_model.``), here and as a part of an
-        enclosing module's: a checkpoint saved from the compiled module loads into the plain
-        one, and back."""
-        return self._model.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """The module's ``load_state_dict`` (its keys, its errors); the compiled calls read the
-        loaded values (and, with ``assign=True``, the new tensors)."""
-        return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
-
-    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """The module's parameters under its own names (as ``state_dict()``)."""
-        return self._model.named_parameters(prefix, recurse, remove_duplicate)
-
-    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """The module's buffers under its own names (as ``state_dict()``)."""
-        return self._model.named_buffers(prefix, recurse, remove_duplicate)
-
-    def forward(self, *args, **kwargs):
-        if current_trace() is not None:
-            # inside a function another thunder.jit traces: run the model itself, which that
-            # trace reaches as a module (its shadow, whose writes the epilogue applies)
-            return self._model(*args, **kwargs)
-        jfn = self._jfn
-        # (``ThunderFunction.__call__`` holds the cache's lock for a serial call)
-        call = jfn if jfn._serial else jfn._call
-        if has_backward_hooks(self._model):  # its own: around the program (frontend/backward_hooks.py)
-            return call_with_backward_hooks(self._model, call, args, kwargs)
-        return call(*args, **kwargs)
-
-    def __deepcopy__(self, memo):
-        """An independent copy: a deep copy of the module, jitted afresh (the cached programs
-        unpack the original module's parameters, so they are not copied)."""
-        jfn = self._jfn
-        new = ThunderModule(
-            copy.deepcopy(self._model, memo), executors=jfn.executors, cache_size=jfn._cache.limit
-        )
-        new.training = self.training
-        return new
-
-    def _repr_pretty_(self, p, cycle) -> None:
-        p.text(_text_of(self))
-
-    def generate(self, *args, **kwargs):
-        """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
-        return generate(self, *args, **kwargs)
-
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._modules["_model"], name)
-
-
-_INNER = "_model."
-
-
-def _prefixed_state(module, state: dict, prefix: str, local_metadata, strict, missing, unexpected, errors):
-    """Before an enclosing module loads its state dict: ``prefix + key`` -> ``prefix + "_model." +
-    key`` (the module is the wrapper's ``_model``), and the module's version entry with it."""
-    inner = prefix + _INNER
-    for key in [k for k in state if k.startswith(prefix) and not k.startswith(inner)]:
-        state[inner + key[len(prefix) :]] = state.pop(key)
-    metadata = getattr(state, "_metadata", None)
-    if metadata is not None and prefix[:-1] in metadata and inner[:-1] not in metadata:
-        metadata[inner[:-1]] = metadata[prefix[:-1]]
-
-
-def jit(
-    fn: Callable | torch.nn.Module,
-    *,
-    executors: Sequence[str | Executor] | None = None,
-    cache_size: int = DEFAULT_CACHE_SIZE,
-):
-    """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``.
-
-    ``cache_size``: how many compiled entries are kept; beyond it the least recently used
-    one is dropped (a call that needs it again traces again).
-    """
-    if isinstance(fn, torch.nn.Module):
-        return ThunderModule(fn, executors=executors, cache_size=cache_size)
-    if not callable(fn):
-        raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
-    return ThunderFunction(fn, executors=executors, cache_size=cache_size)
-
-
-def _jfn(obj) -> ThunderFunction:
-    if isinstance(obj, ThunderModule):
-        return obj._jfn
-    if isinstance(obj, ThunderFunction):
-        return obj
-    held = getattr(obj, "jfn", None)  # what runs a piece of a thunderfx program (thunder.dynamo.Piece)
-    if isinstance(held, (ThunderFunction, ThunderModule)):
-        return _jfn(held)
-    raise TypeError(f"expected a function returned by thunder.jit, got {type(obj).__qualname__}")
-
-
-def _last(obj) -> CacheEntry:
-    jfn = _jfn(obj)
-    if not jfn._entries:
-        raise RuntimeError("thunder: the function has not been called yet, so there are no traces")
-    return jfn._entries[-1]
-
-
-def last_traces(obj) -> list[Trace]:
-    return _last(obj).computation_traces
-
-
-def last_prologue_traces(obj) -> list[Trace]:
-    return _last(obj).prologue_traces
-
-
-def last_epilogue_traces(obj) -> list[Trace]:
-    return _last(obj).epilogue_traces
-
-
-def last_backward_traces(obj) -> list[Trace]:
-    return _last(obj).backward_traces
-
-
-def last_double_backward_traces(obj) -> dict[str, list[Trace]]:
-    """The traces of the last entry's backward made differentiable, after a backward asked to
-    record its graph (``torch.autograd.grad(..., create_graph=True)``): ``"computation"``, the
-    backward as a computation of (inputs, cotangents), first to last, and ``"backward"``, its
-    own backward (the backward of the backward)."""
-    traces = _last(obj).double_backward_traces
-    if traces is None:
-        raise RuntimeError(
-            "thunder: no backward of the last entry has recorded its graph (create_graph=True) yet"
-        )
-    return traces
-
-
-def compile_stats(obj) -> CompileStats:
-    return _jfn(obj).stats

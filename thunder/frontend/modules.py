@@ -224,7 +224,7 @@ class ModuleShadows:
         shadow = object.__new__(type(mod))
         d = dict(mod.__dict__)
         outside = backward_hooks_outside(mod, path, jitted)
-        for name in outside:  # (the compiled module's own: run around the program, thunder/jit.py)
+        for name in outside:  # (the compiled module's own: run around the program, thunder/module.py)
             d[name] = type(d[name])()
         state, objects, as_inputs = {}, {}, set()
         nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None

@@ -14,7 +14,7 @@ this forward) is left out, as DDP leaves a globally unused parameter's ``.grad``
 ``no_sync()``. Eager DDP averages the accumulated ``.grad``, not this backward's part alone,
 so that variant takes those as more inputs (``grad_<name>``) and adds them in before the
 bucket is reduced; the caller stores the result in ``.grad`` instead of adding it there
-(``autograd_bridge.HeldGradients``).
+(``HeldGradients``, ``thunder/held_gradients.py``).
 
 Before (two buckets: caps below a weight's bytes)::
 
