@@ -68,3 +68,18 @@ def test_iterators_made_inside_are_traced():
         got, expected = jf(x, n), f(x, n)
         torch.testing.assert_close(got[0], expected[0])
         assert got[1] == expected[1]
+
+
+def test_an_iterator_held_by_a_module_is_refused_and_left_where_it_was():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scales = itertools.cycle([1.0, 2.0])
+
+        def forward(self, x):
+            return x * next(self.scales)
+
+    m = Scaled()
+    with pytest.raises(UnsupportedValueError, match=r"next\(\) of the attribute scales"):
+        thunder.jit(m)(torch.ones(1))
+    assert next(m.scales) == 1.0 and type(m.scales) is itertools.cycle

@@ -255,13 +255,7 @@ def _backward(shared: _Shared) -> Callable:
         general path."""
         if _grad_enabled() or _any_autocast_enabled():
             return backward(ctx, *cotangents)
-        try:
-            tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
-        except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
-            if "modified by an inplace operation" not in str(e):
-                raise
-            raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
-        return bw_fn(*tensors, *cotangents)
+        return bw_fn(*_saved_tensors(ctx, caller_writable), *cotangents)
 
     def backward(ctx, *cotangents):
         if error is not None:
@@ -287,12 +281,7 @@ def _backward(shared: _Shared) -> Callable:
                 return _recorded_backward(
                     ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
                 )
-        try:
-            tensors = ctx.saved_tensors  # torch's error once freed (a second backward without retain_graph)
-        except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
-            if "modified by an inplace operation" not in str(e):
-                raise
-            raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
+        tensors = _saved_tensors(ctx, caller_writable)
         if all_tensors:
             values = tensors
         else:
@@ -336,3 +325,15 @@ def _backward(shared: _Shared) -> Callable:
             ) from e
 
     return plain_backward if plain else backward
+
+
+def _saved_tensors(ctx, caller_writable: str) -> tuple:
+    """``ctx.saved_tensors``, torch's error once freed (a second backward without
+    retain_graph); where torch's version check finds a saved input or output written by the
+    caller, the error that says which (``caller_writable``)."""
+    try:
+        return ctx.saved_tensors
+    except RuntimeError as e:
+        if "modified by an inplace operation" not in str(e):
+            raise
+        raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e

@@ -21,7 +21,9 @@ object holds (``guards.ObjectState`` puts it back). A socket's sends and receive
 writes and file position cannot be undone: every use of them but the descriptive ones is
 refused, before it happens; so are reads of the contents of a memoryview or an mmap (they
 change without the object being replaced, which no check of the object sees). A stand-in's
-``__class__`` is the object's (``type(A)`` in the user's code: ``type_reads.py``).
+``__class__`` is the object's (``type(A)`` in the user's code: ``type_reads.py``). An iterator
+the function did not make gets its stand-in here too (``iterators.py``): taking an item from it
+is refused the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import socket
 
 from thunder.core.errors import UnsupportedValueError, at
 from thunder.core.source import user_location
+from thunder.frontend.iterators import RefusedIterator, is_foreign_iterator
 
 # what a write would be: each class's methods that change the object (or its position)
 _WRITES = {
@@ -159,6 +162,8 @@ def stand_in(v, label: str):
         return out
     if isinstance(v, (memoryview, mmap.mmap, socket.socket)):
         return RefusedObject(v, label)
+    if is_foreign_iterator(v):  # ``next(IT)``: refused too, not frozen (iterators.py)
+        return RefusedIterator(v, label)
     return None
 
 
@@ -176,7 +181,7 @@ def is_stand_in(v) -> bool:
     return type(v) in _STAND_IN_TYPES
 
 
-_STAND_IN_TYPES = frozenset({*_COPIES.values(), RefusedObject})
+_STAND_IN_TYPES = frozenset({*_COPIES.values(), RefusedObject, RefusedIterator})
 
 
 def written(v) -> str | None:

@@ -38,7 +38,6 @@ from thunder.core.trace import sanitize_name
 from thunder.frontend.c_objects import C_BUFFERS, buffer_write_refusal, is_stand_in, stand_in, written
 from thunder.frontend.guards import snapshot
 from thunder.frontend.inputs import LITERAL_TYPES
-from thunder.frontend.iterators import RefusedIterator, is_foreign_iterator
 from thunder.frontend.numbers import is_counter, is_counter_value
 from thunder.frontend.patches import replacements
 from thunder.frontend.python_calls import RecordedFile
@@ -254,10 +253,8 @@ class Effects:
                     g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
                 elif isinstance(v, io.IOBase):  # a file: its writes made on every call
                     g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
-                elif self.stand_in_for(v, f"the global {name}") is not None:  # (c_objects.py)
+                elif self.stand_in_for(v, f"the global {name}") is not None:  # (c_objects.py, iterators.py)
                     g[name] = self._swapped[id(v)]
-                elif is_foreign_iterator(v):  # ``next(IT)``: refused, not frozen
-                    g[name] = self._swapped.setdefault(id(v), RefusedIterator(v, f"the global {name}"))
                 elif is_counter(v) and counter_key(g, name) in self.inputs.dynamic:
                     # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
                     site = self._site(g, f"g_{g.get('__name__', 'globals')}")
@@ -280,9 +277,6 @@ class Effects:
                 cell.cell_contents = put
             elif self.stand_in_for(v, f"the closure variable {name}") is not None:
                 put = cell.cell_contents = self._swapped[id(v)]
-            elif is_foreign_iterator(v):
-                put = self._swapped.setdefault(id(v), RefusedIterator(v, f"the closure variable {name}"))
-                cell.cell_contents = put
             elif is_counter(v) and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
                 site = self._site(cell, f"cell_{name}")
                 put = self.inputs.dynamic_number(

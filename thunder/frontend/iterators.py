@@ -5,7 +5,8 @@ iter(data)``, ``itertools.count()``, a generator) holds its position in C or in 
 frame. ``next(IT)`` while tracing would take one item, once: every cached call would reuse
 it (``x * next(COUNTER)`` would multiply by 0 on every call, where eager counts up), and the
 iterator would be one step further than eager leaves it after the first call only. Such an
-iterator is a ``RefusedIterator`` while tracing: taking an item from it (``next``, a ``for``
+iterator is a ``RefusedIterator`` while tracing (one of the stand-ins of ``c_objects.py``, put
+where the code finds it): taking an item from it (``next``, a ``for``
 loop, ``send``) is an error naming it and the user's line, before anything is taken, so the
 iterator is left where it was. Its other attributes are the iterator's.
 """
@@ -42,6 +43,10 @@ class RefusedIterator:
             "cannot replay (every cached call would get the item taken while tracing); take the item outside and "
             "pass it as an argument" + at(user_location())
         )
+
+    @property
+    def __class__(self):  # (``type(IT)`` in the user's code, ``isinstance``: the iterator's)
+        return type(self._real)
 
     def __iter__(self):
         return self

@@ -26,7 +26,6 @@ import torch
 from thunder.core import proxies
 from thunder.frontend.c_objects import is_stand_in
 from thunder.frontend.code_reads import is_user_code
-from thunder.frontend.iterators import RefusedIterator
 from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.python_calls import RecordedFile
 from thunder.frontend.tracked import is_tracked
@@ -70,8 +69,6 @@ def type_of(v) -> type:
         return builtins.type(v.value)
     if is_tracked(v) or is_stand_in(v) or isinstance(v, RecordedFile):
         return v.__class__  # (a tracked copy, a stand-in: the class of the user's object)
-    if isinstance(v, RefusedIterator):
-        return builtins.type(object.__getattribute__(v, "_real"))
     return builtins.type(v)
 
 
