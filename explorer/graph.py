@@ -32,7 +32,10 @@ from html import escape
 
 from explorer.communication import WAIT, Collective, communication_of
 from explorer.memory_model import fmt_bytes
-from explorer.model import Node, PassModel, ProxyInfo, collector_paused
+from explorer.model import collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel
+from explorer.model_values import ProxyInfo
 from explorer.modules import ModuleGroup, layer_runs
 from explorer.style import EXECUTORS, TAG_STYLE, executor_style
 

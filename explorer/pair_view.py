@@ -32,7 +32,9 @@ from explorer.graph import (
     count_nodes,
     layout,
 )
-from explorer.model import Node, PassModel, collector_paused
+from explorer.model import collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel
 from explorer.pair import Pair, shown
 from explorer.text import DEFAULT_BUDGET
 from explorer.tree import badges_html, split_comment

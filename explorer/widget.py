@@ -44,7 +44,9 @@ from explorer.html import (
 from explorer.memory_measure import attach_measurement, measure_memory
 from explorer.memory_model import memory_of
 from explorer.memory_view import memory_section_html
-from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.model import TraceModel, collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel, TraceSeries
 from explorer.modules import ModuleGroup, is_module_id
 from explorer.pair_view import pair_graph, pair_html
 from explorer.search_index import index_of
