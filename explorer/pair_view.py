@@ -23,15 +23,9 @@ import subprocess
 import time
 from html import escape
 
-from explorer.graph import (
-    DEFAULT_TIMEOUT,
-    Graph,
-    GraphvizMissing,
-    _DotWriter,
-    _q,
-    count_nodes,
-    layout,
-)
+from explorer.dot_writer import _DotWriter, _q
+from explorer.graph import DEFAULT_TIMEOUT, Graph, GraphvizMissing, layout
+from explorer.graph_plan import count_nodes
 from explorer.model import collector_paused
 from explorer.model_nodes import Node
 from explorer.model_passes import PassModel

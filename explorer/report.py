@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime
 from html import escape
 
-from explorer.graph import count_nodes, render_graph
+from explorer.graph import render_graph
+from explorer.graph_plan import count_nodes
 from explorer.html import cache_html, diff_html, pass_header_html, source_html
 from explorer.memory_model import memory_of
 from explorer.memory_view import memory_section_html

@@ -28,7 +28,8 @@ from html import escape
 
 import ipywidgets as w
 
-from explorer.graph import ModulePlan, render_graph
+from explorer.graph import render_graph
+from explorer.graph_plan import ModulePlan
 from explorer.html import (
     STATIC_BUDGET,
     cache_html,
