@@ -11,6 +11,7 @@ from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
 from thunder.ops.ltorch.indexed import *  # noqa: F401,F403
+from thunder.ops.ltorch.indexing import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
 from thunder.ops.ltorch.layers import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
@@ -20,6 +21,7 @@ from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
 from thunder.ops.ltorch.order import *  # noqa: F401,F403
 from thunder.ops.ltorch.reductions import *  # noqa: F401,F403
+from thunder.ops.ltorch.repetition import *  # noqa: F401,F403
 from thunder.ops.ltorch.resample import *  # noqa: F401,F403
 from thunder.ops.ltorch.rnn import *  # noqa: F401,F403
 from thunder.ops.ltorch.scans import *  # noqa: F401,F403
