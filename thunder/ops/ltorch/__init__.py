@@ -6,6 +6,7 @@ from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402
 from thunder.ops.ltorch.checks import *  # noqa: F401,F403
 from thunder.ops.ltorch.conv import *  # noqa: F401,F403
 from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
+from thunder.ops.ltorch.einsum import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
@@ -19,6 +20,7 @@ from thunder.ops.ltorch.losses import *  # noqa: F401,F403
 from thunder.ops.ltorch.margins import *  # noqa: F401,F403
 from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
+from thunder.ops.ltorch.normalization import *  # noqa: F401,F403
 from thunder.ops.ltorch.order import *  # noqa: F401,F403
 from thunder.ops.ltorch.reductions import *  # noqa: F401,F403
 from thunder.ops.ltorch.repetition import *  # noqa: F401,F403
