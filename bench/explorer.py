@@ -52,7 +52,7 @@ import thunder  # noqa: E402
 from explorer import graph as graph_view  # noqa: E402
 from explorer.compilation import model_of  # noqa: E402
 from explorer.html import diff_html, pass_header_html, wrap  # noqa: E402
-from explorer.model import diff_passes  # noqa: E402
+from explorer.model_passes import diff_passes  # noqa: E402
 from explorer.tree import tree_html  # noqa: E402
 
 

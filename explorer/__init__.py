@@ -114,7 +114,8 @@ def graph_of(
     None (default) draws them for a jitted module's program, ``False`` draws it flat.
     """
     from explorer.compilation import model_of
-    from explorer.graph import DEFAULT_MODULE_DEPTH, ModulePlan, render_graph
+    from explorer.graph import render_graph
+    from explorer.graph_plan import DEFAULT_MODULE_DEPTH, ModulePlan
 
     m = model_of(obj)
     if kind not in m.series:

@@ -3,7 +3,7 @@
 A collective (``thunder/ops/collectives.py``) is a prim tagged ``Tag.COMMUNICATION``; an
 executor that claims one runs it from a line whose only subsymbol it is, so the executed line
 is a collective too (the model gives its node the ``communication`` tag). This module reads
-only thunder, so that ``explorer.model`` can use it and still import nothing of the views.
+only thunder, so that ``explorer.model_nodes`` can use it and still import nothing of the views.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ import dataclasses
 import weakref
 
 from explorer.memory_model import fmt_bytes
-from explorer.model import Node, PassModel
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel
 
 WAIT = "wait"  # the kind of the line that ends a collective
 _COMMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # PassModel -> Communication

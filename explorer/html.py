@@ -16,7 +16,9 @@ from html import escape
 
 from explorer.communication import Collective, communication_of
 from explorer.compilation import model_of
-from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.model import TraceModel
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel, TraceSeries
 from explorer.modules import ModuleGroup, module_parameters
 from explorer.pair import Pair
 from explorer.pair_view import pair_html, pair_text

@@ -29,7 +29,8 @@ import dataclasses
 
 import torch
 
-from explorer.model import PassModel, TraceModel, collector_paused
+from explorer.model import TraceModel, collector_paused
+from explorer.model_passes import PassModel
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag

@@ -13,7 +13,7 @@ from html import escape
 
 from explorer.html import wrap
 from explorer.memory_model import MemoryProfile, fmt_bytes
-from explorer.model import PassModel
+from explorer.model_passes import PassModel
 from explorer.tree import tree_html
 
 PLOT_POINTS = 800  # points per curve at most

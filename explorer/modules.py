@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import re
 
-from explorer.model import Node, PassModel, collector_paused, path_to
+from explorer.model import collector_paused
+from explorer.model_nodes import Node, path_to
+from explorer.model_passes import PassModel
 from explorer.seconds import fmt_seconds
 
 MODULE_ID_PREFIX = "module:"

@@ -28,7 +28,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from explorer.model import Node, PassModel, TraceModel, TraceSeries
+from explorer.model import TraceModel
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel, TraceSeries
 
 
 @dataclasses.dataclass(eq=False)

@@ -23,16 +23,12 @@ import subprocess
 import time
 from html import escape
 
-from explorer.graph import (
-    DEFAULT_TIMEOUT,
-    Graph,
-    GraphvizMissing,
-    _DotWriter,
-    _q,
-    count_nodes,
-    layout,
-)
-from explorer.model import Node, PassModel, collector_paused
+from explorer.dot_writer import _DotWriter, _q
+from explorer.graph import DEFAULT_TIMEOUT, Graph, GraphvizMissing, layout
+from explorer.graph_plan import count_nodes
+from explorer.model import collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel
 from explorer.pair import Pair, shown
 from explorer.text import DEFAULT_BUDGET
 from explorer.tree import badges_html, split_comment

@@ -11,11 +11,13 @@ from __future__ import annotations
 import datetime
 from html import escape
 
-from explorer.graph import count_nodes, render_graph
+from explorer.graph import render_graph
+from explorer.graph_plan import count_nodes
 from explorer.html import cache_html, diff_html, pass_header_html, source_html
 from explorer.memory_model import memory_of
 from explorer.memory_view import memory_section_html
-from explorer.model import PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.model import TraceModel, collector_paused
+from explorer.model_passes import PassModel, TraceSeries
 from explorer.pair_view import pair_graph, pair_html
 from explorer.seconds import fmt_seconds
 from explorer.style import stylesheet

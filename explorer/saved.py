@@ -4,7 +4,7 @@
     again = TraceModel.from_dict(d)       # also TraceModel.from_json(text)
 
 A loaded model has no traces: its nodes read the saved data (``SavedFacts``) where a built
-model's read BoundSymbols (``model._Facts``), so every view that reads the model draws it as
+model's read BoundSymbols (``model_nodes._Facts``), so every view that reads the model draws it as
 it drew the original: the tree, the graph, the text views, the diffs, search, measured times,
 module groups, the forward/backward pair and the collectives. What only the live traces have
 is not there: a fusion region's standalone repro, the memory view and the what-if comparison
@@ -29,18 +29,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from explorer.model import (
-    CacheEntryInfo,
-    Node,
-    PassDiff,
-    PassModel,
-    ProxyInfo,
-    Rewrites,
-    SourceInfo,
-    TraceModel,
-    TraceSeries,
-    jsonable,
-)
+from explorer.model import CacheEntryInfo, TraceModel
+from explorer.model_nodes import Node, SourceInfo
+from explorer.model_passes import PassDiff, PassModel, Rewrites, TraceSeries
+from explorer.model_values import ProxyInfo, jsonable
 from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.symbol import ModuleScope, common_scope
 
@@ -225,7 +217,7 @@ _UNREAD = object()
 
 class SavedFacts:
     """What a node of a loaded model reads: the saved data of one BoundSymbol (the same
-    attributes as ``model._Facts``, which reads them off the BoundSymbol)."""
+    attributes as ``model_nodes._Facts``, which reads them off the BoundSymbol)."""
 
     __slots__ = ("d", "loader", "_kids", "_size", "_lines", "_source", "_scope")
 

@@ -15,7 +15,9 @@ import bisect
 import os
 import weakref
 
-from explorer.model import Node, PassModel, collector_paused
+from explorer.model import collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel
 
 CHUNK = 4096  # nodes per chunk
 _INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # PassModel -> SearchIndex

@@ -13,7 +13,9 @@ import re
 import sys
 
 from explorer.communication import Collective, communication_of
-from explorer.model import Node, PassModel, TraceModel, TraceSeries, collector_paused
+from explorer.model import TraceModel, collector_paused
+from explorer.model_nodes import Node
+from explorer.model_passes import PassModel, TraceSeries
 from explorer.modules import ModuleGroup
 from explorer.seconds import fmt_seconds
 

@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from html import escape
 
 from explorer.communication import WAIT, Collective, pairing
-from explorer.model import Node, collector_paused, path_to
+from explorer.model import collector_paused
+from explorer.model_nodes import Node, path_to
 from explorer.modules import ModuleGroup, ModuleTree
 from explorer.seconds import fmt_seconds
 from explorer.style import EXECUTORS, TAG_STYLE, css_class

@@ -29,7 +29,8 @@ from explorer.report import TIMING_ROWS as REPORT_TIMING_ROWS
 from explorer.report import report_html
 from explorer.text import source_diff
 from explorer.tree import DEFAULT_BUDGET, tree_html
-from explorer.widget import MAX_LISTED, MIN_STATIC_BUDGET, STATIC_BYTES, TIMING_ROWS, Explorer
+from explorer.widget import MAX_LISTED, Explorer
+from explorer.widget_views import MIN_STATIC_BUDGET, STATIC_BYTES, TIMING_ROWS
 
 OPS = 40_000
 MB = 1_000_000

@@ -6,11 +6,13 @@ from thunder.ops.ltorch.casts import *  # noqa: F401,F403,E402
 from thunder.ops.ltorch.checks import *  # noqa: F401,F403
 from thunder.ops.ltorch.conv import *  # noqa: F401,F403
 from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
+from thunder.ops.ltorch.einsum import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
 from thunder.ops.ltorch.indexed import *  # noqa: F401,F403
+from thunder.ops.ltorch.indexing import *  # noqa: F401,F403
 from thunder.ops.ltorch.inplace import *  # noqa: F401,F403
 from thunder.ops.ltorch.layers import *  # noqa: F401,F403
 from thunder.ops.ltorch.linalg import *  # noqa: F401,F403
@@ -18,8 +20,10 @@ from thunder.ops.ltorch.losses import *  # noqa: F401,F403
 from thunder.ops.ltorch.margins import *  # noqa: F401,F403
 from thunder.ops.ltorch.matrix import *  # noqa: F401,F403
 from thunder.ops.ltorch.nn import *  # noqa: F401,F403
+from thunder.ops.ltorch.normalization import *  # noqa: F401,F403
 from thunder.ops.ltorch.order import *  # noqa: F401,F403
 from thunder.ops.ltorch.reductions import *  # noqa: F401,F403
+from thunder.ops.ltorch.repetition import *  # noqa: F401,F403
 from thunder.ops.ltorch.resample import *  # noqa: F401,F403
 from thunder.ops.ltorch.rnn import *  # noqa: F401,F403
 from thunder.ops.ltorch.scans import *  # noqa: F401,F403

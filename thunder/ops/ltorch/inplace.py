@@ -14,19 +14,22 @@ from thunder.ops import prims
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch.casts import detach
 from thunder.ops.ltorch.factories import _cast_number, in_graph_of
+from thunder.ops.ltorch.indexing import (
+    _normalize_index,
+    advanced_layout,
+    getitem,
+    has_advanced_index,
+    static_index,
+)
 from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
 from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.ltorch.shape import (
-    _normalize_index,
     _shape_arg,
-    advanced_layout,
     broadcast_to,
     chunk,
     expand,
     expand_as,
     flatten,
-    getitem,
-    has_advanced_index,
     int_index,
     movedim,
     narrow,
@@ -37,7 +40,6 @@ from thunder.ops.ltorch.shape import (
     select,
     split,
     squeeze,
-    static_index,
     t,
     transpose,
     unbind,

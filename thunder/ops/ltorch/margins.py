@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from thunder.core.tags import Tag
 from thunder.ops.langs import torchsymbol
-from thunder.ops.ltorch import casts, factories, matrix, reductions, scans, shape
+from thunder.ops.ltorch import casts, factories, indexing, matrix, reductions, scans, shape
 from thunder.ops.ltorch import elementwise as ew
 from thunder.ops.ltorch.losses import legacy_reduction
 from thunder.ops.meta import ShapeError, device_of, dtype_of, is_tensor, shape_of
@@ -127,12 +127,12 @@ def multi_margin_loss(
     x, t, squeeze = _rows(input, target, op)
     t = shape.reshape(t, (shape_of(x)[0],))
     n, c = shape_of(x)
-    x_y = shape.gather(x, 1, shape.unsqueeze(t, 1))  # (N, 1)
+    x_y = indexing.gather(x, 1, shape.unsqueeze(t, 1))  # (N, 1)
     z = ew.clamp_min(ew.add(ew.sub(x, x_y), margin), 0)
     if p == 2:
         z = ew.mul(z, z)
     if weight is not None:
-        z = ew.mul(z, shape.unsqueeze(shape.index_select(weight, 0, t), 1))
+        z = ew.mul(z, shape.unsqueeze(indexing.index_select(weight, 0, t), 1))
     cls = factories.arange(c, device=device_of(t))
     z = ew.where(ew.eq(shape.unsqueeze(cls, 0), shape.unsqueeze(t, 1)), 0, z)  # not the target itself
     loss = ew.div(reductions.sum(z, 1), c)
@@ -152,7 +152,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     valid = scans.cumprod(casts.to(ew.ne(t, -1), torch.int64), 1)  # before the first -1
     valid_f = casts.to(valid, dtype_of(x))
     safe = ew.where(ew.eq(valid, 1), t, 0)
-    x_y = shape.gather(x, 1, safe)  # (N, C): x at each target slot
+    x_y = indexing.gather(x, 1, safe)  # (N, C): x at each target slot
     cls = factories.arange(c, device=device_of(t))
     # is_target[n, i]: class i is one of the valid targets of row n
     hits = ew.logical_and(
@@ -216,8 +216,8 @@ def pdist(input, p: float = 2.0):
     if n < 2:
         return shape.narrow(shape.flatten(input), 0, 0, 0)  # no pairs: empty, in the input's graph
     idx = matrix.triu_indices(n, n, 1, device=device_of(input))
-    rows = shape.index_select(input, 0, shape.select(idx, 0, 0))
-    cols = shape.index_select(input, 0, shape.select(idx, 0, 1))
+    rows = indexing.index_select(input, 0, shape.select(idx, 0, 0))
+    cols = indexing.index_select(input, 0, shape.select(idx, 0, 1))
     return reductions.vector_norm(ew.sub(rows, cols), p, 1)
 
 
