@@ -26,7 +26,8 @@ T = torch.Tensor
 
 
 def _normalize_index(key, shape, op: str):
-    """Basic indexing -> (per-dim slices, dims to squeeze, where new dims go, tensor index)."""
+    """The index ``key`` as a list with one item per dimension of ``shape`` (``None`` items kept
+    where they stand): the ellipsis, or the missing trailing dimensions, become full slices."""
     if not isinstance(key, tuple):
         key = (key,)
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
