@@ -459,10 +459,25 @@ def _twice(x, w):
     return (y * w).sum() + v.sum()
 
 
+def _through_t(x, w):
+    y = x * 2
+    y.T.mul_(w.T)  # a view a property takes
+    return (y * w).sum()
+
+
+def _through_mt_then_select(x, w):
+    y = x.sin()
+    u = y.mT
+    u[1].add_(w[:, 0])  # u sees the write too
+    return (y * w).sum() + (u * u).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
-    [_through_select, _other_views_see_it, _through_two_views, _twice],
-    ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"],
+    [_through_select, _other_views_see_it, _through_two_views, _twice]
+    + [_through_t, _through_mt_then_select],
+    ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"]
+    + ["y.T.mul_", "y.mT[1].add_"],
 )
 def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     """A write through a view changes the view and its base (and the other views of it):
@@ -478,8 +493,40 @@ def test_gradients_through_a_write_into_a_view_equal_eager(fn):
             list(torch.autograd.grad(expected, (x, w))),
             f"call {call}: the gradients",
         )
+        assert_same([xt, wt], [x, w], f"call {call}: the arguments after the call")
         assert_no_proxy((got, xt), f"call {call}")
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+@pytest.mark.parametrize("prop", ["T", "mT", "H", "mH"])
+@pytest.mark.parametrize("kind", ["a plain tensor", "a TwoTensor"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no grad", "grad"])
+def test_a_write_through_a_view_a_property_takes_equals_eager(prop, kind, grad):
+    """``y.T`` (``.mT``, ``.H``, ``.mH``) is a view of ``y``: a write through it changes ``y``."""
+
+    def fn(x):
+        y = x * 2
+        getattr(y, prop).mul_(getattr(x, prop))
+        return y
+
+    torch.manual_seed(0)
+    a = torch.randn(3, 2, dtype=torch.float64)
+    x = (TwoTensor(a, a * 3 + 1) if kind == "a TwoTensor" else a).requires_grad_(grad)
+    xt = copy(x)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x), jfn(xt)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(xt, x, f"call {call}: the argument after the call")
+        assert_no_proxy((got, xt), f"call {call}")
+        if grad:
+            assert_same(
+                torch.autograd.grad((got * got).sum(), xt)[0],
+                torch.autograd.grad((expected * expected).sum(), x)[0],
+                f"call {call}: the gradient",
+            )
+    if grad:
+        assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
 def _view_write_under_no_grad(x, w):
@@ -525,11 +572,22 @@ def test_several_values_written_under_no_grad_pass_their_gradient_on_as_in_eager
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
-def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph():
-    def fn(x, w):
-        x[0].mul_(w[0])
-        return (x * w).sum()
+def _into_a_select_of_the_input(x, w):
+    x[0].mul_(w[0])
+    return (x * w).sum()
 
+
+def _into_the_t_of_the_input(x, w):
+    x.T[0].mul_(w[:, 0])
+    return (x * w).sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_into_a_select_of_the_input, _into_the_t_of_the_input],
+    ids=["x[0].mul_", "x.T[0].mul_"],
+)
+def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph(fn):
     x, w = _view_args()
     xt, wt = copy(x), copy(w)
     jfn = thunder.jit(fn)
@@ -937,24 +995,17 @@ def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clea
         thunder.jit(lambda x, w: x.mul_(w))(x, w)
 
 
-def test_a_write_through_a_view_that_thunder_cannot_differentiate_is_a_clear_error():
-    """``y.T`` is a view taken by a property, which acquisition does not link to ``y``; a slice
-    of a slice's write needs ``prims.take`` on the TwoTensor cotangent in the backward, which
-    TwoTensor's dispatch cannot run."""
+def test_a_write_through_a_view_thunder_cannot_link_to_its_base_is_a_clear_error():
+    """``y.view_as(y)`` gives a view of the same shape that acquisition does not link to ``y``
+    (eager writes ``y`` through it): with gradients, thunder cannot trace the write's."""
 
-    def through_t(x, w):
+    def through_view_as(x, w):
         y = x * 2
-        y.T.mul_(w.T)
+        y.view_as(w).mul_(w)
         return (y * w).sum()
 
-    def through_slices(x, w):
-        y = x * 2
-        y[1:][0].add_(w[0])
-        return (y * w).sum()
-
-    for fn in (through_t, through_slices):
-        with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
-            thunder.jit(fn)(*_view_args())
+    with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
+        thunder.jit(through_view_as)(*_view_args())
 
 
 def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():

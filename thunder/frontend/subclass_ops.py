@@ -56,6 +56,7 @@ from thunder.frontend.views import View
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -388,16 +389,28 @@ def _in_order(tensors: list, args, kwargs) -> bool:
 
 def _link_view(func, pargs, pkwargs, result) -> None:
     """A view user code took of a subclass value (``v = y[0]``): noted on the view's value,
-    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``)."""
-    try:
-        op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
-    except TypeError:  # an unhashable callable
+    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``). A
+    view a property takes (``y.T``) is linked as the view op it is (``PROPERTY_VIEWS``:
+    ``y.permute((1, 0))``)."""
+    if not pargs or not isinstance(pargs[0], SubclassProxy):
         return
-    if Tag.VIEW not in getattr(op, "tags", ()) or not pargs or not isinstance(pargs[0], SubclassProxy):
-        return
+    if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
+        view = PROPERTY_VIEWS.get(func.__self__.__name__)
+        if view is None:
+            return
+        op, args, _ = view(pargs[0])
+        kwargs = {}
+    else:
+        try:
+            op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
+        except TypeError:  # an unhashable callable
+            return
+        if Tag.VIEW not in getattr(op, "tags", ()):
+            return
+        args, kwargs = tuple(pargs[1:]), dict(pkwargs)
     p = proxy_of(result) if isinstance(result, torch.Tensor) else None
     if p is not None and p is not pargs[0]:
-        p.view_of = ViewLink(pargs[0], op, tuple(pargs[1:]), dict(pkwargs))
+        p.view_of = ViewLink(pargs[0], op, args, kwargs)
 
 
 def _is_subclass_value(a) -> bool:
