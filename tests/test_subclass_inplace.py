@@ -472,12 +472,24 @@ def _through_mt_then_select(x, w):
     return (y * w).sum() + (u * u).sum()
 
 
+def _through_slices(x, w):
+    y = x * 2
+    y[1:][0].add_(w[0])  # its backward takes rows of the TwoTensor cotangent by index
+    return (y * w).sum()
+
+
+def _through_h_slices(x, w):
+    y = x * 3
+    y.H[:, 1:][1].mul_(w[1:, 1])
+    return (y * w).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
     [_through_select, _other_views_see_it, _through_two_views, _twice]
-    + [_through_t, _through_mt_then_select],
+    + [_through_t, _through_mt_then_select, _through_slices, _through_h_slices],
     ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"]
-    + ["y.T.mul_", "y.mT[1].add_"],
+    + ["y.T.mul_", "y.mT[1].add_", "y[1:][0].add_", "y.H[:, 1:][1].mul_"],
 )
 def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     """A write through a view changes the view and its base (and the other views of it):
@@ -582,10 +594,15 @@ def _into_the_t_of_the_input(x, w):
     return (x * w).sum()
 
 
+def _into_a_slice_of_a_slice_of_the_input(x, w):
+    x[1:][0].add_(w[0])
+    return (x * w).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
-    [_into_a_select_of_the_input, _into_the_t_of_the_input],
-    ids=["x[0].mul_", "x.T[0].mul_"],
+    [_into_a_select_of_the_input, _into_the_t_of_the_input, _into_a_slice_of_a_slice_of_the_input],
+    ids=["x[0].mul_", "x.T[0].mul_", "x[1:][0].add_"],
 )
 def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph(fn):
     x, w = _view_args()

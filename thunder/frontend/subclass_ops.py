@@ -53,6 +53,7 @@ from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_symbols import _ACTIVE, _INPLACE_OPERATORS, _OPERATORS, _Call, subclass_symbol
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
+from thunder.ops import prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER
@@ -317,6 +318,11 @@ class SubclassOps:
             state.inplace.rebind(target, out, call.what)
             return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
+            if out is args[0] and not _in_dispatch(call.cls):
+                # a view of a plain tensor taken above the dispatch (``index.reshape(-1)`` in a
+                # prim's torch function run on subclass values, as a backward's ``prims.take``):
+                # torch refuses a view op that returns its input there, so it is a new value
+                out = prims.reshape(out, out.meta_shape)
             self._view_layout(func, args, kwargs, where)
             views = getattr(state, "views", None)  # (None: after tracing)
             if views is not None and isinstance(args[0], TensorProxy):
@@ -445,6 +451,18 @@ def _subclass_location(cls: type) -> SourceLocation | None:
             return found
         f = f.f_back
     return None  # the aten op was not called by the dispatch (torch decomposed the op itself)
+
+
+def _in_dispatch(cls: type) -> bool:
+    """Whether the subclass's ``__torch_dispatch__`` is running (an aten op below it, not one
+    its torch function runs above it)."""
+    dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code is dispatch:
+            return True
+        f = f.f_back
+    return False
 
 
 def _where(call: _Call) -> str:
