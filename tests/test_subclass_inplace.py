@@ -484,12 +484,36 @@ def _through_h_slices(x, w):
     return (y * w).sum()
 
 
+def _through_detach(x, w):
+    y = x * 2
+    d = y.detach()
+    d[1].mul_(3)  # y holds the values written, its history kept: the gradient passes unchanged
+    return (y * w).sum() + (d * w).sum()
+
+
+def _through_data(x, w):
+    y = x.sin()
+    y.data.mul_(w.detach())
+    return (y * w).sum()
+
+
+def _through_views_of_the_same_shape(x, w):
+    y = x * 2
+    y.view_as(w).mul_(w)  # the torch-language op gives back y itself
+    y[:].add_(w * 3)
+    v = y.reshape(3, 2)
+    v.mul_(w)
+    return (y * w).sum() + (v * v).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
     [_through_select, _other_views_see_it, _through_two_views, _twice]
-    + [_through_t, _through_mt_then_select, _through_slices, _through_h_slices],
+    + [_through_t, _through_mt_then_select, _through_slices, _through_h_slices]
+    + [_through_detach, _through_data, _through_views_of_the_same_shape],
     ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"]
-    + ["y.T.mul_", "y.mT[1].add_", "y[1:][0].add_", "y.H[:, 1:][1].mul_"],
+    + ["y.T.mul_", "y.mT[1].add_", "y[1:][0].add_", "y.H[:, 1:][1].mul_"]
+    + ["y.detach()[1].mul_", "y.data.mul_", "views of the same shape"],
 )
 def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     """A write through a view changes the view and its base (and the other views of it):
@@ -1013,16 +1037,25 @@ def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clea
 
 
 def test_a_write_through_a_view_thunder_cannot_link_to_its_base_is_a_clear_error():
-    """``y.view_as(y)`` gives a view of the same shape that acquisition does not link to ``y``
-    (eager writes ``y`` through it): with gradients, thunder cannot trace the write's."""
+    """A piece of ``y.tensor_split(2)`` is a view of ``y`` in eager; thunder does not link it to
+    ``y`` (its plain-tensor writes are refused too): with gradients, the write is refused."""
 
-    def through_view_as(x, w):
+    def through_tensor_split(x, w):
         y = x * 2
-        y.view_as(w).mul_(w)
+        y.tensor_split(2)[1].mul_(3)
         return (y * w).sum()
 
+    x, w = _view_args()
+    through_tensor_split(copy(x), copy(w)).backward()  # eager runs it
     with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
-        thunder.jit(through_view_as)(*_view_args())
+        thunder.jit(through_tensor_split)(x, w)
+
+
+def test_a_detached_subclass_value_does_not_require_grad_as_in_eager():
+    fn = lambda x: ((x * 2).detach().requires_grad, (x * 2).data.requires_grad, torch.detach(x).requires_grad)  # noqa: E731
+    x, _ = _view_args()
+    assert fn(x) == (False, False, False)
+    assert thunder.jit(fn)(copy(x)) == fn(x)
 
 
 def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():

@@ -53,7 +53,7 @@ from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_symbols import _ACTIVE, _INPLACE_OPERATORS, _OPERATORS, _Call, subclass_symbol
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
-from thunder.ops import prims
+from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER
@@ -194,7 +194,8 @@ class SubclassOps:
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
         leaves, spec = tree_flatten(out)
-        rg = grad and any(_requires_grad(x) for x in inputs)
+        # (``x.detach()``, ``x.data``: eager's autograd gives a result outside the graph)
+        rg = grad and not _detaches(call.fn) and any(_requires_grad(x) for x in inputs)
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
@@ -396,15 +397,19 @@ def _in_order(tensors: list, args, kwargs) -> bool:
 def _link_view(func, pargs, pkwargs, result) -> None:
     """A view user code took of a subclass value (``v = y[0]``): noted on the view's value,
     for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``). A
-    view a property takes (``y.T``) is linked as the view op it is (``PROPERTY_VIEWS``:
-    ``y.permute((1, 0))``)."""
+    view a property takes (``y.T``, ``y.data``) is linked as the view op it is
+    (``PROPERTY_VIEWS``: ``y.permute((1, 0))``; ``y.detach()``)."""
     if not pargs or not isinstance(pargs[0], SubclassProxy):
         return
     if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
-        view = PROPERTY_VIEWS.get(func.__self__.__name__)
-        if view is None:
+        name = func.__self__.__name__
+        view = PROPERTY_VIEWS.get(name)
+        if name == "data":  # a view without history, as ``detach()``
+            op, args = ltorch.detach, ()
+        elif view is not None:
+            op, args, _ = view(pargs[0])
+        else:
             return
-        op, args, _ = view(pargs[0])
         kwargs = {}
     else:
         try:
@@ -417,6 +422,12 @@ def _link_view(func, pargs, pkwargs, result) -> None:
     p = proxy_of(result) if isinstance(result, torch.Tensor) else None
     if p is not None and p is not pargs[0]:
         p.view_of = ViewLink(pargs[0], op, args, kwargs)
+
+
+def _detaches(fn) -> bool:
+    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
+        return fn.__self__.__name__ == "data"
+    return fn is T.detach or fn is torch.detach
 
 
 def _is_subclass_value(a) -> bool:
