@@ -25,7 +25,6 @@ import thunder
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.transforms.flatten_subclasses import SubclassFlatteningError
 
 
 def two(*shape) -> TwoTensor:
@@ -506,14 +505,22 @@ def _through_views_of_the_same_shape(x, w):
     return (y * w).sum() + (v * v).sum()
 
 
+def _through_pieces(x, w):
+    y = x * 2
+    a, b = y.hsplit(2)  # views of y, each one output of hsplit
+    b.mul_(w[:, 1:])
+    y.tensor_split([1, 2])[2][0].add_(w[0])
+    return (y * w).sum() + (a * b).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
     [_through_select, _other_views_see_it, _through_two_views, _twice]
     + [_through_t, _through_mt_then_select, _through_slices, _through_h_slices]
-    + [_through_detach, _through_data, _through_views_of_the_same_shape],
+    + [_through_detach, _through_data, _through_views_of_the_same_shape, _through_pieces],
     ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"]
     + ["y.T.mul_", "y.mT[1].add_", "y[1:][0].add_", "y.H[:, 1:][1].mul_"]
-    + ["y.detach()[1].mul_", "y.data.mul_", "views of the same shape"],
+    + ["y.detach()[1].mul_", "y.data.mul_", "views of the same shape", "pieces of hsplit and tensor_split"],
 )
 def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     """A write through a view changes the view and its base (and the other views of it):
@@ -1048,19 +1055,25 @@ def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clea
         thunder.jit(lambda x, w: x.mul_(w))(x, w)
 
 
-def test_a_write_through_a_view_thunder_cannot_link_to_its_base_is_a_clear_error():
-    """A piece of ``y.tensor_split(2)`` is a view of ``y`` in eager; thunder does not link it to
-    ``y`` (its plain-tensor writes are refused too): with gradients, the write is refused."""
+def test_a_write_through_a_row_of_an_expand_of_a_subclass_value_is_a_clear_error():
+    """``y[0].expand(3, 2)[1]`` is a row of ``y[0]`` repeated: eager writes ``y[0]`` through it.
+    The subclass's dispatch takes the expand of its inner tensors with ``aten.expand``, whose
+    repeats thunder does not follow back to the base (a plain tensor's ``expand`` it does)."""
 
-    def through_tensor_split(x, w):
+    def through_an_expand(x, w):
         y = x * 2
-        y.tensor_split(2)[1].mul_(3)
+        y[0].expand(3, 2)[1].mul_(w[0])
         return (y * w).sum()
 
     x, w = _view_args()
-    through_tensor_split(copy(x), copy(w)).backward()  # eager runs it
-    with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
-        thunder.jit(through_tensor_split)(x, w)
+    through_an_expand(copy(x), copy(w)).backward()  # eager runs it
+    for args in ((x, w), (x.detach(), w.detach())):
+        with pytest.raises(
+            UnsupportedOpError,
+            match=r"(?s)torch.Tensor.mul_ on a TwoTensor writes into a view made by expand.default.*"
+            r"test_subclass_inplace.py.*y\[0\].expand",
+        ):
+            thunder.jit(through_an_expand)(*args)
 
 
 def test_a_detached_subclass_value_does_not_require_grad_as_in_eager():

@@ -57,6 +57,7 @@ from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import PIECE_WRITES
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError, differentiable
 
@@ -419,9 +420,16 @@ def _link_view(func, pargs, pkwargs, result) -> None:
         if Tag.VIEW not in getattr(op, "tags", ()):
             return
         args, kwargs = tuple(pargs[1:]), dict(pkwargs)
-    p = proxy_of(result) if isinstance(result, torch.Tensor) else None
-    if p is not None and p is not pargs[0]:
-        p.view_of = ViewLink(pargs[0], op, args, kwargs)
+    if isinstance(result, (tuple, list)):  # the pieces of ``y.hsplit(2)``: each a view of y
+        if op not in PIECE_WRITES:
+            return
+        pieces = [(i, r) for i, r in enumerate(result)]
+    else:  # (``torch.atleast_3d(y)`` of one tensor: the one output of an op that may give several)
+        pieces = [(0 if op in PIECE_WRITES else None, result)]
+    for i, r in pieces:
+        p = proxy_of(r) if isinstance(r, torch.Tensor) else None
+        if p is not None and p is not pargs[0]:
+            p.view_of = ViewLink(pargs[0], op, args, kwargs, i)
 
 
 def _detaches(fn) -> bool:

@@ -465,7 +465,7 @@ def _link_written(olds: dict, targets: list) -> None:
         link = old.view_of
         if link is not None:
             base = olds.get(link.base.name, (None, link.base))[1]
-            new.view_of = ViewLink(base, link.op, link.args, link.kwargs)
+            new.view_of = ViewLink(base, link.op, link.args, link.kwargs, link.index)
 
 
 def _as_written(base):

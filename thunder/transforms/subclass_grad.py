@@ -27,6 +27,8 @@ autograd over whole subclass ops (``thunder/jit.py``), never a gradient computed
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from thunder.core.context import tracectx
@@ -40,7 +42,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import ltorch, prims
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
-from thunder.ops.ltorch.inplace import VIEW_WRITES
+from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
 
 class SubclassGradError(ThunderError, NotImplementedError):
@@ -162,12 +164,17 @@ def _through_views(got: list, want: list) -> list:
         how = w.written_through
         link, source = how.link, values[how.source.name]
         if how.kind == "base":
-            write = VIEW_WRITES.get(link.op)
+            if link.index is None:
+                write = VIEW_WRITES.get(link.op)
+            else:  # one output of a view op with several
+                write = PIECE_WRITES.get(link.op)
+                write = None if write is None else functools.partial(write, index=link.index)
             if write is None:
                 return got
             values[w.name] = write(how.old, *link.args, value=source, **link.kwargs)
         else:
-            values[w.name] = link.op(source, *link.args, **link.kwargs)
+            view = link.op(source, *link.args, **link.kwargs)
+            values[w.name] = view[link.index] if isinstance(view, (tuple, list)) else view
         pending = [p for p in pending if p is not w]
     return [values[w.name] for w in want]
 
