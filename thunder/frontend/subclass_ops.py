@@ -423,7 +423,7 @@ def _link_view(func, pargs, pkwargs, result) -> None:
     if isinstance(result, (tuple, list)):  # the pieces of ``y.hsplit(2)``: each a view of y
         if op not in PIECE_WRITES:
             return
-        pieces = [(i, r) for i, r in enumerate(result)]
+        pieces = list(enumerate(result))
     else:  # (``torch.atleast_3d(y)`` of one tensor: the one output of an op that may give several)
         pieces = [(0 if op in PIECE_WRITES else None, result)]
     for i, r in pieces:
@@ -433,6 +433,7 @@ def _link_view(func, pargs, pkwargs, result) -> None:
 
 
 def _detaches(fn) -> bool:
+    """Whether the torch callable ``fn`` is ``detach()`` or the ``.data`` property."""
     if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
         return fn.__self__.__name__ == "data"
     return fn is T.detach or fn is torch.detach
