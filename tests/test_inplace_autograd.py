@@ -431,7 +431,6 @@ KNOWN_DIFFERENCES = {
     ("cdist_zero_distance", "output"): _RESULT,
     ("scaled_dot_product_attention", "output"): _RESULT,
     ("narrow_tensor_start", "output"): _UNSUPPORTED_VIEW,
-    ("tensor_split", "output"): _UNSUPPORTED_VIEW,
     ("take", "input"): _SHAPE_ONLY,
     ("median", "output"): _RESULT,
     ("quantile", "input"): _RECOMPUTES,

@@ -25,7 +25,6 @@ import thunder
 from thunder.core.errors import UnsupportedOpError, UnsupportedValueError
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.transforms.flatten_subclasses import SubclassFlatteningError
 
 
 def two(*shape) -> TwoTensor:
@@ -459,10 +458,69 @@ def _twice(x, w):
     return (y * w).sum() + v.sum()
 
 
+def _through_t(x, w):
+    y = x * 2
+    y.T.mul_(w.T)  # a view a property takes
+    return (y * w).sum()
+
+
+def _through_mt_then_select(x, w):
+    y = x.sin()
+    u = y.mT
+    u[1].add_(w[:, 0])  # u sees the write too
+    return (y * w).sum() + (u * u).sum()
+
+
+def _through_slices(x, w):
+    y = x * 2
+    y[1:][0].add_(w[0])  # its backward takes rows of the TwoTensor cotangent by index
+    return (y * w).sum()
+
+
+def _through_h_slices(x, w):
+    y = x * 3
+    y.H[:, 1:][1].mul_(w[1:, 1])
+    return (y * w).sum()
+
+
+def _through_detach(x, w):
+    y = x * 2
+    d = y.detach()
+    d[1].mul_(3)  # y holds the values written, its history kept: the gradient passes unchanged
+    return (y * w).sum() + (d * w).sum()
+
+
+def _through_data(x, w):
+    y = x.sin()
+    y.data.mul_(w.detach())
+    return (y * w).sum()
+
+
+def _through_views_of_the_same_shape(x, w):
+    y = x * 2
+    y.view_as(w).mul_(w)  # the torch-language op gives back y itself
+    y[:].add_(w * 3)
+    v = y.reshape(3, 2)
+    v.mul_(w)
+    return (y * w).sum() + (v * v).sum()
+
+
+def _through_pieces(x, w):
+    y = x * 2
+    a, b = y.hsplit(2)  # views of y, each one output of hsplit
+    b.mul_(w[:, 1:])
+    y.tensor_split([1, 2])[2][0].add_(w[0])
+    return (y * w).sum() + (a * b).sum()
+
+
 @pytest.mark.parametrize(
     "fn",
-    [_through_select, _other_views_see_it, _through_two_views, _twice],
-    ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"],
+    [_through_select, _other_views_see_it, _through_two_views, _twice]
+    + [_through_t, _through_mt_then_select, _through_slices, _through_h_slices]
+    + [_through_detach, _through_data, _through_views_of_the_same_shape, _through_pieces],
+    ids=["y[0].mul_", "other views of y", "y.transpose(0, 1)[1].mul_", "twice"]
+    + ["y.T.mul_", "y.mT[1].add_", "y[1:][0].add_", "y.H[:, 1:][1].mul_"]
+    + ["y.detach()[1].mul_", "y.data.mul_", "views of the same shape", "pieces of hsplit and tensor_split"],
 )
 def test_gradients_through_a_write_into_a_view_equal_eager(fn):
     """A write through a view changes the view and its base (and the other views of it):
@@ -478,8 +536,40 @@ def test_gradients_through_a_write_into_a_view_equal_eager(fn):
             list(torch.autograd.grad(expected, (x, w))),
             f"call {call}: the gradients",
         )
+        assert_same([xt, wt], [x, w], f"call {call}: the arguments after the call")
         assert_no_proxy((got, xt), f"call {call}")
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+@pytest.mark.parametrize("prop", ["T", "mT", "H", "mH"])
+@pytest.mark.parametrize("kind", ["a plain tensor", "a TwoTensor"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no grad", "grad"])
+def test_a_write_through_a_view_a_property_takes_equals_eager(prop, kind, grad):
+    """``y.T`` (``.mT``, ``.H``, ``.mH``) is a view of ``y``: a write through it changes ``y``."""
+
+    def fn(x):
+        y = x * 2
+        getattr(y, prop).mul_(getattr(x, prop))
+        return y
+
+    torch.manual_seed(0)
+    a = torch.randn(3, 2, dtype=torch.float64)
+    x = (TwoTensor(a, a * 3 + 1) if kind == "a TwoTensor" else a).requires_grad_(grad)
+    xt = copy(x)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x), jfn(xt)
+        assert_same(got, expected, f"call {call}: the result")
+        assert_same(xt, x, f"call {call}: the argument after the call")
+        assert_no_proxy((got, xt), f"call {call}")
+        if grad:
+            assert_same(
+                torch.autograd.grad((got * got).sum(), xt)[0],
+                torch.autograd.grad((expected * expected).sum(), x)[0],
+                f"call {call}: the gradient",
+            )
+    if grad:
+        assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
 def _view_write_under_no_grad(x, w):
@@ -525,11 +615,27 @@ def test_several_values_written_under_no_grad_pass_their_gradient_on_as_in_eager
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
-def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph():
-    def fn(x, w):
-        x[0].mul_(w[0])
-        return (x * w).sum()
+def _into_a_select_of_the_input(x, w):
+    x[0].mul_(w[0])
+    return (x * w).sum()
 
+
+def _into_the_t_of_the_input(x, w):
+    x.T[0].mul_(w[:, 0])
+    return (x * w).sum()
+
+
+def _into_a_slice_of_a_slice_of_the_input(x, w):
+    x[1:][0].add_(w[0])
+    return (x * w).sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_into_a_select_of_the_input, _into_the_t_of_the_input, _into_a_slice_of_a_slice_of_the_input],
+    ids=["x[0].mul_", "x.T[0].mul_", "x[1:][0].add_"],
+)
+def test_a_write_into_a_view_of_a_non_leaf_input_keeps_its_graph(fn):
     x, w = _view_args()
     xt, wt = copy(x), copy(w)
     jfn = thunder.jit(fn)
@@ -735,8 +841,20 @@ def test_a_foreach_write_counts_a_write_of_each_tensor_for_the_backward():
     y = x * 2
     torch._foreach_mul_([y], 2.0)
     assert y._version == 0  # eager: not counted
+
+    # eager's gradient is not that of the function as written (z.sin()'s of the value it read)
+    def as_written(x):
+        y, z, u = x * 2, x * 3, x * 4
+        return (z.sin() * (y * 2)).sum() + u.sum()
+
+    eager = torch.autograd.grad(_saved_then_written(1)(x), x)[0]
+    assert not torch.allclose(eager.a, torch.autograd.grad(as_written(x), x)[0].a)
     xt = copy(x)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)modified by an inplace operation.*for a tensor subclass value it does not count a foreach op's "
+        r"write.*test_subclass_inplace.py",
+    ):
         torch.autograd.grad(thunder.jit(_saved_then_written(1))(xt), xt)
     fn = _saved_then_written(0)  # the saved value is not written: the gradients are eager's
     xt = copy(x)
@@ -937,24 +1055,32 @@ def test_a_replaced_inner_tensor_written_with_values_that_require_grad_is_a_clea
         thunder.jit(lambda x, w: x.mul_(w))(x, w)
 
 
-def test_a_write_through_a_view_that_thunder_cannot_differentiate_is_a_clear_error():
-    """``y.T`` is a view taken by a property, which acquisition does not link to ``y``; a slice
-    of a slice's write needs ``prims.take`` on the TwoTensor cotangent in the backward, which
-    TwoTensor's dispatch cannot run."""
+def test_a_write_through_a_row_of_an_expand_of_a_subclass_value_is_a_clear_error():
+    """``y[0].expand(3, 2)[1]`` is a row of ``y[0]`` repeated: eager writes ``y[0]`` through it.
+    The subclass's dispatch takes the expand of its inner tensors with ``aten.expand``, whose
+    repeats thunder does not follow back to the base (a plain tensor's ``expand`` it does)."""
 
-    def through_t(x, w):
+    def through_an_expand(x, w):
         y = x * 2
-        y.T.mul_(w.T)
+        y[0].expand(3, 2)[1].mul_(w[0])
         return (y * w).sum()
 
-    def through_slices(x, w):
-        y = x * 2
-        y[1:][0].add_(w[0])
-        return (y * w).sum()
+    x, w = _view_args()
+    through_an_expand(copy(x), copy(w)).backward()  # eager runs it
+    for args in ((x, w), (x.detach(), w.detach())):
+        with pytest.raises(
+            UnsupportedOpError,
+            match=r"(?s)torch.Tensor.mul_ on a TwoTensor writes into a view made by expand.default.*"
+            r"test_subclass_inplace.py.*y\[0\].expand",
+        ):
+            thunder.jit(through_an_expand)(*args)
 
-    for fn in (through_t, through_slices):
-        with pytest.raises(SubclassFlatteningError, match=r"writes several values \(views of one another\)"):
-            thunder.jit(fn)(*_view_args())
+
+def test_a_detached_subclass_value_does_not_require_grad_as_in_eager():
+    fn = lambda x: ((x * 2).detach().requires_grad, (x * 2).data.requires_grad, torch.detach(x).requires_grad)  # noqa: E731
+    x, _ = _view_args()
+    assert fn(x) == (False, False, False)
+    assert thunder.jit(fn)(copy(x)) == fn(x)
 
 
 def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_error():

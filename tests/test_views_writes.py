@@ -1,6 +1,7 @@
 """In-place writes through views reach their base as in eager, and views see writes into
 their base: ``x.T``, ``x.mT``, ``x.T[0]``, permutations, view, unsqueeze, squeeze, select,
-narrow, split, chunk, unbind, diagonal, expand (a part of it in which no element repeats);
+narrow, split, chunk, unbind, tensor_split, diagonal, expand (a part of it in which no element
+repeats);
 ``reshape``, ``flatten`` and ``contiguous`` where eager made a view (a copy where eager
 copied). Writes into a view whose elements repeat (one memory location twice, as in
 ``x[0].expand(2, 3)``) are refused naming the op, as eager refuses add_, copy_ and the like."""
@@ -37,6 +38,9 @@ WRITES = {
     "split sections": lambda x: x.split([1, 2], dim=1)[1].add_(5),
     "chunk": lambda x: x.chunk(3, dim=1)[2].fill_(7.0),
     "unbind": lambda x: x.unbind(1)[1].sub_(3),
+    "tensor_split": lambda x: x.tensor_split(2, dim=1)[1].add_(5),
+    "tensor_split at indices": lambda x: torch.tensor_split(x, [1, 2], dim=1)[2].mul_(3),
+    "hsplit": lambda x: x.hsplit([1])[1][0].zero_(),
     "diagonal": lambda x: x.diagonal().add_(1),
     "diagonal offset": lambda x: torch.diagonal(x, 1, 0, 1).mul_(2),
     "diagonal negative offset of .T": lambda x: x.T.diagonal(-1).sub_(4),
@@ -121,6 +125,7 @@ def test_other_views_of_the_input_see_a_write_into_its_diagonal():
         lambda y: y.diagonal().mul_(2),
         lambda y: y[:1].expand(3, 3)[2].mul_(3),  # writes y[0]
         lambda y: y.diagonal(1).copy_(y[2, :2] + y[2, 1:]),
+        lambda y: y.tensor_split([1], dim=1)[1][0].mul_(3),  # writes y[0, 1:]
     ],
 )
 def test_gradients_through_a_write_into_a_view_of_a_local_tensor(write):

@@ -84,6 +84,7 @@ class ViewLink:
     op: object
     args: tuple
     kwargs: dict
+    index: int | None = None  # which output, of a view op with several (``y.hsplit(2)[1]``)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -204,7 +204,8 @@ class InplaceWrites:
             raise UnsupportedOpError(
                 f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
                 "on tensors and on views made by indexing, permutations, view/reshape/flatten, unsqueeze, "
-                "squeeze, select, narrow, split, chunk, unbind, diagonal and expand" + at(user_location())
+                "squeeze, select, narrow, split, chunk, unbind, tensor_split, diagonal and expand"
+                + at(user_location())
             )
         self._through_detach += view.op is ltorch.detach
         try:

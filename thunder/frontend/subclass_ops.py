@@ -53,9 +53,12 @@ from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_symbols import _ACTIVE, _INPLACE_OPERATORS, _OPERATORS, _Call, subclass_symbol
 from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
+from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.ltorch.inplace import PIECE_WRITES
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -192,7 +195,8 @@ class SubclassOps:
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
         leaves, spec = tree_flatten(out)
-        rg = grad and any(_requires_grad(x) for x in inputs)
+        # (``x.detach()``, ``x.data``: eager's autograd gives a result outside the graph)
+        rg = grad and not _detaches(call.fn) and any(_requires_grad(x) for x in inputs)
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
@@ -316,6 +320,11 @@ class SubclassOps:
             state.inplace.rebind(target, out, call.what)
             return target  # (an in-place aten op returns its argument)
         if Tag.VIEW in sym.tags:
+            if out is args[0] and not _in_dispatch(call.cls):
+                # a view of a plain tensor taken above the dispatch (``index.reshape(-1)`` in a
+                # prim's torch function run on subclass values, as a backward's ``prims.take``):
+                # torch refuses a view op that returns its input there, so it is a new value
+                out = prims.reshape(out, out.meta_shape)
             self._view_layout(func, args, kwargs, where)
             views = getattr(state, "views", None)  # (None: after tracing)
             if views is not None and isinstance(args[0], TensorProxy):
@@ -388,16 +397,46 @@ def _in_order(tensors: list, args, kwargs) -> bool:
 
 def _link_view(func, pargs, pkwargs, result) -> None:
     """A view user code took of a subclass value (``v = y[0]``): noted on the view's value,
-    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``)."""
-    try:
-        op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
-    except TypeError:  # an unhashable callable
+    for the gradient of a later write through it (``thunder/frontend/subclass_writes.py``). A
+    view a property takes (``y.T``, ``y.data``) is linked as the view op it is
+    (``PROPERTY_VIEWS``: ``y.permute((1, 0))``; ``y.detach()``)."""
+    if not pargs or not isinstance(pargs[0], SubclassProxy):
         return
-    if Tag.VIEW not in getattr(op, "tags", ()) or not pargs or not isinstance(pargs[0], SubclassProxy):
-        return
-    p = proxy_of(result) if isinstance(result, torch.Tensor) else None
-    if p is not None and p is not pargs[0]:
-        p.view_of = ViewLink(pargs[0], op, tuple(pargs[1:]), dict(pkwargs))
+    if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
+        name = func.__self__.__name__
+        view = PROPERTY_VIEWS.get(name)
+        if name == "data":  # a view without history, as ``detach()``
+            op, args = ltorch.detach, ()
+        elif view is not None:
+            op, args, _ = view(pargs[0])
+        else:
+            return
+        kwargs = {}
+    else:
+        try:
+            op = TORCH_TO_THUNDER.get(_OPERATORS.get(func, func))
+        except TypeError:  # an unhashable callable
+            return
+        if Tag.VIEW not in getattr(op, "tags", ()):
+            return
+        args, kwargs = tuple(pargs[1:]), dict(pkwargs)
+    if isinstance(result, (tuple, list)):  # the pieces of ``y.hsplit(2)``: each a view of y
+        if op not in PIECE_WRITES:
+            return
+        pieces = list(enumerate(result))
+    else:  # (``torch.atleast_3d(y)`` of one tensor: the one output of an op that may give several)
+        pieces = [(0 if op in PIECE_WRITES else None, result)]
+    for i, r in pieces:
+        p = proxy_of(r) if isinstance(r, torch.Tensor) else None
+        if p is not None and p is not pargs[0]:
+            p.view_of = ViewLink(pargs[0], op, args, kwargs, i)
+
+
+def _detaches(fn) -> bool:
+    """Whether the torch callable ``fn`` is ``detach()`` or the ``.data`` property."""
+    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
+        return fn.__self__.__name__ == "data"
+    return fn is T.detach or fn is torch.detach
 
 
 def _is_subclass_value(a) -> bool:
@@ -432,6 +471,18 @@ def _subclass_location(cls: type) -> SourceLocation | None:
             return found
         f = f.f_back
     return None  # the aten op was not called by the dispatch (torch decomposed the op itself)
+
+
+def _in_dispatch(cls: type) -> bool:
+    """Whether the subclass's ``__torch_dispatch__`` is running (an aten op below it, not one
+    its torch function runs above it)."""
+    dispatch = getattr(getattr(cls.__torch_dispatch__, "__func__", None), "__code__", None)
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code is dispatch:
+            return True
+        f = f.f_back
+    return False
 
 
 def _where(call: _Call) -> str:

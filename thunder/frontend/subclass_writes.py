@@ -40,7 +40,8 @@ The other writes of the same kind:
   holds what the functional overload gives. Eager's autograd differentiates no op with
   ``out=``: with an argument requiring grad in grad mode it raises, as here.
 - A write through a view (``v = y[0]; v.mul_(w)``) changes the view and its base: the views
-  user code takes of subclass values are linked to their bases (``ViewLink``), so the
+  user code takes of subclass values are linked to their bases (``ViewLink``: by view ops,
+  by properties such as ``y.T`` and ``y.data``, each piece of ``y.hsplit(2)``), so the
   gradient of the base's new value is that of the view's new value written into its old one
   (``WrittenThrough``, ``thunder/transforms/subclass_grad.py``).
 """
@@ -465,7 +466,7 @@ def _link_written(olds: dict, targets: list) -> None:
         link = old.view_of
         if link is not None:
             base = olds.get(link.base.name, (None, link.base))[1]
-            new.view_of = ViewLink(base, link.op, link.args, link.kwargs)
+            new.view_of = ViewLink(base, link.op, link.args, link.kwargs, link.index)
 
 
 def _as_written(base):

@@ -215,7 +215,7 @@ def _check_runs_whole(trace: Trace) -> None:
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym in WRITTEN_VALUES:
             why = (
                 "it writes several values (views of one another) whose gradients thunder could not trace (a view "
-                "taken by a property such as .T, or a backward that the subclass's __torch_dispatch__ cannot run)"
+                "thunder does not link to its base, or a backward that the subclass's __torch_dispatch__ cannot run)"
                 if isinstance(b.output, tuple)
                 else "thunder could not trace the program's gradient"
             )

@@ -37,6 +37,7 @@ from __future__ import annotations
 from thunder.core.passinfo import OverwrittenSave
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.source import SourceLocation
+from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -70,11 +71,19 @@ def _message(value: TensorProxy, op: BoundSymbol, writes: list[Write]) -> str:
     name = op.sym.id
     first = writes[0]
     times = "" if len(writes) == 1 else f" ({len(writes)} in-place writes since)"
+    if isinstance(value, SubclassProxy) and all(w.op.startswith("torch._foreach_") for w in writes):
+        # (eager's foreach ops do not count their writes into a subclass value's version)
+        eager = (
+            "eager PyTorch raises this error for a plain tensor; for a tensor subclass value it does not count a "
+            "foreach op's write and computes the gradient from the new value, which thunder does not do"
+        )
+    else:
+        eager = "eager PyTorch raises this error at backward() too"
     return (
         "thunder: one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: {name} saved {_role(value, op)} ({value.name}, {dtype} of shape {tuple(value.meta_shape)}) "
-        f"for its backward, and {first.op} then wrote into it{times}; eager PyTorch raises this error at "
-        "backward() too. Write into a .clone() instead, or write before the op reads the tensor."
+        f"for its backward, and {first.op} then wrote into it{times}; {eager}. Write into a .clone() instead, "
+        "or write before the op reads the tensor."
         + _where(f"saved by {name}", op.source)
         + _where(f"written by {first.op}", first.source)
     )

@@ -27,6 +27,8 @@ autograd over whole subclass ops (``thunder/jit.py``), never a gradient computed
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from thunder.core.context import tracectx
@@ -38,9 +40,9 @@ from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
-from thunder.ops import ltorch
+from thunder.ops import ltorch, prims
 from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
-from thunder.ops.ltorch.inplace import VIEW_WRITES
+from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
 
 class SubclassGradError(ThunderError, NotImplementedError):
@@ -65,7 +67,8 @@ def renamed(b: BoundSymbol, env: dict) -> BoundSymbol:
 def _torch_op(fn):
     """The torch-language op (or adapter) thunder maps the torch callable ``fn`` to."""
     if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
-        return PROPERTY_TO_THUNDER.get(fn.__self__.__name__)
+        name = fn.__self__.__name__
+        return ltorch.detach if name == "data" else PROPERTY_TO_THUNDER.get(name)
     try:
         return TORCH_TO_THUNDER.get(fn)
     except TypeError:  # an unhashable callable
@@ -115,14 +118,13 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
             got, want = tree_leaves(out), tree_leaves(b.output)
             if written and len(got) < len(want):  # a write through a view: the values it reached
                 got = _through_views(got, want)
+            got = _new_values(got, {p.name for p in proxies_in((b.args, b.kwargs))})
     except Exception as e:  # (an op whose torch-language form refuses these arguments)
         raise SubclassGradError(f"thunder: cannot differentiate {b.sym.id}: {e}" + at(b.source)) from e
-    inputs = {p.name for p in proxies_in((b.args, b.kwargs))}
     if (
         not scratch.bound_symbols
         or len(got) != len(want)
         or not all(_same_value_kind(g, w) for g, w in zip(got, want))
-        or any(isinstance(g, Proxy) and g.name in inputs for g in got)
     ):
         raise SubclassGradError(
             f"thunder: cannot differentiate {b.sym.id}: its torch-language op gives other values than the "
@@ -130,6 +132,21 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
         )
     env = {g.name: w for g, w in zip(got, want) if isinstance(g, Proxy)}
     return [renamed(s, env).from_bsym(source=b.source, scope=b.scope) for s in scratch.bound_symbols]
+
+
+def _new_values(got: list, inputs: set[str]) -> list:
+    """``got`` with an alias (``prims.reshape`` to its own shape) for each value that is an
+    argument or an earlier value of ``got``: a view of the same shape (``y.view_as(y)``,
+    ``y[:]``) whose torch-language op gives back its argument, a base written through such a
+    view, are new values of the dispatch (each output its own name)."""
+    out, seen = [], set(inputs)
+    for g in got:
+        if isinstance(g, TensorProxy) and g.name in seen:
+            g = prims.reshape(g, g.meta_shape)
+        if isinstance(g, Proxy):
+            seen.add(g.name)
+        out.append(g)
+    return out
 
 
 def _through_views(got: list, want: list) -> list:
@@ -147,12 +164,17 @@ def _through_views(got: list, want: list) -> list:
         how = w.written_through
         link, source = how.link, values[how.source.name]
         if how.kind == "base":
-            write = VIEW_WRITES.get(link.op)
+            if link.index is None:
+                write = VIEW_WRITES.get(link.op)
+            else:  # one output of a view op with several
+                write = PIECE_WRITES.get(link.op)
+                write = None if write is None else functools.partial(write, index=link.index)
             if write is None:
                 return got
             values[w.name] = write(how.old, *link.args, value=source, **link.kwargs)
         else:
-            values[w.name] = link.op(source, *link.args, **link.kwargs)
+            view = link.op(source, *link.args, **link.kwargs)
+            values[w.name] = view[link.index] if isinstance(view, (tuple, list)) else view
         pending = [p for p in pending if p is not w]
     return [values[w.name] for w in want]
 

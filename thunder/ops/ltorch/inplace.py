@@ -55,6 +55,8 @@ from thunder.ops.ltorch.stacking import (
     dsplit,
     even_split_layout,
     hsplit,
+    tensor_split,
+    tensor_split_layout,
     vsplit,
 )
 from thunder.ops.meta import (
@@ -274,6 +276,12 @@ def _even_split_back(op: str):
     return back
 
 
+def _tensor_split_back(base, *args, value, index, **kwargs):
+    d, bounds = tensor_split_layout(base, *args, **kwargs)
+    lo, hi = bounds[index]
+    return setitem(base, (slice(None),) * d + (slice(lo, hi),), value)
+
+
 def _atleast_back(op: str):
     def back(base, *others, value, index):
         if index:  # a view of another argument than the base the frontend recorded
@@ -321,6 +329,7 @@ PIECE_WRITES = {
     hsplit: _even_split_back("torch.hsplit"),
     vsplit: _even_split_back("torch.vsplit"),
     dsplit: _even_split_back("torch.dsplit"),
+    tensor_split: _tensor_split_back,
     atleast_1d: _atleast_back("torch.atleast_1d"),
     atleast_2d: _atleast_back("torch.atleast_2d"),
     atleast_3d: _atleast_back("torch.atleast_3d"),

@@ -129,13 +129,28 @@ def tensor_split(
 ):
     """``n`` sections (the first ``size % n`` one longer) or the pieces between split
     ``indices`` (read as Python slice bounds)."""
+    layout = tensor_split_layout(
+        a,
+        indices_or_sections,
+        dim,
+        sections=sections,
+        indices=indices,
+        tensor_indices_or_sections=tensor_indices_or_sections,
+    )
+    return _pieces(a, *layout)
+
+
+def tensor_split_layout(
+    a, indices_or_sections=None, dim: int = 0, *, sections=None, indices=None, tensor_indices_or_sections=None
+) -> tuple[int, list[tuple[int, int]]]:
+    """(the dim ``tensor_split`` cuts, each piece's bounds), of its arguments."""
     op = "torch.tensor_split"
     arg = next(
         x for x in (indices_or_sections, sections, indices, tensor_indices_or_sections, 0) if x is not None
     )
     s = shape_of(a)
     d = canonical_dim(dim, len(s), op)
-    return _pieces(a, d, split_bounds(s[d], arg, op))
+    return d, split_bounds(s[d], arg, op)
 
 
 # hsplit, vsplit, dsplit: the fewest dims the input needs and the dim they cut
