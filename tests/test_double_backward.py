@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import thunder
+from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag
 from thunder.transforms.saved_versions import SavedValueOverwrittenError
 
@@ -406,7 +407,7 @@ def test_a_write_into_an_input_that_requires_grad_is_refused():
     torch.testing.assert_close(y, ye)
 
 
-# -- still refused: tensor subclasses -------------------------------------------------------
+# -- tensor subclasses: their ops recorded again through their dispatch ---------------------
 
 
 def _two_tensor(*shape):
@@ -422,14 +423,33 @@ def _scale_tensor(*shape):
 
 
 @pytest.mark.parametrize("make", [_two_tensor, _scale_tensor], ids=["TwoTensor", "ScaleTensor"])
-def test_a_double_backward_through_tensor_subclass_inputs_is_a_clear_error(make):
+def test_second_gradients_through_tensor_subclass_inputs_equal_eagers(make):
     def f(x, w):
-        return (x.sin() * w).sum()
+        return (x.sin() * w).exp().sum()
 
-    x, w = make(3), torch.randn(3, dtype=D, requires_grad=True)
     jf = thunder.jit(f)
-    with pytest.raises(RuntimeError, match=r"(?s)create_graph=True.*tensor-subclass inputs"):
-        torch.autograd.grad(jf(x, w), (x, w), create_graph=True)
-    gx, gw = torch.autograd.grad(jf(x, w), (x, w))  # (a plain backward is unaffected)
-    ex, ew = torch.autograd.grad(f(x, w), (x, w))
-    torch.testing.assert_close((gx, gw), (ex, ew))
+    for _ in range(3):
+        x, w = make(3), torch.randn(3, dtype=D, requires_grad=True)
+        runs = []
+        for fn in (f, jf):
+            out = fn(x, w)
+            gx, gw = torch.autograd.grad(out, (x, w), create_graph=True)
+            runs.append((out, gx, gw, *torch.autograd.grad(gx.pow(2).sum() + gw.sum(), (x, w))))
+        for got, expected in zip(runs[1], runs[0]):
+            assert type(got) is type(expected)
+            torch.testing.assert_close(got, expected)
+    traces = thunder.last_double_backward_traces(jf)
+    assert isinstance(traces["computation"][0].args[0], SubclassProxy)
+    assert traces["backward"][-1].name == "backward"
+
+
+def test_a_write_into_a_tensor_subclass_is_refused():
+    def f(x, w):
+        y = x * 1
+        y.mul_(w)
+        return y.sin().sum()
+
+    x, w = _two_tensor(3), torch.randn(3, dtype=D, requires_grad=True)
+    out = thunder.jit(f)(x, w)
+    with pytest.raises(RuntimeError, match=r"(?s)create_graph=True.*writes into a tensor subclass in place"):
+        torch.autograd.grad(out, (x, w), create_graph=True)

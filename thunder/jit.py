@@ -421,12 +421,14 @@ def _double_backward(
     are kept on the entry (``entry``: a weak reference to it, once made;
     ``thunder.last_double_backward_traces``)."""
     t0 = time.perf_counter()
-    trace, positions, reads = differentiable_backward(joint, saved, key)
+    trace, positions, reads = differentiable_backward(joint, saved, key, SUBCLASS_DISPATCH)
     bundle = TraceBundle(None, trace, None)
     history = History.start(bundle, time.perf_counter() - t0)
     ctx = PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH)
     final = run_pipeline(bundle, PIPELINE[1:], ctx, history)  # (differentiable_backward ran dce)
-    if final.backward is None and ctx.grad_error is None:
+    if ctx.autograd_records:  # (subclass ops whose gradient thunder cannot trace: torch's autograd over them)
+        computation = final.computation.python_callable()
+    elif final.backward is None and ctx.grad_error is None:
         computation = no_grad_computation(final.computation)
     else:
         double = None

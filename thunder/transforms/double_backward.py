@@ -31,6 +31,10 @@ without a graph, and where its cotangents require grad its values carry eager's 
 the grad pass (``OnceDifferentiableError``) when a gradient reaches them, so by the backward of
 the backward.
 
+A tensor-subclass op (``TwoTensor.torch.Tensor.sin``, or ``TwoTensor.prims.mul`` of the backward)
+is recorded again through the subclass's ``__torch_dispatch__`` (acquisition's, lent as the grad
+pass has it); the grad pass differentiates it as its torch-level op (``subclass_grad.py``).
+
 Before (the joint trace)::
 
     def joint(x, g_t0):
@@ -57,10 +61,10 @@ import torch
 
 from thunder.core.context import tracectx
 from thunder.core.errors import ThunderError
-from thunder.core.passinfo import BoundSymbolInfo
+from thunder.core.passinfo import BoundSymbolInfo, SubclassDispatch
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in, proxy_names
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.subclass import SubclassProxy
+from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import SYMBOLS, BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
@@ -85,12 +89,14 @@ def _requires_grad(p) -> bool:
     return isinstance(p, TensorProxy) and p.meta_requires_grad
 
 
-def _why_not(joint: Trace) -> str | None:
-    if any(isinstance(p, SubclassProxy) for p in joint.args):
-        return "it takes tensor-subclass inputs"
-    if any(b.has_tag(Tag.TENSOR_SUBCLASS) for b in joint.bound_symbols):
-        # (its ops are resolved by the subclass's __torch_dispatch__, which only acquisition runs)
-        return "it computes on tensor subclasses"
+def _why_not(joint: Trace, dispatch: SubclassDispatch | None) -> str | None:
+    for b in joint.bound_symbols:
+        if b.has_tag(Tag.TENSOR_SUBCLASS) and (dispatch is None or b.sym in WRITTEN_VALUES):
+            return (
+                f"it writes into a tensor subclass in place ({b.sym.id})"
+                if dispatch
+                else "it computes on tensor subclasses"
+            )
     calls = _function_keys(joint)
     for b in joint.bound_symbols:
         vjp = SYMBOLS.get(b.info.vjp) if b.info.vjp is not None else None
@@ -220,13 +226,17 @@ class SavedReads:
 
 
 def differentiable_backward(
-    joint: Trace, saved: Sequence[str] = (), requiring_grad: Sequence[bool] | None = None
+    joint: Trace,
+    saved: Sequence[str] = (),
+    requiring_grad: Sequence[bool] | None = None,
+    dispatch: SubclassDispatch | None = None,
 ) -> tuple[Trace, list[int], SavedReads]:
     """``(inputs, kept values, cotangents) -> gradients`` of the inputs that get one, recorded
     under grad mode, the floating cotangents requiring grad where ``requiring_grad`` says so
     (None: all); the positions of those inputs; and what it reads from the forward's saved
-    values (``saved``: their names)."""
-    why = _why_not(joint)
+    values (``saved``: their names). ``dispatch`` (acquisition's, as the grad pass has it)
+    records tensor-subclass ops again through the subclass's ``__torch_dispatch__``."""
+    why = _why_not(joint, dispatch)
     try:
         plan = _plan(joint, set(saved)) if why is None else None
     except DoubleBackwardUnsupported as e:
@@ -256,7 +266,20 @@ def differentiable_backward(
     args = list(fw_args) + list(plan.taken)
     for j, c in enumerate(joint.args[len(fw_args) :]):
         rg = c.meta_dtype.is_floating_point and (requiring_grad is None or requiring_grad[j])
-        new = TensorProxy(c.name, c.meta_shape, c.meta_dtype, c.meta_device, rg)
+        if isinstance(c, SubclassProxy):  # (the cotangent of a subclass output)
+            new = SubclassProxy(
+                c.name,
+                c.subclass,
+                c.inner,
+                c.ctx,
+                c.meta_shape,
+                c.meta_dtype,
+                c.meta_device,
+                rg,
+                c.outer_stride,
+            )
+        else:
+            new = TensorProxy(c.name, c.meta_shape, c.meta_dtype, c.meta_device, rg)
         swap[c.name] = new
         args.append(new)
 
@@ -281,7 +304,10 @@ def differentiable_backward(
                 if Tag.NO_GRAD in b.tags or once is not None or inside
                 else torch.enable_grad()
             ):
-                out = b.sym(*sub(b.args), **sub(b.kwargs))
+                if b.has_tag(Tag.TENSOR_SUBCLASS):
+                    out = dispatch.dispatch(_dispatched(b), sub(b.args), sub(b.kwargs))
+                else:
+                    out = b.sym(*sub(b.args), **sub(b.kwargs))
             if (
                 once is not None
                 and len(trace.bound_symbols) > n
@@ -295,6 +321,14 @@ def differentiable_backward(
     trace.args = args
     trace.output = tuple(sub(grads[i]) for i in positions)
     return dce(trace), positions, reads
+
+
+def _dispatched(b: BoundSymbol):
+    """What the subclass op ``b`` was resolved from, to resolve again: the thunder op of a
+    backward's (``TwoTensor.prims.mul`` from ``prims.mul``), or the torch callable the user's
+    code called (``TwoTensor.torch.Tensor.sin``)."""
+    made_from = SYMBOLS.get(b.sym.name)
+    return made_from if made_from is not None else b.sym.impl
 
 
 def _function_call(b: BoundSymbol, env: dict[str, Proxy]) -> BoundSymbol:
