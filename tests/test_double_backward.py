@@ -443,6 +443,21 @@ def test_second_gradients_through_tensor_subclass_inputs_equal_eagers(make):
     assert traces["backward"][-1].name == "backward"
 
 
+def test_third_order_gradients_of_a_tensor_subclass_input():
+    def f(x):
+        return (x.sin() * x.exp()).sum()
+
+    def third(fn, x):
+        (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x, create_graph=True)
+        return torch.autograd.grad(h.sum(), x)[0]
+
+    x = _two_tensor(5)
+    got, expected = third(thunder.jit(f), x), third(f, x)
+    assert type(got) is type(expected)
+    torch.testing.assert_close(got, expected)
+
+
 def test_a_write_into_a_tensor_subclass_is_refused():
     def f(x, w):
         y = x * 1
@@ -453,3 +468,21 @@ def test_a_write_into_a_tensor_subclass_is_refused():
     out = thunder.jit(f)(x, w)
     with pytest.raises(RuntimeError, match=r"(?s)create_graph=True.*writes into a tensor subclass in place"):
         torch.autograd.grad(out, (x, w), create_graph=True)
+
+
+def test_a_subclass_backward_thunder_cannot_differentiate_is_a_clear_error(monkeypatch):
+    from thunder.ops import prims
+    from thunder.ops.vjp import VJPS
+
+    monkeypatch.delitem(VJPS, prims.cos)  # sin's backward is cos: its own gradient is not traced
+
+    def f(x, w):
+        return (x.sin() * w).sum()
+
+    x, w = _two_tensor(3), torch.randn(3, dtype=D, requires_grad=True)
+    jf = thunder.jit(f)
+    torch.testing.assert_close(torch.autograd.grad(jf(x, w), (x, w)), torch.autograd.grad(f(x, w), (x, w)))
+    with pytest.raises(
+        RuntimeError, match=r"(?s)create_graph=True.*TwoTensor.prims.* runs whole on the real values"
+    ):
+        torch.autograd.grad(jf(x, w), (x, w), create_graph=True)
