@@ -166,6 +166,9 @@ def _forward(shared: _Shared) -> Callable:
         if double:  # a double backward recomputes from the inputs: an input written since is an error
             ctx.inputs = args
             ctx.versions = versions(args)
+            for i in written:  # (written by the call itself: their values from before are read saved)
+                ctx.versions[i] = None
+            ctx.written_with_grad = frozenset(i for i in written if args[i].requires_grad)
         if not saves:
             outs = fw_fn(*args)
         else:
@@ -276,11 +279,6 @@ def _backward(shared: _Shared) -> Callable:
                 else c
                 for c, m in zip(cotangents, like)
             )
-        if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too
-            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
-                return _recorded_backward(
-                    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
-                )
         tensors = _saved_tensors(ctx, caller_writable)
         if all_tensors:
             values = tensors
@@ -290,6 +288,11 @@ def _backward(shared: _Shared) -> Callable:
                 values[i] = t
             for i, v in zip(other_saved, ctx.other_saved):
                 values[i] = v
+        if torch.is_grad_enabled():  # create_graph=True: the backward of the backward is traced too
+            with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
+                return _recorded_backward(
+                    ctx, double, name, values, cotangents, unreached, n_args, diff, all_diff, leaf
+                )
         try:
             with autocast_off() if torch._C._is_any_autocast_enabled() else nullcontext():
                 holding = held.held(ctx.params) if held is not None else None

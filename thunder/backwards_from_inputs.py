@@ -11,6 +11,7 @@ only off its common path.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -54,26 +55,46 @@ def _double_backward(name: str, why: str) -> DoubleBackwardError:
 
 class DoubleBackward:
     """The backward as a differentiable computation (``transforms/double_backward.py``),
-    compiled the first time a backward is asked to record its graph: ``make()`` returns
-    ``(computation, positions)`` (the gradients it returns are those of the inputs at
-    ``positions``), or raises why it cannot."""
+    compiled the first time a backward is asked to record its graph, once per set of
+    cotangents that require grad (``make(key)``, ``key``: per cotangent, whether it does; eager
+    records the backward's dependence on a cotangent only where it requires grad). ``make``
+    returns ``(computation, positions, reads)`` (the gradients it returns are those of the
+    inputs at ``positions``; ``reads``, a ``SavedReads``: what it takes from the forward's saved
+    values, the random draws and the values of inputs from before the function wrote into
+    them), or raises why it cannot."""
 
-    def __init__(self, make: Callable[[], tuple[Callable, list[int]]]):
+    def __init__(self, make: Callable[[tuple[bool, ...]], tuple[Callable, list[int], Any]]):
         self.make = make
-        self.made: tuple[Callable, list[int]] | None = None
-        self.error: Exception | None = None
+        self.made: dict[tuple[bool, ...], tuple[Callable, list[int], Any] | Exception] = {}
 
-    def gradients(self, name: str, inputs: tuple, cotangents: tuple, n_args: int) -> tuple:
-        if self.made is None and self.error is None:
+    def gradients(
+        self, name: str, inputs: tuple, saved: list, cotangents: tuple, n_args: int, with_grad=frozenset()
+    ) -> tuple:
+        """The gradients of the ``n_args`` inputs (``with_grad``: the positions of those written
+        into that required grad when the forward ran)."""
+        key = tuple(isinstance(c, torch.Tensor) and c.requires_grad for c in cotangents)
+        made = self.made.get(key)
+        if made is None:
             try:
-                self.made = self.make()
+                made = self.make(key)
             except Exception as e:
-                self.error = e
-        if self.error is not None:
-            raise _double_backward(name, str(self.error)) from self.error
-        computation, positions = self.made
+                made = e
+            self.made[key] = made
+        if isinstance(made, Exception):
+            raise _double_backward(name, str(made)) from made
+        computation, positions, reads = made
+        if reads.inputs:
+            inputs = list(inputs)
+            for (i, s), input_name in zip(reads.inputs, reads.input_names):
+                if i in with_grad:  # (the copy the forward saved has none of its graph)
+                    raise _double_backward(
+                        name,
+                        f"it writes into its input {input_name}, which requires grad: the recomputation reads its "
+                        "value from before the write, a copy the forward saved without the input's graph",
+                    )
+                inputs[i] = saved[s]
         grads = [None] * n_args
-        for i, g in zip(positions, computation(*inputs, *cotangents)):
+        for i, g in zip(positions, computation(*inputs, *[saved[s] for s in reads.extra], *cotangents)):
             grads[i] = g
         return tuple(grads)
 
@@ -101,20 +122,16 @@ def _plain_cotangents(kinds, cotangents) -> frozenset[str]:
 
 
 def _recorded_backward(
-    ctx, double, name, cotangents, unreached, n_args, diff, all_diff, leaf, caller_writable
+    ctx, double, name, saved, cotangents, unreached, n_args, diff, all_diff, leaf
 ) -> tuple:
-    """A backward that records its own graph: the forward's inputs and the cotangents through
-    the backward as a differentiable computation (its own autograd Function)."""
-    try:
-        ctx.saved_tensors  # noqa: B018 (torch's error once freed: a second backward without retain_graph)
-    except RuntimeError as e:  # torch's version check: the caller wrote a saved input or output
-        if "modified by an inplace operation" not in str(e):
-            raise
-        raise SavedValueOverwrittenError(f"{e}\n{caller_writable}") from e
+    """A backward that records its own graph: the forward's inputs (``saved``: the values the
+    forward saved, read by then, with torch's checks) and the cotangents through the backward
+    as a differentiable computation (its own autograd Function)."""
     _check_versions(ctx, name)
     if not all_diff:
         cotangents = [cotangents[j] for j in diff]
-    grads = double.gradients(name, ctx.inputs, tuple(cotangents), n_args)
+    with_grad = getattr(ctx, "written_with_grad", frozenset())
+    grads = double.gradients(name, ctx.inputs, saved, tuple(cotangents), n_args, with_grad)
     if unreached:
         grads = tuple(None if i in unreached else g for i, g in enumerate(grads))
     return grads if leaf is None else (*grads, None)

@@ -48,7 +48,7 @@ from thunder.ops.autocast import autocast_state
 from thunder.transforms.dce import dce
 from thunder.transforms.ddp import average_gradients, taken_gradients
 from thunder.transforms.del_last_used import del_last_used
-from thunder.transforms.double_backward import backward_from_inputs, differentiable_backward
+from thunder.transforms.double_backward import SavedReads, backward_from_inputs, differentiable_backward
 from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
 from thunder.transforms.fuse import fuse
 from thunder.transforms.grad import NoVJPError, differentiable_outputs, differentiate, needs_grad
@@ -348,7 +348,9 @@ class ThunderFunction:
             double = DoubleBackward(_no_double_backward)
         elif final.backward is not None:
             double = DoubleBackward(
-                functools.partial(_double_backward, self.executors, self.__name__, ctx.joint, entry_ref)
+                functools.partial(
+                    _double_backward, self.executors, self.__name__, ctx.joint, _saved_names(final), entry_ref
+                )
             )
         others = None
         if final.backward is not None and any(
@@ -405,25 +407,36 @@ class ThunderFunction:
         return entry
 
 
+def _saved_names(final: TraceBundle) -> list[str]:
+    """The names of the values the forward saves for backward, in order."""
+    return [getattr(p, "name", None) for p in final.computation.output[1]]
+
+
 def _double_backward(
-    executors: list[Executor], name: str, joint: Trace, entry: list
-) -> tuple[Callable, list[int]]:
-    """The backward of ``joint`` as a computation of (inputs, cotangents), run through the
-    grad pipeline: its own backward is the backward of the backward. Its traces are kept on
-    the entry (``entry``: a weak reference to it, once made; ``thunder.last_double_backward_traces``)."""
+    executors: list[Executor], name: str, joint: Trace, saved: list[str], entry: list, key: tuple[bool, ...]
+) -> tuple[Callable, list[int], SavedReads]:
+    """The backward of ``joint`` as a computation of (inputs, values the forward saved
+    (``saved``: their names), cotangents), the cotangents at ``key`` requiring grad, run
+    through the grad pipeline: its own backward is the backward of the backward. Its traces
+    are kept on the entry (``entry``: a weak reference to it, once made;
+    ``thunder.last_double_backward_traces``)."""
     t0 = time.perf_counter()
-    trace, positions = differentiable_backward(joint)
+    trace, positions, reads = differentiable_backward(joint, saved, key, SUBCLASS_DISPATCH)
     bundle = TraceBundle(None, trace, None)
     history = History.start(bundle, time.perf_counter() - t0)
     ctx = PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH)
     final = run_pipeline(bundle, PIPELINE[1:], ctx, history)  # (differentiable_backward ran dce)
-    if final.backward is None and ctx.grad_error is None:
+    if ctx.autograd_records:  # (subclass ops whose gradient thunder cannot trace: torch's autograd over them)
+        computation = final.computation.python_callable()
+    elif final.backward is None and ctx.grad_error is None:
         computation = no_grad_computation(final.computation)
     else:
         double = None
         if final.backward is not None:  # a third order, and so on
             double = DoubleBackward(
-                functools.partial(_double_backward, executors, f"{name}_backward", ctx.joint, [])
+                functools.partial(
+                    _double_backward, executors, f"{name}_backward", ctx.joint, _saved_names(final), []
+                )
             )
         computation = grad_computation(
             final.computation, final.backward, error=ctx.grad_error, name=f"{name}_backward", double=double
@@ -434,10 +447,10 @@ def _double_backward(
             "computation": history.traces["computation"],
             "backward": history.traces["backward"],
         }
-    return computation, positions
+    return computation, positions, reads
 
 
-def _no_double_backward():
+def _no_double_backward(key):
     raise RuntimeError(
         "its gradients are averaged across ranks (thunder.jit of a DistributedDataParallel), which a backward "
         "recording its own graph would not do"

@@ -66,6 +66,10 @@ class TraceInfo:
     writebacks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     # what the forward hands the backward, by name (split, remat); None before the split
     saved_for_backward: list[str] | None = None
+    # forward values a double backward reads saved instead of recomputing them (grad pass,
+    # transforms/double_backward.py): random draws and inputs the function writes into (their
+    # values from before the write); split saves them too
+    kept_for_double_backward: list[str] = dataclasses.field(default_factory=list)
     # values the backward recomputes instead of reading them saved (remat)
     rematerialized: list[str] = dataclasses.field(default_factory=list)
     # inputs saved only to recompute values eager saves instead (remat)
@@ -95,6 +99,9 @@ class BoundSymbolInfo:
     # a custom autograd.Function's backward, recorded while tracing its forward
     # (frontend/autograd_functions.py): {"outputs": [...], "cotangents": [...], ...}
     recorded_backward: dict | None = None
+    # a custom autograd.Function's backward marked @once_differentiable, replayed (grad): the
+    # Function's name and the cotangents its backward takes (transforms/double_backward.py)
+    once_differentiable: tuple | None = None
 
     def noted(self) -> dict[str, Any]:
         """The fields that are set, by name, in declaration order (what the explorer lists)."""

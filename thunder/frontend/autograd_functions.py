@@ -40,6 +40,8 @@ _ORIGINAL_APPLY = torch.autograd.Function.__dict__["apply"]
 _CheckpointFunction = torch.utils.checkpoint.CheckpointFunction
 _ACTIVE = threading.local()
 _SYMBOLS: dict[type, Symbol] = {}
+# the code of what ``@once_differentiable`` wraps a backward in (one code object for them all)
+_ONCE_DIFFERENTIABLE = torch.autograd.function.once_differentiable(lambda ctx: None).__code__
 
 
 class FunctionCtx:
@@ -189,4 +191,6 @@ def _record_backward(trace, cls, ctx: FunctionCtx, args, outs: list, bsym) -> di
         "cotangents": cotangents,
         "bsyms": [b.from_bsym(source=bsym.source, scope=bsym.scope) for b in recorded],
         "grads": [g if isinstance(a, TensorProxy) else None for a, g in zip(args, grads)],
+        # a backward whose own gradient eager refuses (transforms/double_backward.py)
+        "once_differentiable": getattr(cls.backward, "__code__", None) is _ONCE_DIFFERENTIABLE,
     }

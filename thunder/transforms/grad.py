@@ -49,6 +49,7 @@ from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
 from thunder.ops.vjp import AUGMENTED, VJPS
 from thunder.transforms.dce import dce
+from thunder.transforms.double_backward import kept_for_double_backward
 from thunder.transforms.subclass_grad import (
     SubclassGradError,
     cotangent,
@@ -60,6 +61,12 @@ from thunder.transforms.subclass_grad import (
 
 class NoVJPError(ThunderError, NotImplementedError):
     """A value that needs a gradient comes out of a prim with no VJP rule."""
+
+
+class OnceDifferentiableError(NoVJPError):
+    """A gradient reaches the backward of a custom ``autograd.Function`` marked
+    ``@once_differentiable`` (a double backward through it): eager's error, raised when the
+    backward of the backward runs."""
 
 
 def _requires_grad(p) -> bool:
@@ -168,6 +175,11 @@ class _Backprop:
             outs = [o for o in proxies_in(b.output) if isinstance(o, TensorProxy)]
             if not any(o.name in self.cot for o in outs):
                 continue
+            if b.info.once_differentiable is not None:  # (recorded so by transforms/double_backward.py)
+                raise OnceDifferentiableError(
+                    "thunder: trying to differentiate twice a function that was marked with @once_differentiable "
+                    f"(the backward of {b.info.once_differentiable[0]})" + at(b.source)
+                )
             if not any(_requires_grad(p) for p in b.flat_proxy_args if isinstance(p, TensorProxy)):
                 continue  # the gradient stops here (an output made a leaf by requires_grad_())
             t = top or b
@@ -205,8 +217,18 @@ class _Backprop:
                 args=sub(r.args), kwargs=sub(r.kwargs), subsymbols=[swapped(s) for s in r.subsymbols]
             )
 
+        # a backward marked @once_differentiable: which Function, and the cotangents it takes (a
+        # double backward records it without a graph, or raises where a gradient reaches it)
+        once = (
+            (b.sym.id, tuple(swap[c.name].name for c in rec["cotangents"]))
+            if rec.get("once_differentiable")
+            else None
+        )
         for r in rec["bsyms"]:
-            self.joint.add_bsym(swapped(r))
+            r = swapped(r)
+            if once is not None:
+                r = r.from_bsym(info=dataclasses.replace(r.info, once_differentiable=once))
+            self.joint.add_bsym(r)
         for a, g in zip(b.args, rec["grads"]):
             self.accumulate(a, sub(g))
 
@@ -451,4 +473,6 @@ def differentiate(
     joint.args = list(trace.args) + cotangents
     joint.output = (outputs, grads)
     joint.info.cotangents = [c.name for c in cotangents]
+    if trace.info.data_parallel is None:  # (whose backward is not differentiated: it averages across ranks)
+        joint.info.kept_for_double_backward = kept_for_double_backward(joint)
     return joint

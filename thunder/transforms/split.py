@@ -39,7 +39,8 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
     used = {p.name for p in proxies_in(grads)} | {
         p.name for b in bw_bsyms for p in proxies_in((b.args, b.kwargs))
     }
-    wanted = used - defined
+    # (and what a backward of the backward reads saved: transforms/double_backward.py)
+    wanted = (used - defined) | set(joint.info.kept_for_double_backward)
     saved, seen = [], set()
     for p in proxies_in(fw_args) + [p for b in fw_bsyms for p in proxies_in(b.output)]:
         if p.name in wanted and p.name not in seen:

@@ -37,7 +37,7 @@ from thunder.core.passinfo import SubclassDispatch
 from thunder.core.proxies import Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
-from thunder.core.symbol import BoundSymbol
+from thunder.core.symbol import SYMBOLS, BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import ltorch, prims
@@ -103,7 +103,9 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
         return _written_without_grad(b, trace)
     if not b.has_tag(Tag.TENSOR_SUBCLASS) or Tag.NO_GRAD in b.tags:
         return [b]  # (under no_grad nothing flows through it)
-    target = WRITTEN_VALUES.get(b.sym) if written else _torch_op(b.sym.impl)
+    # (an op a backward resolved, ``TwoTensor.prims.mul``, is named by the thunder op it was made
+    # from: differentiated when a backward of the backward takes it as its forward)
+    target = WRITTEN_VALUES.get(b.sym) if written else (SYMBOLS.get(b.sym.name) or _torch_op(b.sym.impl))
     if target is None:
         raise SubclassGradError(
             f"thunder: cannot differentiate {b.sym.id}: thunder has no torch-language op for it"
