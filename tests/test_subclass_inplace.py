@@ -1100,3 +1100,27 @@ def test_a_written_subclass_argument_sharing_memory_with_another_is_a_clear_erro
 def test_requires_grad_on_a_subclass_in_the_function_is_a_clear_error():
     with pytest.raises(UnsupportedOpError, match="requires_grad_ on a tensor subclass value"):
         thunder.jit(lambda x: (x * 1).requires_grad_())(two(3))
+
+
+def test_the_error_of_a_subclass_write_whose_gradient_cannot_be_traced_says_why(monkeypatch):
+    """When the grad pass fails on a subclass program, torch's autograd would run its ops
+    whole, which an in-place op cannot; the error names the grad pass's reason too."""
+    import sys
+
+    jit_module = sys.modules["thunder.jit"]  # (``thunder.jit`` is also the function)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no rule for some_op")
+
+    monkeypatch.setattr(jit_module, "differentiate", fail)
+
+    def fn(x, w):
+        y = x * 2
+        y.mul_(w)
+        return (y * w).sum()
+
+    x = TwoTensor(torch.randn(3), torch.randn(3)).requires_grad_()
+    with pytest.raises(
+        RuntimeError, match=r"tracing the gradient failed with RuntimeError: no rule for some_op"
+    ):
+        thunder.jit(fn)(x, torch.randn(3))

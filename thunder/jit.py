@@ -150,6 +150,7 @@ def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
     except Exception as e:
         if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
             ctx.autograd_records = True
+            ctx.grad_fallback_cause = e
             return bundle
         if not isinstance(e, NoVJPError):
             raise

@@ -54,6 +54,8 @@ class PassContext:
     grad_error: Exception | None = None
     # the gradient of a subclass program cannot be traced: torch's autograd records its ops
     autograd_records: bool = False
+    # ... and why (the grad pass's error), for the error of an op that cannot run that way
+    grad_fallback_cause: Exception | None = None
     # the joint forward-and-backward trace (grad pass): a double backward differentiates it
     joint: Trace | None = None
     # the backward before its gradients were averaged across ranks (DistributedDataParallel):

@@ -210,7 +210,12 @@ def needs_autograd(trace: Trace) -> bool:
     return False
 
 
-def _check_runs_whole(trace: Trace) -> None:
+def _check_runs_whole(trace: Trace, cause: Exception | None = None) -> None:
+    """Each subclass op of ``trace`` can run whole under torch's autograd; else an error that
+    also says why thunder could not trace the gradient (``cause``, from the grad pass)."""
+    because = (
+        f" (tracing the gradient failed with {type(cause).__name__}: {cause})" if cause is not None else ""
+    )
     for b in trace.bound_symbols:
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym in WRITTEN_VALUES:
             why = (
@@ -223,6 +228,7 @@ def _check_runs_whole(trace: Trace) -> None:
                 f"thunder: {b.sym.id} writes a tensor subclass value in place in a program that needs gradients, "
                 f"and {why}; torch's autograd would have to run the op whole on the real values, which is not "
                 "done for in-place ops (it would write the caller's tensors)"
+                + because
                 + (f" (from {b.source})" if b.source else "")
             )
         if b.has_tag(Tag.TENSOR_SUBCLASS) and b.sym.torch_impl is None:
@@ -242,7 +248,7 @@ def flatten_tensor_subclasses(bundle: TraceBundle, ctx: PassContext) -> TraceBun
     if not has_subclasses(comp):
         return bundle
     if needs_autograd(comp):
-        _check_runs_whole(comp)
+        _check_runs_whole(comp, ctx.grad_fallback_cause)
         return bundle  # torch's autograd differentiates each subclass op as in eager
     epi = bundle.epilogue
     epi_names = {p.name for p in epi.args}
