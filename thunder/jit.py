@@ -204,7 +204,7 @@ def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
 # The passes every compilation runs, in order, over its bundle of traces. The grad passes
 # make the backward; tensor subclasses are flattened after the split, on each side.
 PIPELINE: tuple[Pass, ...] = (
-    Pass("dce", on("computation", dce)),
+    Pass("dce", on("computation", functools.partial(dce, keep_draws=True))),
     Pass("grad", _grad),
     Pass("saved_versions", on("computation", check_saved_versions)),
     Pass("split", _split),

@@ -1,6 +1,10 @@
 """Dead code elimination: drop BoundSymbols whose outputs nobody uses.
 
-BoundSymbols with effects (in-place writes, write-backs, prologue checks) are kept.
+BoundSymbols with effects (in-place writes, write-backs, prologue checks) are kept. With
+``keep_draws`` (the user's program, before the grad pass), so are random draws whose values
+nobody uses: eager draws them, and dropping one would give every later draw, in the function
+and after it, other numbers than eager's (the generator would be behind). Later passes
+(the backward, recomputations for a double backward) draw nothing of the user's and drop them.
 
 Before::
 
@@ -17,17 +21,25 @@ After::
 from __future__ import annotations
 
 from thunder.core.proxies import proxy_names
-from thunder.core.tags import EFFECT_TAGS
+from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import EFFECT_TAGS, Tag
 from thunder.core.trace import Trace
 
 
-def dce(trace: Trace) -> Trace:
+def _draws(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym`` or an op below it draws random numbers."""
+    if Tag.RANDOM in bsym.sym.tags or Tag.RANDOM in bsym.tags:
+        return True
+    return any(_draws(s) for s in bsym.subsymbols)
+
+
+def dce(trace: Trace, keep_draws: bool = False) -> Trace:
     out = trace.derive("Dead Code Elimination")
     needed = proxy_names(trace.output)
     kept = []
     for bsym in reversed(trace.bound_symbols):
         outs = proxy_names(bsym.output)
-        if (bsym.sym.tags | bsym.tags) & EFFECT_TAGS or outs & needed:
+        if (bsym.sym.tags | bsym.tags) & EFFECT_TAGS or outs & needed or (keep_draws and _draws(bsym)):
             kept.append(bsym)
             needed |= proxy_names((bsym.args, bsym.kwargs))
     out.bound_symbols = kept[::-1]
