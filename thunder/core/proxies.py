@@ -10,6 +10,7 @@ object an epilogue returns).
 
 from __future__ import annotations
 
+import operator
 import threading
 from contextlib import contextmanager
 
@@ -155,10 +156,10 @@ class TensorProxy(torch.Tensor, Proxy):
     def __init__(self, *args, **kwargs):  # made by __new__; Proxy.__init__ does not apply
         pass
 
-    # torch.Tensor has a read-only ``name`` of its own; ours shadows it.
-    @property
-    def name(self) -> str:
-        return self._thunder_name
+    # torch.Tensor has a read-only ``name`` of its own; ours shadows it, read-only too (as
+    # eager's, ``x.name = ...`` raises). Its getter is C code: every printed line and every
+    # pass reads names.
+    name = property(operator.attrgetter("_thunder_name"), doc="The proxy's name in its trace.")
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 

@@ -35,7 +35,7 @@ from thunder.frontend.ddp import DataParallelCall, data_parallel
 from thunder.frontend.effects import SUBSTITUTING, Effects, counters_written
 from thunder.frontend.fsdp import Sharding
 from thunder.frontend.guards import GLOBAL_HOOKS
-from thunder.frontend.host_state import HostRandomUsed, RandomCalls, refuse_host_state
+from thunder.frontend.host_state import HostRandomUsed, NumpyRandomLoaded, RandomCalls, refuse_host_state
 from thunder.frontend.inplace import InplaceWrites
 from thunder.frontend.inputs import Inputs, is_argument_path
 from thunder.frontend.layouts import Layouts
@@ -179,6 +179,8 @@ def acquire(
         return _acquire(fn, args, kwargs, module, dynamic)
     except UnrebuildableError as e:
         raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+    except NumpyRandomLoaded:  # (loaded by this trace: traced again with it guarded)
+        return acquire(fn, args, kwargs, module=module, dynamic=dynamic)
     except HostRandomUsed:
         pass
     # traced once more, under a line tracer that finds the draw (too slow to keep on); a second

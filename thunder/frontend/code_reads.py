@@ -138,17 +138,21 @@ def code_reads(functions, classes=()) -> CodeReads:
             todo.extend(_reached(type(fn)))
         else:
             todo.append(fn)
-    seen_classes: set[int] = set()
+    user_classes: dict[int, bool] = {}  # id(class) -> whether the user wrote it, asked once
     for cls in classes:
         for klass in cls.__mro__:
+            user = user_classes.get(id(klass))
+            if user is None:
+                user = user_classes[id(klass)] = _is_user_class(klass)
+                if user:
+                    reads.classes.append((klass, _class_values(klass)))
+            if not user:  # (``nn.Module``, in every module's MRO: none of its functions is user code)
+                continue
             for v in vars(klass).values():
                 if isinstance(v, (staticmethod, classmethod)):
                     v = v.__func__
                 if isinstance(v, types.FunctionType):
                     todo.append(v)
-            if id(klass) not in seen_classes and _is_user_class(klass):
-                seen_classes.add(id(klass))
-                reads.classes.append((klass, _class_values(klass)))
     seen: set[int] = set()
     while todo:
         fn = todo.pop()

@@ -16,6 +16,10 @@ NumPy's global generators is compared before and after the trace. A trace that c
 is refused (``HostRandomUsed``, the generator put back as it was) and traced once more under
 a line tracer (``RandomCalls``) that finds the user's line for the error; when that second
 trace draws nothing (another thread drew meanwhile), it is the trace.
+
+NumPy loads ``numpy.random`` on first use; it is guarded once loaded. A trace during which it
+was loaded (the traced code's ``np.random.rand()`` in a process that had not used it) is
+traced once more, with it guarded (``NumpyRandomLoaded``).
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def _targets() -> list[tuple[object, str, str]]:
     found += [(random, n, _HOST_RANDOM) for n in names.split()]
     names = "time time_ns perf_counter perf_counter_ns monotonic monotonic_ns process_time process_time_ns"
     found += [(time, n, _HOST_CLOCK) for n in names.split()]
-    np_random = getattr(sys.modules.get("numpy"), "random", None)  # only when the program uses NumPy
+    np_random = sys.modules.get("numpy.random")  # only once loaded (see ``NumpyRandomLoaded``)
     if np_random is not None:
         names = "rand randn random random_sample randint uniform normal choice permutation shuffle seed"
         found += [(np_random, n, _HOST_RANDOM) for n in names.split() if hasattr(np_random, n)]
@@ -105,10 +109,17 @@ class HostRandomUsed(UnsupportedOpError):
     before tracing; ``acquire`` traces again with ``RandomCalls`` to say where."""
 
 
+class NumpyRandomLoaded(Exception):
+    """``numpy.random`` was loaded while tracing (``np.random.rand()`` in the traced code, in a
+    process that had not used it): its functions were not refused and its generator's state
+    not compared. ``acquire`` traces again, with ``numpy.random`` guarded. (It is not loaded
+    for the guard: NumPy loads it lazily, and loading it costs a first compilation ~10 ms.)"""
+
+
 def _generators() -> list:
     """Python's global generator, and NumPy's legacy global one when NumPy is loaded."""
     found = [random._inst]
-    np_random = getattr(sys.modules.get("numpy"), "random", None)
+    np_random = sys.modules.get("numpy.random")
     rand = getattr(getattr(np_random, "mtrand", None), "_rand", None)
     return found + ([rand] if rand is not None else [])
 
@@ -200,8 +211,11 @@ def refuse_host_state():
     deferred, _LOCAL.deferred = getattr(_LOCAL, "deferred", None), None
     generators = _generators()
     before = _states(generators)
+    np_random_loaded = "numpy.random" in sys.modules
     try:
         yield
+        if not np_random_loaded and "numpy.random" in sys.modules:
+            raise NumpyRandomLoaded
         if _LOCAL.deferred is not None:  # refused while an exception unwound, which was caught
             raise _LOCAL.deferred
         after = _states(generators)
