@@ -16,7 +16,7 @@ import thunder
 from explorer.memory_model import MemoryProfile
 from explorer.runner import instrument
 from thunder.core.proxies import proxies_in
-from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.executors.python.checks import PrologueCheckFailed
 
 
 def measure_memory(

@@ -39,7 +39,7 @@ from thunder.backwards_from_inputs import (
     _recorded_backward,
 )
 from thunder.core.trace import Trace
-from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.held_gradients import HeldGradients
 from thunder.ops.autocast import autocast_state
 from thunder.transforms.saved_versions import SavedValueOverwrittenError

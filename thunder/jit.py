@@ -40,7 +40,7 @@ from thunder.executors import nvfuserex, pythonex, torchcompileex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
-from thunder.executors.pythonex import PrologueCheckFailed
+from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.frontend.acquire import acquire
 from thunder.frontend.subclass_dispatch import dispatch_op, dispatchable
 from thunder.held_gradients import HeldGradients

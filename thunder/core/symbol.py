@@ -1,11 +1,11 @@
 """Symbols (operations), the tables keyed by them, and BoundSymbols (one call in a trace).
 
 A ``Symbol`` is a declared record, bound to a plain name in the source of the module that
-defines it (``erf = elementwise_unary("erf", ...)`` in ``thunder/ops/prims.py``). A primitive
-has a ``meta`` function that makes its output proxies; a composite has a ``decomposition``
-that calls other symbols (recorded as the BoundSymbol's ``subsymbols``); an executor symbol
-(``torch.add``) has the ``impl`` that runs. Called with no trace active, a symbol runs
-eagerly, so every printed trace is executable.
+defines it (``erf = elementwise_unary("erf", ...)`` in ``thunder/ops/prims/elementwise.py``).
+A primitive has a ``meta`` function that makes its output proxies; a composite has a
+``decomposition`` that calls other symbols (recorded as the BoundSymbol's ``subsymbols``);
+an executor symbol (``torch.add``) has the ``impl`` that runs. Called with no trace active,
+a symbol runs eagerly, so every printed trace is executable.
 
 Per-op behaviour (executor implementations, gradient rules, fusion translators) lives in a
 ``SymbolTable`` keyed by the Symbol object, never by a name. Every table registers itself, so

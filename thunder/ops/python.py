@@ -2,7 +2,8 @@
 checking them, building return values, and ``del``.
 
 They print as ``prims.unpack_item(args, 0)`` etc. in the traces made by acquisition and as
-``pythonex.*`` once claimed; their implementations live in ``thunder.executors.pythonex``.
+``pythonex.*`` once claimed; their implementations live in ``thunder.executors.python``
+(registered by ``thunder.executors.pythonex``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.meta import ShapeError, device_of, dtype_of, shape_of
+from thunder.ops.prims.windowed import _window_out
 
 
 def int_tuple(v, n: int, name: str, op: str) -> tuple[int, ...]:
@@ -100,7 +101,7 @@ def _max_pool(n: int):
         windows = []
         for i in range(n):
             size = s[len(s) - n + i]
-            out = prims._window_out(size, k[i], st[i], pad[i], dil[i], ceil_mode)
+            out = _window_out(size, k[i], st[i], pad[i], dil[i], ceil_mode)
             if out <= 0:
                 raise ShapeError(f"{op}: the window {k} is larger than the padded input {s[-n:]}")
             windows.append(_strided_windows(size, out, k[i], st[i], pad[i], dil[i], device_of(input)))
