@@ -6,6 +6,8 @@ record nothing. Calls that need a tensor's value (``x.item()``, ``if x.sum() > 0
 ops thunder does not know are errors naming the op and the user's line. In-place calls
 (``x.add_(1)``, ``x[0] = 1``, ``inplace=True``) are made functional: the out-of-place op is
 recorded and the proxy is *rebound* to the result, so later uses see the new value.
+The calls handled by a function of their own (metadata, global state, refusals) are in
+``mode_calls.py``.
 """
 
 from __future__ import annotations
@@ -18,22 +20,19 @@ import torch
 from torch.autograd.function import BackwardCFunction
 from torch.overrides import TorchFunctionMode
 
-from thunder.core.errors import DataDependentError, ThunderError, UnsupportedOpError, at
+from thunder.core.errors import ThunderError, UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend import keywords
-from thunder.frontend.addresses import data_ptr
-from thunder.frontend.collectives import calls as collective_calls
-from thunder.frontend.layouts import layout_query
 from thunder.frontend.max_norm import max_norm_call, renormed_lookup
+from thunder.frontend.mode_calls import _AFTER_RESOLVING, _BEFORE_RESOLVING, _METADATA_PROPERTIES
 from thunder.frontend.numbers import traced_operands
 from thunder.frontend.torch_names import describe
 from thunder.frontend.torch_state import default_dtype_read
 from thunder.frontend.tracked import is_tracked, untracked
 from thunder.frontend.unpack import Unpack
-from thunder.frontend.values import read_scalar
 from thunder.frontend.views import View
 from thunder.ops import custom, ltorch
 from thunder.ops.autocast import autocast_arguments
@@ -43,38 +42,6 @@ from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
 
 T = torch.Tensor
-
-# Answered from the proxy's metadata; nothing is recorded.
-_METADATA_METHODS = {
-    T.size, T.dim, T.ndimension, T.numel, T.nelement, T.__len__, T.stride, T.is_contiguous,
-    T.is_floating_point, T.is_complex, T.element_size, T.get_device, T.type, T.is_signed,
-    T.storage_offset, T.__format__, T.__repr__, T.is_inference,
-}  # fmt: skip
-_METADATA_PROPERTIES = {
-    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "layout",
-    "is_sparse", "is_quantized", "is_leaf", "names", "is_nested", "itemsize", "is_mps", "grad_fn",
-}  # fmt: skip
-# Plain Python values made by torch callables that the mode also sees.
-# Need a tensor's value, which tracing does not have.
-_DATA_DEPENDENT = {
-    T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.numpy, T.data_ptr,
-    T.nonzero, T.__array__, T.__complex__, torch.nonzero, torch.unique, T.unique,
-    torch.masked_select, T.masked_select, torch.equal, T.equal, T.__iter__,
-}  # fmt: skip
-# Reads of one value, answered for an input tensor (thunder.frontend.values)
-_SCALAR_READS = {
-    T.item: None, T.__int__: int, T.__index__: int, T.__float__: float, T.__bool__: bool, T.__complex__: complex,
-}  # fmt: skip
-# Calls that involve no tensor values (constructors of plain values, global state reads).
-_PASSTHROUGH = {
-    torch.device, torch.get_default_dtype, torch.is_grad_enabled, torch.is_tensor,
-    torch.is_floating_point, torch.is_complex, torch.promote_types, torch.can_cast,
-    # ``with torch.no_grad():`` really switches grad mode while tracing; ops recorded inside
-    # are tagged and run under the same mode (see Trace.record)
-    torch._C._set_grad_enabled,
-    # Python number helpers (F.interpolate computes its output size with sym_int)
-    torch.sym_int, torch.sym_float, torch.sym_max, torch.sym_min, torch.sym_not,
-}  # fmt: skip
 
 
 def _reject_autograd_function(func) -> None:
@@ -122,8 +89,6 @@ _LEGACY_TYPES = {
     "BFloat16Tensor": torch.bfloat16, "LongTensor": torch.int64, "IntTensor": torch.int32,
     "ShortTensor": torch.int16, "CharTensor": torch.int8, "ByteTensor": torch.uint8, "BoolTensor": torch.bool,
 }  # fmt: skip
-# Autograd hooks on tensors: the backward runs as one program and would never call them
-_GRAD_HOOKS = {T.register_hook, T.register_post_accumulate_grad_hook, T.retain_grad}
 _NO_OVERRIDES = {
     "has_torch_function": lambda *a: False,
     "has_torch_function_unary": lambda *a: False,
@@ -573,123 +538,6 @@ def _same_object(result, resolved, user):
     if result is resolved and resolved is not None and isinstance(user, TensorProxy):
         return user
     return result
-
-
-# -- calls handled by a function of their own, keyed by the torch function --------------------
-# Each takes ``(mode, func, args, kwargs)``. Looked up before the arguments are resolved to
-# their current values: calls that record nothing (metadata, global state) or are refused.
-def _passthrough(mode, func, args, kwargs):
-    return func(*args, **kwargs)
-
-
-def _metadata(mode, func, args, kwargs):
-    if args and isinstance(args[0], TensorProxy):
-        mode.state.touched[id(args[0])] = args[0]  # the trace relies on it: the prologue checks it
-    return func(*args, **kwargs)
-
-
-def _type_or_metadata(mode, func, args, kwargs):
-    """``t.type()`` is the type's name; ``t.type(torch.float16)`` a cast."""
-    if len(args) > 1 or kwargs.get("dtype") is not None:
-        return mode._type(mode.state.resolve(args[0]), *args[1:], **kwargs)
-    return _metadata(mode, func, args, kwargs)
-
-
-def _scalar_read(mode, func, args, kwargs):
-    """``int(t)`` / ``t.item()``: an input's value is known (and checked by the prologue)."""
-    if args and isinstance(args[0], TensorProxy):
-        return read_scalar(mode.state, args[0], describe(func), _SCALAR_READS[func])
-    return _refuse_data_dependent(mode, func, args, kwargs)
-
-
-def _refuse_data_dependent(mode, func, args, kwargs):
-    raise DataDependentError(
-        f"thunder: {describe(func)} needs the value of a tensor, which is not known while tracing "
-        "(data-dependent Python control flow such as `if x.sum() > 0:` or reading `.item()`); "
-        "express it with tensor ops such as torch.where" + at(user_location())
-    )
-
-
-def _refuse_value_check(mode, func, args, kwargs):
-    raise DataDependentError(
-        f"thunder: {describe(func)} checks tensor values (torch.distributions validates its arguments "
-        "this way): data-dependent, not known while tracing; construct the distribution with "
-        "validate_args=False, or call torch.distributions.Distribution.set_default_validate_args(False)"
-        + at(user_location())
-    )
-
-
-def _refuse_grad_hook(mode, func, args, kwargs):
-    raise UnsupportedOpError(
-        f"thunder: {describe(func)} inside the compiled function is not supported: thunder runs the "
-        "backward as one program, which would not call the hook or keep the gradient; register it on a "
-        "parameter or on an output, outside the compiled function" + at(user_location())
-    )
-
-
-# (later entries win: a scalar read is data-dependent unless its tensor is known)
-_BEFORE_RESOLVING = {
-    **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
-    torch._is_all_true: _refuse_value_check,
-    torch._is_any_true: _refuse_value_check,
-    **dict.fromkeys(_SCALAR_READS, _scalar_read),
-    **dict.fromkeys(_METADATA_METHODS, _metadata),
-    T.type: _type_or_metadata,
-    **dict.fromkeys((T.stride, T.is_contiguous, T.storage_offset), layout_query),
-    **dict.fromkeys(_GRAD_HOOKS, _refuse_grad_hook),
-    T.data_ptr: data_ptr,  # (an address compared as eager compares it: frontend/addresses.py)
-    **dict.fromkeys(_PASSTHROUGH, _passthrough),
-}
-
-
-# After the arguments are resolved: calls that take the current values but need more than
-# their thunder op (or have none).
-def _view(mode, func, args, kwargs):
-    if isinstance(args[0], TensorProxy):
-        mode._check_view(func, args, kwargs)
-    return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
-
-
-def _contiguous(mode, func, args, kwargs):
-    if not isinstance(args[0], TensorProxy):
-        return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
-    state = mode.state
-    out = args[0]
-    if not state.views.is_contiguous(args[0]):
-        out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
-        state.layouts.record(func, args, kwargs, out)
-    if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
-        state.views.guessed_layouts.update((args[0].name, out.name))
-    return out
-
-
-def _setitem(mode, func, args, kwargs):
-    return mode._setitem(*args)
-
-
-def _requires_grad_(mode, func, args, kwargs):
-    if not isinstance(args[0], TensorProxy):
-        return mode._without_thunder_op(func, args, kwargs)
-    flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
-    return mode._requires_grad(args[0], flag, "torch.Tensor.requires_grad_")
-
-
-def _copy_(mode, func, args, kwargs):
-    dst, src = args[0], args[1]
-    return mode.state.inplace.rebind(
-        dst, mode._call(func, ltorch.copy_to, (dst, src), {}), "torch.Tensor.copy_"
-    )
-
-
-_AFTER_RESOLVING = {
-    **collective_calls(),  # torch.distributed (thunder/frontend/collectives.py)
-    T.view: _view,
-    T.view_as: _view,
-    T.contiguous: _contiguous,
-    T.__setitem__: _setitem,
-    T.requires_grad_: _requires_grad_,
-    T.copy_: _copy_,
-}
 
 
 def _foreach_reads_its_writes(written, others, kwargs, root_of) -> bool:

@@ -42,13 +42,8 @@ from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, ViewLink, is_plain_tensor, proxy_of
 from thunder.core.tags import Tag
-from thunder.frontend.mode import (
-    _DATA_DEPENDENT,
-    _METADATA_METHODS,
-    _METADATA_PROPERTIES,
-    _PASSTHROUGH,
-    autocast_on,
-)
+from thunder.frontend.mode import autocast_on
+from thunder.frontend.mode_calls import _DATA_DEPENDENT, _METADATA_METHODS, _METADATA_PROPERTIES, _PASSTHROUGH
 from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_symbols import _ACTIVE, _INPLACE_OPERATORS, _OPERATORS, _Call, subclass_symbol
 from thunder.frontend.torch_names import describe
