@@ -98,17 +98,20 @@ def test_the_traces_of_the_backward_and_of_its_backward_are_shown():
     torch.testing.assert_close(gw, x.detach().cos())
 
 
+def _sin_exp(x):
+    return (x.sin() * x.exp()).sum()
+
+
+def _third(fn, x):
+    """The third derivative of ``fn`` at ``x``, through two double backwards."""
+    (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), x, create_graph=True)
+    return torch.autograd.grad(h.sum(), x)[0]
+
+
 def test_third_order_gradients():
-    def f(x):
-        return (x.sin() * x.exp()).sum()
-
-    def third(fn, x):
-        (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
-        (h,) = torch.autograd.grad(g.sum(), x, create_graph=True)
-        return torch.autograd.grad(h.sum(), x)[0]
-
     x = torch.randn(5, dtype=D, requires_grad=True)
-    torch.testing.assert_close(third(thunder.jit(f), x), third(f, x))
+    torch.testing.assert_close(_third(thunder.jit(_sin_exp), x), _third(_sin_exp, x))
 
 
 def test_a_cotangent_that_requires_grad_is_differentiated():
@@ -444,16 +447,8 @@ def test_second_gradients_through_tensor_subclass_inputs_equal_eagers(make):
 
 
 def test_third_order_gradients_of_a_tensor_subclass_input():
-    def f(x):
-        return (x.sin() * x.exp()).sum()
-
-    def third(fn, x):
-        (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
-        (h,) = torch.autograd.grad(g.sum(), x, create_graph=True)
-        return torch.autograd.grad(h.sum(), x)[0]
-
     x = _two_tensor(5)
-    got, expected = third(thunder.jit(f), x), third(f, x)
+    got, expected = _third(thunder.jit(_sin_exp), x), _third(_sin_exp, x)
     assert type(got) is type(expected)
     torch.testing.assert_close(got, expected)
 

@@ -234,6 +234,10 @@ class BoundSymbol:
         """``tag`` is on this call or on its symbol."""
         return tag in self.tags or tag in self.sym.tags
 
+    def draws(self) -> bool:
+        """This call, or an op it decomposes into, draws random numbers (``Tag.RANDOM``)."""
+        return self.has_tag(Tag.RANDOM) or any(s.draws() for s in self.subsymbols)
+
     @property
     def flat_proxy_args(self) -> list:
         return proxies_in((self.args, self.kwargs))

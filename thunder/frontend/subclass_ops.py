@@ -51,7 +51,7 @@ from thunder.frontend.views import View
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
-from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.langs import TORCH_TO_THUNDER, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError, differentiable
@@ -78,7 +78,7 @@ class SubclassOps:
     def handle(self, mode, func, args, kwargs):
         """A torch call with a subclass value among its arguments."""
         name = getattr(func, "__name__", "")
-        prop = func.__self__.__name__ if name == "__get__" and hasattr(func, "__self__") else None
+        prop = property_name(func)
         if (prop in _METADATA_PROPERTIES) or (
             prop is None and (func in _METADATA_METHODS or func in _DATA_DEPENDENT or func in _PASSTHROUGH)
         ):
@@ -397,8 +397,8 @@ def _link_view(func, pargs, pkwargs, result) -> None:
     (``PROPERTY_VIEWS``: ``y.permute((1, 0))``; ``y.detach()``)."""
     if not pargs or not isinstance(pargs[0], SubclassProxy):
         return
-    if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
-        name = func.__self__.__name__
+    name = property_name(func)
+    if name is not None:
         view = PROPERTY_VIEWS.get(name)
         if name == "data":  # a view without history, as ``detach()``
             op, args = ltorch.detach, ()
@@ -429,9 +429,7 @@ def _link_view(func, pargs, pkwargs, result) -> None:
 
 def _detaches(fn) -> bool:
     """Whether the torch callable ``fn`` is ``detach()`` or the ``.data`` property."""
-    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
-        return fn.__self__.__name__ == "data"
-    return fn is T.detach or fn is torch.detach
+    return property_name(fn) == "data" or fn is T.detach or fn is torch.detach
 
 
 def _is_subclass_value(a) -> bool:

@@ -21,7 +21,7 @@ from thunder.core.subclass import subclass_name
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
 from thunder.frontend.torch_names import describe
-from thunder.ops.langs import resolve_path
+from thunder.ops.langs import property_name, resolve_path
 
 T = torch.Tensor
 
@@ -64,8 +64,9 @@ def _torch_path(func) -> tuple[str, object, bool]:
     if isinstance(func, Symbol):  # a thunder op of a backward (``ScaleTensor.prims.mul``)
         return func.id, _runnable(func), False
     func = _OPERATORS.get(func, func)
-    if getattr(func, "__name__", None) == "__get__" and hasattr(func, "__self__"):  # a property
-        return f"torch.Tensor.{func.__self__.__name__}.__get__", func, True
+    prop = property_name(func)
+    if prop is not None:
+        return f"torch.Tensor.{prop}.__get__", func, True
     path = describe(func)
     try:
         resolves = resolve_path(path) is func

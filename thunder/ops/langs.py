@@ -90,6 +90,14 @@ def tensor_property(name: str):
     return deco
 
 
+def property_name(fn) -> str | None:
+    """The name of the tensor property ``fn`` reads (torch calls a property's getter as its
+    getset descriptor's ``__get__``: ``x.T``), or None for any other callable."""
+    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):
+        return fn.__self__.__name__
+    return None
+
+
 def first_is_tensor(*args, **kwargs) -> bool:
     return bool(args) and isinstance(args[0], torch.Tensor)
 

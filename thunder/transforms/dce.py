@@ -21,16 +21,8 @@ After::
 from __future__ import annotations
 
 from thunder.core.proxies import proxy_names
-from thunder.core.symbol import BoundSymbol
-from thunder.core.tags import EFFECT_TAGS, Tag
+from thunder.core.tags import EFFECT_TAGS
 from thunder.core.trace import Trace
-
-
-def _draws(bsym: BoundSymbol) -> bool:
-    """Whether ``bsym`` or an op below it draws random numbers."""
-    if Tag.RANDOM in bsym.sym.tags or Tag.RANDOM in bsym.tags:
-        return True
-    return any(_draws(s) for s in bsym.subsymbols)
 
 
 def dce(trace: Trace, keep_draws: bool = False) -> Trace:
@@ -39,7 +31,7 @@ def dce(trace: Trace, keep_draws: bool = False) -> Trace:
     kept = []
     for bsym in reversed(trace.bound_symbols):
         outs = proxy_names(bsym.output)
-        if (bsym.sym.tags | bsym.tags) & EFFECT_TAGS or outs & needed or (keep_draws and _draws(bsym)):
+        if (bsym.sym.tags | bsym.tags) & EFFECT_TAGS or outs & needed or (keep_draws and bsym.draws()):
             kept.append(bsym)
             needed |= proxy_names((bsym.args, bsym.kwargs))
     out.bound_symbols = kept[::-1]

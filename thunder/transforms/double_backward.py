@@ -80,11 +80,6 @@ class DoubleBackwardUnsupported(ThunderError, NotImplementedError):
     """A program whose backward thunder cannot differentiate; the message says why."""
 
 
-def _draws(b: BoundSymbol) -> bool:
-    """``b`` draws random numbers (it, or an op it decomposes into, is tagged random)."""
-    return Tag.RANDOM in b.sym.tags or any(_draws(s) for s in b.subsymbols)
-
-
 def _requires_grad(p) -> bool:
     return isinstance(p, TensorProxy) and p.meta_requires_grad
 
@@ -133,7 +128,7 @@ def _plan(joint: Trace, saved: set[str] | None) -> _Plan:
     fixed_names: set[str] = set()
     drawing: dict[int, BoundSymbol] = {}
     for i, b in enumerate(bsyms):
-        draws = _draws(b)
+        draws = b.draws()
         if Tag.BACKWARD in b.tags:
             if draws:
                 drawing[i] = b
@@ -189,7 +184,9 @@ def kept_for_double_backward(joint: Trace) -> list[str]:
     there are none, or where it cannot be made (``differentiable_backward`` then says why)."""
     try:
         plan = _plan(joint, None)
-    except Exception:  # (a plain backward never fails for it: the double backward says why, if asked)
+    except (
+        DoubleBackwardUnsupported
+    ):  # (a plain backward never fails for it: the double backward says why, if asked)
         return []
     n_ct = len(joint.info.cotangents)
     return [p.name for p in plan.taken] + [joint.args[: len(joint.args) - n_ct][j].name for j in plan.written]
@@ -283,8 +280,8 @@ def differentiable_backward(
         swap[c.name] = new
         args.append(new)
 
-    def sub(x, env=swap):
-        return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
+    def sub(x):
+        return _renamed(x, swap)
 
     calls = _function_keys(joint)
     with tracectx(trace), torch.enable_grad():
@@ -323,6 +320,11 @@ def differentiable_backward(
     return dce(trace), positions, reads
 
 
+def _renamed(x, env: dict[str, Proxy]):
+    """``x`` with each proxy ``env`` names replaced by ``env``'s."""
+    return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
+
+
 def _dispatched(b: BoundSymbol):
     """What the subclass op ``b`` was resolved from, to resolve again: the thunder op of a
     backward's (``TwoTensor.prims.mul`` from ``prims.mul``), or the torch callable the user's
@@ -338,16 +340,15 @@ def _function_call(b: BoundSymbol, env: dict[str, Proxy]) -> BoundSymbol:
     outputs and the values of that backward keep their names (nothing else in the backward as
     a computation makes them)."""
 
-    def sub(x):
-        return tree_map(lambda v: env.get(v.name, v) if isinstance(v, Proxy) else v, x)
-
     def swapped(r: BoundSymbol) -> BoundSymbol:
         return r.from_bsym(
-            args=sub(r.args), kwargs=sub(r.kwargs), subsymbols=[swapped(s) for s in r.subsymbols]
+            args=_renamed(r.args, env),
+            kwargs=_renamed(r.kwargs, env),
+            subsymbols=[swapped(s) for s in r.subsymbols],
         )
 
     rec = b.info.recorded_backward
-    rec = dict(rec, bsyms=[swapped(r) for r in rec["bsyms"]], grads=[sub(g) for g in rec["grads"]])
+    rec = dict(rec, bsyms=[swapped(r) for r in rec["bsyms"]], grads=[_renamed(g, env) for g in rec["grads"]])
     return swapped(b).from_bsym(info=dataclasses.replace(b.info, recorded_backward=rec))
 
 
@@ -363,10 +364,7 @@ def _carrying_the_error(trace: Trace, once: tuple, out):
         if type(p) is TensorProxy and (p.meta_dtype.is_floating_point or p.meta_dtype.is_complex)
     }
 
-    def mark(x):
-        return tree_map(lambda v: marked.get(v.name, v) if isinstance(v, Proxy) else v, x)
-
     trace.bound_symbols[-1] = r.from_bsym(
-        output=mark(r.output), info=BoundSymbolInfo(once_differentiable=once)
+        output=_renamed(r.output, marked), info=BoundSymbolInfo(once_differentiable=once)
     )
-    return mark(out)
+    return _renamed(out, marked)

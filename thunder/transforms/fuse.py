@@ -62,11 +62,11 @@ from collections.abc import Sequence
 
 from thunder.core.proxies import proxies_in, proxy_names
 from thunder.core.symbol import BoundSymbol
-from thunder.core.tags import EFFECT_TAGS, GRAD_MODE_TAGS, Tag
+from thunder.core.tags import EFFECT_TAGS, GRAD_MODE_TAGS
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim_bsym
-from thunder.executors.fusion import FusionExecutor, Region, fusion_executors, prims_of
+from thunder.executors.fusion import FusionExecutor, Region, fusion_executors
 
 
 def fuse(trace: Trace, executors: Sequence[Executor]) -> Trace:
@@ -123,7 +123,7 @@ def dependencies(bsyms: Sequence[BoundSymbol]) -> list[list[int]]:
         ps = {producer[n] for n in proxy_names((b.args, b.kwargs)) if n in producer}
         if barrier is not None:
             ps.add(barrier)
-        if any(Tag.RANDOM in p.sym.tags for p in (b, *prims_of(b))):
+        if b.draws():
             if last_draw is not None:
                 ps.add(last_draw)
             last_draw = i

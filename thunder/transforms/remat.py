@@ -65,9 +65,9 @@ def _recomputable(b: BoundSymbol, fusing: FusionExecutor | None = None) -> bool:
     tags = b.sym.tags | b.tags
     if Tag.ELEMENTWISE not in tags or tags & (EFFECT_TAGS | {Tag.RANDOM}) or len(proxies_in(b.output)) != 1:
         return False
-    leaves = _leaves(b)
-    if any(Tag.RANDOM in leaf.sym.tags for leaf in leaves):
+    if b.draws():
         return False
+    leaves = _leaves(b)
     if fusing is not None and fusing.decline_reason(b) is None:
         return True
     return not any(Tag.TRANSCENDENTAL in leaf.sym.tags for leaf in leaves)

@@ -41,7 +41,7 @@ from thunder.core.symbol import SYMBOLS, BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import ltorch, prims
-from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
 
@@ -66,8 +66,8 @@ def renamed(b: BoundSymbol, env: dict) -> BoundSymbol:
 
 def _torch_op(fn):
     """The torch-language op (or adapter) thunder maps the torch callable ``fn`` to."""
-    if getattr(fn, "__name__", None) == "__get__" and hasattr(fn, "__self__"):  # a property
-        name = fn.__self__.__name__
+    name = property_name(fn)
+    if name is not None:
         return ltorch.detach if name == "data" else PROPERTY_TO_THUNDER.get(name)
     try:
         return TORCH_TO_THUNDER.get(fn)

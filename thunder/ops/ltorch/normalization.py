@@ -48,6 +48,34 @@ def _normalize(x, dims, eps, moments=None):
     return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
 
 
+def _channel_affine(out, weight, bias, compute, dt):
+    """``out`` scaled by ``weight`` and shifted by ``bias``, both per channel (dim 1), cast back
+    to ``dt``."""
+    n = len(shape_of(out))
+    w = None if weight is None else _channel_view(weight, n)
+    b = None if bias is None else _channel_view(bias, n)
+    return _cast(_affine(out, w, b, compute), dt)
+
+
+def _by_running_stats(x, running_mean, running_var, eps, compute):
+    """``x`` normalised per channel by the running statistics."""
+    n = len(shape_of(x))
+    mean = _channel_view(_cast(running_mean, compute), n)
+    var = _channel_view(_cast(running_var, compute), n)
+    return prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
+
+
+def _update_running(running_mean, running_var, mean, unbiased_var, momentum, reduce=None):
+    """The running statistics moved ``momentum`` of the way towards the batch's, written in
+    place (``prims.copy_``); ``reduce`` first turns a batch statistic into the running one's
+    shape (instance norm: the mean over samples)."""
+    for run, stat in ((running_mean, mean), (running_var, unbiased_var)):
+        if reduce is not None:
+            stat = reduce(stat)
+        new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(stat, dtype_of(run)), momentum))
+        prims.copy_(new, run)
+
+
 @torchsymbol(F.layer_norm, torch_impl="torch.nn.functional.layer_norm", tags=(Tag.NORM,))
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     dims = _normalized_dims(input, normalized_shape, "F.layer_norm")
@@ -79,9 +107,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     compute = _compute_dtype(dt)
     grouped = prims.reshape(_cast(input, compute), (s[0], num_groups, math.prod(s[1:]) // num_groups))
     out = prims.reshape(_normalize(grouped, (2,), eps), s)
-    w = None if weight is None else _channel_view(weight, len(s))
-    b = None if bias is None else _channel_view(bias, len(s))
-    return _cast(_affine(out, w, b, compute), dt)
+    return _channel_affine(out, weight, bias, compute, dt)
 
 
 @torchsymbol(F.batch_norm, torch_impl="torch.nn.functional.batch_norm", tags=(Tag.NORM,))
@@ -103,16 +129,10 @@ def batch_norm(
         if training and running_mean is not None:
             n = math.prod(s[d] for d in dims)
             unbiased = prims.mul(batch_var, n / max(n - 1, 1))  # the running variance is unbiased
-            for run, stat in ((running_mean, batch_mean), (running_var, unbiased)):
-                new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(stat, dtype_of(run)), momentum))
-                prims.copy_(new, run)
+            _update_running(running_mean, running_var, batch_mean, unbiased, momentum)
     else:
-        mean = _channel_view(_cast(running_mean, compute), len(s))
-        var = _channel_view(_cast(running_var, compute), len(s))
-        out = prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
-    w = None if weight is None else _channel_view(weight, len(s))
-    b = None if bias is None else _channel_view(bias, len(s))
-    return _cast(_affine(out, w, b, compute), dt)
+        out = _by_running_stats(x, running_mean, running_var, eps, compute)
+    return _channel_affine(out, weight, bias, compute, dt)
 
 
 @torchsymbol(F.instance_norm, torch_impl="torch.nn.functional.instance_norm", tags=(Tag.NORM,))
@@ -147,19 +167,19 @@ def instance_norm(
         if running_mean is not None:
             batch = s[0]
             unbiased = prims.mul(var, n / (n - 1))
-            for run, stat in ((running_mean, mean), (running_var, unbiased)):
-                avg = prims.div(prims.sum(stat, (0,)), batch)
-                new = prims.add(prims.mul(run, 1 - momentum), prims.mul(_cast(avg, dtype_of(run)), momentum))
-                prims.copy_(new, run)
+            _update_running(
+                running_mean,
+                running_var,
+                mean,
+                unbiased,
+                momentum,
+                lambda stat: prims.div(prims.sum(stat, (0,)), batch),
+            )
     else:
         if running_mean is None or running_var is None:
             raise ShapeError(f"{op}: use_input_stats=False needs running_mean and running_var")
-        mean = _channel_view(_cast(running_mean, compute), len(s))
-        var = _channel_view(_cast(running_var, compute), len(s))
-        out = prims.mul(prims.sub(x, mean), prims.rsqrt(prims.add(var, eps)))
-    w = None if weight is None else _channel_view(weight, len(s))
-    b = None if bias is None else _channel_view(bias, len(s))
-    return _cast(_affine(out, w, b, compute), dt)
+        out = _by_running_stats(x, running_mean, running_var, eps, compute)
+    return _channel_affine(out, weight, bias, compute, dt)
 
 
 @torchsymbol(torch._weight_norm, torch_impl="torch._weight_norm", tags=(Tag.NORM,))
