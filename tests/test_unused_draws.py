@@ -43,6 +43,7 @@ def test_an_unused_draw_draws_as_in_eager(fn, grad):
         torch.manual_seed(seed)
         got = jfn(x)
         got_next = torch.rand(2)
+        assert type(got) is torch.Tensor and type(x) is torch.Tensor, "a proxy reached the caller"
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
         torch.testing.assert_close(
             got_next, expected_next, rtol=0, atol=0, msg="the generator after the call"
