@@ -643,6 +643,18 @@ def test_a_custom_autograd_function_uses_its_own_backward():
     assert thunder.compile_stats(jfn).cache_hits == 1
 
 
+def test_the_recorded_backward_stays_as_recorded():
+    """The grad pass notes on its copies of a custom Function's recorded backward (which forward
+    op each differentiates), not on the recording the acquisition trace holds: the explorer
+    shows that trace as it was made, and a later compilation copies it again."""
+    jfn, _, _ = _both(lambda x: _Square.apply(x.sin()), _leaf(4))
+    (apply,) = [b for b in thunder.last_traces(jfn)[0].bound_symbols if Tag.AUTOGRAD_FUNCTION in b.sym.tags]
+    recorded = apply.info.recorded_backward["bsyms"]
+    assert recorded and all(r.info.differentiates is None and r.info.vjp is None for r in recorded)
+    replayed = [b for b in thunder.last_backward_traces(jfn)[0].bound_symbols if b.info.vjp == apply.sym.id]
+    assert replayed and all(r.info.differentiates for r in replayed)
+
+
 @pytest.mark.parametrize("which", [(True, True), (True, False), (False, True)])
 def test_a_custom_autograd_function_with_setup_context(which):
     def fn(x, w):
