@@ -18,6 +18,7 @@ context (``PassContext.subclass_dispatch``: a pass does not import acquisition).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -110,6 +111,14 @@ class BoundSymbolInfo:
     def merged(self, over: BoundSymbolInfo) -> BoundSymbolInfo:
         """A new record: these notes, with what ``over`` notes in their place."""
         return dataclasses.replace(self, **over.noted())
+
+    def copy(self) -> BoundSymbolInfo:
+        """A record of the same notes that can be changed without touching this one (about a
+        fifth of ``dataclasses.replace``'s time: every BoundSymbol copy makes one)."""
+        return BoundSymbolInfo(*_info_fields(self))
+
+
+_info_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(BoundSymbolInfo)))
 
 
 @dataclasses.dataclass(frozen=True)

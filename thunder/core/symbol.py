@@ -231,7 +231,7 @@ class BoundSymbol:
         """A copy with ``changes``; its ``info`` is its own (a pass noting on the copy leaves
         the original, which an earlier trace or a recorded backward still holds, as it was)."""
         if "info" not in changes:
-            changes["info"] = dataclasses.replace(self.info)
+            changes["info"] = self.info.copy()
         return dataclasses.replace(self, **changes)
 
     def has_tag(self, tag: Tag) -> bool:
