@@ -20,6 +20,8 @@ import datetime
 import json
 import os
 
+import torch
+
 from thunder.core.errors import ThunderError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.tags import Tag
@@ -67,13 +69,16 @@ def _communications(bsyms) -> list:
 
 
 def check_plan(traces, fn_name: str) -> None:
-    """Compare the collectives of ``traces`` (a compilation's final traces) across ranks."""
+    """Compare the collectives of ``traces`` (a compilation's final traces) across ranks.
+    Without a default process group no group exists for a collective to run over: nothing to
+    compare, and the traces (every op of a model, decompositions included) are not walked."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return
     for group, entries in plans(traces).items():
         pg = group_of(group)
         if pg.size() == 1:
             continue
-        import torch.distributed as dist  # lazy: only programs that communicate import it
-
+        dist = torch.distributed
         store = dist.distributed_c10d._get_default_store()
         n = _compilations[group]
         _compilations[group] += 1
