@@ -14,7 +14,7 @@ head left out of the loss) gets ``None`` as its gradient, as in eager, not zeros
 optimizer skips a parameter whose ``.grad`` is None (no weight decay, no momentum step).
 
 What the forward, the backward and the call read is fixed by the traces when the entry is
-made (``_Shared``, ``thunder/autograd_shared.py``). Two backwards are made on demand from the
+made (``SharedEntry``, ``thunder/autograd_shared.py``). Two backwards are made on demand from the
 forward's inputs (a backward that records its graph, a plain gradient of a tensor-subclass
 output: ``thunder/backwards_from_inputs.py``), and a backward that averages gradients across
 ranks has variants for parameters that already hold a ``.grad`` (``thunder/held_gradients.py``).
@@ -28,8 +28,8 @@ from contextlib import nullcontext
 
 import torch
 
-from thunder.autograd_call import _apply_of, _call
-from thunder.autograd_shared import _Shared
+from thunder.autograd_call import apply_of, entry_call
+from thunder.autograd_shared import SharedEntry
 from thunder.backwards_from_inputs import (
     CotangentBackwards,
     DoubleBackward,
@@ -108,18 +108,18 @@ def grad_computation(
     for it, with their versions). ``others``: backwards for plain cotangents of subclass outputs.
     ``held``: the backwards for parameters that hold a ``.grad`` (a backward that averages
     gradients across ranks)."""
-    shared = _Shared.of(fw, bw, error, name, double, others, held)
+    shared = SharedEntry.of(fw, bw, error, name, double, others, held)
     fn = type(
         f"ThunderAutogradFunction_{name}",
         (torch.autograd.Function,),
         {"forward": staticmethod(_forward(shared)), "backward": staticmethod(_backward(shared))},
     )
-    computation = _call(shared, _apply_of(fn, shared.tensor_args))
+    computation = entry_call(shared, apply_of(fn, shared.tensor_args))
     computation.autograd_function = fn
     return computation
 
 
-def _forward(shared: _Shared) -> Callable:
+def _forward(shared: SharedEntry) -> Callable:
     """The Function's forward: runs ``fw`` (autograd records nothing inside a Function) and
     saves what the backward reads."""
     fw_fn, saves = shared.fw_fn, shared.bw_fn is not None
@@ -220,7 +220,7 @@ def _storages(t: torch.Tensor) -> list[int]:
     return [s for n in t.__tensor_flatten__()[0] for s in _storages(getattr(t, n))]
 
 
-def _backward(shared: _Shared) -> Callable:
+def _backward(shared: SharedEntry) -> Callable:
     """The Function's backward: torch's and thunder's checks, then the backward trace on the
     saved values and the cotangents."""
     bw_fn, error, name, leaf = shared.bw_fn, shared.error, shared.name, shared.leaf

@@ -1,7 +1,7 @@
 """The call around an entry's autograd Function, kept to as few Python frames as it can.
 
-``_apply_of`` is ``Function.apply`` without its Python layer (outside functorch transforms);
-``_call`` puts the outputs that are inputs in place and copies the write-backs into inputs
+``apply_of`` is ``Function.apply`` without its Python layer (outside functorch transforms);
+``entry_call`` puts the outputs that are inputs in place and copies the write-backs into inputs
 with autograd on, and for the common entry (every output computed once, nothing written
 back) is the apply itself, with no frame around it. Apart from ``thunder/autograd_bridge.py``
 (the Function's forward and backward): this is what every cached call runs before the
@@ -16,14 +16,14 @@ from contextlib import nullcontext
 import torch
 from torch._functorch.utils import unwrap_dead_wrappers
 
-from thunder.autograd_shared import _Shared
+from thunder.autograd_shared import SharedEntry
 
 _function_apply = torch._C._FunctionBase.__dict__["apply"]
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
-def _apply_of(fn: type, tensor_args: bool) -> Callable:
+def apply_of(fn: type, tensor_args: bool) -> Callable:
     """``fn.apply`` without its Python layer: what ``Function.apply`` does outside functorch
     transforms (for a Function without ``setup_context``: dead functorch wrappers unwrapped,
     then the C ``apply``); inside one, ``fn.apply`` itself. ``tensor_args``: every argument is
@@ -47,7 +47,7 @@ def _apply_of(fn: type, tensor_args: bool) -> Callable:
     return direct
 
 
-def _call(shared: _Shared, apply: Callable) -> Callable:
+def entry_call(shared: SharedEntry, apply: Callable) -> Callable:
     """The entry's computation: the Function's ``apply``, then the outputs that are inputs put
     in place and the write-backs into inputs copied with autograd on."""
     leaf, source, writebacks, n_user = shared.leaf, shared.layout.source, shared.writebacks, shared.n_user

@@ -1,6 +1,6 @@
-"""What an entry's autograd Function and its call share: ``_Shared``, fixed by the traces.
+"""What an entry's autograd Function and its call share: ``SharedEntry``, fixed by the traces.
 
-``_Shared.of(fw, bw, ...)`` reads, once when the entry is made, everything the Function's
+``SharedEntry.of(fw, bw, ...)`` reads, once when the entry is made, everything the Function's
 ``forward`` and ``backward`` (``thunder/autograd_bridge.py``) and the call around it
 (``thunder/autograd_call.py``) need: where each output comes from (``_Layout``), which saved
 values are tensors, which inputs each output is computed from, what a missing cotangent is
@@ -95,7 +95,7 @@ def _caller_writable(fw: Trace, saved, outputs, name: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Shared:
+class SharedEntry:
     """What an entry's autograd Function (its forward and backward) and its call share, all
     fixed by the traces when the entry is made."""
 
@@ -149,7 +149,7 @@ class _Shared:
         double: DoubleBackward | None,
         others: CotangentBackwards | None,
         held: HeldGradients | None = None,
-    ) -> _Shared:
+    ) -> SharedEntry:
         outputs, saved = fw.output if bw is not None else (fw.output, ())
         writebacks = fw.info.writebacks if bw is not None else []
         layout = _Layout(outputs, fw.args)
@@ -160,7 +160,7 @@ class _Shared:
             isinstance(layout.function_outputs[j], SubclassProxy) for j in diff
         )
         no_grad_inputs = not any(isinstance(p, TensorProxy) and p.requires_grad for p in fw.args)
-        return _Shared(
+        return SharedEntry(
             name=name,
             fw_fn=fw.python_callable(),
             bw_fn=bw.python_callable() if bw is not None else None,

@@ -299,7 +299,7 @@ class ThunderFunction:
 
     def _repr_pretty_(self, p, cycle) -> None:
         # IPython shows the last computation trace; the explorer, once imported, adds HTML
-        p.text(_text_of(self))
+        p.text(text_of(self))
 
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
@@ -511,7 +511,7 @@ def _collection_paused():
             gc.enable()
 
 
-def _text_of(jfn: ThunderFunction) -> str:
+def text_of(jfn: ThunderFunction) -> str:
     """What IPython shows for a jitted function (or module): its last computation trace."""
     if not jfn._entries:
         return f"<thunder.jit of {jfn.__name__}, not called yet>"

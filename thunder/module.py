@@ -16,7 +16,7 @@ from thunder.cache import DEFAULT_CACHE_SIZE
 from thunder.core.context import current_trace
 from thunder.frontend.backward_hooks import call_with_backward_hooks, has_backward_hooks
 from thunder.hf_generate import generate
-from thunder.jit import ThunderFunction, _text_of
+from thunder.jit import ThunderFunction, text_of
 
 
 class ThunderModule(torch.nn.Module):
@@ -71,7 +71,7 @@ class ThunderModule(torch.nn.Module):
         return new
 
     def _repr_pretty_(self, p, cycle) -> None:
-        p.text(_text_of(self._jfn))
+        p.text(text_of(self._jfn))
 
     def generate(self, *args, **kwargs):
         """The model's ``generate()`` (transformers) with every forward compiled by thunder."""
