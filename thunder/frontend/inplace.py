@@ -9,7 +9,7 @@ eager's autograd rules on writes hold: no write into a leaf that requires grad, 
 tensor that requires grad stays in the graph.
 
 Writes into tensor-subclass values are made of these too: the subclass's dispatch writes its
-inner tensors with in-place aten ops (through views of them: ``thunder/ops/aten.py``'s
+inner tensors with in-place aten ops (through views of them: ``thunder/ops/aten/``'s
 ``VIEW_WRITES``), each rebound here, and the subclass value is then rebound to a value
 holding the new inner tensors (``thunder/frontend/subclass_writes.py``).
 """

@@ -5,7 +5,7 @@ When a torch call meets a subclass value, the call itself runs (the acquisition 
 inactive inside its own handler): torch sends it through the subclass's
 ``__torch_function__`` to its ``__torch_dispatch__``, whose aten calls on the inner proxies
 reach ``TensorProxy.__torch_dispatch__`` and are recorded as aten symbols
-(thunder/ops/aten.py). The call is one BoundSymbol (its symbol:
+(thunder/ops/aten/). The call is one BoundSymbol (its symbol:
 thunder/frontend/subclass_symbols.py)::
 
     t0 = ScaleTensor.torch.add(x, 1)  # t0: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
