@@ -108,6 +108,21 @@ op(
     ALL,
 )
 op(A.split.Tensor, lambda m: [s(m(5, 4), 2), s(m(5, 4), 3, 1)], ALL)
+op(A.diagonal.default, lambda m: [s(m(4, 4)), s(m(3, 5), 1), s(m(2, 3, 4), -1, 2, 0)], ALL)
+op(A.unfold.default, lambda m: [s(m(5, 4), 0, 2, 1), s(m(5, 4), 1, 3, 2), s(m(6), 0, 2, 3)], ALL)
+op(A.unbind.int, lambda m: [s(m(3, 4)), s(m(2, 3, 4), 2)], ALL)
+op(A.split_with_sizes.default, lambda m: [s(m(5, 4), [2, 3]), s(m(5, 4), [1, 0, 3], 1)], ALL)
+op(A.select_scatter.default, lambda m: [s(m(3, 4), m(4), 0, 1), s(m(3, 4), m(3), 1, -1)], ALL)
+op(
+    A.slice_scatter.default,
+    lambda m: [s(m(5, 4), m(2, 4), 0, 1, 3), s(m(5, 4), m(5, 2), 1, 0, None, 2), s(m(5, 4), m(5, 4))],
+    ALL,
+)
+op(
+    A.diagonal_scatter.default,
+    lambda m: [s(m(4, 4), m(4)), s(m(3, 5), m(3), 1), s(m(2, 3, 4), m(3, 2), 0, 0, 2)],
+    ALL,
+)
 op(A.cat.default, lambda m: [s([m(2, 3), m(4, 3)]), s([m(2, 3), m(2, 1)], 1)], ALL)
 op(A.clone.default, unary(), ALL)
 op(A.detach.default, one(3, 4), (f32,), noop=True)
@@ -127,6 +142,11 @@ op(A.zero.default, unary(), ALL)
 op(
     A.index_select.default,
     lambda m: [s(m(4, 3), 0, torch.tensor([0, 2, 0])), s(m(4, 3), -1, torch.tensor([1]))],
+    NUM,
+)
+op(
+    A.index_copy.default,
+    lambda m: [s(m(4, 3), 0, torch.tensor([2, 0]), m(2, 3)), s(m(4, 3), -1, torch.tensor([1]), m(4, 1))],
     NUM,
 )
 op(

@@ -36,6 +36,7 @@ from thunder.ops.meta import ShapeError
 # how a write into a view reaches its base, for views made by torch-language ops and by aten
 # ops (those a subclass's dispatch takes of its inner tensors)
 _VIEW_WRITES = {**VIEW_WRITES, **aten.VIEW_WRITES}
+_PIECE_WRITES = {**PIECE_WRITES, **aten.PIECE_WRITES}
 
 
 class _Write:
@@ -198,8 +199,8 @@ class InplaceWrites:
             self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
             return
         write = _VIEW_WRITES.get(view.op)
-        if view.op in PIECE_WRITES:
-            write = functools.partial(PIECE_WRITES[view.op], index=view.index)
+        if view.op in _PIECE_WRITES:
+            write = functools.partial(_PIECE_WRITES[view.op], index=view.index)
         if write is None:
             raise UnsupportedOpError(
                 f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "

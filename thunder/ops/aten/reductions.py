@@ -68,6 +68,12 @@ def index_select_default(a, dim, index):
     return ltorch.index_select.decomposition(a, dim, index)
 
 
+# (how a backward writes a cotangent into a diagonal's place: ``diagonal_scatter``'s rule)
+@aten(A.index_copy.default, tags=(Tag.INDEXING,))
+def index_copy_default(a, dim, index, source):
+    return ltorch.index_copy.decomposition(a, dim, index, source)
+
+
 @aten(A.scatter_add.default, tags=(Tag.INDEXING,))
 def scatter_add_default(a, dim, index, src):
     return ltorch.scatter_add.decomposition(a, dim, index, src)

@@ -1,9 +1,74 @@
 """Views of aten operators beyond the shape section's: diagonals, sliding windows, views with
 several outputs (``unbind``, ``split_with_sizes``), and the scatters that write a value where
 a view reads (``select_scatter``, ``slice_scatter``, ``diagonal_scatter``); with how a write
-into a view they made reaches its base (``VIEW_WRITES``, ``PIECE_WRITES``)."""
+into a view they made reaches its base (``VIEW_WRITES``, ``PIECE_WRITES``).
+
+Each shares its torch-language op's decomposition (``torch.diagonal`` and
+``aten.diagonal.default`` take the same arguments), and so its write into the base too.
+"""
 
 from __future__ import annotations
 
-VIEW_WRITES: dict = {}
-PIECE_WRITES: dict = {}
+from thunder.core.tags import Tag
+from thunder.ops import ltorch
+from thunder.ops.aten.declare import A, aten
+from thunder.ops.aten.shape import split_Tensor
+from thunder.ops.ltorch.inplace import PIECE_WRITES as TORCH_PIECE_WRITES
+from thunder.ops.ltorch.inplace import VIEW_WRITES as TORCH_VIEW_WRITES
+from thunder.ops.ltorch.resample import tensor_unfold
+from thunder.ops.meta import ShapeError, canonical_dim, shape_of
+
+
+@aten(A.diagonal.default, tags=(Tag.SHAPE, Tag.VIEW))
+def diagonal_default(a, offset=0, dim1=0, dim2=1):
+    return ltorch.diagonal.decomposition(a, offset, dim1, dim2)
+
+
+@aten(A.unfold.default, tags=(Tag.SHAPE, Tag.VIEW))
+def unfold_default(a, dimension, size, step):
+    return tensor_unfold.decomposition(a, dimension, size, step)
+
+
+# -- several outputs, each a view of the input ----------------------------------------------
+@aten(A.unbind.int, tags=(Tag.SHAPE, Tag.VIEW))
+def unbind_int(a, dim=0):
+    return list(ltorch.unbind.decomposition(a, dim))
+
+
+@aten(A.split_with_sizes.default, tags=(Tag.SHAPE, Tag.VIEW))
+def split_with_sizes_default(a, split_sizes, dim=0):
+    n = shape_of(a)[canonical_dim(dim, len(shape_of(a)), "aten.split_with_sizes")]
+    if sum(split_sizes) != n or any(k < 0 for k in split_sizes):
+        raise ShapeError(
+            f"aten.split_with_sizes: split_sizes {list(split_sizes)} must be sizes adding up to {n}, the size of "
+            f"dimension {dim}"
+        )
+    return list(ltorch.split.decomposition(a, list(split_sizes), dim))
+
+
+# -- the inverses of views: the input with ``src`` written where the view reads -------------
+@aten(A.select_scatter.default, tags=(Tag.INDEXING,))
+def select_scatter_default(a, src, dim, index):
+    return ltorch.select_scatter.decomposition(a, src, dim, index)
+
+
+@aten(A.slice_scatter.default, tags=(Tag.INDEXING,))
+def slice_scatter_default(a, src, dim=0, start=None, end=None, step=1):
+    return ltorch.slice_scatter.decomposition(a, src, dim, start, end, step)
+
+
+@aten(A.diagonal_scatter.default, tags=(Tag.INDEXING,))
+def diagonal_scatter_default(a, src, offset=0, dim1=0, dim2=1):
+    return ltorch.diagonal_scatter.decomposition(a, src, offset, dim1, dim2)
+
+
+VIEW_WRITES = {
+    diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
+    unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
+}
+# (called with the written output's ``index``)
+PIECE_WRITES = {
+    unbind_int: TORCH_PIECE_WRITES[ltorch.unbind],
+    split_Tensor: TORCH_PIECE_WRITES[ltorch.split],
+    split_with_sizes_default: TORCH_PIECE_WRITES[ltorch.split],
+}

