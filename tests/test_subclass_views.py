@@ -15,7 +15,6 @@ import pytest
 import torch
 from subclass_examples import scale_tensor  # tests/ is on sys.path
 from test_subclass_inplace import assert_no_proxy, assert_same, check, copy, two
-from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
 
@@ -65,3 +64,75 @@ GRADS = {k: VIEWS[k] for k in VIEWS if "every piece" not in k}
 @pytest.mark.parametrize("case", list(GRADS), ids=str)
 def test_gradients_through_views_equal_eager(case):
     check_grads(GRADS[case], two(4, 4).requires_grad_())
+
+
+# -- writes through the views ------------------------------------------------------------------
+def _written(view):
+    def fn(x):
+        view(x)
+        return x
+
+    return fn
+
+
+WRITES = {
+    "x.diagonal().mul_(2)": _written(lambda x: x.diagonal().mul_(2)),
+    "x.diagonal(1).add_(1)": _written(lambda x: x.diagonal(1).add_(1)),
+    "x.unbind(0)[1].add_(1)": _written(lambda x: x.unbind(0)[1].add_(1)),
+    "x.unbind(1)[0].mul_(x[0])": _written(lambda x: x.unbind(1)[0].mul_(x[0])),
+    "x.split([1, 3])[1].add_(1)": _written(lambda x: x.split([1, 3])[1].add_(1)),
+    "x.split(2)[1].mul_(3)": _written(lambda x: x.split(2)[1].mul_(3)),
+    "x.chunk(2, 1)[0].zero_()": _written(lambda x: x.chunk(2, 1)[0].zero_()),
+    "x.unfold(0, 2, 2).mul_(2)": _written(lambda x: x.unfold(0, 2, 2).mul_(2)),
+    "a write read back through the view": lambda x: (x.diagonal().add_(1), x.diagonal() * x)[1],
+}
+
+
+@pytest.mark.parametrize("case", list(WRITES), ids=str)
+@pytest.mark.parametrize("make", [two, scale_tensor], ids=["TwoTensor", "ScaleTensor"])
+def test_writes_through_views_equal_eager(case, make):
+    check(WRITES[case], make(4, 4))
+
+
+def _view_write_grad(view):
+    def fn(x, w):
+        y = x * 2
+        view(y).mul_(w)
+        return y * x
+
+    return fn
+
+
+WRITE_GRADS = {
+    "y.diagonal().mul_(w)": (_view_write_grad(lambda y: y.diagonal()), 4),
+    "y.diagonal(-1).mul_(w)": (_view_write_grad(lambda y: y.diagonal(-1)), 3),
+    "y.unfold(1, 2, 2).mul_(w)": (_view_write_grad(lambda y: y.unfold(1, 2, 2)), 2),
+}
+
+
+@pytest.mark.parametrize("case", list(WRITE_GRADS), ids=str)
+def test_gradients_through_writes_into_views_equal_eager(case):
+    fn, n = WRITE_GRADS[case]
+    check_grads(fn, two(4, 4).requires_grad_(), torch.randn(n))
+
+
+@pytest.mark.parametrize(
+    "view", [lambda y: y.unbind(0)[1], lambda y: y.split([1, 3])[1]], ids=["unbind", "split_with_sizes"]
+)
+def test_a_write_into_one_of_several_views_of_a_value_requiring_grad_raises_as_in_eager(view):
+    def fn(x):
+        y = x * 2
+        view(y).add_(1)
+        return y
+
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        fn(two(4, 4).requires_grad_())
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        thunder.jit(fn)(two(4, 4).requires_grad_())
+
+
+def test_a_write_into_overlapping_windows_is_a_clear_error():
+    """Eager writes each memory location once per window holding it, in an order its kernel
+    chooses; thunder refuses."""
+    with pytest.raises(Exception, match="overlapping windows"):
+        thunder.jit(_written(lambda x: x.unfold(0, 2, 1).mul_(2)))(two(4, 4))

@@ -39,6 +39,7 @@ from thunder.ops.aten.declare import ADD_AN_OP, ATEN, PACKETS, out_value, writte
 # of one output, ``PIECE_WRITES`` (with the output's ``index``) for one of several.
 VIEW_WRITES = {**shape.VIEW_WRITES, **views.VIEW_WRITES}
 PIECE_WRITES = views.PIECE_WRITES
+MULTI_OUTPUT_VIEWS = views.MULTI_OUTPUT_VIEWS
 
 
 def __getattr__(name: str):

@@ -66,9 +66,11 @@ VIEW_WRITES = {
     diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
     unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
 }
-# (called with the written output's ``index``)
+# (called with the written output's ``index``; all of eager's multi-output views, whose writes
+# eager refuses in grad mode: ``MULTI_OUTPUT_VIEWS``)
 PIECE_WRITES = {
     unbind_int: TORCH_PIECE_WRITES[ltorch.unbind],
     split_Tensor: TORCH_PIECE_WRITES[ltorch.split],
     split_with_sizes_default: TORCH_PIECE_WRITES[ltorch.split],
 }
+MULTI_OUTPUT_VIEWS = frozenset(PIECE_WRITES)

@@ -342,6 +342,10 @@ LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
 # base is refused (eager refuses add_, copy_, ... on it); one without repeats (only new dims
 # of size 1) reaches the base as a reshape.
 BROADCASTING_VIEWS = frozenset({expand, expand_as, broadcast_to})
+# View ops eager's autograd marks as returning several views (split, chunk, unbind; not
+# tensor_split and the like, whose pieces are slices of their own): a write into one of them,
+# or into a view of one, that requires grad while grad mode is on is refused, as eager refuses it.
+MULTI_OUTPUT_VIEWS = frozenset({split, chunk, unbind})
 
 
 @torchsymbol(name="write_through_detach")
