@@ -110,6 +110,22 @@ op(
 op(A.split.Tensor, lambda m: [s(m(5, 4), 2), s(m(5, 4), 3, 1)], ALL)
 op(A.diagonal.default, lambda m: [s(m(4, 4)), s(m(3, 5), 1), s(m(2, 3, 4), -1, 2, 0)], ALL)
 op(A.unfold.default, lambda m: [s(m(5, 4), 0, 2, 1), s(m(5, 4), 1, 3, 2), s(m(6), 0, 2, 3)], ALL)
+op(
+    A.view.dtype,
+    lambda m: [
+        s(m(3, 4), torch.int32),
+        s(m(3, 4), m.dtype),
+        s(m(3, 4), torch.bfloat16),
+        s(m(3, 4), torch.int8),
+    ],
+    (f32,),
+)
+op(
+    A.view.dtype,
+    lambda m: [s(m(3, 4), f32), s(m(3, 2), torch.int64), s(m(2, 4), torch.float16)],
+    (torch.int32,),
+    variant="of int32",
+)
 op(A.unbind.int, lambda m: [s(m(3, 4)), s(m(2, 3, 4), 2)], ALL)
 op(A.split_with_sizes.default, lambda m: [s(m(5, 4), [2, 3]), s(m(5, 4), [1, 0, 3], 1)], ALL)
 op(A.select_scatter.default, lambda m: [s(m(3, 4), m(4), 0, 1), s(m(3, 4), m(3), 1, -1)], ALL)

@@ -421,6 +421,18 @@ op(
     lambda m: [s(m(3, 4), 12), s(m(3, 4), 2, -1), s(m(3, 4), (4, 3)), s(m(3, 4), size=(2, 6))],
     ALL,
 )
+op(
+    "view",
+    T.view,
+    lambda m: [
+        s(m(3, 4), torch.int32),
+        s(m(3, 4), torch.float16),
+        s(m(3, 4), dtype=f32),
+        s(m(3, 4), torch.uint8),
+    ],
+    (f32,),
+    variant="dtype",
+)
 op("reshape_as", T.reshape_as, lambda m: [s(m(3, 4), m(2, 6))], ALL, T.view_as)
 op(
     "flatten",

@@ -28,6 +28,9 @@ VIEWS = {
     "unbind, every piece": lambda x: x.unbind(1),
     "split with sizes": lambda x: x.split([1, 3])[1] * 2,
     "split with sizes, every piece": lambda x: x.split([3, 1], 1),
+    "view(int32)": lambda x: x.view(torch.int32) + 1,
+    "view(bfloat16)": lambda x: x.view(torch.bfloat16) * 2,
+    "view(float32) of the same dtype": lambda x: x.view(torch.float32) * 2,
     "select_scatter": lambda x: torch.select_scatter(x, x[0] * 2, 0, 1),
     "slice_scatter": lambda x: torch.slice_scatter(x, x[1:] * 2, 0, 1),
     "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x.diagonal() * 2),
@@ -58,7 +61,7 @@ def check_grads(fn, x, *others):
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
-GRADS = {k: VIEWS[k] for k in VIEWS if "every piece" not in k}
+GRADS = {k: VIEWS[k] for k in VIEWS if "every piece" not in k and "view(" not in k}
 
 
 @pytest.mark.parametrize("case", list(GRADS), ids=str)
@@ -84,6 +87,8 @@ WRITES = {
     "x.split(2)[1].mul_(3)": _written(lambda x: x.split(2)[1].mul_(3)),
     "x.chunk(2, 1)[0].zero_()": _written(lambda x: x.chunk(2, 1)[0].zero_()),
     "x.unfold(0, 2, 2).mul_(2)": _written(lambda x: x.unfold(0, 2, 2).mul_(2)),
+    "x.view(torch.int32).add_(1)": _written(lambda x: x.view(torch.int32).add_(1)),
+    "x.view(torch.bfloat16)[0].zero_()": _written(lambda x: x.view(torch.bfloat16)[0].zero_()),
     "a write read back through the view": lambda x: (x.diagonal().add_(1), x.diagonal() * x)[1],
 }
 
@@ -92,6 +97,19 @@ WRITES = {
 @pytest.mark.parametrize("make", [two, scale_tensor], ids=["TwoTensor", "ScaleTensor"])
 def test_writes_through_views_equal_eager(case, make):
     check(WRITES[case], make(4, 4))
+
+
+def test_a_view_of_another_dtype_is_outside_the_graph_as_in_eager():
+    """``x.view(dtype)`` of a value requiring grad does not require grad (eager's autograd does
+    not differentiate it), its class and inner tensors as eager's."""
+
+    def fn(x):
+        return x.view(torch.int32), x.view(torch.float16) * 2, x * 2
+
+    x = two(4, 4).requires_grad_()
+    expected, got = fn(x), thunder.jit(fn)(copy(x))
+    assert_same(got, expected)
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in expected] == [False, False, True]
 
 
 def _view_write_grad(view):
@@ -108,6 +126,15 @@ WRITE_GRADS = {
     "y.diagonal(-1).mul_(w)": (_view_write_grad(lambda y: y.diagonal(-1)), 3),
     "y.unfold(1, 2, 2).mul_(w)": (_view_write_grad(lambda y: y.unfold(1, 2, 2)), 2),
 }
+
+
+def _write_through_view_dtype(x, w):
+    y = x * 2
+    y.view(torch.int32)[0].zero_()  # outside the graph: y's gradient passes as before the write
+    return y * w
+
+
+WRITE_GRADS["y.view(torch.int32)[0].zero_()"] = (_write_through_view_dtype, 4)
 
 
 @pytest.mark.parametrize("case", list(WRITE_GRADS), ids=str)

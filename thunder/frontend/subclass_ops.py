@@ -53,7 +53,7 @@ from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES
-from thunder.ops.ltorch.shape import PROPERTY_VIEWS
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS, view_dtype
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -190,8 +190,13 @@ class SubclassOps:
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
         leaves, spec = tree_flatten(out)
-        # (``x.detach()``, ``x.data``: eager's autograd gives a result outside the graph)
-        rg = grad and not _detaches(call.fn) and any(_requires_grad(x) for x in inputs)
+        # (``x.detach()``, ``x.data``, ``x.view(dtype)``: eager's autograd gives a result outside the graph)
+        rg = (
+            grad
+            and not _detaches(call.fn)
+            and not (call.fn is T.view and view_dtype(call.rargs[1:], call.rkwargs) is not None)
+            and any(_requires_grad(x) for x in inputs)
+        )
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
@@ -230,7 +235,30 @@ class SubclassOps:
                 results.append(p)
             else:
                 results.append(v)
+        self._cut_views_of_temporaries(call, results)
         return tree_unflatten(results, spec)
+
+    def _cut_views_of_temporaries(self, call: _Call, results: list) -> None:
+        """A plain result that is a view of a value the dispatch made and dropped (ScaleTensor's
+        ``x.view(torch.int32)``: a view of the product it computed) is a value of its own: in
+        eager a write into it changes only that temporary, which nothing outside reads."""
+        views = getattr(self.state, "views", None)  # (None: after tracing)
+        if views is None:
+            return
+        visible = set()
+        for r in results:
+            visible.add(getattr(r, "name", None))
+            for q in r.nested() if isinstance(r, SubclassProxy) else ():
+                visible.update(t.name for t in q.inner.values())
+        for r in results:
+            p = r
+            while isinstance(p, TensorProxy) and (view := views.by_name.get(p.name)) is not None:
+                if view.value is not p:
+                    break
+                if view.base.name in call.produced and view.base.name not in visible:
+                    del views.by_name[r.name]
+                    break
+                p = view.base
 
     def _value(self, t) -> SubclassProxy | None:
         """The value a subclass instance of the trace holds now (None for a new instance)."""

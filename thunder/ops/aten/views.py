@@ -29,6 +29,12 @@ def unfold_default(a, dimension, size, step):
     return tensor_unfold.decomposition(a, dimension, size, step)
 
 
+# (thunder tracks values, not memory: the frontend checks an input's layout allows it)
+@aten(A.view.dtype, tags=(Tag.SHAPE, Tag.VIEW))
+def view_dtype(a, dtype):
+    return ltorch.view.decomposition(a, dtype)
+
+
 # -- several outputs, each a view of the input ----------------------------------------------
 @aten(A.unbind.int, tags=(Tag.SHAPE, Tag.VIEW))
 def unbind_int(a, dim=0):
@@ -65,6 +71,7 @@ def diagonal_scatter_default(a, src, offset=0, dim1=0, dim2=1):
 VIEW_WRITES = {
     diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
     unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
+    view_dtype: TORCH_VIEW_WRITES[ltorch.view],
 }
 # (called with the written output's ``index``; all of eager's multi-output views, whose writes
 # eager refuses in grad mode: ``MULTI_OUTPUT_VIEWS``)

@@ -46,6 +46,7 @@ from thunder.ops.ltorch.shape import (
     unflatten,
     unsqueeze,
     view,
+    view_dtype,
     wrap_index,
 )
 from thunder.ops.ltorch.stacking import (
@@ -216,6 +217,15 @@ def _reshape_back(base, *args, value, **kwargs):
     return reshape(value, shape_of(base))
 
 
+def _view_back(base, *args, value, **kwargs):
+    """A write into ``base.view(shape)`` reaches ``base`` as a reshape; into ``base.view(dtype)``
+    as the bytes read back as ``base``'s dtype, ``base``'s autograd history kept (eager's view
+    of another dtype is outside the graph: a write through it is one through ``detach()``)."""
+    if view_dtype(args, kwargs) is None:
+        return _reshape_back(base, value=value)
+    return write_through_detach(base, prims.bitcast(value, dtype_of(base)))
+
+
 def _dim_key(base, dim, index, op):
     d = canonical_dim(dim, len(shape_of(base)), op)
     return (slice(None),) * d + (index,)
@@ -369,7 +379,7 @@ VIEW_WRITES = {
     transpose: lambda base, d0, d1, *, value: transpose(value, d0, d1),
     t: lambda base, *, value: t(value),
     movedim: _movedim_back,
-    view: _reshape_back,
+    view: _view_back,
     reshape: _reshape_back,
     reshape_as: _reshape_back,
     flatten: _reshape_back,

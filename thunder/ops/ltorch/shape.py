@@ -57,14 +57,25 @@ def reshape(a, *args, shape=None):
     return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
 
-# runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
-# eager would have made contiguous first must still work
-@torchsymbol(
-    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=(Tag.SHAPE, Tag.VIEW)
-)
-def view(a, *args, size=None):
+def view_dtype(args, kwargs) -> torch.dtype | None:
+    """The dtype of ``Tensor.view(dtype)`` (its bytes read as another dtype), None for a shape."""
     if len(args) == 1 and isinstance(args[0], torch.dtype):
-        raise ShapeError("Tensor.view(dtype) reinterprets memory and is not supported")
+        return args[0]
+    return kwargs.get("dtype")
+
+
+# runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
+# eager would have made contiguous first must still work; ``view(dtype)`` as ``prims.bitcast``
+@torchsymbol(
+    T.view,
+    torch_impl="torch.Tensor.reshape",
+    impl_check=lambda a, *args, **k: not k and view_dtype(args, k) is None,
+    tags=(Tag.SHAPE, Tag.VIEW),
+)
+def view(a, *args, size=None, dtype=None):
+    dtype = view_dtype(args, {"dtype": dtype})
+    if dtype is not None:
+        return prims.bitcast(a, dtype)  # (a new value outside the graph even of the same dtype, as eager's)
     return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
