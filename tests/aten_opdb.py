@@ -126,6 +126,16 @@ op(
     (torch.int32,),
     variant="of int32",
 )
+op(
+    A.as_strided.default,
+    lambda m: [
+        s(m(4, 4), (2, 2), (1, 2)),
+        s(m(4, 4), (3, 2), (0, 5), 3),
+        s(m(3, 4), (), (), 11),
+        s(m(2, 3), (6,), (1,)),
+    ],
+    ALL,
+)
 op(A.unbind.int, lambda m: [s(m(3, 4)), s(m(2, 3, 4), 2)], ALL)
 op(A.split_with_sizes.default, lambda m: [s(m(5, 4), [2, 3]), s(m(5, 4), [1, 0, 3], 1)], ALL)
 op(A.select_scatter.default, lambda m: [s(m(3, 4), m(4), 0, 1), s(m(3, 4), m(3), 1, -1)], ALL)

@@ -433,6 +433,13 @@ op(
     (f32,),
     variant="dtype",
 )
+op(
+    "as_strided",
+    torch.as_strided,
+    lambda m: [s(m(4, 4), (2, 2), (1, 2)), s(m(4, 4), (3, 2), (0, 5), 3), s(m(2, 3), (6,), (1,))],
+    ALL,
+    T.as_strided,
+)
 op("reshape_as", T.reshape_as, lambda m: [s(m(3, 4), m(2, 6))], ALL, T.view_as)
 op(
     "flatten",

@@ -15,8 +15,10 @@ import pytest
 import torch
 from subclass_examples import scale_tensor  # tests/ is on sys.path
 from test_subclass_inplace import assert_no_proxy, assert_same, check, copy, two
+from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
+from thunder.core.errors import UnsupportedOpError
 
 # -- forward ---------------------------------------------------------------------------------
 VIEWS = {
@@ -28,6 +30,9 @@ VIEWS = {
     "unbind, every piece": lambda x: x.unbind(1),
     "split with sizes": lambda x: x.split([1, 3])[1] * 2,
     "split with sizes, every piece": lambda x: x.split([3, 1], 1),
+    "as_strided": lambda x: x.as_strided((2, 2), (1, 2)) * 2,
+    "as_strided with a storage_offset": lambda x: x.as_strided((3, 2), (4, 1), 5) + 1,
+    "as_strided reading elements twice": lambda x: x.as_strided((3, 3), (1, 1)) * x[:3, :3],
     "view(int32)": lambda x: x.view(torch.int32) + 1,
     "view(bfloat16)": lambda x: x.view(torch.bfloat16) * 2,
     "view(float32) of the same dtype": lambda x: x.view(torch.float32) * 2,
@@ -87,6 +92,10 @@ WRITES = {
     "x.split(2)[1].mul_(3)": _written(lambda x: x.split(2)[1].mul_(3)),
     "x.chunk(2, 1)[0].zero_()": _written(lambda x: x.chunk(2, 1)[0].zero_()),
     "x.unfold(0, 2, 2).mul_(2)": _written(lambda x: x.unfold(0, 2, 2).mul_(2)),
+    "x.as_strided((2, 2), (1, 4)).mul_(2)": _written(lambda x: x.as_strided((2, 2), (1, 4)).mul_(2)),
+    "x.as_strided((2, 3), (8, 2), 1)[1].add_(1)": _written(
+        lambda x: x.as_strided((2, 3), (8, 2), 1)[1].add_(1)
+    ),
     "x.view(torch.int32).add_(1)": _written(lambda x: x.view(torch.int32).add_(1)),
     "x.view(torch.bfloat16)[0].zero_()": _written(lambda x: x.view(torch.bfloat16)[0].zero_()),
     "a write read back through the view": lambda x: (x.diagonal().add_(1), x.diagonal() * x)[1],
@@ -135,6 +144,10 @@ def _write_through_view_dtype(x, w):
 
 
 WRITE_GRADS["y.view(torch.int32)[0].zero_()"] = (_write_through_view_dtype, 4)
+WRITE_GRADS["y.as_strided((2, 2), (1, 4), 2).mul_(w)"] = (
+    _view_write_grad(lambda y: y.as_strided((2, 2), (1, 4), 2)),
+    2,
+)
 
 
 @pytest.mark.parametrize("case", list(WRITE_GRADS), ids=str)
@@ -163,3 +176,47 @@ def test_a_write_into_overlapping_windows_is_a_clear_error():
     chooses; thunder refuses."""
     with pytest.raises(Exception, match="overlapping windows"):
         thunder.jit(_written(lambda x: x.unfold(0, 2, 1).mul_(2)))(two(4, 4))
+
+
+# -- as_strided reads memory: where thunder's values are not eager's memory, it refuses ---------
+def _transposed_two() -> TwoTensor:
+    return TwoTensor(torch.randn(4, 4).t(), torch.randn(4, 4).t())
+
+
+def _offset_two() -> TwoTensor:
+    return TwoTensor(torch.randn(17)[1:].view(4, 4), torch.randn(17)[1:].view(4, 4))
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (lambda x: x.as_strided((2, 2), (1, 2)), _transposed_two),
+        (lambda x: x.t().as_strided((2, 2), (1, 2)), lambda: two(4, 4)),
+        (lambda x: x.as_strided((2, 2), (1, 2), 1), _offset_two),
+        (lambda x: x.as_strided((2, 2), (1, 2)), lambda: torch.randn(4, 4).t()),
+    ],
+    ids=[
+        "an input laid out transposed",
+        "a transposed view",
+        "an input not starting its storage",
+        "a plain tensor",
+    ],
+)
+def test_as_strided_of_memory_that_is_not_the_elements_in_order_is_a_clear_error(fn, make):
+    x = make()
+    fn(x)  # eager reads the memory
+    with pytest.raises(UnsupportedOpError, match="reads a tensor's memory"):
+        thunder.jit(fn)(x)
+
+
+def test_as_strided_with_an_offset_misses_the_cache_for_an_input_not_starting_its_storage():
+    fn = thunder.jit(lambda x: x.as_strided((2, 2), (1, 2), 1) * 2)
+    x = two(4, 4)
+    assert_same(fn(x), x.as_strided((2, 2), (1, 2), 1) * 2)
+    with pytest.raises(UnsupportedOpError, match="does not start its storage"):
+        fn(_offset_two())
+
+
+def test_a_write_into_an_as_strided_view_reading_elements_twice_is_a_clear_error():
+    with pytest.raises(Exception, match="more than once"):
+        thunder.jit(_written(lambda x: x.as_strided((2, 2), (1, 1)).mul_(2)))(two(4, 4))

@@ -42,6 +42,7 @@ from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, ViewLink, is_plain_tensor, proxy_of
 from thunder.core.tags import Tag
+from thunder.frontend.layouts import check_memory_read
 from thunder.frontend.mode import autocast_on
 from thunder.frontend.mode_calls import _DATA_DEPENDENT, _METADATA_METHODS, _METADATA_PROPERTIES, _PASSTHROUGH
 from thunder.frontend.numbers import DynamicNumber
@@ -50,7 +51,7 @@ from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
-from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
+from thunder.ops.aten import ADD_AN_OP, ATEN, READS_MEMORY, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS, view_dtype
@@ -349,6 +350,8 @@ class SubclassOps:
                 # torch refuses a view op that returns its input there, so it is a new value
                 out = prims.reshape(out, out.meta_shape)
             self._view_layout(func, args, kwargs, where)
+            if sym in READS_MEMORY:
+                self._memory_read(func, args, kwargs, where)
             views = getattr(state, "views", None)  # (None: after tracing)
             if views is not None and isinstance(args[0], TensorProxy):
                 # a write into the view (by a later aten op of a dispatch) reaches its base
@@ -392,6 +395,34 @@ class SubclassOps:
             func(layout, *args[1:], **kwargs)
         except RuntimeError as e:
             raise RuntimeError(f"thunder: {func}: {e}" + where) from e
+
+    def _memory_read(self, func, args, kwargs, where: str) -> None:
+        """``aten.as_strided`` of an inner tensor: checked against eager's layout of it
+        (``check_memory_read``), replayed from an input's inner tensor as the caller laid it out
+        (its strides are checked by the prologue, its offset where one is given) through the
+        views taken of it; a value the dispatches computed is contiguous."""
+        inputs = getattr(self.state, "inputs", None)  # (None: the grad pass's dispatch, after tracing)
+        if inputs is None or not isinstance(args[0], TensorProxy):
+            return
+        chain, p = [], args[0]
+        while (view := self.state.views.by_name.get(p.name)) is not None and view.value is p:
+            chain.append(view)
+            p = view.base
+        m = inputs.inner_layouts.get(p.name)
+        root = m is not None
+        if m is None:
+            m = torch.empty(p.meta_shape, dtype=p.meta_dtype, device="meta")
+        try:
+            for view in reversed(chain):
+                m = tree_leaves(view.func(m, *view.args, **view.kwargs))[view.index]
+        except Exception:  # (a view that cannot be replayed: its layout is unknown)
+            m = None
+        storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+        check_memory_read(m, storage_offset, str(func), where)
+        if root and storage_offset is not None:
+            checks = inputs.checks
+            if not any(b.sym is pyops.check_storage_offset and b.args[0] is p for b in checks.of_values):
+                checks.add_check(pyops.check_storage_offset, p, 0, always=True)
 
 
 def _element_of(args, kwargs, i: int) -> tuple[list, dict]:

@@ -40,6 +40,7 @@ from thunder.ops.aten.declare import ADD_AN_OP, ATEN, PACKETS, out_value, writte
 VIEW_WRITES = {**shape.VIEW_WRITES, **views.VIEW_WRITES}
 PIECE_WRITES = views.PIECE_WRITES
 MULTI_OUTPUT_VIEWS = views.MULTI_OUTPUT_VIEWS
+READS_MEMORY = views.READS_MEMORY
 
 
 def __getattr__(name: str):

@@ -35,6 +35,13 @@ def view_dtype(a, dtype):
     return ltorch.view.decomposition(a, dtype)
 
 
+# no torch implementation: it reads memory (ltorch.as_strided); the frontend checks that the
+# input's memory is its elements in order
+@aten(A.as_strided.default, tags=(Tag.SHAPE, Tag.VIEW), torch_impl=None)
+def as_strided_default(a, size, stride, storage_offset=None):
+    return ltorch.as_strided.decomposition(a, size, stride, storage_offset)
+
+
 # -- several outputs, each a view of the input ----------------------------------------------
 @aten(A.unbind.int, tags=(Tag.SHAPE, Tag.VIEW))
 def unbind_int(a, dim=0):
@@ -72,6 +79,7 @@ VIEW_WRITES = {
     diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
     unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
     view_dtype: TORCH_VIEW_WRITES[ltorch.view],
+    as_strided_default: TORCH_VIEW_WRITES[ltorch.as_strided],
 }
 # (called with the written output's ``index``; all of eager's multi-output views, whose writes
 # eager refuses in grad mode: ``MULTI_OUTPUT_VIEWS``)
@@ -81,3 +89,6 @@ PIECE_WRITES = {
     split_with_sizes_default: TORCH_PIECE_WRITES[ltorch.split],
 }
 MULTI_OUTPUT_VIEWS = frozenset(PIECE_WRITES)
+# views that read their input's memory (not its values): supported where that memory is the
+# input's elements in order, which the frontend checks
+READS_MEMORY = frozenset({as_strided_default})

@@ -7,6 +7,8 @@ or maps an in-place torch callable.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from thunder.core.tags import Tag
@@ -25,6 +27,7 @@ from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
 from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.ltorch.shape import (
     _shape_arg,
+    as_strided,
     broadcast_to,
     chunk,
     expand,
@@ -40,6 +43,7 @@ from thunder.ops.ltorch.shape import (
     select,
     split,
     squeeze,
+    strided_positions,
     t,
     transpose,
     unbind,
@@ -331,6 +335,26 @@ def _unfold_back(base, dimension, size, step, *, value):
     return prims.index_copy(base, positions, d, rows)
 
 
+def _as_strided_back(base, size, stride, storage_offset=None, *, value):
+    """The view's elements put back at the positions they were read from; a view reading one
+    position twice (a stride 0, strides that interleave) is refused: eager writes it once per
+    element, in an order its kernel chooses."""
+    op = "torch.as_strided"
+    span = 0
+    for k, m in sorted((k, m) for m, k in zip(size, stride) if m > 1):
+        if k <= span:
+            raise ShapeError(
+                f"{op}: a write into a view of size {tuple(size)} and stride {tuple(stride)} is not supported: "
+                "it reads an element of the base more than once"
+            )
+        span += (m - 1) * k
+    positions = strided_positions(base, size, stride, storage_offset, op)
+    n, count = math.prod(shape_of(base)), math.prod(shape_of(value))
+    flat = prims.reshape(base, (n,))
+    written = prims.index_copy(flat, prims.reshape(positions, (count,)), 0, prims.reshape(value, (count,)))
+    return prims.reshape(written, shape_of(base))
+
+
 # How a value written into one output of a view op with several outputs reaches the base.
 PIECE_WRITES = {
     split: _split_back,
@@ -391,6 +415,7 @@ VIEW_WRITES = {
     narrow: _narrow_back,
     diagonal: _diagonal_back,
     tensor_unfold: _unfold_back,
+    as_strided: _as_strided_back,
     expand: _reshape_back,
     expand_as: _reshape_back,
     broadcast_to: _reshape_back,
