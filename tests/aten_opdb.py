@@ -65,6 +65,18 @@ for _p in ("eq", "ne", "lt", "le", "gt", "ge"):
 op(A.relu.default, unary(), NUM)
 op(A.gelu.default, lambda m: [s(m(3, 4)), s(m(3, 4), approximate="tanh")], FLOAT)
 op(A.where.self, lambda m: [s(m(3, 4, dtype=b8), m(3, 4), m(3, 4)), s(m(3, 1, dtype=b8), m(4), m(3, 4))], NUM)
+op(
+    A.masked_fill.Scalar,
+    lambda m: [s(m(3, 4), m(3, 4, dtype=b8), 2), s(m(3, 4), m(4, dtype=b8), 0)],
+    NUM + (b8,),
+)
+op(
+    A.masked_fill.Tensor,
+    lambda m: [s(m(3, 4), m(3, 4, dtype=b8), m()), s(m(3, 4), m(1, 4, dtype=b8), m())],
+    NUM + (b8,),
+)
+op(A.tril.default, lambda m: [s(m(4, 4)), s(m(3, 5), 1), s(m(2, 3, 4), -1)], NUM + (b8,))
+op(A.triu.default, lambda m: [s(m(4, 4)), s(m(3, 5), -1)], NUM + (b8,))
 op(A.clamp.default, lambda m: [s(m(3, 4), -1, 1), s(m(3, 4), None, 0), s(m(3, 4), 0)], NUM)
 
 # -- matrix products ------------------------------------------------------------------------
@@ -150,6 +162,10 @@ op(
     ALL,
 )
 op(A.cat.default, lambda m: [s([m(2, 3), m(4, 3)]), s([m(2, 3), m(2, 1)], 1)], ALL)
+op(A.stack.default, lambda m: [s([m(2, 3), m(2, 3)]), s([m(2, 3), m(2, 3), m(2, 3)], -1)], ALL)
+op(A.flip.default, lambda m: [s(m(3, 4), [0]), s(m(2, 3, 4), [0, -1])], ALL)
+op(A.repeat.default, lambda m: [s(m(2, 3), [2, 1]), s(m(3), [2, 2])], ALL)
+op(A.roll.default, lambda m: [s(m(3, 4), [1], [0]), s(m(3, 4), [1, -2], [0, 1]), s(m(3, 4), [5])], ALL)
 op(A.clone.default, unary(), ALL)
 op(A.detach.default, one(3, 4), (f32,), noop=True)
 op(A.alias.default, one(3, 4), (f32,), noop=True)
@@ -189,6 +205,11 @@ op(
     ],
     NUM,
 )
+op(A.empty_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL, values=False)
+op(A.new_zeros.default, lambda m: [s(m(3, 4), [2, 2]), s(m(3, 4), [3], dtype=torch.int32)], ALL)
+op(A.new_ones.default, lambda m: [s(m(3, 4), [2, 2])], ALL)
+op(A.new_empty.default, lambda m: [s(m(3, 4), [2, 2])], ALL, values=False)
+op(A.new_full.default, lambda m: [s(m(3, 4), [2, 2], 3), s(m(3, 4), [2], 1, dtype=f64)], ALL)
 op(A.ones_like.default, lambda m: [s(m(3, 4)), s(m(2), dtype=torch.int32)], ALL)
 
 # -- reductions -----------------------------------------------------------------------------

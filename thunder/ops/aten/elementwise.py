@@ -144,6 +144,26 @@ def where_self(condition, a, b):
     return prims.where(condition, a, b)
 
 
+@aten(A.masked_fill.Scalar, tags=(Tag.ELEMENTWISE,))
+def masked_fill_Scalar(a, mask, value):
+    return ltorch.masked_fill.decomposition(a, mask, value)
+
+
+@aten(A.masked_fill.Tensor, tags=(Tag.ELEMENTWISE,))
+def masked_fill_Tensor(a, mask, value):
+    return ltorch.masked_fill.decomposition(a, mask, value)
+
+
+@aten(A.tril.default, tags=(Tag.ELEMENTWISE,))
+def tril_default(a, diagonal=0):
+    return ltorch.tril.decomposition(a, diagonal)
+
+
+@aten(A.triu.default, tags=(Tag.ELEMENTWISE,))
+def triu_default(a, diagonal=0):
+    return ltorch.triu.decomposition(a, diagonal)
+
+
 @aten(A.clamp.default, tags=(Tag.ELEMENTWISE,))
 def clamp_default(a, min=None, max=None):
     return ltorch.clamp.decomposition(a, min, max)

@@ -99,6 +99,26 @@ def cat_default(tensors, dim=0):
     return ltorch.cat.decomposition(list(tensors), dim)
 
 
+@aten(A.stack.default, tags=(Tag.SHAPE,))
+def stack_default(tensors, dim=0):
+    return ltorch.stack.decomposition(list(tensors), dim)
+
+
+@aten(A.flip.default, tags=(Tag.SHAPE,))
+def flip_default(a, dims):
+    return ltorch.flip.decomposition(a, dims=tuple(dims))
+
+
+@aten(A.repeat.default, tags=(Tag.SHAPE,))
+def repeat_default(a, repeats):
+    return ltorch.repeat.decomposition(a, repeats=tuple(repeats))
+
+
+@aten(A.roll.default, tags=(Tag.SHAPE,))
+def roll_default(a, shifts, dims=()):
+    return ltorch.roll.decomposition(a, tuple(shifts), tuple(dims) or None)
+
+
 @aten(A.clone.default, tags=(Tag.COPY,))
 def clone_default(a, *, memory_format=None):
     return prims.clone(a)
@@ -148,6 +168,30 @@ def _like(value):
 
 zeros_like_default = aten(A.zeros_like.default, tags=(Tag.FACTORY,))(_like(0))
 ones_like_default = aten(A.ones_like.default, tags=(Tag.FACTORY,))(_like(1))
+# (uninitialised memory has no defined value: zeros are a faithful one, as ltorch.empty_like's)
+empty_like_default = aten(A.empty_like.default, tags=(Tag.FACTORY,))(_like(0))
+
+
+def _new(value):
+    def op(a, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+        _check_layout("aten.new_*", layout)
+        return prims.full(
+            tuple(size), value, dtype=dtype or dtype_of(a), device=torch.device(device or device_of(a))
+        )
+
+    return op
+
+
+new_zeros_default = aten(A.new_zeros.default, tags=(Tag.FACTORY,))(_new(0))
+new_ones_default = aten(A.new_ones.default, tags=(Tag.FACTORY,))(_new(1))
+new_empty_default = aten(A.new_empty.default, tags=(Tag.FACTORY,))(_new(0))
+
+
+@aten(A.new_full.default, tags=(Tag.FACTORY,))
+def new_full_default(a, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return ltorch.new_full.decomposition(
+        a, tuple(size), fill_value, dtype=dtype, layout=layout, device=device
+    )
 
 
 # the values ``fill_`` and ``zero_`` write (``aten.fill_.Tensor`` is how ``x[0] = 5.0`` reaches a
