@@ -61,6 +61,14 @@ OTHERS = {
     "tril": lambda x: x.tril() * 2,
     "triu": lambda x: x.triu(1) * 2,
     "masked_fill": lambda x: x.masked_fill(x > 0, 0.0),
+    "indexing with a tensor": lambda x: x[torch.tensor([0, 2, 0])] * 2,
+    "indexing with tensors in two dims": lambda x: x[torch.tensor([3, 1]), 2:] * x[:2, torch.tensor([1, -1])],
+    "gather": lambda x: x.gather(1, torch.tensor([[0], [1], [2], [3]])) * 2,
+    "F.pad": lambda x: torch.nn.functional.pad(x, (1, 2)) * 2,
+    "remainder": lambda x: x.remainder(0.5) + x % x.abs().add(0.5),
+    "torch.diag (diagonal_copy)": lambda x: torch.diag(x) * 2,
+    "t_copy": lambda x: torch.t_copy(x) * 2,
+    "unbind_copy": lambda x: torch.unbind_copy(x)[1] * 2,
 }
 VIEWS |= OTHERS
 

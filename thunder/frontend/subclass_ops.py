@@ -334,6 +334,8 @@ class SubclassOps:
             if isinstance(e, ThunderError):
                 raise
             raise type(e)(f"thunder: {func}: {e}" + where) from e
+        if sym in READS_MEMORY:
+            self._memory_read(func, args, kwargs, where)
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on
@@ -350,8 +352,6 @@ class SubclassOps:
                 # torch refuses a view op that returns its input there, so it is a new value
                 out = prims.reshape(out, out.meta_shape)
             self._view_layout(func, args, kwargs, where)
-            if sym in READS_MEMORY:
-                self._memory_read(func, args, kwargs, where)
             views = getattr(state, "views", None)  # (None: after tracing)
             if views is not None and isinstance(args[0], TensorProxy):
                 # a write into the view (by a later aten op of a dispatch) reaches its base

@@ -105,6 +105,11 @@ sigmoid_default = _aten_unary(A.sigmoid.default, prims.sigmoid)
 sqrt_default = _aten_unary(A.sqrt.default, prims.sqrt)
 rsqrt_default = _aten_unary(A.rsqrt.default, prims.rsqrt)
 reciprocal_default = _aten_unary(A.reciprocal.default, prims.reciprocal)
+# (the backward of remainder and floor division takes floor of a subclass value)
+floor_default = _aten_unary(A.floor.default, prims.floor)
+ceil_default = _aten_unary(A.ceil.default, prims.ceil)
+trunc_default = _aten_unary(A.trunc.default, prims.trunc)
+sign_default = _aten_unary(A.sign.default, prims.sign)
 
 
 def _comparison(overload, prim: Symbol) -> Symbol:
@@ -142,6 +147,16 @@ def gelu_default(a, *, approximate="none"):
 @aten(A.where.self, tags=(Tag.ELEMENTWISE,))
 def where_self(condition, a, b):
     return prims.where(condition, a, b)
+
+
+@aten(A.remainder.Tensor, tags=(Tag.ELEMENTWISE,))
+def remainder_Tensor(a, b):
+    return prims.remainder(a, b)
+
+
+@aten(A.remainder.Scalar, tags=(Tag.ELEMENTWISE,))
+def remainder_Scalar(a, b):
+    return prims.remainder(a, b)
 
 
 @aten(A.masked_fill.Scalar, tags=(Tag.ELEMENTWISE,))

@@ -74,6 +74,18 @@ def index_copy_default(a, dim, index, source):
     return ltorch.index_copy.decomposition(a, dim, index, source)
 
 
+# ``x[idx]`` with index tensors (None for a dim taken whole); a bool mask selects a data-dependent
+# number of elements and is refused, as for torch's indexing
+@aten(A.index.Tensor, tags=(Tag.INDEXING,))
+def index_Tensor(a, indices):
+    return ltorch.getitem.decomposition(a, tuple(slice(None) if i is None else i for i in indices))
+
+
+@aten(A.gather.default, tags=(Tag.INDEXING,))
+def gather_default(a, dim, index, *, sparse_grad=False):
+    return ltorch.gather.decomposition(a, dim, index)
+
+
 @aten(A.scatter_add.default, tags=(Tag.INDEXING,))
 def scatter_add_default(a, dim, index, src):
     return ltorch.scatter_add.decomposition(a, dim, index, src)

@@ -99,6 +99,11 @@ def cat_default(tensors, dim=0):
     return ltorch.cat.decomposition(list(tensors), dim)
 
 
+@aten(A.constant_pad_nd.default, tags=(Tag.SHAPE,))
+def constant_pad_nd_default(a, pad, value=0):
+    return ltorch.pad.decomposition(a, tuple(pad), "constant", value)
+
+
 @aten(A.stack.default, tags=(Tag.SHAPE,))
 def stack_default(tensors, dim=0):
     return ltorch.stack.decomposition(list(tensors), dim)

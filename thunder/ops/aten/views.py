@@ -1,6 +1,8 @@
 """Views of aten operators beyond the shape section's: diagonals, sliding windows, views with
 several outputs (``unbind``, ``split_with_sizes``), and the scatters that write a value where
-a view reads (``select_scatter``, ``slice_scatter``, ``diagonal_scatter``); with how a write
+a view reads (``select_scatter``, ``slice_scatter``, ``diagonal_scatter``), the copying twin of
+each view (``diagonal_copy``: of those declared before it, in this section and the shape
+section's); with how a write
 into a view they made reaches its base (``VIEW_WRITES``, ``PIECE_WRITES``).
 
 Each shares its torch-language op's decomposition (``torch.diagonal`` and
@@ -9,9 +11,14 @@ Each shares its torch-language op's decomposition (``torch.diagonal`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import torch
+
+from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
-from thunder.ops import ltorch
-from thunder.ops.aten.declare import A, aten
+from thunder.ops import ltorch, prims
+from thunder.ops.aten.declare import ATEN, A, aten
 from thunder.ops.aten.shape import split_Tensor
 from thunder.ops.ltorch.inplace import PIECE_WRITES as TORCH_PIECE_WRITES
 from thunder.ops.ltorch.inplace import VIEW_WRITES as TORCH_VIEW_WRITES
@@ -75,6 +82,28 @@ def diagonal_scatter_default(a, src, offset=0, dim1=0, dim2=1):
     return ltorch.diagonal_scatter.decomposition(a, src, offset, dim1, dim2)
 
 
+# -- the copying twins of the views (``aten.diagonal_copy.default``): the view's values in a
+# tensor of their own; what a dispatch receives for torch.diag, functionalized programs, ...
+def _copying(view: Symbol) -> Callable:
+    def op(*args, **kwargs):
+        out = view.decomposition(*args, **kwargs)
+        return [prims.clone(o) for o in out] if isinstance(out, list) else prims.clone(out)
+
+    return op
+
+
+def _declare_copies() -> None:
+    for overload, sym in list(ATEN.items()):
+        packet = getattr(A, overload._schema.name.split("::", 1)[1] + "_copy", None)
+        twin = getattr(packet, overload._overloadname, None) if packet is not None else None
+        if Tag.VIEW in sym.tags and isinstance(twin, torch._ops.OpOverload) and twin not in ATEN:
+            # (its decomposition runs: thunder's value may be laid out otherwise than eager's)
+            aten(twin, tags=(Tag.COPY,), torch_impl=None)(_copying(sym))
+
+
+_declare_copies()
+
+
 VIEW_WRITES = {
     diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
     unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
@@ -91,4 +120,4 @@ PIECE_WRITES = {
 MULTI_OUTPUT_VIEWS = frozenset(PIECE_WRITES)
 # views that read their input's memory (not its values): supported where that memory is the
 # input's elements in order, which the frontend checks
-READS_MEMORY = frozenset({as_strided_default})
+READS_MEMORY = frozenset({as_strided_default, ATEN[A.as_strided_copy.default]})
