@@ -440,6 +440,12 @@ op(
     ALL,
     T.as_strided,
 )
+op(
+    "view_as_real",
+    torch.view_as_real,
+    lambda m: [s(torch.randn(3, 4, dtype=m.dtype)), s(torch.randn((), dtype=m.dtype))],
+    (torch.complex64, torch.complex128),
+)
 op("reshape_as", T.reshape_as, lambda m: [s(m(3, 4), m(2, 6))], ALL, T.view_as)
 op(
     "flatten",

@@ -42,12 +42,6 @@ VIEWS = {
 }
 
 
-@pytest.mark.parametrize("case", list(VIEWS), ids=str)
-@pytest.mark.parametrize("make", [two, scale_tensor], ids=["TwoTensor", "ScaleTensor"])
-def test_views_equal_eager(case, make):
-    check(VIEWS[case], make(4, 4))
-
-
 # other ops a subclass's dispatch receives for common calls
 OTHERS = {
     "new_zeros": lambda x: x.new_zeros(3) + 1,
@@ -69,8 +63,17 @@ OTHERS = {
     "torch.diag (diagonal_copy)": lambda x: torch.diag(x) * 2,
     "t_copy": lambda x: torch.t_copy(x) * 2,
     "unbind_copy": lambda x: torch.unbind_copy(x)[1] * 2,
+    "view_as_real of a complex value": lambda x: torch.view_as_real(x.to(torch.complex64)) * 2,
 }
 VIEWS |= OTHERS
+
+
+@pytest.mark.parametrize("case", list(VIEWS), ids=str)
+@pytest.mark.parametrize("make", [two, scale_tensor], ids=["TwoTensor", "ScaleTensor"])
+def test_views_equal_eager(case, make):
+    if make is scale_tensor and case == "empty_like filled":
+        pytest.skip("ScaleTensor's fill_ writes a temporary: eager's result is uninitialised memory")
+    check(VIEWS[case], make(4, 4))
 
 
 # -- gradients -------------------------------------------------------------------------------
@@ -91,11 +94,10 @@ def check_grads(fn, x, *others):
     assert thunder.last_backward_traces(jfn), "fell back to torch's autograd"
 
 
-GRADS = {
-    k: VIEWS[k]
-    for k in VIEWS
-    if "every piece" not in k and "view(" not in k and "new_" not in k and "empty_like" not in k
-}
+# (not differentiable as eager sees them: factories, reinterpretations of the bytes, a
+# complex intermediate)
+NOT_DIFFERENTIABLE = ("every piece", "view(", "view_as_real", "new_", "empty_like")
+GRADS = {k: VIEWS[k] for k in VIEWS if not any(n in k for n in NOT_DIFFERENTIABLE)}
 
 
 @pytest.mark.parametrize("case", list(GRADS), ids=str)

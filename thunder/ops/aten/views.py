@@ -49,6 +49,12 @@ def as_strided_default(a, size, stride, storage_offset=None):
     return ltorch.as_strided.decomposition(a, size, stride, storage_offset)
 
 
+# (a write through it, which would need a complex value made of real ones, is refused)
+@aten(A.view_as_real.default, tags=(Tag.SHAPE, Tag.VIEW), torch_impl=None)
+def view_as_real_default(a):
+    return ltorch.view_as_real.decomposition(a)
+
+
 # -- several outputs, each a view of the input ----------------------------------------------
 @aten(A.unbind.int, tags=(Tag.SHAPE, Tag.VIEW))
 def unbind_int(a, dim=0):

@@ -407,6 +407,16 @@ def as_strided(a, size, stride, storage_offset=None):
     return prims.take(flat, positions, 0)
 
 
+# a copy here (eager's is a view: a write through it is refused); no torch implementation, as
+# eager's needs a last dim of stride 1, which a value another executor made may not have
+@torchsymbol(torch.view_as_real, tags=(Tag.SHAPE, Tag.VIEW))
+def view_as_real(a):
+    """A complex tensor's real and imaginary parts as a last dim of 2."""
+    if not dtype_of(a).is_complex:
+        raise ShapeError(f"torch.view_as_real: expected a complex tensor, got {dtype_of(a)}")
+    return stack([prims.real(a), prims.imag(a)], -1)
+
+
 def int_index(k, size: int, dim: int, op: str) -> int:
     """An integer index into a dimension of ``size``, wrapped and bounds-checked."""
     if isinstance(k, bool):
