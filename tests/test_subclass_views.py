@@ -139,6 +139,24 @@ def test_writes_through_views_equal_eager(case, make):
     check(WRITES[case], make(4, 4))
 
 
+def test_factories_given_a_value_requiring_grad_are_outside_the_graph_as_in_eager():
+    """``torch.empty_like(x)`` of an ``x`` requiring grad does not require grad (and may be
+    written in place); a value written into it brings its gradient."""
+
+    def fn(x):
+        z = torch.zeros_like(x).add_(x * 2)
+        return torch.empty_like(x).fill_(1), x.new_zeros(2), z
+
+    x = two(4, 4).requires_grad_()
+    xt = copy(x)
+    jfn = thunder.jit(fn)
+    for call in range(3):
+        expected, got = fn(x), jfn(xt)
+        assert_same(got, expected, f"call {call}")
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in expected] == [False, False, True]
+        assert_same(torch.autograd.grad(got[2].sum(), xt), torch.autograd.grad(expected[2].sum(), x))
+
+
 def test_a_view_of_another_dtype_is_outside_the_graph_as_in_eager():
     """``x.view(dtype)`` of a value requiring grad does not require grad (eager's autograd does
     not differentiate it), its class and inner tensors as eager's."""

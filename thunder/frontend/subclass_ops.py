@@ -36,12 +36,14 @@ import sys
 
 import torch
 
+from thunder.core.context import current_trace, tracectx
 from thunder.core.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy, dispatch_hook
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, ViewLink, is_plain_tensor, proxy_of
 from thunder.core.tags import Tag
+from thunder.core.trace import Trace
 from thunder.frontend.layouts import check_memory_read
 from thunder.frontend.mode import autocast_on
 from thunder.frontend.mode_calls import _DATA_DEPENDENT, _METADATA_METHODS, _METADATA_PROPERTIES, _PASSTHROUGH
@@ -191,13 +193,7 @@ class SubclassOps:
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
         leaves, spec = tree_flatten(out)
-        # (``x.detach()``, ``x.data``, ``x.view(dtype)``: eager's autograd gives a result outside the graph)
-        rg = (
-            grad
-            and not _detaches(call.fn)
-            and not (call.fn is T.view and view_dtype(call.rargs[1:], call.rkwargs) is not None)
-            and any(_requires_grad(x) for x in inputs)
-        )
+        rg = grad and any(_requires_grad(x) for x in inputs) and not _outside_graph(call, pargs, pkwargs)
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
@@ -484,6 +480,30 @@ def _link_view(func, pargs, pkwargs, result) -> None:
         p = proxy_of(r) if isinstance(r, torch.Tensor) else None
         if p is not None and p is not pargs[0]:
             p.view_of = ViewLink(pargs[0], op, args, kwargs, i)
+
+
+def _outside_graph(call: _Call, pargs, pkwargs) -> bool:
+    """Whether eager's autograd leaves the results outside the graph though an input requires
+    grad: ``x.detach()``, ``x.data``, ``x.view(dtype)``, and factories given a tensor for its
+    metadata (``torch.zeros_like(x)``, ``x.new_zeros(2)``), as their torch-language op says
+    (run apart, on the same values; ``torch.fill(x, 1)`` is in the graph)."""
+    fn = call.fn
+    if _detaches(fn) or (fn is T.view and view_dtype(call.rargs[1:], call.rkwargs) is not None):
+        return True
+    try:
+        op = TORCH_TO_THUNDER.get(fn)
+    except TypeError:  # an unhashable callable
+        return False
+    if op is None or Tag.FACTORY not in getattr(op, "tags", ()):
+        return False
+    scratch, trace = Trace("scratch"), current_trace()
+    scratch.names, scratch._counters = trace.names, trace._counters
+    try:
+        with tracectx(scratch), torch.enable_grad():
+            out = op(*pargs, **pkwargs)
+    except Exception:  # (its torch-language form refuses these arguments: eager's rule as for any op)
+        return False
+    return not any(p.meta_requires_grad for p in tree_leaves(out) if isinstance(p, TensorProxy))
 
 
 def _detaches(fn) -> bool:
