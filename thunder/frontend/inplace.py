@@ -215,6 +215,12 @@ class InplaceWrites:
             self._rebind(
                 view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
             )
+        except ShapeError as e:  # (a write the view cannot take back to its base: overlapping windows)
+            if str(e).startswith("thunder:"):
+                raise
+            raise ShapeError(
+                f"thunder: {op} writes into a view made by {view.op.id}: {e}" + at(user_location())
+            ) from None
         finally:
             self._through_detach -= view.op is ltorch.detach
 
