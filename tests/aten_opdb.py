@@ -53,7 +53,7 @@ op(A.pow.Tensor_Scalar, lambda m: [s(m(3, 4, **POS), 2), s(m(3, 4, **POS), 0.5)]
 op(A.pow.Tensor_Tensor, binary(low=0.5, high=2.0, scalar=False), FLOAT)
 op(A.maximum.default, binary(scalar=False), NUM)
 op(A.minimum.default, binary(scalar=False), NUM)
-for _o in (A.neg.default, A.abs.default):
+for _o in (A.neg.default, A.abs.default, A.floor.default, A.ceil.default, A.trunc.default, A.sign.default):
     op(_o, unary(), NUM)
 for _o in (A.exp.default, A.sin.default, A.cos.default, A.tanh.default, A.sigmoid.default):
     op(_o, unary(), FLOAT)
@@ -65,6 +65,20 @@ for _p in ("eq", "ne", "lt", "le", "gt", "ge"):
 op(A.relu.default, unary(), NUM)
 op(A.gelu.default, lambda m: [s(m(3, 4)), s(m(3, 4), approximate="tanh")], FLOAT)
 op(A.where.self, lambda m: [s(m(3, 4, dtype=b8), m(3, 4), m(3, 4)), s(m(3, 1, dtype=b8), m(4), m(3, 4))], NUM)
+op(A.remainder.Tensor, binary(low=0.5, scalar=False), NUM)
+op(A.remainder.Scalar, lambda m: [s(m(3, 4), 3), s(m(3, 4), -2)], NUM)
+op(
+    A.masked_fill.Scalar,
+    lambda m: [s(m(3, 4), m(3, 4, dtype=b8), 2), s(m(3, 4), m(4, dtype=b8), 0)],
+    NUM + (b8,),
+)
+op(
+    A.masked_fill.Tensor,
+    lambda m: [s(m(3, 4), m(3, 4, dtype=b8), m()), s(m(3, 4), m(1, 4, dtype=b8), m())],
+    NUM + (b8,),
+)
+op(A.tril.default, lambda m: [s(m(4, 4)), s(m(3, 5), 1), s(m(2, 3, 4), -1)], NUM + (b8,))
+op(A.triu.default, lambda m: [s(m(4, 4)), s(m(3, 5), -1)], NUM + (b8,))
 op(A.clamp.default, lambda m: [s(m(3, 4), -1, 1), s(m(3, 4), None, 0), s(m(3, 4), 0)], NUM)
 
 # -- matrix products ------------------------------------------------------------------------
@@ -108,7 +122,58 @@ op(
     ALL,
 )
 op(A.split.Tensor, lambda m: [s(m(5, 4), 2), s(m(5, 4), 3, 1)], ALL)
+op(A.diagonal.default, lambda m: [s(m(4, 4)), s(m(3, 5), 1), s(m(2, 3, 4), -1, 2, 0)], ALL)
+op(A.unfold.default, lambda m: [s(m(5, 4), 0, 2, 1), s(m(5, 4), 1, 3, 2), s(m(6), 0, 2, 3)], ALL)
+op(
+    A.view.dtype,
+    lambda m: [
+        s(m(3, 4), torch.int32),
+        s(m(3, 4), m.dtype),
+        s(m(3, 4), torch.bfloat16),
+        s(m(3, 4), torch.int8),
+    ],
+    (f32,),
+)
+op(
+    A.view.dtype,
+    lambda m: [s(m(3, 4), f32), s(m(3, 2), torch.int64), s(m(2, 4), torch.float16)],
+    (torch.int32,),
+    variant="of int32",
+)
+op(
+    A.as_strided.default,
+    lambda m: [
+        s(m(4, 4), (2, 2), (1, 2)),
+        s(m(4, 4), (3, 2), (0, 5), 3),
+        s(m(3, 4), (), (), 11),
+        s(m(2, 3), (6,), (1,)),
+    ],
+    ALL,
+)
+op(
+    A.view_as_real.default,
+    lambda m: [s(torch.randn(3, 4, dtype=m.dtype)), s(torch.randn((), dtype=m.dtype))],
+    (torch.complex64, torch.complex128),
+)
+op(A.unbind.int, lambda m: [s(m(3, 4)), s(m(2, 3, 4), 2)], ALL)
+op(A.split_with_sizes.default, lambda m: [s(m(5, 4), [2, 3]), s(m(5, 4), [1, 0, 3], 1)], ALL)
+op(A.select_scatter.default, lambda m: [s(m(3, 4), m(4), 0, 1), s(m(3, 4), m(3), 1, -1)], ALL)
+op(
+    A.slice_scatter.default,
+    lambda m: [s(m(5, 4), m(2, 4), 0, 1, 3), s(m(5, 4), m(5, 2), 1, 0, None, 2), s(m(5, 4), m(5, 4))],
+    ALL,
+)
+op(
+    A.diagonal_scatter.default,
+    lambda m: [s(m(4, 4), m(4)), s(m(3, 5), m(3), 1), s(m(2, 3, 4), m(3, 2), 0, 0, 2)],
+    ALL,
+)
 op(A.cat.default, lambda m: [s([m(2, 3), m(4, 3)]), s([m(2, 3), m(2, 1)], 1)], ALL)
+op(A.constant_pad_nd.default, lambda m: [s(m(3, 4), [1, 2]), s(m(3, 4), [0, 1, 2, 0], 5)], ALL)
+op(A.stack.default, lambda m: [s([m(2, 3), m(2, 3)]), s([m(2, 3), m(2, 3), m(2, 3)], -1)], ALL)
+op(A.flip.default, lambda m: [s(m(3, 4), [0]), s(m(2, 3, 4), [0, -1])], ALL)
+op(A.repeat.default, lambda m: [s(m(2, 3), [2, 1]), s(m(3), [2, 2])], ALL)
+op(A.roll.default, lambda m: [s(m(3, 4), [1], [0]), s(m(3, 4), [1, -2], [0, 1]), s(m(3, 4), [5])], ALL)
 op(A.clone.default, unary(), ALL)
 op(A.detach.default, one(3, 4), (f32,), noop=True)
 op(A.alias.default, one(3, 4), (f32,), noop=True)
@@ -130,6 +195,21 @@ op(
     NUM,
 )
 op(
+    A.index_copy.default,
+    lambda m: [s(m(4, 3), 0, torch.tensor([2, 0]), m(2, 3)), s(m(4, 3), -1, torch.tensor([1]), m(4, 1))],
+    NUM,
+)
+op(
+    A.index.Tensor,
+    lambda m: [
+        s(m(4, 3), [torch.tensor([0, 2, 0])]),
+        s(m(4, 3), [None, torch.tensor([1, -1])]),
+        s(m(4, 3), [torch.tensor([[0], [3]]), torch.tensor([0, 2])]),
+    ],
+    NUM,
+)
+op(A.gather.default, lambda m: [s(m(3, 4), 1, m.index(4, 3, 2)), s(m(3, 4), 0, m.index(3, 2, 4))], NUM)
+op(
     A.scatter_add.default,
     lambda m: [s(m(3, 5), 1, m.index(5, 3, 4), m(3, 4)), s(m(4), 0, m.index(4, 6), m(6))],
     NUM,
@@ -143,6 +223,11 @@ op(
     ],
     NUM,
 )
+op(A.empty_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL, values=False)
+op(A.new_zeros.default, lambda m: [s(m(3, 4), [2, 2]), s(m(3, 4), [3], dtype=torch.int32)], ALL)
+op(A.new_ones.default, lambda m: [s(m(3, 4), [2, 2])], ALL)
+op(A.new_empty.default, lambda m: [s(m(3, 4), [2, 2])], ALL, values=False)
+op(A.new_full.default, lambda m: [s(m(3, 4), [2, 2], 3), s(m(3, 4), [2], 1, dtype=f64)], ALL)
 op(A.ones_like.default, lambda m: [s(m(3, 4)), s(m(2), dtype=torch.int32)], ALL)
 
 # -- reductions -----------------------------------------------------------------------------
@@ -176,3 +261,11 @@ def _foreach_samples(overload):
 
 for _o in sorted((o for o in aten.ATEN if o._schema.name.startswith("aten::_foreach_")), key=str):
     op(_o, _foreach_samples(_o), (f32, f64))
+
+
+# -- the copying twins of the views (``aten.diagonal_copy.default``): the view's samples -------
+for _info in list(OPS):
+    _packet = getattr(A, _info.op._schema.name.split("::")[1] + "_copy", None)
+    _twin = getattr(_packet, _info.op._overloadname, None) if _packet is not None else None
+    if _twin in aten.ATEN:
+        op(_twin, _info.samples, _info.dtypes, variant=_info.variant, tol=_info.tol)

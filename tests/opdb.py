@@ -421,6 +421,31 @@ op(
     lambda m: [s(m(3, 4), 12), s(m(3, 4), 2, -1), s(m(3, 4), (4, 3)), s(m(3, 4), size=(2, 6))],
     ALL,
 )
+op(
+    "view",
+    T.view,
+    lambda m: [
+        s(m(3, 4), torch.int32),
+        s(m(3, 4), torch.float16),
+        s(m(3, 4), dtype=f32),
+        s(m(3, 4), torch.uint8),
+    ],
+    (f32,),
+    variant="dtype",
+)
+op(
+    "as_strided",
+    torch.as_strided,
+    lambda m: [s(m(4, 4), (2, 2), (1, 2)), s(m(4, 4), (3, 2), (0, 5), 3), s(m(2, 3), (6,), (1,))],
+    ALL,
+    T.as_strided,
+)
+op(
+    "view_as_real",
+    torch.view_as_real,
+    lambda m: [s(torch.randn(3, 4, dtype=m.dtype)), s(torch.randn((), dtype=m.dtype))],
+    (torch.complex64, torch.complex128),
+)
 op("reshape_as", T.reshape_as, lambda m: [s(m(3, 4), m(2, 6))], ALL, T.view_as)
 op(
     "flatten",

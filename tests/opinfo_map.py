@@ -136,7 +136,7 @@ def _random_slopes(i, sample) -> bool:
 
 
 _METADATA_INPLACE = (
-    "in-place ops that change the tensor's shape or strides (squeeze_, unsqueeze_, transpose_, t_): "
+    "in-place ops that change the tensor's shape or strides (squeeze_, unsqueeze_, transpose_, t_, as_strided_): "
     "thunder writes values back into the input, never its metadata (refused, or a write that overlaps itself)"
 )
 
@@ -153,6 +153,8 @@ DIFFERENCES: list[Difference] = [
     Difference("unsqueeze", "inplace", _moves_metadata("unsqueeze_"), _METADATA_INPLACE),
     Difference("transpose", "inplace", _moves_metadata("transpose_"), _METADATA_INPLACE),
     Difference("t", "inplace", _moves_metadata("t_"), _METADATA_INPLACE),
+    Difference("as_strided", "inplace", _moves_metadata("as_strided_"), _METADATA_INPLACE),
+    Difference("as_strided.partial_views", "inplace", _moves_metadata("as_strided_"), _METADATA_INPLACE),
     Difference(
         "nn.functional.rrelu",
         "forward",

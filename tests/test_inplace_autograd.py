@@ -561,7 +561,7 @@ KNOWN_INPLACE_DIFFERENCES = {
     },
     **{
         (n, later): _SHAPE_INPLACE
-        for n in ("t", "transpose", "unsqueeze", "squeeze")
+        for n in ("t", "transpose", "unsqueeze", "squeeze", "as_strided")
         for later in (False, True)
     },
     ("cumprod", True): _RESULT,

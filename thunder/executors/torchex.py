@@ -40,6 +40,16 @@ def take(a, index, dim):
     return out.reshape(a.shape[:dim] + index.shape + a.shape[dim + 1 :])
 
 
+def bitcast(a, dtype):
+    """``a.view(dtype)``; of a value laid out so that another element size cannot be read from
+    it (eager's would be contiguous there: the frontend checks the inputs' layouts), of a
+    contiguous copy."""
+    try:
+        return a.view(dtype)
+    except RuntimeError:
+        return a.contiguous().view(dtype)
+
+
 def grouped_mm(a, b, offs):
     return torch._grouped_mm(_aligned(a), _aligned(b), offs=offs)
 
@@ -441,6 +451,7 @@ for _prim, _fn in {
     prims.broadcast_in_dim: broadcast_in_dim,
     prims.slice_prim: slice_prim,
     prims.take: take,
+    prims.bitcast: bitcast,
     prims.index_copy: index_copy,
     prims.grouped_mm: grouped_mm,
     prims.scatter_reduce: scatter_reduce,

@@ -9,7 +9,7 @@ eager's autograd rules on writes hold: no write into a leaf that requires grad, 
 tensor that requires grad stays in the graph.
 
 Writes into tensor-subclass values are made of these too: the subclass's dispatch writes its
-inner tensors with in-place aten ops (through views of them: ``thunder/ops/aten.py``'s
+inner tensors with in-place aten ops (through views of them: ``thunder/ops/aten/``'s
 ``VIEW_WRITES``), each rebound here, and the subclass value is then rebound to a value
 holding the new inner tensors (``thunder/frontend/subclass_writes.py``).
 """
@@ -30,12 +30,14 @@ from thunder.core.source import user_location
 from thunder.core.versions import Versions
 from thunder.frontend.views import View, Views, replay
 from thunder.ops import aten, ltorch, prims
-from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, PIECE_WRITES, VIEW_WRITES
+from thunder.ops.ltorch.inplace import BROADCASTING_VIEWS, MULTI_OUTPUT_VIEWS, PIECE_WRITES, VIEW_WRITES
 from thunder.ops.meta import ShapeError
 
 # how a write into a view reaches its base, for views made by torch-language ops and by aten
 # ops (those a subclass's dispatch takes of its inner tensors)
 _VIEW_WRITES = {**VIEW_WRITES, **aten.VIEW_WRITES}
+_PIECE_WRITES = {**PIECE_WRITES, **aten.PIECE_WRITES}
+_MULTI_OUTPUT_VIEWS = MULTI_OUTPUT_VIEWS | aten.MULTI_OUTPUT_VIEWS
 
 
 class _Write:
@@ -125,6 +127,7 @@ class InplaceWrites:
         One call is one write of the storage's version counter (``thunder/core/versions.py``)."""
         if self.versions.writing or not isinstance(target, TensorProxy):  # (the write reaching a view's base)
             return self._rebind(target, value, op)
+        self.refuse_piece_write(self.current(target), op, self._view_ops(self.current(target)))
         self.versions.begin(self.current(target).name, op, user_location())
         try:
             return self._rebind(target, value, op)
@@ -198,8 +201,8 @@ class InplaceWrites:
             self.rebind(root, self._scatter_through(self.current(root), chain, value), op)
             return
         write = _VIEW_WRITES.get(view.op)
-        if view.op in PIECE_WRITES:
-            write = functools.partial(PIECE_WRITES[view.op], index=view.index)
+        if view.op in _PIECE_WRITES:
+            write = functools.partial(_PIECE_WRITES[view.op], index=view.index)
         if write is None:
             raise UnsupportedOpError(
                 f"thunder: {op} writes into a view made by {view.op.name}; in-place writes are supported "
@@ -212,6 +215,12 @@ class InplaceWrites:
             self._rebind(
                 view.base, write(self.current(view.base), *view.args, value=value, **view.kwargs), op
             )
+        except ShapeError as e:  # (a write the view cannot take back to its base: overlapping windows)
+            if str(e).startswith("thunder:"):
+                raise
+            raise ShapeError(
+                f"thunder: {op} writes into a view made by {view.op.id}: {e}" + at(user_location())
+            ) from None
         finally:
             self._through_detach -= view.op is ltorch.detach
 
@@ -292,6 +301,30 @@ class InplaceWrites:
                 f"thunder: {op} writes into {p.name}: a leaf Variable that requires grad is being used in an "
                 "in-place operation (as eager PyTorch says)" + at(user_location())
             )
+
+    def refuse_piece_write(self, p: TensorProxy, op: str, view_ops) -> None:
+        """Eager's autograd rule: no in-place write, while grad mode is on, into a view that
+        requires grad and is (a view of) one output of a view op returning several views
+        (``y.unbind(0)[1].add_(1)``); ``view_ops``: the ``(op, output index)`` of each view
+        from ``p`` down to its base."""
+        if not (torch.is_grad_enabled() and p.meta_requires_grad):
+            return
+        for view_op, index in view_ops:
+            if view_op in _MULTI_OUTPUT_VIEWS:
+                raise RuntimeError(
+                    f"thunder: {op} writes into {p.name}, a view made from output {index} of {view_op.id}, a "
+                    "function that returns multiple views: such views are not allowed to be modified inplace "
+                    "while they require grad (as eager PyTorch says); use an out-of-place op, or clone() the "
+                    "view first" + at(user_location())
+                )
+
+    def _view_ops(self, p: TensorProxy):
+        """The ``(op, output index)`` of each view from ``p`` down to its base."""
+        view = self.views.by_name.get(p.name)
+        while view is not None and view.value is p:
+            yield view.op, view.index
+            p = view.base
+            view = self.views.by_name.get(p.name)
 
     def _refresh_views(self, old: TensorProxy, new: TensorProxy) -> None:
         """Recompute the views of ``old`` from ``new`` (recursively, for views of views)."""

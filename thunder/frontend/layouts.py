@@ -1,5 +1,6 @@
 """Layout queries while tracing: ``x.stride()``, ``x.is_contiguous(memory_format=...)``,
-``x.storage_offset()`` get eager's answers.
+``x.storage_offset()`` get eager's answers, and ``x.as_strided(...)``, which reads memory, is
+checked against them.
 
 A proxy has no memory; eager's layout of a value is found by replaying, on meta tensors, the
 torch calls that made it (``Layouts.made``, recorded as the mode handles each call), from
@@ -19,6 +20,7 @@ from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor
 from thunder.frontend.torch_names import describe
+from thunder.ops.langs import TORCH_TO_THUNDER
 
 
 class Layouts:
@@ -114,3 +116,38 @@ def layout_query(mode, func, args, kwargs):
         if func is torch.Tensor.storage_offset:
             layouts.offset_reads[name] = (proxy, real.storage_offset())
     return func(m, *args[1:], **kwargs)
+
+
+def check_memory_read(m: torch.Tensor | None, storage_offset, what: str, where: str) -> None:
+    """A view reading memory (``as_strided``) of a tensor laid out as ``m`` (eager's layout; None
+    when unknown): thunder gathers it from the tensor's elements in order, which is its memory
+    where eager's tensor is contiguous (and, for a given ``storage_offset``, starts its storage)."""
+    if m is None:
+        reason = "its layout in eager cannot be worked out while tracing"
+    elif not m.is_contiguous():
+        reason = f"it is not contiguous in eager (strides {tuple(m.stride())})"
+    elif storage_offset is not None and m.storage_offset():
+        reason = f"a storage_offset is given and it does not start its storage (offset {m.storage_offset()})"
+    else:
+        return
+    raise UnsupportedOpError(
+        f"thunder: {what} reads a tensor's memory, which thunder does not track: it is supported where the "
+        f"memory is the tensor's elements in order; here {reason}; .contiguous() it first" + where
+    )
+
+
+def as_strided(mode, func, args, kwargs):
+    """``x.as_strided(size, stride, storage_offset)``: checked against eager's layout of ``x``
+    (``check_memory_read``), whose inputs the prologue checks."""
+    state, p = mode.state, args[0]
+    if isinstance(p, TensorProxy):
+        storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+        layouts = state.layouts
+        m = layouts.meta(state.resolve(p))
+        check_memory_read(m, storage_offset, describe(func), at(user_location()))
+        for name in layouts.roots[state.resolve(p).name]:
+            proxy, _, real = state.inputs.sources[name]
+            state.views.layout_reads[name] = (proxy, real.stride())
+            if storage_offset is not None:
+                layouts.offset_reads[name] = (proxy, real.storage_offset())
+    return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)

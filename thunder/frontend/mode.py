@@ -358,15 +358,19 @@ class AcquisitionMode(TorchFunctionMode):
     def _check_view(self, func, args, kwargs) -> None:
         """``t.view(shape)`` where eager's ``t`` (an input as the caller laid it out, or a chain
         of views of one) has strides no view of that shape fits: eager's error (``.reshape``
-        copies instead). The prologue checks the strides it was decided on."""
+        copies instead); ``t.view(dtype)`` of another element size likewise (eager's needs a
+        last dim of stride 1). The prologue checks the strides it was decided on."""
         shape = args[1:]
         if func is T.view_as:
             shape = (tuple(args[1].shape),) if len(args) > 1 else (tuple(kwargs["other"].shape),)
-        elif (shape and isinstance(shape[0], torch.dtype)) or "dtype" in kwargs:
-            return  # a reinterpretation of the bytes: refused by the op itself
+        elif "dtype" in kwargs:
+            shape = (kwargs["dtype"],)
         elif "size" in kwargs:
             shape = (tuple(kwargs["size"]),)
-        if any(isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size) for d in shape):
+        if any(
+            isinstance(d, TensorProxy) or type(d) not in (int, tuple, list, torch.Size, torch.dtype)
+            for d in shape
+        ):
             return  # sizes given as traced values: left to the op
         if not self.state.views.is_input_view(args[0]):
             # a computed tensor: eager's layout is not always contiguous (an elementwise op keeps

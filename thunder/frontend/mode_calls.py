@@ -14,7 +14,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.source import user_location
 from thunder.frontend.addresses import data_ptr
 from thunder.frontend.collectives import calls as collective_calls
-from thunder.frontend.layouts import layout_query
+from thunder.frontend.layouts import as_strided, layout_query
 from thunder.frontend.torch_names import describe
 from thunder.frontend.values import read_scalar
 from thunder.ops import ltorch
@@ -166,6 +166,8 @@ def _copy_(mode, func, args, kwargs):
 _AFTER_RESOLVING = {
     **collective_calls(),  # torch.distributed (thunder/frontend/collectives.py)
     T.view: _view,
+    T.as_strided: as_strided,
+    torch.as_strided: as_strided,
     T.view_as: _view,
     T.contiguous: _contiguous,
     T.__setitem__: _setitem,

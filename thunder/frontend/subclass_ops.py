@@ -5,7 +5,7 @@ When a torch call meets a subclass value, the call itself runs (the acquisition 
 inactive inside its own handler): torch sends it through the subclass's
 ``__torch_function__`` to its ``__torch_dispatch__``, whose aten calls on the inner proxies
 reach ``TensorProxy.__torch_dispatch__`` and are recorded as aten symbols
-(thunder/ops/aten.py). The call is one BoundSymbol (its symbol:
+(thunder/ops/aten/). The call is one BoundSymbol (its symbol:
 thunder/frontend/subclass_symbols.py)::
 
     t0 = ScaleTensor.torch.add(x, 1)  # t0: "ScaleTensor[cpu f32[2, 2]] (_x: cpu f32[2, 2], _scale: cpu f32[])"
@@ -36,12 +36,15 @@ import sys
 
 import torch
 
+from thunder.core.context import current_trace, tracectx
 from thunder.core.errors import DataDependentError, ThunderError, UnsupportedOpError, at
 from thunder.core.proxies import TensorProxy, dispatch_hook
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, ViewLink, is_plain_tensor, proxy_of
 from thunder.core.tags import Tag
+from thunder.core.trace import Trace
+from thunder.frontend.layouts import check_memory_read
 from thunder.frontend.mode import autocast_on
 from thunder.frontend.mode_calls import _DATA_DEPENDENT, _METADATA_METHODS, _METADATA_PROPERTIES, _PASSTHROUGH
 from thunder.frontend.numbers import DynamicNumber
@@ -50,10 +53,10 @@ from thunder.frontend.torch_names import describe
 from thunder.frontend.views import View
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
-from thunder.ops.aten import ADD_AN_OP, ATEN, out_value, written_value
+from thunder.ops.aten import ADD_AN_OP, ATEN, READS_MEMORY, out_value, written_value
 from thunder.ops.langs import TORCH_TO_THUNDER, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES
-from thunder.ops.ltorch.shape import PROPERTY_VIEWS
+from thunder.ops.ltorch.shape import PROPERTY_VIEWS, view_dtype
 from thunder.ops.meta import ShapeError, differentiable
 
 T = torch.Tensor
@@ -190,8 +193,7 @@ class SubclassOps:
         if type(out) is not tuple and isinstance(out, tuple) and not hasattr(type(out), "_fields"):
             out = tuple(out)  # torch.return_types (max, min, ...): a plain tuple in the trace
         leaves, spec = tree_flatten(out)
-        # (``x.detach()``, ``x.data``: eager's autograd gives a result outside the graph)
-        rg = grad and not _detaches(call.fn) and any(_requires_grad(x) for x in inputs)
+        rg = grad and any(_requires_grad(x) for x in inputs) and not _outside_graph(call, pargs, pkwargs)
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
@@ -230,7 +232,30 @@ class SubclassOps:
                 results.append(p)
             else:
                 results.append(v)
+        self._cut_views_of_temporaries(call, results)
         return tree_unflatten(results, spec)
+
+    def _cut_views_of_temporaries(self, call: _Call, results: list) -> None:
+        """A plain result that is a view of a value the dispatch made and dropped (ScaleTensor's
+        ``x.view(torch.int32)``: a view of the product it computed) is a value of its own: in
+        eager a write into it changes only that temporary, which nothing outside reads."""
+        views = getattr(self.state, "views", None)  # (None: after tracing)
+        if views is None:
+            return
+        visible = set()
+        for r in results:
+            visible.add(getattr(r, "name", None))
+            for q in r.nested() if isinstance(r, SubclassProxy) else ():
+                visible.update(t.name for t in q.inner.values())
+        for r in results:
+            p = r
+            while isinstance(p, TensorProxy) and (view := views.by_name.get(p.name)) is not None:
+                if view.value is not p:
+                    break
+                if view.base.name in call.produced and view.base.name not in visible:
+                    del views.by_name[r.name]
+                    break
+                p = view.base
 
     def _value(self, t) -> SubclassProxy | None:
         """The value a subclass instance of the trace holds now (None for a new instance)."""
@@ -305,6 +330,8 @@ class SubclassOps:
             if isinstance(e, ThunderError):
                 raise
             raise type(e)(f"thunder: {func}: {e}" + where) from e
+        if sym in READS_MEMORY:
+            self._memory_read(func, args, kwargs, where)
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on
@@ -364,6 +391,34 @@ class SubclassOps:
             func(layout, *args[1:], **kwargs)
         except RuntimeError as e:
             raise RuntimeError(f"thunder: {func}: {e}" + where) from e
+
+    def _memory_read(self, func, args, kwargs, where: str) -> None:
+        """``aten.as_strided`` of an inner tensor: checked against eager's layout of it
+        (``check_memory_read``), replayed from an input's inner tensor as the caller laid it out
+        (its strides are checked by the prologue, its offset where one is given) through the
+        views taken of it; a value the dispatches computed is contiguous."""
+        inputs = getattr(self.state, "inputs", None)  # (None: the grad pass's dispatch, after tracing)
+        if inputs is None or not isinstance(args[0], TensorProxy):
+            return
+        chain, p = [], args[0]
+        while (view := self.state.views.by_name.get(p.name)) is not None and view.value is p:
+            chain.append(view)
+            p = view.base
+        m = inputs.inner_layouts.get(p.name)
+        root = m is not None
+        if m is None:
+            m = torch.empty(p.meta_shape, dtype=p.meta_dtype, device="meta")
+        try:
+            for view in reversed(chain):
+                m = tree_leaves(view.func(m, *view.args, **view.kwargs))[view.index]
+        except Exception:  # (a view that cannot be replayed: its layout is unknown)
+            m = None
+        storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
+        check_memory_read(m, storage_offset, str(func), where)
+        if root and storage_offset is not None:
+            checks = inputs.checks
+            if not any(b.sym is pyops.check_storage_offset and b.args[0] is p for b in checks.of_values):
+                checks.add_check(pyops.check_storage_offset, p, 0, always=True)
 
 
 def _element_of(args, kwargs, i: int) -> tuple[list, dict]:
@@ -425,6 +480,30 @@ def _link_view(func, pargs, pkwargs, result) -> None:
         p = proxy_of(r) if isinstance(r, torch.Tensor) else None
         if p is not None and p is not pargs[0]:
             p.view_of = ViewLink(pargs[0], op, args, kwargs, i)
+
+
+def _outside_graph(call: _Call, pargs, pkwargs) -> bool:
+    """Whether eager's autograd leaves the results outside the graph though an input requires
+    grad: ``x.detach()``, ``x.data``, ``x.view(dtype)``, and factories given a tensor for its
+    metadata (``torch.zeros_like(x)``, ``x.new_zeros(2)``), as their torch-language op says
+    (run apart, on the same values; ``torch.fill(x, 1)`` is in the graph)."""
+    fn = call.fn
+    if _detaches(fn) or (fn is T.view and view_dtype(call.rargs[1:], call.rkwargs) is not None):
+        return True
+    try:
+        op = TORCH_TO_THUNDER.get(fn)
+    except TypeError:  # an unhashable callable
+        return False
+    if op is None or Tag.FACTORY not in getattr(op, "tags", ()):
+        return False
+    scratch, trace = Trace("scratch"), current_trace()
+    scratch.names, scratch._counters = trace.names, trace._counters
+    try:
+        with tracectx(scratch), torch.enable_grad():
+            out = op(*pargs, **pkwargs)
+    except Exception:  # (its torch-language form refuses these arguments: eager's rule as for any op)
+        return False
+    return not any(p.meta_requires_grad for p in tree_leaves(out) if isinstance(p, TensorProxy))
 
 
 def _detaches(fn) -> bool:

@@ -160,6 +160,7 @@ class Writes:
         # eager's autograd checks the write above the dispatch
         state.inplace.refuse_leaf_write(original, op)
         value = state.inplace.value_of(original)
+        state.inplace.refuse_piece_write(value, op, _view_ops(original))
         if torch.is_grad_enabled() and value.name in self.leaves:
             raise RuntimeError(
                 f"thunder: {op} writes into {value.name}: a leaf Variable that requires grad is being used in an "
@@ -502,6 +503,14 @@ def _held(target, v):
         if requires_grad_of(target) and not requires_grad_of(v) and torch.is_grad_enabled():
             v = ltorch.in_graph_of(v, target)
     return v
+
+
+def _view_ops(p):
+    """The ``(op, output index)`` of each link from the subclass value ``p`` down to its base."""
+    link = getattr(p, "view_of", None)
+    while link is not None:
+        yield link.op, link.index
+        link = getattr(link.base, "view_of", None)
 
 
 def _requires_grad(a) -> bool:

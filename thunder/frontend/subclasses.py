@@ -118,8 +118,8 @@ def _input_value(inputs, t: torch.Tensor, name: str) -> tuple[SubclassProxy, tor
         if isinstance(ip, SubclassProxy):
             continue
         it = getattr(t, attr)
-        inputs.inner_layouts[ip.name] = torch.empty_strided(
-            it.shape, it.stride(), dtype=it.dtype, device="meta"
+        inputs.inner_layouts[ip.name] = torch.empty(0, dtype=it.dtype, device="meta").as_strided(
+            it.shape, it.stride(), it.storage_offset()
         )
         inputs.checks.of_values.append(BoundSymbol(pyops.check_strides, (ip, tuple(it.stride())), {}, None))
     return p, instance

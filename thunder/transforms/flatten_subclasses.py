@@ -194,14 +194,16 @@ def has_subclasses(trace: Trace) -> bool:
 
 def needs_autograd(trace: Trace) -> bool:
     """Whether torch's autograd must see the trace's subclass ops (grad mode on, and a value
-    in or out of one requires grad)."""
+    out of one requires grad, or one a subclass value is built of). An op whose results eager's
+    autograd leaves outside the graph (``torch.empty_like(x)``, ``x.detach()``) needs none."""
     if not trace.grad_enabled:
         return False
     for b in trace.bound_symbols:
         if b.has_tag(Tag.TENSOR_SUBCLASS) or b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS):
             if Tag.NO_GRAD in b.tags:
                 continue
-            for p in proxies_in((b.args, b.kwargs, b.output)):
+            seen = (b.args, b.kwargs, b.output) if b.has_tag(Tag.UNFLATTEN_TENSOR_SUBCLASS) else b.output
+            for p in proxies_in(seen):
                 inner = p.leaves() if isinstance(p, SubclassProxy) else ()
                 if isinstance(p, TensorProxy) and (
                     p.meta_requires_grad or any(i.meta_requires_grad for i in inner)

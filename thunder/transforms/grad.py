@@ -311,14 +311,16 @@ def _forward_values_used(backward: list[BoundSymbol], grads, defined: set[str]) 
 
 
 def _resolve_intermediates(
-    forward: list[BoundSymbol], backward: list[BoundSymbol], grads, inputs, cotangents
+    forward: list[BoundSymbol], backward: list[BoundSymbol], grads, inputs, cotangents, kept=None
 ):
     """Make every forward value the backward uses available to it: recompute values from
     inside a decomposition in the backward, or open the op when recomputing would redraw
     random numbers. Returns the (possibly opened) forward and the backward with the
-    recomputations inserted before their first use."""
+    recomputations inserted before their first use. ``kept``: the names the forward that runs
+    defines, where it is not ``forward`` (a subclass op's torch-level form, differentiated in
+    its place, may compute values of its own at its top level)."""
     while True:
-        available = set(inputs) | {n for b in forward for n in _names(b.output)}
+        available = set(inputs) | (kept or {n for b in forward for n in _names(b.output)})
         missing = _forward_values_used(backward, grads, set(cotangents)) - available
         if not missing:
             return forward, backward
@@ -343,7 +345,8 @@ def _resolve_intermediates(
             for i in sorted(opened, reverse=True):
                 forward = forward[:i] + _open(forward[i]) + forward[i + 1 :]
             continue
-        return forward, _insert_recomputed(backward, recompute, forward)
+        # (a value recomputed from one top-level op may need more of them: another round)
+        backward = _insert_recomputed(backward, recompute, forward)
 
 
 def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forward) -> list[BoundSymbol]:
@@ -454,8 +457,9 @@ def differentiate(
     scratch = joint.derive("scratch")
     scratch.bound_symbols, scratch.output = joint.bound_symbols, grads
     backward = dce(scratch).bound_symbols
+    kept = {n for b in forward for n in _names(b.output)} if subclasses else None
     opened, backward = _resolve_intermediates(
-        differentiated, backward, grads, _names(trace.args), _names(cotangents)
+        differentiated, backward, grads, _names(trace.args), _names(cotangents), kept
     )
     if subclasses:
         if opened is not differentiated:

@@ -7,6 +7,8 @@ or maps an in-place torch callable.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from thunder.core.tags import Tag
@@ -25,6 +27,7 @@ from thunder.ops.ltorch.matrix import diagonal, diagonal_scatter
 from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.ltorch.shape import (
     _shape_arg,
+    as_strided,
     broadcast_to,
     chunk,
     expand,
@@ -40,12 +43,14 @@ from thunder.ops.ltorch.shape import (
     select,
     split,
     squeeze,
+    strided_positions,
     t,
     transpose,
     unbind,
     unflatten,
     unsqueeze,
     view,
+    view_dtype,
     wrap_index,
 )
 from thunder.ops.ltorch.stacking import (
@@ -216,6 +221,15 @@ def _reshape_back(base, *args, value, **kwargs):
     return reshape(value, shape_of(base))
 
 
+def _view_back(base, *args, value, **kwargs):
+    """A write into ``base.view(shape)`` reaches ``base`` as a reshape; into ``base.view(dtype)``
+    as the bytes read back as ``base``'s dtype, ``base``'s autograd history kept (eager's view
+    of another dtype is outside the graph: a write through it is one through ``detach()``)."""
+    if view_dtype(args, kwargs) is None:
+        return _reshape_back(base, value=value)
+    return write_through_detach(base, prims.bitcast(value, dtype_of(base)))
+
+
 def _dim_key(base, dim, index, op):
     d = canonical_dim(dim, len(shape_of(base)), op)
     return (slice(None),) * d + (index,)
@@ -321,6 +335,26 @@ def _unfold_back(base, dimension, size, step, *, value):
     return prims.index_copy(base, positions, d, rows)
 
 
+def _as_strided_back(base, size, stride, storage_offset=None, *, value):
+    """The view's elements put back at the positions they were read from; a view reading one
+    position twice (a stride 0, strides that interleave) is refused: eager writes it once per
+    element, in an order its kernel chooses."""
+    op = "torch.as_strided"
+    span = 0
+    for k, m in sorted((k, m) for m, k in zip(size, stride) if m > 1):
+        if k <= span:
+            raise ShapeError(
+                f"{op}: a write into a view of size {tuple(size)} and stride {tuple(stride)} is not supported: "
+                "it reads an element of the base more than once"
+            )
+        span += (m - 1) * k
+    positions = strided_positions(base, size, stride, storage_offset, op)
+    n, count = math.prod(shape_of(base)), math.prod(shape_of(value))
+    flat = prims.reshape(base, (n,))
+    written = prims.index_copy(flat, prims.reshape(positions, (count,)), 0, prims.reshape(value, (count,)))
+    return prims.reshape(written, shape_of(base))
+
+
 # How a value written into one output of a view op with several outputs reaches the base.
 PIECE_WRITES = {
     split: _split_back,
@@ -342,6 +376,10 @@ LAYOUT_VIEWS = frozenset({reshape, flatten, ravel, reshape_as})
 # base is refused (eager refuses add_, copy_, ... on it); one without repeats (only new dims
 # of size 1) reaches the base as a reshape.
 BROADCASTING_VIEWS = frozenset({expand, expand_as, broadcast_to})
+# View ops eager's autograd marks as returning several views (split, chunk, unbind; not
+# tensor_split and the like, whose pieces are slices of their own): a write into one of them,
+# or into a view of one, that requires grad while grad mode is on is refused, as eager refuses it.
+MULTI_OUTPUT_VIEWS = frozenset({split, chunk, unbind})
 
 
 @torchsymbol(name="write_through_detach")
@@ -365,7 +403,7 @@ VIEW_WRITES = {
     transpose: lambda base, d0, d1, *, value: transpose(value, d0, d1),
     t: lambda base, *, value: t(value),
     movedim: _movedim_back,
-    view: _reshape_back,
+    view: _view_back,
     reshape: _reshape_back,
     reshape_as: _reshape_back,
     flatten: _reshape_back,
@@ -377,6 +415,7 @@ VIEW_WRITES = {
     narrow: _narrow_back,
     diagonal: _diagonal_back,
     tensor_unfold: _unfold_back,
+    as_strided: _as_strided_back,
     expand: _reshape_back,
     expand_as: _reshape_back,
     broadcast_to: _reshape_back,

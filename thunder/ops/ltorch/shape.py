@@ -1,5 +1,5 @@
 """Shape ops: view/reshape, permute/transpose, (un)squeeze, expand, cat/stack, split, narrow,
-select, flip, and the index arithmetic they share with indexing (``int_index``,
+select, flip, as_strided, and the index arithmetic they share with indexing (``int_index``,
 ``wrap_index``). Indexing is ``thunder/ops/ltorch/indexing.py``; repeat, tile, roll, pixel
 shuffles and diff are ``thunder/ops/ltorch/repetition.py``."""
 
@@ -57,14 +57,25 @@ def reshape(a, *args, shape=None):
     return _reshape(a, _shape_arg(args) if shape is None else tuple(shape), "torch.reshape")
 
 
-# runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
-# eager would have made contiguous first must still work
-@torchsymbol(
-    T.view, torch_impl="torch.Tensor.reshape", impl_check=lambda *a, **k: not k, tags=(Tag.SHAPE, Tag.VIEW)
-)
-def view(a, *args, size=None):
+def view_dtype(args, kwargs) -> torch.dtype | None:
+    """The dtype of ``Tensor.view(dtype)`` (its bytes read as another dtype), None for a shape."""
     if len(args) == 1 and isinstance(args[0], torch.dtype):
-        raise ShapeError("Tensor.view(dtype) reinterprets memory and is not supported")
+        return args[0]
+    return kwargs.get("dtype")
+
+
+# runs as reshape: thunder tracks values, not memory layout, so a view of a tensor that
+# eager would have made contiguous first must still work; ``view(dtype)`` as ``prims.bitcast``
+@torchsymbol(
+    T.view,
+    torch_impl="torch.Tensor.reshape",
+    impl_check=lambda a, *args, **k: not k and view_dtype(args, k) is None,
+    tags=(Tag.SHAPE, Tag.VIEW),
+)
+def view(a, *args, size=None, dtype=None):
+    dtype = view_dtype(args, {"dtype": dtype})
+    if dtype is not None:
+        return prims.bitcast(a, dtype)  # (a new value outside the graph even of the same dtype, as eager's)
     return _reshape(a, _shape_arg(args) if size is None else tuple(size), "Tensor.view")
 
 
@@ -356,6 +367,54 @@ def flip(a, *args, dims=None):
     n = len(shape_of(a))
     dims = _shape_arg(args) if dims is None else tuple(dims)  # x.flip(0, 1), torch.flip(x, (0, 1))
     return prims.flip(a, tuple(canonical_dim(d, n, "torch.flip") for d in dims))
+
+
+def strided_positions(a, size, stride, storage_offset, op: str):
+    """The positions ``a.as_strided(size, stride, storage_offset)`` reads, as an int64 tensor of
+    shape ``size``: of ``a``'s elements in row-major order, which are its memory where eager's
+    ``a`` is contiguous and starts its storage (the frontend checks it). A position beyond
+    ``a``'s elements is refused: thunder holds values, not the memory around them."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise ShapeError(f"{op}: size {size} and stride {stride} have different lengths")
+    if any(n < 0 for n in size) or any(k < 0 for k in stride):
+        raise ShapeError(f"{op}: size {size} and stride {stride} must not be negative")
+    offset = storage_offset or 0
+    n = math.prod(shape_of(a))
+    last = offset + sum((m - 1) * k for m, k in zip(size, stride))
+    if math.prod(size) and (offset < 0 or last >= n):
+        raise ShapeError(
+            f"{op}: size {size}, stride {stride} and storage_offset {offset} read element {last} of a tensor of "
+            f"{n} elements; thunder reads a tensor's own elements, not the memory beyond them"
+        )
+    dev = device_of(a)
+    positions = prims.full(size, offset, dtype=torch.int64, device=dev)
+    for d, (m, k) in enumerate(zip(size, stride)):
+        if m > 1 and k:
+            steps = prims.iota(m, start=0, step=k, dtype=torch.int64, device=dev)
+            positions = prims.add(positions, prims.broadcast_in_dim(steps, size, (d,)))
+    return positions
+
+
+# no torch implementation: eager's reads memory, and a value another executor made may be laid
+# out otherwise than eager's; the decomposition gathers the positions from the values
+@torchsymbol(torch.as_strided, T.as_strided, tags=(Tag.SHAPE, Tag.VIEW))
+def as_strided(a, size, stride, storage_offset=None):
+    """The elements of ``a`` at ``storage_offset + sum(i_k * stride_k)`` for each index ``i`` of
+    ``size`` (``prims.take``, whose gradient adds the elements read twice back up, as eager's)."""
+    positions = strided_positions(a, size, stride, storage_offset, "torch.as_strided")
+    flat = prims.reshape(a, (math.prod(shape_of(a)),)) if len(shape_of(a)) != 1 else a
+    return prims.take(flat, positions, 0)
+
+
+# a copy here (eager's is a view: a write through it is refused); no torch implementation, as
+# eager's needs a last dim of stride 1, which a value another executor made may not have
+@torchsymbol(torch.view_as_real, tags=(Tag.SHAPE, Tag.VIEW))
+def view_as_real(a):
+    """A complex tensor's real and imaginary parts as a last dim of 2."""
+    if not dtype_of(a).is_complex:
+        raise ShapeError(f"torch.view_as_real: expected a complex tensor, got {dtype_of(a)}")
+    return stack([prims.real(a), prims.imag(a)], -1)
 
 
 def int_index(k, size: int, dim: int, op: str) -> int:

@@ -21,14 +21,20 @@ T = torch.Tensor
 def select_scatter(a, src, dim: int, index: int):
     """``a`` with ``a.select(dim, index)`` replaced by ``src``."""
     d = canonical_dim(dim, len(shape_of(a)), "torch.select_scatter")
-    return setitem(a, (slice(None),) * d + (index,), src)
+    return _new(setitem(a, (slice(None),) * d + (index,), src), src)
 
 
 @torchsymbol(torch.slice_scatter, torch_impl="torch.slice_scatter", tags=(Tag.INDEXING,))
 def slice_scatter(a, src, dim: int = 0, start=None, end=None, step: int = 1):
     """``a`` with ``a[..., start:end:step, ...]`` (along ``dim``) replaced by ``src``."""
     d = canonical_dim(dim, len(shape_of(a)), "torch.slice_scatter")
-    return setitem(a, (slice(None),) * d + (slice(start, end, step),), src)
+    return _new(setitem(a, (slice(None),) * d + (slice(start, end, step),), src), src)
+
+
+def _new(out, src):
+    """A scatter over the whole tensor gives ``src``'s values, as a new tensor (eager's result
+    never aliases its arguments)."""
+    return prims.clone(src) if out is src else out
 
 
 @torchsymbol(torch.logspace, torch_impl="torch.logspace", tags=(Tag.FACTORY,))

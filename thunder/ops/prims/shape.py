@@ -1,4 +1,5 @@
-"""Shape primitives: broadcast_in_dim, reshape, transpose, slice, squeeze, cat and flip."""
+"""Shape primitives: broadcast_in_dim, reshape, transpose, slice, squeeze, cat, flip and
+bitcast (the same bytes read as another dtype)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,22 @@ def _flip_meta(a, dims):
 
 
 flip = _prim("flip", _flip_meta, Tag.SHAPE)
+
+
+def _bitcast_meta(a, dtype):
+    """Each element's bytes read as ``dtype``; of another size, the last dim holds as many
+    bytes as before (eager's ``Tensor.view(dtype)``). The result is outside the autograd graph,
+    as eager's (its autograd does not differentiate the reinterpretation)."""
+    s, old, new = shape_of(a), dtype_of(a).itemsize, dtype.itemsize
+    if old != new:
+        if not s or (s[-1] * old) % new:
+            raise ShapeError(
+                f"Tensor.view({dtype}): a tensor of shape {s} and {dtype_of(a)} cannot be viewed as {dtype}: "
+                f"the last dim's {s[-1] * old if s else old} bytes are not a multiple of {new}"
+                + (" (a 0-dim tensor keeps its size)" if not s else "")
+            )
+        s = s[:-1] + (s[-1] * old // new,)
+    return new_tensor(s, dtype, a.meta_device)
+
+
+bitcast = _prim("bitcast", _bitcast_meta, Tag.SHAPE)

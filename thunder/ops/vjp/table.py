@@ -44,6 +44,7 @@ NON_DIFFERENTIABLE = frozenset(
         prims.argmax, prims.argmin, prims.full, prims.iota, prims.uniform, prims.copy_, prims.bernoulli,
         prims.convolution_backward, prims.max_pool_backward, prims.avg_pool_backward,
         prims.adaptive_avg_pool_backward, prims.custom_op_backward,
+        prims.bitcast,  # (eager's view(dtype) is outside the autograd graph)
     }
 )  # fmt: skip
 

@@ -1,0 +1,216 @@
+"""Elementwise aten operators and matrix products, each over prims (or sharing a
+torch-language op's decomposition)."""
+
+from __future__ import annotations
+
+from thunder.core.symbol import Symbol
+from thunder.core.tags import Tag
+from thunder.ops import ltorch, prims
+from thunder.ops.aten.declare import A, _alpha, aten
+from thunder.ops.meta import ShapeError, shape_of
+
+
+# -- elementwise ----------------------------------------------------------------------------
+@aten(A.add.Tensor, tags=(Tag.ELEMENTWISE,))
+def add_Tensor(a, b, *, alpha=1):
+    return prims.add(a, _alpha(b, alpha))
+
+
+@aten(A.add.Scalar, tags=(Tag.ELEMENTWISE,))
+def add_Scalar(a, b, alpha=1):
+    return prims.add(a, _alpha(b, alpha))
+
+
+@aten(A.sub.Tensor, tags=(Tag.ELEMENTWISE,))
+def sub_Tensor(a, b, *, alpha=1):
+    return prims.sub(a, _alpha(b, alpha))
+
+
+@aten(A.sub.Scalar, tags=(Tag.ELEMENTWISE,))
+def sub_Scalar(a, b, alpha=1):
+    return prims.sub(a, _alpha(b, alpha))
+
+
+@aten(A.rsub.Tensor, tags=(Tag.ELEMENTWISE,))
+def rsub_Tensor(a, b, *, alpha=1):
+    return prims.sub(b, _alpha(a, alpha))
+
+
+@aten(A.rsub.Scalar, tags=(Tag.ELEMENTWISE,))
+def rsub_Scalar(a, b, alpha=1):
+    return prims.sub(b, _alpha(a, alpha))
+
+
+@aten(A.mul.Tensor, tags=(Tag.ELEMENTWISE,))
+def mul_Tensor(a, b):
+    return prims.mul(a, b)
+
+
+@aten(A.mul.Scalar, tags=(Tag.ELEMENTWISE,))
+def mul_Scalar(a, b):
+    return prims.mul(a, b)
+
+
+@aten(A.div.Tensor, tags=(Tag.ELEMENTWISE,))
+def div_Tensor(a, b):
+    return prims.div(a, b)
+
+
+@aten(A.div.Scalar, tags=(Tag.ELEMENTWISE,))
+def div_Scalar(a, b):
+    return prims.div(a, b)
+
+
+@aten(A.div.Tensor_mode, tags=(Tag.ELEMENTWISE,))
+def div_Tensor_mode(a, b, *, rounding_mode=None):
+    return ltorch.div.decomposition(a, b, rounding_mode=rounding_mode)
+
+
+@aten(A.pow.Tensor_Scalar, tags=(Tag.ELEMENTWISE,))
+def pow_Tensor_Scalar(a, b):
+    return prims.pow(a, b)
+
+
+@aten(A.pow.Tensor_Tensor, tags=(Tag.ELEMENTWISE,))
+def pow_Tensor_Tensor(a, b):
+    return prims.pow(a, b)
+
+
+@aten(A.maximum.default, tags=(Tag.ELEMENTWISE,))
+def maximum_default(a, b):
+    return prims.maximum(a, b)
+
+
+@aten(A.minimum.default, tags=(Tag.ELEMENTWISE,))
+def minimum_default(a, b):
+    return prims.minimum(a, b)
+
+
+def _aten_unary(overload, prim: Symbol) -> Symbol:
+    def op(a):
+        return prim(a)
+
+    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
+    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
+
+
+neg_default = _aten_unary(A.neg.default, prims.neg)
+abs_default = _aten_unary(A.abs.default, prims.abs)
+exp_default = _aten_unary(A.exp.default, prims.exp)
+log_default = _aten_unary(A.log.default, prims.log)
+sin_default = _aten_unary(A.sin.default, prims.sin)
+cos_default = _aten_unary(A.cos.default, prims.cos)
+tanh_default = _aten_unary(A.tanh.default, prims.tanh)
+sigmoid_default = _aten_unary(A.sigmoid.default, prims.sigmoid)
+sqrt_default = _aten_unary(A.sqrt.default, prims.sqrt)
+rsqrt_default = _aten_unary(A.rsqrt.default, prims.rsqrt)
+reciprocal_default = _aten_unary(A.reciprocal.default, prims.reciprocal)
+# (the backward of remainder and floor division takes floor of a subclass value)
+floor_default = _aten_unary(A.floor.default, prims.floor)
+ceil_default = _aten_unary(A.ceil.default, prims.ceil)
+trunc_default = _aten_unary(A.trunc.default, prims.trunc)
+sign_default = _aten_unary(A.sign.default, prims.sign)
+
+
+def _comparison(overload, prim: Symbol) -> Symbol:
+    def op(a, b):
+        return prim(a, b)
+
+    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
+    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
+
+
+eq_Tensor = _comparison(A.eq.Tensor, prims.eq)
+eq_Scalar = _comparison(A.eq.Scalar, prims.eq)
+ne_Tensor = _comparison(A.ne.Tensor, prims.ne)
+ne_Scalar = _comparison(A.ne.Scalar, prims.ne)
+lt_Tensor = _comparison(A.lt.Tensor, prims.lt)
+lt_Scalar = _comparison(A.lt.Scalar, prims.lt)
+le_Tensor = _comparison(A.le.Tensor, prims.le)
+le_Scalar = _comparison(A.le.Scalar, prims.le)
+gt_Tensor = _comparison(A.gt.Tensor, prims.gt)
+gt_Scalar = _comparison(A.gt.Scalar, prims.gt)
+ge_Tensor = _comparison(A.ge.Tensor, prims.ge)
+ge_Scalar = _comparison(A.ge.Scalar, prims.ge)
+
+
+@aten(A.relu.default, tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
+def relu_default(a):
+    return ltorch.relu.decomposition(a)
+
+
+@aten(A.gelu.default, tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
+def gelu_default(a, *, approximate="none"):
+    return ltorch.gelu.decomposition(a, approximate)
+
+
+@aten(A.where.self, tags=(Tag.ELEMENTWISE,))
+def where_self(condition, a, b):
+    return prims.where(condition, a, b)
+
+
+@aten(A.remainder.Tensor, tags=(Tag.ELEMENTWISE,))
+def remainder_Tensor(a, b):
+    return prims.remainder(a, b)
+
+
+@aten(A.remainder.Scalar, tags=(Tag.ELEMENTWISE,))
+def remainder_Scalar(a, b):
+    return prims.remainder(a, b)
+
+
+@aten(A.masked_fill.Scalar, tags=(Tag.ELEMENTWISE,))
+def masked_fill_Scalar(a, mask, value):
+    return ltorch.masked_fill.decomposition(a, mask, value)
+
+
+@aten(A.masked_fill.Tensor, tags=(Tag.ELEMENTWISE,))
+def masked_fill_Tensor(a, mask, value):
+    return ltorch.masked_fill.decomposition(a, mask, value)
+
+
+@aten(A.tril.default, tags=(Tag.ELEMENTWISE,))
+def tril_default(a, diagonal=0):
+    return ltorch.tril.decomposition(a, diagonal)
+
+
+@aten(A.triu.default, tags=(Tag.ELEMENTWISE,))
+def triu_default(a, diagonal=0):
+    return ltorch.triu.decomposition(a, diagonal)
+
+
+@aten(A.clamp.default, tags=(Tag.ELEMENTWISE,))
+def clamp_default(a, min=None, max=None):
+    return ltorch.clamp.decomposition(a, min, max)
+
+
+# -- matrix products ------------------------------------------------------------------------
+def _ndim(op: str, name: str, a, n: int) -> None:
+    if len(shape_of(a)) != n:
+        raise ShapeError(f"aten.{op}: {name} must be a {n}-D tensor, got shape {shape_of(a)}")
+
+
+@aten(A.mm.default, tags=(Tag.MATMUL,))
+def mm_default(a, b):
+    _ndim("mm", "self", a, 2)
+    _ndim("mm", "mat2", b, 2)
+    return prims.matmul(a, b)
+
+
+@aten(A.bmm.default, tags=(Tag.MATMUL,))
+def bmm_default(a, b):
+    _ndim("bmm", "self", a, 3)
+    _ndim("bmm", "mat2", b, 3)
+    if shape_of(a)[0] != shape_of(b)[0]:
+        raise ShapeError(f"aten.bmm: batch sizes differ: {shape_of(a)} and {shape_of(b)}")
+    return prims.matmul(a, b)
+
+
+@aten(A.addmm.default, tags=(Tag.MATMUL,))
+def addmm_default(bias, a, b, *, beta=1, alpha=1):
+    _ndim("addmm", "mat1", a, 2)
+    _ndim("addmm", "mat2", b, 2)
+    out = _alpha(prims.matmul(a, b), alpha)
+    if beta == 0:  # as torch: the input is ignored (a nan in it does not propagate)
+        return out
+    return prims.add(out, _alpha(bias, beta))
