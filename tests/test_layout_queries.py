@@ -39,6 +39,20 @@ QUERIES = {
 }
 
 
+# Values the program lays out itself: eager's contiguous(memory_format=...) and
+# to(memory_format=...) return the tensor where it is laid out so already, else a copy laid out so
+# (thunder's values have no layout: the copy is decided on eager's layout, replayed).
+QUERIES["laid_out_by_the_program"] = lambda x: (
+    x.contiguous(memory_format=CL).stride() if x.dim() == 4 else None,
+    x.to(memory_format=CL).stride() if x.dim() == 4 else None,
+    x.to(torch.float64, memory_format=CL).stride() if x.dim() == 4 else None,
+    (x.contiguous(memory_format=CL) * 2).stride() if x.dim() == 4 else None,
+    (x.contiguous(memory_format=CL) * 2).contiguous().stride() if x.dim() == 4 else None,
+    x.contiguous(memory_format=CL).contiguous().is_contiguous() if x.dim() == 4 else None,
+    x.to(memory_format=torch.contiguous_format).stride(),
+)
+
+
 @pytest.mark.parametrize("query", list(QUERIES))
 def test_layout_queries_give_eager_answers_on_every_call(query):
     f = QUERIES[query]
@@ -166,3 +180,41 @@ def test_tied_weights_by_data_ptr_in_a_module():
 def test_other_uses_of_an_address_are_refused_with_the_line(use, what):
     with pytest.raises(Exception, match=rf"thunder: {what}.* data_ptr\(\).*\n  at .*test_layout_queries.py"):
         thunder.jit(use)(torch.ones(2))
+
+
+def test_a_layout_the_program_chooses_decides_aliasing_as_eager():
+    """``y.contiguous(memory_format=...)`` is ``y`` itself where ``y`` is laid out so already
+    (a write into it reaches ``y``), else a copy (a write stays in it); memory is read in the
+    copy's layout (as_strided refuses a layout other than the elements in order)."""
+
+    def same(x):
+        y = x * 1
+        z = y.contiguous(memory_format=CL)
+        return z is y, z.add_(1), y
+
+    def back(x):
+        y = x.contiguous(memory_format=CL) * 2
+        z = y.contiguous()
+        z.add_(1)
+        return z is y, y, z.view(-1)
+
+    for f, make in [
+        (same, lambda: torch.randn(2, 3, 4, 5)),
+        (same, lambda: torch.randn(2, 3, 4, 5).to(memory_format=CL)),
+        (back, lambda: torch.randn(2, 3, 4, 5)),
+    ]:
+        jf = thunder.jit(f)
+        for _ in range(2):
+            x = make()
+            got, expected = jf(x.clone()), f(x.clone())
+            assert got[0] == expected[0]
+            for g, e in zip(got[1:], expected[1:]):
+                torch.testing.assert_close(g, e)
+
+    def read(x):
+        return x.reshape(1, 4, 2, 2).contiguous(memory_format=CL).as_strided((4,), (1,))
+
+    with pytest.raises(Exception, match="not contiguous in eager"):
+        thunder.jit(read)(torch.randn(4, 4))
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        thunder.jit(lambda x: x.contiguous(memory_format=CL))(torch.randn(4, 4))

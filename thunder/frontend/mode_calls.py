@@ -136,12 +136,57 @@ def _contiguous(mode, func, args, kwargs):
     if not isinstance(args[0], TensorProxy):
         return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
     state = mode.state
+    if kwargs.get("memory_format", torch.contiguous_format) is not torch.contiguous_format or (
+        state.views.layout_guessed(args[0]) and state.layouts.meta(args[0]) is not None
+    ):
+        # another layout asked for, or the layout is not the one this table assumes: decided
+        # on eager's layout of the value, replayed
+        return _laid_out(mode, func, args, kwargs)
     out = args[0]
     if not state.views.is_contiguous(args[0]):
         out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
         state.layouts.record(func, args, kwargs, out)
     if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
         state.views.guessed_layouts.update((args[0].name, out.name))
+    return out
+
+
+def _to(mode, func, args, kwargs):
+    """``x.to(...)``; with a ``memory_format`` other than ``preserve_format``, eager's choice of
+    ``x`` itself or a copy laid out so (``_laid_out``) where thunder's cast changes nothing."""
+    out = mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+    if out is args[0] and kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
+        return _laid_out(mode, func, args, kwargs)
+    return out
+
+
+def _laid_out(mode, func, args, kwargs):
+    """``x.contiguous(memory_format=torch.channels_last)`` (or ``x.to(memory_format=...)``) where
+    thunder's values, which have no layout, are the same: eager returns ``x`` itself where ``x``
+    is already laid out so, else a copy laid out so, which a stride query, ``as_strided`` and a
+    write (it does not reach ``x``) see. Decided by the call replayed on eager's layout of ``x``
+    (``Layouts.meta``; the prologue checks the inputs' strides it rests on); where that layout
+    cannot be worked out, a copy on which writes are refused."""
+    state, x = mode.state, args[0]
+    layouts = state.layouts
+    m = layouts.meta(x)
+    if m is not None:
+        try:
+            with torch._C.DisableTorchFunction():
+                same = func(m, *args[1:], **kwargs) is m
+        except RuntimeError as e:  # eager's error (channels_last of a 3-d tensor)
+            raise RuntimeError(f"thunder: {describe(func)}: {e}" + at(user_location())) from None
+        for name in layouts.roots[x.name]:
+            proxy, _, real = state.inputs.sources[name]
+            state.views.layout_reads[name] = (proxy, real.stride())
+        if same:
+            return x
+    out = ltorch.clone(x)
+    layouts.record(func, args, kwargs, out)
+    if kwargs.get("memory_format") not in (None, torch.contiguous_format):
+        state.views.permuted_made = True
+    if m is None:
+        state.views.guessed_layouts.update((x.name, out.name))
     return out
 
 
@@ -170,6 +215,7 @@ _AFTER_RESOLVING = {
     torch.as_strided: as_strided,
     T.view_as: _view,
     T.contiguous: _contiguous,
+    T.to: _to,
     T.__setitem__: _setitem,
     T.requires_grad_: _requires_grad_,
     T.copy_: _copy_,

@@ -45,6 +45,9 @@ class Views:
         # results of view-or-copy decisions made on a guessed layout (``layout_guessed``): no writes
         self.guessed_layouts: set[str] = set()
         self._permuted_inputs = (0, False)  # (inputs seen, whether one is laid out permuted)
+        # a value the program laid out otherwise (``x.contiguous(memory_format=...)``,
+        # frontend/mode_calls.py): as a permuted input, eager's layouts then follow it
+        self.permuted_made = False
 
     def add(self, view: View) -> None:
         self.by_name[view.value.name] = view
@@ -91,9 +94,12 @@ class Views:
     def layout_guessed(self, p: TensorProxy) -> bool:
         """Whether deciding on ``p``'s eager layout would be a guess: ``p`` is (a view of) a
         computed tensor, taken as contiguous, while a tensor input is laid out otherwise
-        (channels_last): eager's elementwise ops keep such a layout, thunder does not track it."""
+        (channels_last), or the program laid a value out so: eager's elementwise ops keep such a
+        layout, which this table of views does not track."""
         if self.is_input_view(p):
             return False
+        if self.permuted_made:
+            return True
         sources = self.inputs.sources
         if self._permuted_inputs[0] != len(sources):  # (inputs are added while tracing)
             found = any(
