@@ -8,7 +8,7 @@ in ``tests/opdb.py`` (whose ``Maker`` and ``S`` it uses).
 from __future__ import annotations
 
 import torch
-from opdb import FLOAT, INT, NUM, POS, OpInfo, b8, binary, f32, f64, i64, one, s, unary
+from opdb import FLOAT, INT, NUM, POS, UNIT, OpInfo, b8, binary, f32, f64, i64, one, s, unary
 
 from thunder.ops import aten
 
@@ -59,6 +59,17 @@ for _o in (A.exp.default, A.sin.default, A.cos.default, A.tanh.default, A.sigmoi
     op(_o, unary(), FLOAT)
 for _o in (A.log.default, A.sqrt.default, A.rsqrt.default, A.reciprocal.default):
     op(_o, unary(**POS), FLOAT)
+for _o in (A.erf, A.erfc, A.exp2, A.expm1, A.tan, A.atan, A.sinh, A.cosh, A.asinh):
+    op(_o.default, unary(low=-2.0, high=2.0), FLOAT)
+for _o in (A.log1p, A.log2, A.log10, A.lgamma, A.digamma):
+    op(_o.default, unary(**POS), FLOAT)
+for _o in (A.erfinv, A.asin, A.acos, A.atanh):
+    op(_o.default, unary(**UNIT), FLOAT)
+op(A.acosh.default, unary(low=1.1, high=5.0), FLOAT)
+op(A.round.default, unary(), FLOAT)
+op(A.bitwise_not.default, unary(), INT + (b8,))
+for _o in (A.logical_not, A.isnan, A.isinf, A.isfinite, A.signbit):
+    op(_o.default, unary(), NUM)
 for _p in ("eq", "ne", "lt", "le", "gt", "ge"):
     op(getattr(A, _p).Tensor, binary(scalar=False), NUM)
     op(getattr(A, _p).Scalar, lambda m: [s(m(3, 4), m.scalar()), s(m(2), 0)], NUM)

@@ -131,17 +131,17 @@ class _Wrapper(torch.Tensor):
         return ["_x"], None
 
 
-class ErfinvTensor(_Wrapper):
-    """Its dispatch calls an aten op thunder has no symbol for (``aten.erfinv``)."""
+class I0Tensor(_Wrapper):
+    """Its dispatch calls an aten op thunder has no symbol for (``aten.i0``)."""
 
     @staticmethod
     def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
-        return ErfinvTensor(inner["_x"])
+        return I0Tensor(inner["_x"])
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         x = args[0]._x
-        return ErfinvTensor(torch.ops.aten.erfinv.default(x))
+        return I0Tensor(torch.ops.aten.i0.default(x))
 
 
 class BranchyTensor(_Wrapper):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from subclass_examples import (
     BranchyTensor,
     DequantizingTensor,
-    ErfinvTensor,
+    I0Tensor,
     NoFlattenTensor,
     OffsetTensor,
     ScaleTensor,
@@ -535,9 +535,10 @@ def test_a_module_with_a_subclass_weight_trains(maker):
 
 @pytest.mark.parametrize("maker", list(MAKERS), ids=str)
 def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
-    """gelu's rule (erf) reaches the subclass's dispatch as aten.erf, which thunder has no
-    symbol for yet: the program keeps torch's autograd over whole subclass ops, as eager."""
-    fn = lambda x, w: torch.nn.functional.gelu(x) * w  # noqa: E731
+    """digamma's rule (polygamma) reaches the subclass's dispatch as aten.polygamma, which
+    thunder has no symbol for yet: the program keeps torch's autograd over whole subclass ops,
+    as eager."""
+    fn = lambda x, w: torch.digamma(x) * w  # noqa: E731
     x, w = MAKERS[maker](3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
     expected = fn(x, w)
     cot = torch.randn(expected.shape)  # any gradient works here, as in eager
@@ -549,6 +550,21 @@ def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
     last = thunder.last_traces(jfn)[-1]
     ops = [b for b in last.bound_symbols if b.subsymbols and b.subsymbols[0].has_tag(Tag.TENSOR_SUBCLASS)]
     assert ops and all(b.info.claimed_by == "torch" for b in ops)
+
+
+@pytest.mark.parametrize("maker", list(MAKERS), ids=str)
+def test_gelu_s_gradient_on_a_subclass_is_thunder_s_backward(maker):
+    """gelu's rule takes erf of the subclass value (aten.erf in its dispatch): a thunder
+    backward, equal to eager's, over two calls."""
+    fn = lambda x, w: torch.nn.functional.gelu(x) * w  # noqa: E731
+    jfn = thunder.jit(fn)
+    for _ in range(2):
+        x, w = MAKERS[maker](3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+        cot = torch.randn(3, 3)
+        grads = torch.autograd.grad(fn(x, w), (x, w), cot)
+        for g, e in zip(torch.autograd.grad(jfn(x, w), (x, w), cot), grads):
+            assert_same(g, e)
+    assert thunder.last_backward_traces(jfn)
 
 
 def test_a_dispatch_returning_plain_tensors_keeps_eagers_gradient():
@@ -599,14 +615,14 @@ def test_a_subclass_without_tensor_flatten_is_a_clear_error():
 
 
 def test_a_dispatch_calling_an_aten_op_thunder_lacks_is_a_clear_error():
-    jfn = thunder.jit(lambda x: x.cos())  # the dispatch calls aten.erfinv
+    jfn = thunder.jit(lambda x: x.cos())  # the dispatch calls aten.i0
     with pytest.raises(UnsupportedOpError) as e:
-        jfn(ErfinvTensor(torch.rand(3)))
+        jfn(I0Tensor(torch.rand(3)))
     msg = str(e.value)
-    assert "ErfinvTensor.__torch_dispatch__ calls aten.erfinv.default" in msg
+    assert "I0Tensor.__torch_dispatch__ calls aten.i0.default" in msg
     assert "thunder/ops/aten/" in msg and "tests/aten_opdb.py" in msg  # where ops are added
     assert "test_subclasses.py" in msg and "x.cos()" in msg  # the user's line
-    assert "subclass_examples.py" in msg and "torch.ops.aten.erfinv.default(x)" in msg  # the subclass's
+    assert "subclass_examples.py" in msg and "torch.ops.aten.i0.default(x)" in msg  # the subclass's
 
 
 def test_a_dispatch_with_data_dependent_control_flow_is_a_clear_error():
