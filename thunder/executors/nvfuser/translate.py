@@ -84,6 +84,7 @@ UNSUPPORTED = SymbolTable(
         prims.adaptive_avg_pool_backward: "nvFuser has no pooling",
         prims.custom_op_backward: "runs a custom operator's own autograd formula",
         prims.grouped_mm: "grouped (mixture-of-experts) matmuls: torch's grouped kernel",
+        prims.bitcast: "reads each element's bytes as another dtype: torch's view(dtype)",
         **dict.fromkeys(
             (
                 prims.all_reduce,
