@@ -105,3 +105,31 @@ def test_a_view_of_an_input_written_with_a_gradient_keeps_its_graph():
         (re * re).sum().backward()
         torch.testing.assert_close(w.grad, we.grad)
         torch.testing.assert_close(x, xe)
+
+
+@pytest.mark.parametrize(
+    "cast",
+    [
+        lambda x: x.to(torch.float32, copy=True),
+        lambda x: x.to("cpu", torch.float32, False, True),  # copy as the second positional flag
+        lambda x: x.to(x, False, True),
+        lambda x: x.to(copy=True),
+        lambda x: x.to(torch.float32),  # no copy: x itself, written through
+        lambda x: x.to("cpu", torch.float32, True),  # non_blocking only: x itself
+    ],
+)
+def test_to_copies_where_eager_copies(cast):
+    """``x.to(..., copy=True)`` is a new tensor even where nothing changes: a write into it
+    does not reach ``x``; without ``copy`` it is ``x`` itself, as in eager."""
+
+    def f(x):
+        y = cast(x)
+        y.add_(1)
+        return y is x
+
+    jf = thunder.jit(f)
+    for _ in range(2):
+        x = torch.randn(3)
+        a, b = x.clone(), x.clone()
+        assert jf(a) == f(b)
+        torch.testing.assert_close(a, b)

@@ -139,7 +139,8 @@ def check_memory_read(m: torch.Tensor | None, storage_offset, what: str, where: 
 def as_strided(mode, func, args, kwargs):
     """``x.as_strided(size, stride, storage_offset)``: checked against eager's layout of ``x``
     (``check_memory_read``), whose inputs the prologue checks."""
-    state, p = mode.state, args[0]
+    state = mode.state
+    p = args[0] if args else kwargs.get("input", kwargs.get("self"))  # (operands by keyword)
     if isinstance(p, TensorProxy):
         storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
         layouts = state.layouts

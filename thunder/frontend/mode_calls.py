@@ -155,8 +155,10 @@ def _to(mode, func, args, kwargs):
     """``x.to(...)``; with a ``memory_format`` other than ``preserve_format``, eager's choice of
     ``x`` itself or a copy laid out so (``_laid_out``) where thunder's cast changes nothing."""
     out = mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
-    if out is args[0] and kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
-        return _laid_out(mode, func, args, kwargs)
+    memory_format = kwargs.get("memory_format", torch.preserve_format)
+    if out is args[0] and memory_format is not torch.preserve_format:
+        # (replayed as the layout change alone: the cast changes nothing here)
+        return _laid_out(mode, T.to, args[:1], {"memory_format": memory_format})
     return out
 
 

@@ -59,11 +59,15 @@ def to(a, *args, **kwargs):
     dtype, device = _parse_to(a, args, kwargs)
     if device is not None and device.type == "cuda" and device.index is None:
         device = torch.device("cuda", 0)
+    x = a
     if device is not None and device != a.device:
         a = prims.device_put(a, device)
     if dtype is not None and dtype is not dtype_of(a):
         a = prims.convert_element_type(a, dtype)
-    if kwargs.get("copy") and not (device is not None or dtype is not None):
+    # ``copy=True`` (by keyword, or the second positional flag after non_blocking): a new
+    # tensor even where nothing changes, as eager's (a write into it does not reach ``a``)
+    flags = [v for v in args if v is True or v is False]  # (``bool`` here is the cast)
+    if a is x and (flags[1] if len(flags) > 1 else kwargs.get("copy", False)):
         a = prims.clone(a)
     return a
 
