@@ -3,7 +3,10 @@ executor), torch.compile and thunder with the torch.compile executor, on the mod
 ``bench/training.py``. Unlike CPU time on a shared machine, instruction counts repeat to a
 fraction of a percent, so a change of one percent in the per-step cost shows.
 
-    python bench/instructions.py [--steps N] [--keep DIR]
+    python bench/instructions.py [--steps N] [--keep DIR] [--variants V,...] [--models SUBSTRING]
+
+(``--variants thunder+tc --models GPT``: one variant of one model, minutes instead of tens
+of minutes: torch.compile's own compilation runs under valgrind, thunder's in a helper.)
 
 The script runs itself again under ``valgrind --tool=callgrind --instr-atstart=no``
 (valgrind and ``callgrind_control`` must be on the PATH), with the CPU's vector code
@@ -34,14 +37,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3, help="counted steps per variant")
     parser.add_argument("--keep", help="a folder to keep callgrind's dumps in")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="which of " + ", ".join(VARIANTS))
+    parser.add_argument("--models", default="", help="only the models whose name contains this")
     opts = parser.parse_args()
+    variants = [v for v in opts.variants.split(",") if v]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
     if os.environ.get(_CHILD):
-        count(opts.steps)
+        count(opts.steps, variants, opts.models)
     else:
-        run_under_valgrind(opts.steps, opts.keep)
+        run_under_valgrind(opts.steps, opts.keep, variants, opts.models)
 
 
-def run_under_valgrind(steps: int, keep: str | None) -> None:
+def run_under_valgrind(steps: int, keep: str | None, variants: list[str], models: str) -> None:
     for tool in ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             sys.exit(f"bench/instructions.py needs {tool} on the PATH (apt-get install valgrind)")
@@ -69,27 +78,31 @@ def run_under_valgrind(steps: int, keep: str | None) -> None:
         os.path.abspath(__file__),
         "--steps",
         str(steps),
+        "--variants",
+        ",".join(variants),
+        "--models",
+        models,
     ]
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.exit(f"the counted run failed (exit code {proc.returncode}):\n{proc.stdout}")
     totals = read_dumps(out_dir)
     print(f"instructions per training step (millions), {steps} steps counted, callgrind")
-    print(
-        f"{'model':20} "
-        + " ".join(f"{v:>11}" for v in VARIANTS)
-        + f" {'thunder/eager':>14} {'tc/compile':>11}"
-    )
+    ratios = [
+        (name, a, b)
+        for name, a, b in (("thunder/eager", "thunder", "eager"), ("tc/compile", "thunder+tc", "compile"))
+        if a in variants and b in variants
+    ]
+    print(f"{'model':20} " + " ".join(f"{v:>11}" for v in variants) + "".join(f" {r[0]:>14}" for r in ratios))
     for line in proc.stdout.splitlines():
         if not line.startswith("case "):
             continue
         _, index, name = line.split(" ", 2)
-        per_step = {v: totals[f"{index}-{v}"] / steps / 1e6 for v in VARIANTS}
+        per_step = {v: totals[f"{index}-{v}"] / steps / 1e6 for v in variants}
         print(
             f"{name:20} "
-            + " ".join(f"{per_step[v]:11.3f}" for v in VARIANTS)
-            + f" {per_step['thunder'] / per_step['eager']:14.3f}"
-            + f" {per_step['thunder+tc'] / per_step['compile']:11.3f}"
+            + " ".join(f"{per_step[v]:11.3f}" for v in variants)
+            + "".join(f" {per_step[a] / per_step[b]:14.3f}" for _, a, b in ratios)
         )
     if keep is None:
         shutil.rmtree(work, ignore_errors=True)
@@ -118,7 +131,7 @@ def callgrind(*args: str) -> None:
     )
 
 
-def count(steps: int) -> None:
+def count(steps: int, variants: list[str], models: str) -> None:
     """Under valgrind: build, warm up, then count ``steps`` steps of each variant."""
     import torch
 
@@ -130,21 +143,23 @@ def count(steps: int) -> None:
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    makers = {
+        "eager": lambda model: model,
+        "thunder": thunder.jit,
+        "compile": torch.compile,
+        "thunder+tc": lambda model: thunder.jit(model, executors=["torchcompile", "torch"]),
+    }
     for index, (name, model, x, target, loss_fn, _) in enumerate(cases()):
-        variants = {
-            "eager": model,
-            "thunder": thunder.jit(model),
-            "compile": torch.compile(model),
-            "thunder+tc": thunder.jit(model, executors=["torchcompile", "torch"]),
-        }
-        steps_of = {v: step_fn(model, fwd, x, target, loss_fn) for v, fwd in variants.items()}
+        if models not in name:
+            continue
+        steps_of = {v: step_fn(model, makers[v](model), x, target, loss_fn) for v in variants}
         for step in steps_of.values():
             step()
         torchcompileex.wait()
         for step in steps_of.values():
             for _ in range(3):
                 step()
-        for variant in VARIANTS:
+        for variant in variants:
             callgrind("-z")
             callgrind("-i", "on")
             for _ in range(steps):
