@@ -42,6 +42,25 @@ def mlp() -> nn.Module:
     return nn.Sequential(*layers)
 
 
+def gpt_loss(logits, target):
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten())
+
+
+def cases() -> list[tuple]:
+    """The models measured: (name, model, input, target, loss function, steps per round)."""
+    return [
+        ("MLP 4x64 [16,64]", mlp(), torch.randn(16, 64), torch.randn(16, 64), F.mse_loss, 400),
+        (
+            "GPT 4x128 T=64 B=2",
+            GPT(vocab=256, d=128, heads=4, layers=4, ctx=64),
+            torch.randint(0, 256, (2, 64)),
+            torch.randint(0, 256, (2, 64)),
+            gpt_loss,
+            20,
+        ),
+    ]
+
+
 def step_fn(model, forward, x, target, loss_fn):
     def step():
         model.zero_grad(set_to_none=True)
@@ -86,21 +105,6 @@ def main() -> None:
     opts = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-
-    def gpt_loss(logits, target):
-        return F.cross_entropy(logits.flatten(0, 1), target.flatten())
-
-    cases = [
-        ("MLP 4x64 [16,64]", mlp(), torch.randn(16, 64), torch.randn(16, 64), F.mse_loss, 400),
-        (
-            "GPT 4x128 T=64 B=2",
-            GPT(vocab=256, d=128, heads=4, layers=4, ctx=64),
-            torch.randint(0, 256, (2, 64)),
-            torch.randint(0, 256, (2, 64)),
-            gpt_loss,
-            20,
-        ),
-    ]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread, CPU time per training step (first: thunder's first step)"
     )
@@ -110,7 +114,7 @@ def main() -> None:
         + ("" if opts.no_compile else f" {'thunder+tc us':>14} {'ratio':>6} {'vs compile':>10}")
     )
     details = []
-    for name, model, x, target, loss_fn, number in cases:
+    for name, model, x, target, loss_fn, number in cases():
         # eager's first step of this model: what the process pays once for its shapes (the
         # allocator, the matmul library's first calls), which thunder's first step then does not
         c0 = time.process_time()

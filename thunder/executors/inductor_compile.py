@@ -98,11 +98,14 @@ def compile_program(program, meta: list, grad: bool):
     # decides whether it compiles a backward too, now rather than at the first backward (so
     # that AOTAutograd's cache holds both once this returns). The sizes and strides Inductor's
     # wrapper would assert on every call ``InductorRegion`` checks in one call instead.
+    # The graph's order is kept (``reorder_for_locality`` would move each producer next to its
+    # first user): ``inductor_order.matmuls_together`` chose it so that the work between extern
+    # kernels (matmuls) comes in few stretches, each one C++ function.
     with (
         tracing(TracingContext(fake_mode)),
         torch.set_grad_enabled(grad),
         functorch_config.patch(force_non_lazy_backward_lowering=True),
-        inductor_config.patch(size_asserts=TensorGuards is None),
+        inductor_config.patch(size_asserts=TensorGuards is None, reorder_for_locality=False),
     ):
         return compile_fx(gm, fakes)
 

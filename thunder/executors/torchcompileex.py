@@ -76,6 +76,7 @@ from thunder.executors.inductor_compile import (
     read_message,
     write_message,
 )
+from thunder.executors.inductor_order import matmuls_together
 from thunder.ops import prims
 
 # prim -> what kind of work it is (Inductor generates code for these)
@@ -284,7 +285,8 @@ class InductorRegion:
         self.where = f" (from {region.members[0].source})" if region.members[0].source else ""
         self.size = len(region.members)
         self.single = len(region.outputs) == 1
-        self.trace = claim(region.trace(), [torchex.executor])
+        # matmuls next to each other: fewer C++ functions in Inductor's code (see inductor_order)
+        self.trace = claim(matmuls_together(region.trace(), _is_matmul), [torchex.executor])
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
@@ -402,6 +404,10 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+
+
+def _is_matmul(prim: BoundSymbol) -> bool:
+    return FUSED.get(prim.sym) == "matmul"
 
 
 executor = TorchCompileExecutor("torchcompile")
