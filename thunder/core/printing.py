@@ -44,8 +44,8 @@ class Printer:
     def __init__(self, *, blank_comments: bool = False):
         self.ctx: dict[str, object] = {}
         self._names: dict[int, str] = {}
-        # subsymbols (and headers) print as empty lines: the code to compile, whose line
-        # numbers are the full program's (see ``Trace.python_callable``)
+        # subsymbols (and headers) print as empty lines, and type comments not at all: the
+        # code to compile, whose line numbers are the full program's (``Trace.python_callable``)
         self.blank_comments = blank_comments
 
     def name_object(self, obj, preferred: str) -> str:
@@ -142,6 +142,9 @@ def bsym_line(bsym, printer: Printer) -> str:
         return custom(bsym, printer)
     call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
     output = bsym.output
+    if printer.blank_comments:  # the code to compile: its type comments are not printed either
+        out = output.name if isinstance(output, Proxy) else output_str(printer, output)
+        return f"{out} = {call}" if out else call
     if isinstance(output, Proxy):  # the common case, one value
         return f'{output.name} = {call}  # {output.name}: "{output.type_string()}"'
     out = output_str(printer, output)
@@ -219,7 +222,7 @@ def print_program(trace, printer: Printer | None = None) -> Program:
     bsym_of_line: list[object] = []  # per body line
     for p in trace.args:
         if isinstance(p, (TensorProxy, NumberProxy)):
-            body.append(f"  # {type_comment([p])}")
+            body.append("" if printer.blank_comments else f"  # {type_comment([p])}")
             bsym_of_line.append(None)
     block = None  # the grad-mode block being printed (``with torch.no_grad():``)
     modules: set[str] = set()
