@@ -370,6 +370,8 @@ def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forwar
             out += group[1]
             pending.remove(group)
         out.append(b)
+    for _, copies in pending:  # used by no op, only returned (a gradient that is the value)
+        out += copies
     return out
 
 
