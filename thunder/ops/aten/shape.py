@@ -163,10 +163,7 @@ def copy__default(a, src, non_blocking=False):
 
 def _like(value):
     def op(a, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-        _check_layout("aten.*_like", layout)
-        return prims.full(
-            shape_of(a), value, dtype=dtype or dtype_of(a), device=torch.device(device or device_of(a))
-        )
+        return ltorch.full_like.decomposition(a, value, dtype=dtype, layout=layout, device=device)
 
     return op
 
@@ -179,10 +176,7 @@ empty_like_default = aten(A.empty_like.default, tags=(Tag.FACTORY,))(_like(0))
 
 def _new(value):
     def op(a, size, *, dtype=None, layout=None, device=None, pin_memory=None):
-        _check_layout("aten.new_*", layout)
-        return prims.full(
-            tuple(size), value, dtype=dtype or dtype_of(a), device=torch.device(device or device_of(a))
-        )
+        return ltorch.new_full.decomposition(a, tuple(size), value, dtype=dtype, layout=layout, device=device)
 
     return op
 
