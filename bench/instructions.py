@@ -6,7 +6,10 @@ fraction of a percent, so a change of one percent in the per-step cost shows.
     python bench/instructions.py [--steps N] [--keep DIR] [--variants V,...] [--models SUBSTRING]
 
 (``--variants thunder+tc --models GPT``: one variant of one model, minutes instead of tens
-of minutes: torch.compile's own compilation runs under valgrind, thunder's in a helper.)
+of minutes: torch.compile's own compilation runs under valgrind, thunder's in a helper.
+``compile+cpp``, not counted unless named: ``torch.compile`` with Inductor's C++ wrapper,
+as the torch.compile executor compiles its CPU regions, for the comparison with that choice
+made on both sides.)
 
 The script runs itself again under ``valgrind --tool=callgrind --instr-atstart=no``
 (valgrind and ``callgrind_control`` must be on the PATH), with the CPU's vector code
@@ -30,6 +33,9 @@ import sys
 import tempfile
 
 VARIANTS = ("eager", "thunder", "compile", "thunder+tc")
+# on request: torch.compile with Inductor's C++ wrapper, which the torch.compile executor uses
+# for its CPU regions (``inductor_compile.compile_program``): the same choice on both sides
+EXTRA = ("compile+cpp",)
 _CHILD = "_THUNDER_INSTRUCTIONS_CHILD"
 
 
@@ -37,13 +43,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3, help="counted steps per variant")
     parser.add_argument("--keep", help="a folder to keep callgrind's dumps in")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="which of " + ", ".join(VARIANTS))
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="which of " + ", ".join(VARIANTS + EXTRA)
+    )
     parser.add_argument("--models", default="", help="only the models whose name contains this")
     opts = parser.parse_args()
     variants = [v for v in opts.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
+    unknown = set(variants) - set(VARIANTS + EXTRA)
     if unknown:
-        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS)}")
+        parser.error(f"unknown variants {sorted(unknown)}: choose among {', '.join(VARIANTS + EXTRA)}")
     if os.environ.get(_CHILD):
         count(opts.steps, variants, opts.models)
     else:
@@ -90,7 +98,11 @@ def run_under_valgrind(steps: int, keep: str | None, variants: list[str], models
     print(f"instructions per training step (millions), {steps} steps counted, callgrind")
     ratios = [
         (name, a, b)
-        for name, a, b in (("thunder/eager", "thunder", "eager"), ("tc/compile", "thunder+tc", "compile"))
+        for name, a, b in (
+            ("thunder/eager", "thunder", "eager"),
+            ("tc/compile", "thunder+tc", "compile"),
+            ("tc/compile+cpp", "thunder+tc", "compile+cpp"),
+        )
         if a in variants and b in variants
     ]
     print(f"{'model':20} " + " ".join(f"{v:>11}" for v in variants) + "".join(f" {r[0]:>14}" for r in ratios))
@@ -148,6 +160,7 @@ def count(steps: int, variants: list[str], models: str) -> None:
         "thunder": thunder.jit,
         "compile": torch.compile,
         "thunder+tc": lambda model: thunder.jit(model, executors=["torchcompile", "torch"]),
+        "compile+cpp": lambda model: torch.compile(model, options={"cpp_wrapper": True}),
     }
     for index, (name, model, x, target, loss_fn, _) in enumerate(cases()):
         if models not in name:

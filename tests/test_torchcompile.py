@@ -269,6 +269,38 @@ def test_compiled_on_the_calling_thread_a_failure_is_an_error_naming_the_region(
         jfn(torch.randn(4, 5), torch.randn(4, 5))
 
 
+def _record_wrappers(monkeypatch, cpp_fails: bool) -> list:
+    """Which wrapper Inductor was asked for, call by call (``cpp_wrapper`` at each compile)."""
+    import torch._inductor.compile_fx as compile_fx_module
+    from torch._inductor import config as inductor_config
+
+    real, asked = compile_fx_module.compile_fx, []
+
+    def recording(gm, example_inputs):
+        asked.append(inductor_config.cpp_wrapper)
+        if cpp_fails and inductor_config.cpp_wrapper:
+            raise NotImplementedError("no C++ wrapper for this")
+        return real(gm, example_inputs)
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", recording)
+    return asked
+
+
+@pytest.mark.parametrize("cpp_fails", [False, True], ids=["cpp", "cpp_fails"])
+def test_on_cpu_a_region_gets_inductors_cpp_wrapper_or_else_the_python_one(monkeypatch, cpp_fails):
+    asked = _record_wrappers(monkeypatch, cpp_fails)
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            torch.testing.assert_close(jfn(x, y), chain(x, y))
+    assert not [w for w in caught if "thunder" in str(w.message)]  # no failure to report
+    assert asked == ([True, False] if cpp_fails else [True])
+    (region,) = _regions(jfn)
+    assert all(fn is not region.sym.impl.program for fn in region.sym.impl.compiled.values())
+
+
 def _train_step(fn, model, *inputs):
     out = fn(*inputs)
     out.float().pow(2).mean().backward()
