@@ -117,6 +117,13 @@ class BoundSymbolInfo:
         fifth of ``dataclasses.replace``'s time: every BoundSymbol copy makes one)."""
         return BoundSymbolInfo(*_info_fields(self))
 
+    def claimed(self, executor: str) -> BoundSymbolInfo:
+        """A copy that notes ``executor`` as the one that runs it (claiming copies every
+        BoundSymbol of a trace: ``copy`` rather than ``dataclasses.replace``)."""
+        info = self.copy()
+        info.claimed_by = executor
+        return info
+
 
 _info_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(BoundSymbolInfo)))
 

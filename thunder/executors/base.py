@@ -8,7 +8,6 @@ and ``prims.add`` as comments below the executed line). An executor's implementa
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,7 +52,7 @@ class Executor:
                 source=bsym.source,
                 tags=bsym.tags | bsym.sym.tags & KEPT_TAGS,
                 scope=bsym.scope,
-                info=dataclasses.replace(bsym.info, claimed_by=self.name),  # keeps what the grad pass noted
+                info=bsym.info.claimed(self.name),  # keeps what the grad pass noted
             )
         return None
 

@@ -103,7 +103,7 @@ class FusionExecutor(Executor):
     def claim(self, bsym: BoundSymbol) -> BoundSymbol | None:
         if self.decline_reason(bsym) is not None:
             return None
-        return bsym.from_bsym(info=dataclasses.replace(bsym.info, claimed_by=self.name))
+        return bsym.from_bsym(info=bsym.info.claimed(self.name))
 
     def why_not(self, bsym: BoundSymbol) -> str:
         return f"{self.name} does not fuse {bsym.sym.id} ({self.decline_reason(bsym)})"
