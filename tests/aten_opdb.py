@@ -66,6 +66,7 @@ for _o in (A.log1p, A.log2, A.log10, A.lgamma, A.digamma):
 for _o in (A.erfinv, A.asin, A.acos, A.atanh):
     op(_o.default, unary(**UNIT), FLOAT)
 op(A.acosh.default, unary(low=1.1, high=5.0), FLOAT)
+op(A.polygamma.default, lambda m: [s(1, m(3, 4, **POS)), s(2, m(2, 3, **POS))], (f32, f64))
 op(A.round.default, unary(), FLOAT)
 op(A.bitwise_not.default, unary(), INT + (b8,))
 for _o in (A.logical_not, A.isnan, A.isinf, A.isfinite, A.signbit):
@@ -200,6 +201,8 @@ op(A.zeros_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL)
 op(A.fill.Scalar, lambda m: [s(m(3, 4), m.scalar()), s(m(2), 0)], ALL)
 op(A.fill.Tensor, lambda m: [s(m(3, 4), m()), s(m(2), torch.tensor(1, dtype=f64))], ALL)
 op(A.zero.default, unary(), ALL)
+op(A.narrow_copy.default, lambda m: [s(m(4, 3), 0, 1, 2), s(m(4, 3), -1, 0, 1)], ALL)
+op(A.diag_embed.default, lambda m: [s(m(3)), s(m(2, 3), 1, 0, 2), s(m(2, 3), -1)], NUM)
 op(
     A.index_select.default,
     lambda m: [s(m(4, 3), 0, torch.tensor([0, 2, 0])), s(m(4, 3), -1, torch.tensor([1]))],
@@ -251,6 +254,7 @@ op(
     tol=RED_TOL,
 )
 op(A.mean.default, lambda m: [s(m(3, 4))], FLOAT, tol=RED_TOL)
+op(A.trace.default, lambda m: [s(m(3, 4)), s(m(4, 4))], FLOAT + INT, tol=RED_TOL)
 op(A.mean.dim, lambda m: [s(m(3, 4), [1]), s(m(2, 3, 4), [0, 1], True)], FLOAT, tol=RED_TOL)
 op(A.amax.default, lambda m: [s(m(3, 4)), s(m(3, 4), [1]), s(m(2, 3, 4), [0, 2], True)], NUM)
 op(A.amin.default, lambda m: [s(m(3, 4)), s(m(3, 4), [0], True)], NUM)

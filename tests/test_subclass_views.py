@@ -65,6 +65,11 @@ OTHERS = {
     "t_copy": lambda x: torch.t_copy(x) * 2,
     "unbind_copy": lambda x: torch.unbind_copy(x)[1] * 2,
     "view_as_real of a complex value": lambda x: torch.view_as_real(x.to(torch.complex64)) * 2,
+    "narrow_copy": lambda x: torch.narrow_copy(x, 1, 1, 2) * 2,
+    "diag_embed": lambda x: torch.diag_embed(x[0], 1) * 2,
+    "trace": lambda x: torch.trace(x) * x,
+    "polygamma": lambda x: torch.polygamma(1, x.abs() + 1) * 2,
+    "digamma (its gradient is polygamma)": lambda x: torch.digamma(x.abs() + 1) * 2,
 }
 VIEWS |= OTHERS
 

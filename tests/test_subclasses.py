@@ -534,10 +534,13 @@ def test_a_module_with_a_subclass_weight_trains(maker):
 
 
 @pytest.mark.parametrize("maker", list(MAKERS), ids=str)
-def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
-    """digamma's rule (polygamma) reaches the subclass's dispatch as aten.polygamma, which
-    thunder has no symbol for yet: the program keeps torch's autograd over whole subclass ops,
+def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker, monkeypatch):
+    """digamma's rule (polygamma) reaches the subclass's dispatch as aten.polygamma; without a
+    symbol for it (taken away here) the program keeps torch's autograd over whole subclass ops,
     as eager."""
+    from thunder.ops import aten
+
+    monkeypatch.delitem(aten.ATEN, torch.ops.aten.polygamma.default)
     fn = lambda x, w: torch.digamma(x) * w  # noqa: E731
     x, w = MAKERS[maker](3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
     expected = fn(x, w)
@@ -553,10 +556,14 @@ def test_gradients_thunder_cannot_trace_fall_back_to_torch_autograd(maker):
 
 
 @pytest.mark.parametrize("maker", list(MAKERS), ids=str)
-def test_gelu_s_gradient_on_a_subclass_is_thunder_s_backward(maker):
-    """gelu's rule takes erf of the subclass value (aten.erf in its dispatch): a thunder
-    backward, equal to eager's, over two calls."""
-    fn = lambda x, w: torch.nn.functional.gelu(x) * w  # noqa: E731
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x, w: torch.nn.functional.gelu(x) * w, lambda x, w: torch.digamma(x.abs() + 1) * w],
+    ids=["gelu", "digamma"],
+)
+def test_a_gradient_on_a_subclass_is_thunder_s_backward(maker, fn):
+    """gelu's rule takes erf of the subclass value (aten.erf in its dispatch), digamma's takes
+    polygamma (aten.polygamma): a thunder backward, equal to eager's, over two calls."""
     jfn = thunder.jit(fn)
     for _ in range(2):
         x, w = MAKERS[maker](3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)

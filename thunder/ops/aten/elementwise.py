@@ -139,6 +139,12 @@ isfinite_default = _aten_unary(A.isfinite.default, prims.isfinite)
 signbit_default = _aten_unary(A.signbit.default, prims.signbit)
 
 
+# (digamma's backward takes polygamma of a subclass value; the order n first, as aten's)
+@aten(A.polygamma.default, tags=(Tag.ELEMENTWISE,))
+def polygamma_default(n, a):
+    return ltorch.polygamma.decomposition(n, a)
+
+
 def _comparison(overload, prim: Symbol) -> Symbol:
     def op(a, b):
         return prim(a, b)

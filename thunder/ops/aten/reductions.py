@@ -50,6 +50,11 @@ def min_default(a):
     return ltorch.amin.decomposition(a, None, False)
 
 
+@aten(A.trace.default, tags=(Tag.REDUCTION,))
+def trace_default(a):
+    return ltorch.trace.decomposition(a)
+
+
 def _softmax(log: bool):
     def op(a, dim, half_to_float):
         if half_to_float:

@@ -110,6 +110,17 @@ def _declare_copies() -> None:
 _declare_copies()
 
 
+# (narrow itself never reaches a dispatch: aten decomposes it into slice first)
+@aten(A.narrow_copy.default, tags=(Tag.COPY,))
+def narrow_copy_default(a, dim, start, length):
+    return prims.clone(ltorch.narrow.decomposition(a, dim, start, length))
+
+
+@aten(A.diag_embed.default, tags=(Tag.SHAPE,))
+def diag_embed_default(a, offset=0, dim1=-2, dim2=-1):
+    return ltorch.diag_embed.decomposition(a, offset, dim1, dim2)
+
+
 VIEW_WRITES = {
     diagonal_default: TORCH_VIEW_WRITES[ltorch.diagonal],
     unfold_default: TORCH_VIEW_WRITES[tensor_unfold],  # (windows that overlap are refused)
