@@ -301,6 +301,22 @@ def test_on_cpu_a_region_gets_inductors_cpp_wrapper_or_else_the_python_one(monke
     assert all(fn is not region.sym.impl.program for fn in region.sym.impl.compiled.values())
 
 
+@pytest.mark.parametrize("helper_found", [True, False], ids=["cpp", "python"])
+def test_the_wrapper_the_helper_compiled_with_is_the_one_loaded(background, monkeypatch, helper_found):
+    """Where the helper process found that a region's wrapper cannot be C++, the calling thread
+    loads the Python one without trying C++ again (a failing C++ compilation takes seconds)."""
+    jobs = _Jobs()
+    monkeypatch.setattr(torchcompileex, "_helper", jobs)
+    jfn = thunder.jit(chain, executors=["torchcompile"])
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    jfn(x, y)
+    asked = _record_wrappers(monkeypatch, cpp_fails=False)
+    jobs.futures[0].cpp_wrapper = helper_found  # (as _Helper._read sets it from the answer)
+    jobs.futures[0].set_result(None)
+    torch.testing.assert_close(jfn(x, y), chain(x, y))
+    assert asked == [helper_found]
+
+
 def _train_step(fn, model, *inputs):
     out = fn(*inputs)
     out.float().pow(2).mean().backward()

@@ -71,23 +71,26 @@ def apply_settings(settings: dict) -> None:
             setattr(torch.backends.cuda.matmul, name, value)
 
 
-def compile_program(program, meta: list, grad: bool):
+def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = None):
     """Inductor's function for ``program`` (a function of torch calls) on inputs of
     ``meta`` (shape, strides, dtype, device, requires_grad each) in grad mode ``grad``: traced
     by ``make_fx`` on fake tensors (nothing is computed, static shapes), compiled by
-    ``compile_fx``. The helper process runs this too, for the same result in the caches.
+    ``compile_fx``; with whether its wrapper is C++. The helper process runs this too, for the
+    same result in the caches.
 
     On CPU the function Inductor writes around its kernels (allocating buffers, calling the
     matmuls and the C++ kernels, freeing them) is C++ too (``cpp_wrapper``): its Python form
     costs about 2% of the instructions of ``bench/training.py``'s GPT training step. Where
-    Inductor cannot write a region's wrapper in C++, the region gets the Python one."""
-    cpp = all(torch.device(device).type == "cpu" for _, _, _, device, _ in meta)
-    try:
-        return _compile(program, meta, grad, cpp_wrapper=cpp)
-    except Exception:
-        if not cpp:
-            raise
-    return _compile(program, meta, grad, cpp_wrapper=False)
+    Inductor cannot write a region's wrapper in C++, the region gets the Python one.
+    ``cpp_wrapper`` True or False asks for that wrapper only (what the helper found works)."""
+    if cpp_wrapper is None:
+        cpp_wrapper = all(torch.device(device).type == "cpu" for _, _, _, device, _ in meta)
+        if cpp_wrapper:
+            try:
+                return _compile(program, meta, grad, cpp_wrapper=True), True
+            except Exception:
+                cpp_wrapper = False
+    return _compile(program, meta, grad, cpp_wrapper=cpp_wrapper), cpp_wrapper
 
 
 def _compile(program, meta: list, grad: bool, *, cpp_wrapper: bool):

@@ -6,7 +6,8 @@ answers on stdout, each message a length-prefixed pickle. A job is a region's pr
 Python source, the modules it imports, its named objects), its inputs' metadata and the grad
 mode, and the caller's settings that Inductor's cache keys include; the worker traces the program to an FX graph and compiles it with Inductor exactly as
 the main process would, which leaves the compiled code in Inductor's on-disk caches, and
-answers ``(job, None)`` or ``(job, error text)``. The main process then compiles the same
+answers ``(job, None, cpp)`` (``cpp``: whether the wrapper is C++, which the main process
+then asks for alone) or ``(job, error text, None)``. The main process then compiles the same
 graph on its calling thread, where it loads from those caches in a fraction of the time.
 
 Why a process and not a thread: while Inductor traces a graph, torch.fx patches
@@ -40,13 +41,14 @@ def main() -> None:
         if job is None:
             return
         number, (source, modules, ctx, name), meta, grad, settings = job
+        cpp = None
         try:
             apply_settings(settings)
-            compile_program(program_from(source, modules, ctx, name), meta, grad)
+            _, cpp = compile_program(program_from(source, modules, ctx, name), meta, grad)
             error = None
         except Exception as e:  # sent back whole: the main process warns with it
             error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
-        write_message(answers, (number, error))
+        write_message(answers, (number, error, cpp))
 
 
 if __name__ == "__main__":

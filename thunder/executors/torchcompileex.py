@@ -220,10 +220,11 @@ class _Helper:
 
     def _read(self, proc: subprocess.Popen) -> None:
         while (answer := read_message(proc.stdout)) is not None:
-            number, error = answer
+            number, error, cpp = answer
             with self.lock:
                 future = self.futures.pop(number, None)
             if future is not None:
+                future.cpp_wrapper = cpp  # (the wrapper that compiled: loaded alone, no retry)
                 future.set_result(error)
         with self.lock:  # the process ended: what it had not answered fails
             left = [f for f in self.futures.values()]
@@ -374,7 +375,7 @@ class InductorRegion:
                 )
             else:
                 try:
-                    self.compiled[key] = self._compile(job[1], key[0])
+                    self.compiled[key] = self._compile(job[1], key[0], getattr(job[0], "cpp_wrapper", None))
                 except RuntimeError as e:  # (its message names the region)
                     error = str(e)
             if error is not None:
@@ -392,9 +393,9 @@ class InductorRegion:
             if future.done():
                 self._load(key)
 
-    def _compile(self, meta, grad: bool):
+    def _compile(self, meta, grad: bool, cpp_wrapper: bool | None = None):
         try:
-            return compile_program(self.program, meta, grad)
+            return compile_program(self.program, meta, grad, cpp_wrapper)[0]
         except Exception as e:
             raise RuntimeError(
                 f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of "
