@@ -317,6 +317,32 @@ def test_the_wrapper_the_helper_compiled_with_is_the_one_loaded(background, monk
     assert asked == [helper_found]
 
 
+def test_an_answer_the_helper_cannot_read_fails_the_waiting_compilations():
+    """A reply of the helper process that cannot be read ends the reading thread: what it had
+    not answered fails (the region keeps its torch calls) rather than waiting forever."""
+    import concurrent.futures
+    import io
+
+    from thunder.executors.inductor_compile import write_message
+
+    class Proc:
+        stdout = io.BytesIO()
+        killed = False
+
+        def kill(self):
+            self.killed = True
+
+        def wait(self):
+            return -9
+
+    write_message(Proc.stdout, ("not", "an", "answer", "of", "five"))
+    Proc.stdout.seek(0)
+    helper, proc = torchcompileex._Helper(), Proc()
+    waiting = helper.futures[1] = concurrent.futures.Future()
+    helper._read(proc)
+    assert proc.killed and "could not be read" in waiting.result(timeout=0)
+
+
 def _train_step(fn, model, *inputs):
     out = fn(*inputs)
     out.float().pow(2).mean().backward()

@@ -219,18 +219,23 @@ class _Helper:
                 return
 
     def _read(self, proc: subprocess.Popen) -> None:
-        while (answer := read_message(proc.stdout)) is not None:
-            number, error, cpp = answer
-            with self.lock:
-                future = self.futures.pop(number, None)
-            if future is not None:
-                future.cpp_wrapper = cpp  # (the wrapper that compiled: loaded alone, no retry)
-                future.set_result(error)
+        ended = None
+        try:
+            while (answer := read_message(proc.stdout)) is not None:
+                number, error, cpp = answer
+                with self.lock:
+                    future = self.futures.pop(number, None)
+                if future is not None:
+                    future.cpp_wrapper = cpp  # (the wrapper that compiled: loaded alone, no retry)
+                    future.set_result(error)
+        except Exception as e:  # an answer that cannot be read: the calls must not wait forever
+            ended = f"an answer of the compiling process could not be read: {type(e).__name__}: {e}"
+            proc.kill()
         with self.lock:  # the process ended: what it had not answered fails
             left = [f for f in self.futures.values()]
             self.futures.clear()
         for future in left:
-            future.set_result(f"the compiling process ended (exit code {proc.wait()})")
+            future.set_result(ended or f"the compiling process ended (exit code {proc.wait()})")
 
     def close(self) -> None:
         with self.lock:
