@@ -1,7 +1,9 @@
 """Shared test set-up: every trace a test makes is verified after every pass; the
 torch.compile executor compiles on the calling thread (so that a test's calls run Inductor's
 code, not the torch calls that run while a helper process compiles), except in the tests of
-compiling in the background (tests/test_torchcompile.py), which turn it on themselves."""
+compiling in the background (tests/test_torchcompile.py), which turn it on themselves; and
+with Inductor's Python wrapper, quicker to compile (tests/test_torchcompile.py, which the
+every-op run ``make check-torchcompile`` is, turns the C++ wrapper users get back on)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ def _seed():
 def _compile_on_the_calling_thread():
     from thunder.executors import torchcompileex
 
-    previous = torchcompileex.compile_in_background(False)
+    previous = torchcompileex.compile_in_background(False), torchcompileex.cpp_wrapper(False)
     yield
-    torchcompileex.compile_in_background(previous)
+    torchcompileex.compile_in_background(previous[0])
+    torchcompileex.cpp_wrapper(previous[1])
 
 
 def pytest_collection_modifyitems(config, items):

@@ -27,6 +27,15 @@ from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion, TorchCom
 from thunder.ops import prims
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _cpp_wrapper():
+    """The executor's own tests compile as users get it: CPU regions with the C++ wrapper (the
+    rest of the suite takes the Python one, quicker to compile: tests/conftest.py)."""
+    previous = torchcompileex.cpp_wrapper(True)
+    yield
+    torchcompileex.cpp_wrapper(previous)
+
+
 def _regions(jfn):
     return [b for b in thunder.last_traces(jfn)[-1].bound_symbols if b.has_tag(Tag.FUSION)]
 
@@ -299,6 +308,18 @@ def test_on_cpu_a_region_gets_inductors_cpp_wrapper_or_else_the_python_one(monke
     assert asked == ([True, False] if cpp_fails else [True])
     (region,) = _regions(jfn)
     assert all(fn is not region.sym.impl.program for fn in region.sym.impl.compiled.values())
+
+
+def test_cpp_wrapper_false_compiles_with_the_python_wrapper(monkeypatch):
+    previous = torchcompileex.cpp_wrapper(False)
+    try:
+        asked = _record_wrappers(monkeypatch, cpp_fails=False)
+        jfn = thunder.jit(chain, executors=["torchcompile"])
+        x, y = torch.randn(4, 5), torch.randn(4, 5)
+        torch.testing.assert_close(jfn(x, y), chain(x, y))
+        assert asked == [False]
+    finally:
+        torchcompileex.cpp_wrapper(previous)
 
 
 @pytest.mark.parametrize("helper_found", [True, False], ids=["cpp", "python"])

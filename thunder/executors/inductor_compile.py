@@ -21,6 +21,11 @@ except ImportError:  # pragma: no cover (a torch build without Dynamo's C++ guar
     TensorGuards = None
 
 
+# Whether CPU regions get Inductor's C++ wrapper (``torchcompileex.cpp_wrapper`` sets it; the
+# helper process takes the caller's, with the settings below)
+WRAPPER = {"cpp": True}
+
+
 def compile_settings() -> dict:
     """The process-wide state Inductor's cache keys include (its configuration and
     AOTAutograd's, the thread count its C++ kernels are made for, deterministic algorithms,
@@ -41,6 +46,7 @@ def compile_settings() -> dict:
         ),
         "default_dtype": torch.get_default_dtype(),
         "matmul": {name: getattr(torch.backends.cuda.matmul, name) for name in _MATMUL_SETTINGS},
+        "cpp_wrapper": WRAPPER["cpp"],
     }
 
 
@@ -66,6 +72,7 @@ def apply_settings(settings: dict) -> None:
     torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
     deterministic.fill_uninitialized_memory = fill
     torch.set_default_dtype(settings["default_dtype"])
+    WRAPPER["cpp"] = settings["cpp_wrapper"]
     for name, value in settings["matmul"].items():
         if getattr(torch.backends.cuda.matmul, name) != value:  # (setting one sets others)
             setattr(torch.backends.cuda.matmul, name, value)
@@ -81,10 +88,13 @@ def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = 
     On CPU the function Inductor writes around its kernels (allocating buffers, calling the
     matmuls and the C++ kernels, freeing them) is C++ too (``cpp_wrapper``): its Python form
     costs about 2% of the instructions of ``bench/training.py``'s GPT training step. Where
-    Inductor cannot write a region's wrapper in C++, the region gets the Python one.
-    ``cpp_wrapper`` True or False asks for that wrapper only (what the helper found works)."""
+    Inductor cannot write a region's wrapper in C++, the region gets the Python one (and
+    everywhere with ``WRAPPER["cpp"]`` off). ``cpp_wrapper`` True or False asks for that
+    wrapper only (what the helper found works)."""
     if cpp_wrapper is None:
-        cpp_wrapper = all(torch.device(device).type == "cpu" for _, _, _, device, _ in meta)
+        cpp_wrapper = WRAPPER["cpp"] and all(
+            torch.device(device).type == "cpu" for _, _, _, device, _ in meta
+        )
         if cpp_wrapper:
             try:
                 return _compile(program, meta, grad, cpp_wrapper=True), True
