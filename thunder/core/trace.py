@@ -158,6 +158,13 @@ class Trace:
         t.info = self.info.copy()
         return t
 
+    def scratch(self, grad_enabled: bool) -> Trace:
+        """An empty trace to record apart into, sharing this one's names (what it records takes
+        names this trace will not give again)."""
+        t = Trace("scratch")
+        t.names, t._counters, t.grad_enabled = self.names, self._counters, grad_enabled
+        return t
+
     # -- printing -------------------------------------------------------------------------
     def program(self, printer: Printer | None = None) -> Program:
         """The printed source with its line map and namespace (see ``print_program``)."""

@@ -320,11 +320,7 @@ class InplaceWrites:
 
     def _view_ops(self, p: TensorProxy):
         """The ``(op, output index)`` of each view from ``p`` down to its base."""
-        view = self.views.by_name.get(p.name)
-        while view is not None and view.value is p:
-            yield view.op, view.index
-            p = view.base
-            view = self.views.by_name.get(p.name)
+        return ((view.op, view.index) for view in self.views.chain(p))
 
     def _refresh_views(self, old: TensorProxy, new: TensorProxy) -> None:
         """Recompute the views of ``old`` from ``new`` (recursively, for views of views)."""

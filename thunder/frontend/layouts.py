@@ -102,20 +102,25 @@ def layout_query(mode, func, args, kwargs):
     p = args[0] if args else None
     if not isinstance(p, TensorProxy):
         return func(*args, **kwargs)
-    layouts = state.layouts
-    m = layouts.meta(state.resolve(p))
+    m = state.layouts.meta(state.resolve(p))
     if m is None:
         raise UnsupportedOpError(
             f"thunder: {describe(func)} on {p.name}: its layout in eager cannot be worked out while tracing "
             "(it was made by an op that cannot be replayed on meta tensors); not supported"
             + at(user_location())
         )
-    for name in layouts.roots[state.resolve(p).name]:
+    rests_on_inputs(state, state.resolve(p), offset=func is torch.Tensor.storage_offset)
+    return func(m, *args[1:], **kwargs)
+
+
+def rests_on_inputs(state, p: TensorProxy, *, offset: bool = False) -> None:
+    """An answer was given from eager's layout of ``p`` (``Layouts.meta``): the prologue checks
+    the strides (and, with ``offset``, the storage offsets) of the inputs it was replayed from."""
+    for name in state.layouts.roots[p.name]:
         proxy, _, real = state.inputs.sources[name]
         state.views.layout_reads[name] = (proxy, real.stride())
-        if func is torch.Tensor.storage_offset:
-            layouts.offset_reads[name] = (proxy, real.storage_offset())
-    return func(m, *args[1:], **kwargs)
+        if offset:
+            state.layouts.offset_reads[name] = (proxy, real.storage_offset())
 
 
 def check_memory_read(m: torch.Tensor | None, storage_offset, what: str, where: str) -> None:
@@ -143,12 +148,7 @@ def as_strided(mode, func, args, kwargs):
     p = args[0] if args else kwargs.get("input", kwargs.get("self"))  # (operands by keyword)
     if isinstance(p, TensorProxy):
         storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
-        layouts = state.layouts
-        m = layouts.meta(state.resolve(p))
+        m = state.layouts.meta(state.resolve(p))
         check_memory_read(m, storage_offset, describe(func), at(user_location()))
-        for name in layouts.roots[state.resolve(p).name]:
-            proxy, _, real = state.inputs.sources[name]
-            state.views.layout_reads[name] = (proxy, real.stride())
-            if storage_offset is not None:
-                layouts.offset_reads[name] = (proxy, real.storage_offset())
+        rests_on_inputs(state, state.resolve(p), offset=storage_offset is not None)
     return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)

@@ -14,7 +14,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.source import user_location
 from thunder.frontend.addresses import data_ptr
 from thunder.frontend.collectives import calls as collective_calls
-from thunder.frontend.layouts import as_strided, layout_query
+from thunder.frontend.layouts import as_strided, layout_query, rests_on_inputs
 from thunder.frontend.torch_names import describe
 from thunder.frontend.values import read_scalar
 from thunder.ops import ltorch
@@ -178,9 +178,7 @@ def _laid_out(mode, func, args, kwargs):
                 same = func(m, *args[1:], **kwargs) is m
         except RuntimeError as e:  # eager's error (channels_last of a 3-d tensor)
             raise RuntimeError(f"thunder: {describe(func)}: {e}" + at(user_location())) from None
-        for name in layouts.roots[x.name]:
-            proxy, _, real = state.inputs.sources[name]
-            state.views.layout_reads[name] = (proxy, real.stride())
+        rests_on_inputs(state, x)
         if same:
             return x
     out = ltorch.clone(x)

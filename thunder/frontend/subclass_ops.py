@@ -43,14 +43,13 @@ from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import SourceLocation, user_location
 from thunder.core.subclass import SubclassProxy, ViewLink, is_plain_tensor, proxy_of
 from thunder.core.tags import Tag
-from thunder.core.trace import Trace
 from thunder.frontend.layouts import check_memory_read
 from thunder.frontend.mode import autocast_on
 from thunder.frontend.mode_calls import _DATA_DEPENDENT, _METADATA_METHODS, _METADATA_PROPERTIES, _PASSTHROUGH
 from thunder.frontend.numbers import DynamicNumber
 from thunder.frontend.subclass_symbols import _ACTIVE, _INPLACE_OPERATORS, _OPERATORS, _Call, subclass_symbol
 from thunder.frontend.torch_names import describe
-from thunder.frontend.views import View
+from thunder.frontend.views import View, replay
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, READS_MEMORY, out_value, written_value
@@ -248,14 +247,12 @@ class SubclassOps:
             for q in r.nested() if isinstance(r, SubclassProxy) else ():
                 visible.update(t.name for t in q.inner.values())
         for r in results:
-            p = r
-            while isinstance(p, TensorProxy) and (view := views.by_name.get(p.name)) is not None:
-                if view.value is not p:
-                    break
+            if not isinstance(r, TensorProxy):
+                continue
+            for view in views.chain(r):
                 if view.base.name in call.produced and view.base.name not in visible:
                     del views.by_name[r.name]
                     break
-                p = view.base
 
     def _value(self, t) -> SubclassProxy | None:
         """The value a subclass instance of the trace holds now (None for a new instance)."""
@@ -400,19 +397,13 @@ class SubclassOps:
         inputs = getattr(self.state, "inputs", None)  # (None: the grad pass's dispatch, after tracing)
         if inputs is None or not isinstance(args[0], TensorProxy):
             return
-        chain, p = [], args[0]
-        while (view := self.state.views.by_name.get(p.name)) is not None and view.value is p:
-            chain.append(view)
-            p = view.base
+        chain = list(self.state.views.chain(args[0]))
+        p = chain[-1].base if chain else args[0]
         m = inputs.inner_layouts.get(p.name)
         root = m is not None
         if m is None:
             m = torch.empty(p.meta_shape, dtype=p.meta_dtype, device="meta")
-        try:
-            for view in reversed(chain):
-                m = tree_leaves(view.func(m, *view.args, **view.kwargs))[view.index]
-        except Exception:  # (a view that cannot be replayed: its layout is unknown)
-            m = None
+        m = replay(chain, m)  # (None: a view that cannot be replayed, its layout unknown)
         storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
         check_memory_read(m, storage_offset, str(func), where)
         if root and storage_offset is not None:
@@ -496,8 +487,7 @@ def _outside_graph(call: _Call, pargs, pkwargs) -> bool:
         return False
     if op is None or Tag.FACTORY not in getattr(op, "tags", ()):
         return False
-    scratch, trace = Trace("scratch"), current_trace()
-    scratch.names, scratch._counters = trace.names, trace._counters
+    scratch = current_trace().scratch(grad_enabled=torch.is_grad_enabled())
     try:
         with tracectx(scratch), torch.enable_grad():
             out = op(*pargs, **pkwargs)

@@ -54,16 +54,21 @@ class Views:
         self.versions.view(view.value.name, view.base.name)
         self.of_base.setdefault(id(view.base), []).append(view)
 
+    def chain(self, p: TensorProxy):
+        """The views from ``p`` down to the value it is a chain of views of, ``p``'s own first
+        (none for a value that is no view)."""
+        while (view := self.by_name.get(p.name)) is not None and view.value is p:
+            yield view
+            p = view.base
+
     def meta_of(self, p: TensorProxy):
         """A meta tensor laid out as eager's tensor for ``p``: its chain of views replayed
         from an input with the caller's strides (computed tensors are contiguous); None when a
         view in the chain cannot be replayed."""
-        chain = []
-        while (view := self.by_name.get(p.name)) is not None and view.value is p:
-            if view.func is None:
-                return None
-            chain.append(view)
-            p = view.base
+        chain = list(self.chain(p))
+        if any(view.func is None for view in chain):
+            return None
+        p = chain[-1].base if chain else p
         src = self.inputs.sources.get(p.name)
         real = src[2] if src is not None else None
         if isinstance(real, torch.Tensor) and is_plain_tensor(real):  # an input: as the caller laid it out
@@ -81,13 +86,13 @@ class Views:
     def root_of(self, p: TensorProxy) -> str:
         """The name of the value ``p`` is (a chain of views of): two values with one root
         may share memory."""
-        while (view := self.by_name.get(p.name)) is not None and view.value is p:
+        for view in self.chain(p):
             p = view.base
         return p.name
 
     def is_input_view(self, p: TensorProxy) -> bool:
         """``p`` is an input or (a chain of views of) one: its eager layout is the caller's."""
-        while (view := self.by_name.get(p.name)) is not None and view.value is p:
+        for view in self.chain(p):
             p = view.base
         return p.name in self.inputs.sources
 

@@ -137,8 +137,7 @@ def _numel(t: TensorProxy) -> int:
 def _record(trace: Trace, fn) -> tuple[list, object]:
     """Run ``fn`` recording into a scratch trace that shares ``trace``'s names; its
     BoundSymbols and its result."""
-    scratch = Trace("scratch")
-    scratch.names, scratch._counters, scratch.grad_enabled = trace.names, trace._counters, False
+    scratch = trace.scratch(grad_enabled=False)
     with tracectx(scratch), torch.no_grad():
         value = fn()
     return scratch.bound_symbols, value

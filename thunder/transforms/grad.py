@@ -390,8 +390,7 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
         ):
             out.append(b)
             continue
-        scratch = Trace("scratch")  # recorded apart, with names the trace does not use
-        scratch.names, scratch._counters, scratch.grad_enabled = trace.names, trace._counters, True
+        scratch = trace.scratch(grad_enabled=True)  # recorded apart, with names the trace does not use
         args, kwargs = _bound_args(b)
         with tracectx(scratch), torch.enable_grad():
             result = make(*args, **kwargs)

@@ -111,9 +111,7 @@ def torch_level(b: BoundSymbol, trace: Trace) -> list[BoundSymbol]:
             f"thunder: cannot differentiate {b.sym.id}: thunder has no torch-language op for it"
             + at(b.source)
         )
-    # recorded apart, with names the trace does not use
-    scratch = Trace("scratch")
-    scratch.names, scratch._counters, scratch.grad_enabled = trace.names, trace._counters, True
+    scratch = trace.scratch(grad_enabled=True)  # recorded apart, with names the trace does not use
     try:
         with tracectx(scratch), torch.enable_grad():
             out = target(*b.args, **b.kwargs)

@@ -11,6 +11,22 @@ from thunder.ops.meta import ShapeError, shape_of
 
 
 # -- elementwise ----------------------------------------------------------------------------
+def _aten_unary(overload, prim: Symbol) -> Symbol:
+    def op(a):
+        return prim(a)
+
+    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
+    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
+
+
+def _aten_binary(overload, prim: Symbol) -> Symbol:
+    def op(a, b):
+        return prim(a, b)
+
+    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
+    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
+
+
 @aten(A.add.Tensor, tags=(Tag.ELEMENTWISE,))
 def add_Tensor(a, b, *, alpha=1):
     return prims.add(a, _alpha(b, alpha))
@@ -41,24 +57,10 @@ def rsub_Scalar(a, b, alpha=1):
     return prims.sub(b, _alpha(a, alpha))
 
 
-@aten(A.mul.Tensor, tags=(Tag.ELEMENTWISE,))
-def mul_Tensor(a, b):
-    return prims.mul(a, b)
-
-
-@aten(A.mul.Scalar, tags=(Tag.ELEMENTWISE,))
-def mul_Scalar(a, b):
-    return prims.mul(a, b)
-
-
-@aten(A.div.Tensor, tags=(Tag.ELEMENTWISE,))
-def div_Tensor(a, b):
-    return prims.div(a, b)
-
-
-@aten(A.div.Scalar, tags=(Tag.ELEMENTWISE,))
-def div_Scalar(a, b):
-    return prims.div(a, b)
+mul_Tensor = _aten_binary(A.mul.Tensor, prims.mul)
+mul_Scalar = _aten_binary(A.mul.Scalar, prims.mul)
+div_Tensor = _aten_binary(A.div.Tensor, prims.div)
+div_Scalar = _aten_binary(A.div.Scalar, prims.div)
 
 
 @aten(A.div.Tensor_mode, tags=(Tag.ELEMENTWISE,))
@@ -66,34 +68,10 @@ def div_Tensor_mode(a, b, *, rounding_mode=None):
     return ltorch.div.decomposition(a, b, rounding_mode=rounding_mode)
 
 
-@aten(A.pow.Tensor_Scalar, tags=(Tag.ELEMENTWISE,))
-def pow_Tensor_Scalar(a, b):
-    return prims.pow(a, b)
-
-
-@aten(A.pow.Tensor_Tensor, tags=(Tag.ELEMENTWISE,))
-def pow_Tensor_Tensor(a, b):
-    return prims.pow(a, b)
-
-
-@aten(A.maximum.default, tags=(Tag.ELEMENTWISE,))
-def maximum_default(a, b):
-    return prims.maximum(a, b)
-
-
-@aten(A.minimum.default, tags=(Tag.ELEMENTWISE,))
-def minimum_default(a, b):
-    return prims.minimum(a, b)
-
-
-def _aten_unary(overload, prim: Symbol) -> Symbol:
-    def op(a):
-        return prim(a)
-
-    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
-    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
-
-
+pow_Tensor_Scalar = _aten_binary(A.pow.Tensor_Scalar, prims.pow)
+pow_Tensor_Tensor = _aten_binary(A.pow.Tensor_Tensor, prims.pow)
+maximum_default = _aten_binary(A.maximum.default, prims.maximum)
+minimum_default = _aten_binary(A.minimum.default, prims.minimum)
 neg_default = _aten_unary(A.neg.default, prims.neg)
 abs_default = _aten_unary(A.abs.default, prims.abs)
 exp_default = _aten_unary(A.exp.default, prims.exp)
@@ -145,26 +123,18 @@ def polygamma_default(n, a):
     return ltorch.polygamma.decomposition(n, a)
 
 
-def _comparison(overload, prim: Symbol) -> Symbol:
-    def op(a, b):
-        return prim(a, b)
-
-    op.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
-    return aten(overload, tags=(Tag.ELEMENTWISE,))(op)
-
-
-eq_Tensor = _comparison(A.eq.Tensor, prims.eq)
-eq_Scalar = _comparison(A.eq.Scalar, prims.eq)
-ne_Tensor = _comparison(A.ne.Tensor, prims.ne)
-ne_Scalar = _comparison(A.ne.Scalar, prims.ne)
-lt_Tensor = _comparison(A.lt.Tensor, prims.lt)
-lt_Scalar = _comparison(A.lt.Scalar, prims.lt)
-le_Tensor = _comparison(A.le.Tensor, prims.le)
-le_Scalar = _comparison(A.le.Scalar, prims.le)
-gt_Tensor = _comparison(A.gt.Tensor, prims.gt)
-gt_Scalar = _comparison(A.gt.Scalar, prims.gt)
-ge_Tensor = _comparison(A.ge.Tensor, prims.ge)
-ge_Scalar = _comparison(A.ge.Scalar, prims.ge)
+eq_Tensor = _aten_binary(A.eq.Tensor, prims.eq)
+eq_Scalar = _aten_binary(A.eq.Scalar, prims.eq)
+ne_Tensor = _aten_binary(A.ne.Tensor, prims.ne)
+ne_Scalar = _aten_binary(A.ne.Scalar, prims.ne)
+lt_Tensor = _aten_binary(A.lt.Tensor, prims.lt)
+lt_Scalar = _aten_binary(A.lt.Scalar, prims.lt)
+le_Tensor = _aten_binary(A.le.Tensor, prims.le)
+le_Scalar = _aten_binary(A.le.Scalar, prims.le)
+gt_Tensor = _aten_binary(A.gt.Tensor, prims.gt)
+gt_Scalar = _aten_binary(A.gt.Scalar, prims.gt)
+ge_Tensor = _aten_binary(A.ge.Tensor, prims.ge)
+ge_Scalar = _aten_binary(A.ge.Scalar, prims.ge)
 
 
 @aten(A.relu.default, tags=(Tag.ELEMENTWISE, Tag.ACTIVATION))
