@@ -19,6 +19,7 @@ from opdb import OPS, Maker  # tests/ is on sys.path
 from test_models import GPT, MLP, Block
 
 import thunder
+from thunder.core.proxies import TensorProxy
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
 from thunder.executors import torchcompileex
@@ -464,6 +465,60 @@ def test_transformers_gpt2_matches_eager():
     torch.testing.assert_close(grads, {n: p.grad for n, p in model.named_parameters()}, rtol=1e-4, atol=1e-5)
     _verify(jm)
     assert _regions(jm)
+
+
+def test_gpt2_steps_with_the_cpp_wrapper_match_eager_as_state_changes():
+    """A transformers GPT-2 (tiny config) trained 3 steps through regions with Inductor's C++
+    wrapper (which reuses its buffers from call to call), an eval call between steps: losses,
+    logits and parameters equal eager's copy after each step; the outputs of earlier calls keep
+    their values (no buffer of a later call reaches them); no proxy in the outputs or the model."""
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    assert torchcompileex.cpp_wrapper(True)  # (this module's setting: the wrapper users get)
+    cfg = transformers.GPT2Config(
+        vocab_size=100,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=16,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
+    model = transformers.GPT2LMHeadModel(cfg)
+    ref = copy.deepcopy(model)
+    jm = thunder.jit(model, executors=["torchcompile", "torch"])
+    opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, ref))
+    kept = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            ids = torch.randint(0, 100, (2, 6))
+            for m in (model, ref):
+                m.train()
+            loss = jm(ids, use_cache=False, labels=ids).loss
+            want = ref(ids, use_cache=False, labels=ids).loss
+            torch.testing.assert_close(loss, want, rtol=1e-5, atol=1e-5)
+            loss.backward()
+            want.backward()
+            opt.step(), ref_opt.step()
+            opt.zero_grad(), ref_opt.zero_grad()
+            for m in (model, ref):
+                m.eval()
+            with torch.no_grad():
+                logits = jm(ids, use_cache=False).logits
+                torch.testing.assert_close(logits, ref(ids, use_cache=False).logits, rtol=1e-5, atol=1e-5)
+            kept.append((logits, logits.clone()))
+            torch.testing.assert_close(dict(model.named_parameters()), dict(ref.named_parameters()))
+    for logits, value in kept:
+        assert torch.equal(logits, value), "a later call wrote into an earlier call's output"
+        assert not isinstance(logits, TensorProxy)
+    assert not any(isinstance(v, TensorProxy) for v in (*model.parameters(), *model.buffers()))
+    assert not any(isinstance(v, TensorProxy) for v in vars(model).values())
+    regions = [r for t in (thunder.last_traces(jm)[-1],) for r in t.bound_symbols if r.has_tag(Tag.FUSION)]
+    assert regions and all(
+        fn is not r.sym.impl.program for r in regions for fn in r.sym.impl.compiled.values()
+    )
 
 
 def _fusible(info) -> bool:
