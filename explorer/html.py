@@ -303,7 +303,7 @@ def module_details_html(
         lines = [pro.final.find(i) for i in links.get(name, ())] if pro is not None else []
         # the line that unpacks it and its checks (not the unpacks of the modules that hold it)
         lines = [n for n in lines if n is not None and (name in n.outputs or not n.outputs)]
-        body = "<br>".join(escape(split_comment(n)[0]) for n in lines)
+        body = "<br>".join(escape(_check_of(n, name)) for n in lines)
         rows.append(
             f"<tr><td><code>{escape(name)}</code></td><td>{escape(info.label() if info else '?')}</td>"
             f'<td>{escape(where or "<root>")}</td><td class="ln">{body or "-"}</td></tr>'
@@ -313,6 +313,17 @@ def module_details_html(
         rows.append(f'<div class="more">... {len(params) - LISTED_PROXIES} more</div>')
     out.append("".join(rows))
     return "".join(out)
+
+
+def _check_of(n, name: str) -> str:
+    """A prologue line as it concerns the input ``name``: its code, or of a line that checks
+    several tensors (``check_tensors``), the part about this one."""
+    code, sep, comment = n.line.partition("  # ")
+    if sep and code.startswith("pythonex.check_tensors("):
+        part = next((p for p in comment.split("; ") if p.startswith(f"{name}: ")), None)
+        if part is not None:
+            return f"pythonex.check_tensors(..., {name}, ...)  # {part}"
+    return split_comment(n)[0]
 
 
 def _proxy_table(names, series: TraceSeries) -> str:

@@ -226,16 +226,19 @@ def _ones(cotangents) -> list:
 def _rejected(prologue, clock: _Clock, device: str, err: Exception) -> Measurement:
     """The prologue rejected the inputs: the lines up to the failing one are timed, and the
     note names that line (the computation did not run)."""
-    from thunder.core.printing import Printer, bsym_line
+    from thunder.jit import rejection
 
     clock.stop()
     failed = clock.done
     clock.keep_best(upto=failed + 1)
     bsym = prologue.bound_symbols[failed] if failed < len(prologue.bound_symbols) else None
-    where = f" at line {failed} ({bsym_line(bsym, Printer())})" if bsym is not None else ""
+    where, message = "", str(err)
+    if bsym is not None:
+        line, message = rejection(bsym, err)
+        where = f" at line {failed} ({line})"
     return Measurement(
         {"prologue": clock.times[: failed + 1]},
         device,
         1,
-        f"the prologue rejected the inputs{where}: {err}; the computation did not run",
+        f"the prologue rejected the inputs{where}: {message}; the computation did not run",
     )

@@ -76,7 +76,7 @@ def test_an_entry_tried_in_vain_fails_on_the_arguments_before_module_state():
         jm(torch.randn(2, 4), Cache(n))
     lines = [str(b) for b in thunder.last_prologue_traces(jm)[-1].bound_symbols]
     first_module_check = min(i for i, line in enumerate(lines) if "check_module" in line)
-    cache_check = next(i for i, line in enumerate(lines) if "check_tensor(t_cache_k" in line)
+    cache_check = next(i for i, line in enumerate(lines) if "check_tensor" in line and "t_cache_k" in line)
     assert cache_check < first_module_check
     calls = thunder.compile_stats(jm).cache_hits
     jm(torch.randn(2, 4), Cache(1))  # the oldest entry, after two that fail at the cache

@@ -232,7 +232,7 @@ def test_cached_calls_leave_dynamo_s_guards_to_dynamo():
     cf(x, w)
     piece = cf.pieces[0]
     full = thunder.last_prologue_traces(piece.jfn)[-1]
-    assert any(b.subsymbols and b.subsymbols[0].sym is pyops.check_tensor for b in full.bound_symbols)
+    assert any(b.subsymbols and b.subsymbols[0].sym is pyops.check_tensors for b in full.bound_symbols)
     trimmed = piece.dynamo_prologue
     assert trimmed is not None and "check_" not in str(trimmed)
     stats = thunder.compile_stats(piece.jfn)

@@ -750,3 +750,80 @@ def test_a_draw_by_another_thread_while_tracing_is_not_the_trace_s(monkeypatch):
     jfn = thunder.jit(lambda x: x * 2)
     torch.testing.assert_close(jfn(torch.ones(3)), torch.full((3,), 2.0))
     assert len(calls) >= 4 and thunder.compile_stats(jfn).cache_misses == 1
+
+
+class Weighted(nn.Module):
+    """A module holding a list it reads (compared by value) and a config object."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.weights = [1.0, 2.0]
+        self.scale = 1.5
+        self.config = Config()
+
+    def forward(self, x):
+        return self.fc(x) * self.scale * self.weights[1] + self.config.mult
+
+
+def _state_checks(jfn):
+    from thunder.ops.python import StateCheck
+
+    entry = jfn._jfn._cache.order[-1]
+    return [a for b in entry.prologue_traces[-1].bound_symbols for a in b.args if isinstance(a, StateCheck)]
+
+
+def test_an_unchanged_module_passes_by_its_dict_version_and_any_change_is_still_seen():
+    """A cached call accepts a module (and an object it holds) whose ``__dict__`` is unchanged
+    since it last passed on CPython's version tag of that dict alone; every change made after
+    many such calls is still seen: a value re-set (also to the original object), a list the
+    module holds changed in place (not a change of the module's dict), a hook (a dict of its
+    own), a config attribute, another module of the same class."""
+    from torch._C._dynamo.guards import dict_version
+
+    torch.manual_seed(0)
+    m = Weighted()
+    jm = thunder.jit(m)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        _check(jm, m, x)
+    # the shortcut is what the cached calls took, except for the module holding a list: the
+    # list is compared by value, so that module is checked in full on every call
+    versions = {c.names: c.version for c in _state_checks(jm)}
+    assert versions[("training", "in_features", "out_features")] == dict_version(m.fc.__dict__)
+    assert versions[("mult", "inner")] == dict_version(m.config.__dict__)
+    assert versions[("training", "weights", "scale", "config")] is None
+    original = m.scale
+
+    def scale_back():
+        m.scale = original
+
+    changes = [
+        lambda: setattr(m, "scale", 3.0),
+        scale_back,
+        lambda: m.weights.__setitem__(1, 5.0),  # in place: the module's dict keeps its tag
+        lambda: m.fc.register_forward_hook(lambda mod, args, out: out * 2),
+        lambda: m.fc._forward_hooks.clear(),
+        lambda: setattr(m.config, "mult", 7.0),
+        lambda: setattr(m, "fc", nn.Linear(4, 4)),
+        lambda: m.train(False),
+    ]
+    for change in changes:
+        change()
+        for _ in range(3):  # (the first call of each takes the full check, then the shortcut again)
+            _check(jm, m, x)
+    # two instances of the class taking turns through one jitted function: each call passes
+    # only the entry made for its own module
+    a, b = Weighted(), Weighted()
+    b.scale = 4.0
+    jf = thunder.jit(_call_module)
+    for mod in (a, b, a, b, a):
+        torch.testing.assert_close(jf(mod, x), mod(x))
+    b.weights[1] = -1.0
+    for mod in (a, b):
+        torch.testing.assert_close(jf(mod, x), mod(x))
+    assert thunder.compile_stats(jf).cache_misses == 3
+
+
+def _call_module(mod, x):
+    return mod(x)

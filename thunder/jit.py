@@ -45,6 +45,8 @@ from thunder.frontend.acquire import acquire
 from thunder.frontend.subclass_dispatch import dispatch_op, dispatchable
 from thunder.held_gradients import HeldGradients
 from thunder.ops.autocast import autocast_state
+from thunder.ops.python import tensor_check_line
+from thunder.transforms.batch_checks import batch_tensor_checks
 from thunder.transforms.dce import dce
 from thunder.transforms.ddp import average_gradients, taken_gradients
 from thunder.transforms.del_last_used import del_last_used
@@ -211,6 +213,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("remat", _remat),
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("average_gradients", _average_gradients),
+    Pass("batch_tensor_checks", on("prologue", batch_tensor_checks)),
     Pass("claim", on(KINDS, _claim, context=True)),
     Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
     Pass("del_last_used", on(("computation", "backward"), del_last_used)),
@@ -548,6 +551,15 @@ def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
     return program.bsym_at(lineno) if lineno is not None else None
 
 
+def rejection(bsym: BoundSymbol, e: Exception) -> tuple[str, str]:
+    """The prologue line ``bsym`` that raised ``e``, and ``e``'s message; for one tensor of a
+    ``check_tensors`` line, that tensor's own ``check_tensor`` line and what differs."""
+    i = getattr(e, "tensor", None)
+    if i is not None and bsym.sym.id.endswith("check_tensors"):
+        return tensor_check_line(bsym, i, Printer()), str(e).partition(": ")[2]
+    return bsym_line(bsym, Printer()), str(e)
+
+
 def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
     """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
     and that line's BoundSymbol."""
@@ -557,7 +569,8 @@ def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | Non
         bsym = failed_check(entry.prologue, e)
         if bsym is None:
             return str(e), None
-        return f"{bsym_line(bsym, Printer())}: {e}", bsym
+        line, message = rejection(bsym, e)
+        return f"{line}: {message}", bsym
     except Exception as e:  # a prologue that cannot even unpack these inputs
         return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
     return "the inputs fit (this entry was bypassed)", None

@@ -71,11 +71,13 @@ def test_a_prologue_that_rejects_the_inputs_reports_each_line_it_ran(jfn):
     m = measure(jfn, (torch.ones(5), torch.ones(5)))
     prologue = thunder.last_prologue_traces(jfn)[-1]
     times = m.times["prologue"]
-    # check_len, check_keys, x = args[0], then check_tensor(x, ...) rejects the shape
+    # check_len, check_keys, x = args[0], y = args[1], then check_tensors(_tensors, x, y)
+    # rejects x's shape
     failing = prologue.bound_symbols[len(times) - 1]
-    assert failing.sym.name == "check_tensor" and failing.args[0].name == "x"
+    assert failing.sym.name == "check_tensors" and failing.args[1].name == "x"
     assert all(0 <= t < 1 for t in times) and "computation" not in m.times
-    assert "the prologue rejected the inputs at line 3 (pythonex.check_tensor(x, (2, 4)" in m.note
+    # (the line of x's own check, as a cache miss's reason names it)
+    assert "the prologue rejected the inputs at line 4 (pythonex.check_tensor(x, (2, 4)" in m.note
     assert "expected shape (2, 4), got (5,)" in m.note
     model = m.attach(model_of(jfn))
     assert len(model.timings["prologue"]) == len(times)

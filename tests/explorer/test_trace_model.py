@@ -129,7 +129,7 @@ def test_input_links_to_prologue(jfn):
     pro = m.series["prologue"].final
     lines = [pro.find(i).line for i in links["x"]]
     assert lines[0].startswith("x = args[0]")
-    assert any(line.startswith("pythonex.check_tensor(x,") for line in lines)
+    assert any(line.startswith("pythonex.check_tensors(_tensors, x, y)") for line in lines)
 
 
 def test_from_single_trace_and_list(jfn):

@@ -25,6 +25,7 @@ DYNAMO_COVERS = frozenset(
         pyops.check_len,
         pyops.check_keys,
         pyops.check_tensor,
+        pyops.check_tensors,
         pyops.check_strides,
         pyops.check_grad_enabled,
         pyops.check_torch_flag,

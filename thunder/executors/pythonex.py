@@ -46,6 +46,7 @@ from thunder.executors.python.checks import (
     check_tensor,
     check_tensor_subclass,
     check_tensor_value,
+    check_tensors,
     check_torch_flag,
     check_type,
 )
@@ -197,6 +198,16 @@ _check_subclass = Symbol(
     module_path=__name__,
 )
 executor.register(pyops.check_tensor_subclass, Impl(_check_subclass))
+_check_tensors = executor_symbol(
+    "pythonex.check_tensors",
+    check_tensors,
+    "python",
+    printer=pyops.print_tensor_checks,
+    module_path=__name__,
+    imports=("pythonex",),
+)
+executor.register(pyops.check_tensors, Impl(_check_tensors))
+EAGER_IMPLS[pyops.check_tensors] = check_tensors
 EAGER_IMPLS[pyops.check_tensor_subclass] = check_tensor_subclass
 _register(pyops.unpack_captured, unpack_captured, printer=pyops.print_captured)
 _register(pyops.unpack_local_shard, unpack_local_shard, printer=_print_to_local)

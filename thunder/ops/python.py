@@ -72,6 +72,47 @@ check_len = _python_prim("check_len", _no_output, Tag.PROLOGUE_CHECK)
 check_keys = _python_prim("check_keys", _no_output, Tag.PROLOGUE_CHECK)
 check_tensor = _python_prim("check_tensor", _no_output, Tag.PROLOGUE_CHECK)
 check_literal = _python_prim("check_literal", _no_output, Tag.PROLOGUE_CHECK)
+
+
+class TensorChecks:
+    """What several plain tensors of a prologue were traced with (``check_tensor``'s shape,
+    dtype, device and requires_grad for each, by the proxy's name), checked in one line
+    (``transforms/batch_checks.py``). ``guards``: torch's C++ check of the same tensors, made
+    from the first tensors that passed in full (``check_tensors``), None before that."""
+
+    __slots__ = ("names", "metas", "guards")
+
+    def __init__(self, names, metas):
+        self.names = tuple(names)
+        self.metas = tuple(metas)
+        self.guards = None
+
+    def __repr__(self) -> str:
+        return f"TensorChecks({', '.join(self.names)})"
+
+
+def print_tensor_checks(bsym, printer) -> str:
+    """``check_tensors(_tensors, x, w)  # x: (2, 4) float32 cpu; w: (4, 4) float32 cpu requires_grad``."""
+    checks, *tensors = bsym.args
+    call = f"{bsym.sym.id}({', '.join([printer.name_object(checks, '_tensors'), *(printer.value(t) for t in tensors)])})"
+    shown = "; ".join(
+        f"{name}: {shape} {str(dtype).removeprefix('torch.')} {device}{' requires_grad' if requires_grad else ''}"
+        for name, (shape, dtype, device, requires_grad) in zip(checks.names, checks.metas)
+    )
+    return f"{call}  # {shown}"
+
+
+def tensor_check_line(bsym, i: int, printer) -> str:
+    """The ``check_tensor`` line of the ``i``-th tensor of a ``check_tensors`` line (what a
+    reason for a cache miss names)."""
+    checks, *tensors = bsym.args
+    return f"{bsym.sym.id.removesuffix('s')}({', '.join(printer.value(v) for v in (tensors[i], *checks.metas[i]))})"
+
+
+# ``check_tensors(_tensors, x, w)``: ``check_tensor`` of each of several plain tensors, in one call
+check_tensors = _python_prim(
+    "check_tensors", _no_output, Tag.PROLOGUE_CHECK, printer=print_tensor_checks, imports=("prims",)
+)
 check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
 check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
 check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
@@ -149,7 +190,20 @@ class StateCheck:
     bias with ``bias=False``, a buffer registered as None): a tensor set there since is one the
     program never read."""
 
-    __slots__ = ("names", "values", "get", "hooks", "keys", "size", "tables", "nones", "plain")
+    __slots__ = (
+        "names",
+        "values",
+        "get",
+        "hooks",
+        "keys",
+        "size",
+        "tables",
+        "nones",
+        "plain",
+        "version",
+        "watched",
+        "table_versions",
+    )
 
     def __init__(self, names, values, *, hooks: bool = False, keys=None, tables=None, nones=()):
         self.tables = tables
@@ -168,6 +222,12 @@ class StateCheck:
         self.hooks = hooks  # traced with hooks on the module: they are among the names
         # a module's check with no tables, no None entries and no hooks: one test on a cached call
         self.plain = not tables and not nones and not hooks
+        # the version tag of the last ``__dict__`` that passed the check in full, None before
+        # that; for a module's check with tables or None entries, the tags of those tables
+        # then (``check_module``'s shortcut)
+        self.version = None
+        self.watched = tuple(sorted({t for t, _ in tables or ()} | {t for t, _ in nones}))
+        self.table_versions = None
 
     def __repr__(self) -> str:
         return f"StateCheck({', '.join(f'{n}={v!r}' for n, v in zip(self.names, self.values))})"

@@ -23,6 +23,18 @@ from thunder.ops.python import same
 
 _any_autocast_enabled = torch._C._is_any_autocast_enabled
 
+try:  # torch.compile's check of tensors' metadata, in C++
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except ImportError:  # (a torch without it: each tensor checked in Python)
+    _TensorGuards = None
+
+try:  # CPython's version tag of a dict (``ma_version_tag``), as torch.compile's guards read it
+    from torch._C._dynamo.guards import dict_version as _dict_version
+except ImportError:  # (a torch without it: a tag that equals none, so every check runs in full)
+
+    def _dict_version(d):
+        return object()
+
 
 class PrologueCheckFailed(Exception):
     """An input does not match what a cached trace was specialised on."""
@@ -71,6 +83,32 @@ def _check_tensor(t, shape, dtype, device, requires_grad):
 
 
 _DEVICES: dict[str, torch.device] = {}
+
+
+def check_tensors(checks, *ts):
+    """``check_tensor`` of each of ``ts`` against ``checks.metas``, in one call (a model's
+    prologue checks one tensor per parameter). Once they have passed in full, torch's
+    ``TensorGuards`` made from them checks them in C++, in one pass: it holds each tensor to
+    its class, shape, dtype, device and requires_grad (as the full check does) and to its
+    dispatch keys (a conjugate view, or a call inside ``torch.inference_mode``, fails it: the
+    full check decides then), and not to its strides (``check_strides`` does that where a
+    trace read them). A tensor that does not fit is named in the error."""
+    guards = checks.guards
+    if guards is not None and guards.check(*ts):
+        return
+    for i, (name, t, (shape, dtype, device, requires_grad)) in enumerate(zip(checks.names, ts, checks.metas)):
+        try:
+            check_tensor(t, shape, dtype, device, requires_grad)
+        except PrologueCheckFailed as e:
+            failed = PrologueCheckFailed(f"{name}: {e}")
+            failed.tensor = i  # (which one: a cache miss's reason names its check_tensor)
+            raise failed from None
+    if _TensorGuards is not None:
+        checks.guards = _TensorGuards(
+            *ts,
+            dynamic_dims_sizes=[list(shape) for shape, *_ in checks.metas],
+            dynamic_dims_strides=[[None] * len(shape) for shape, *_ in checks.metas],
+        )
 
 
 def _device(name: str) -> torch.device:
@@ -195,10 +233,27 @@ _hooks_of = operator.itemgetter(
 
 def check_module(m, cls, state):
     """``m`` is a ``cls`` whose plain attributes are as recorded in ``state`` and that has no
-    hooks (unless it was traced with them: then the hook dictionaries are among them). A
-    module without tables or None entries to check that fits passes one test (a model's
-    prologue runs this for each of its modules); anything else takes the full check."""
+    hooks (unless it was traced with them: then the hook dictionaries are among them).
+
+    A module that passed in full and whose ``__dict__`` is unchanged since passes in one test
+    (a model's prologue runs this for each of its modules): CPython gives a dict a new version
+    tag, unique across all dicts, at every change that puts another object under a key (an
+    attribute set to a value identical to the one it had keeps the tag, and passes the identity
+    test anyway). The hook dictionaries are dicts of their own, read each time; so are the
+    tables a container's check reads (its submodules' names), whose tags are compared too.
+    Otherwise a module without tables or None entries to check passes one identity test of
+    every recorded value, and anything else takes the full check. Only a state that passed the
+    identity test records a tag: a value compared by value (a list the module holds) could
+    change without its holder's dict changing."""
     d = m.__dict__
+    if (
+        type(m) is cls
+        and state.version == _dict_version(d)
+        and not any(_hooks_of(d))
+        and (state.plain or state.table_versions == _table_versions(d, state.watched))
+    ):
+        return
+    version = _dict_version(d)  # (read before the test: a change made during it leaves a stale tag)
     try:
         if (
             type(m) is cls
@@ -207,13 +262,27 @@ def check_module(m, cls, state):
             and not any(_hooks_of(d))
             and all(map(_is, state.get(d), state.values))
         ):
+            state.version = version
             return
     except KeyError:  # (an attribute deleted and another set: the full check names it)
         pass
-    _check_module(m, cls, state, d)
+    if state.plain or state.hooks:
+        _check_module(m, cls, state, d)
+        return
+    try:
+        tables = _table_versions(d, state.watched)
+    except KeyError:  # (a table deleted: the full check names it)
+        tables = None
+    if _check_module(m, cls, state, d) and tables is not None:
+        state.version, state.table_versions = version, tables
 
 
-def _check_module(m, cls, state, d):
+def _table_versions(d, names) -> list:
+    return [_dict_version(d[name]) for name in names]
+
+
+def _check_module(m, cls, state, d) -> bool:
+    """The full check; True when every recorded value passed the identity test."""
     if type(m) is not cls or (
         (d["_forward_hooks"] or d["_forward_pre_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"])
         and not state.hooks
@@ -229,7 +298,7 @@ def _check_module(m, cls, state, d):
         for table, name in state.nones:
             if d[table].get(name, _NO_ENTRY) is not None:
                 raise PrologueCheckFailed(f"{cls.__qualname__}.{name} was None when traced and is not now")
-    _check_items(d, state, cls.__qualname__)
+    return _check_items(d, state, cls.__qualname__)
 
 
 def _items_changed(table, names, which: str, cls):
@@ -272,14 +341,23 @@ def check_state(obj, cls, state):
             f"expected an object of type {cls.__qualname__}, got {type(obj).__qualname__}"
         )
     d = obj.__dict__
+    if state.version == _dict_version(d):  # (unchanged since it last passed: see check_module)
+        return
+    version = _dict_version(d)
     if len(d) != state.size:
         _attributes_changed(d, state, cls)
-    _check_items(d, state, cls.__qualname__)
+    if _check_items(d, state, cls.__qualname__):
+        state.version = version
 
 
 def check_items(d, state):
-    """The dict ``d`` (a module's globals) holds what ``state`` recorded."""
-    _check_items(d, state, "the globals")
+    """The dict ``d`` (a module's globals) holds what ``state`` recorded (at once when ``d``
+    is unchanged since it last passed: see ``check_module``)."""
+    if state.version == _dict_version(d):
+        return
+    version = _dict_version(d)
+    if _check_items(d, state, "the globals"):
+        state.version = version
 
 
 def check_class(cls, state):
@@ -387,15 +465,17 @@ def check_no_module_hooks():
         raise PrologueCheckFailed("global module hooks were registered since the function was traced")
 
 
-def _check_items(d, state, what: str) -> None:
+def _check_items(d, state, what: str) -> bool:
     """``d`` holds the values ``state`` recorded: first tested for identity in one pass (an
-    unchanged state), then, when that fails, compared exactly."""
+    unchanged state: True), then, when that fails, compared exactly (False when they are
+    equal)."""
     try:
         if all(map(_is, state.get(d), state.values)):
-            return
+            return True
     except KeyError:
         pass
     _compare_items(d, state.names, state.values, what)
+    return False
 
 
 def _compare_items(d, names, values, what: str):
