@@ -110,3 +110,29 @@ def test_a_global_module_backward_hook_is_refused():
             thunder.jit(_model())(torch.randn(5, 3, dtype=torch.float64))
     finally:
         handle.remove()
+
+
+def test_hooks_on_the_compiled_module_itself_run_as_on_any_module():
+    """The wrapper's own forward pre-hooks and hooks, a global forward hook and TorchScript's
+    tracing take ``nn.Module.__call__``; without them a call goes straight to the program."""
+    model = _model()
+    jm = thunder.jit(model)
+    x = torch.randn(5, 3, dtype=torch.float64)
+    torch.testing.assert_close(jm(x), model(x))
+    pre = jm.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+    post = jm.register_forward_hook(lambda mod, args, out: out + 1)
+    torch.testing.assert_close(jm(x), model(x * 2) + 1)
+    pre.remove()
+    torch.testing.assert_close(jm(x), model(x) + 1)
+    post.remove()
+    torch.testing.assert_close(jm(x), model(x))
+    seen = []
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: seen.append(type(mod).__name__) if mod is jm else None
+    )
+    try:
+        jm(x)
+    finally:
+        handle.remove()
+    assert seen == ["ThunderModule"]
+    torch.testing.assert_close(jm(x), model(x))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import copy
 
 import torch
+from torch.nn.modules import module as _torch_module
 
 from thunder.cache import DEFAULT_CACHE_SIZE
 from thunder.core.context import current_trace
 from thunder.frontend.backward_hooks import call_with_backward_hooks, has_backward_hooks
 from thunder.hf_generate import generate
 from thunder.jit import ThunderFunction, text_of
+
+_tracing_state = torch._C._get_tracing_state
 
 
 class ThunderModule(torch.nn.Module):
@@ -48,16 +51,37 @@ class ThunderModule(torch.nn.Module):
         """The module's buffers under its own names (as ``state_dict()``)."""
         return self._model.named_buffers(prefix, recurse, remove_duplicate)
 
+    def __call__(self, *args, **kwargs):
+        """``nn.Module.__call__`` where it does more than call ``forward`` (hooks on this
+        wrapper or global ones, ``compile()``, TorchScript tracing); else ``forward`` with no
+        frame of torch's around it (every cached call pays them)."""
+        d = self.__dict__
+        if (
+            d["_forward_hooks"]
+            or d["_forward_pre_hooks"]
+            or d["_backward_hooks"]
+            or d["_backward_pre_hooks"]
+            or d.get("_compiled_call_impl") is not None
+            or _torch_module._global_forward_hooks
+            or _torch_module._global_forward_pre_hooks
+            or _torch_module._global_backward_hooks
+            or _torch_module._global_backward_pre_hooks
+            or _tracing_state() is not None
+        ):
+            return torch.nn.Module.__call__(self, *args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     def forward(self, *args, **kwargs):
+        jfn = self.__dict__["_jfn"]
+        model = jfn.module  # (the module itself, as ``self._model``, without nn.Module's __getattr__)
         if current_trace() is not None:
             # inside a function another thunder.jit traces: run the model itself, which that
             # trace reaches as a module (its shadow, whose writes the epilogue applies)
-            return self._model(*args, **kwargs)
-        jfn = self._jfn
+            return model(*args, **kwargs)
         # (``ThunderFunction.__call__`` holds the cache's lock for a serial call)
         call = jfn if jfn._serial else jfn._call
-        if has_backward_hooks(self._model):  # its own: around the program (frontend/backward_hooks.py)
-            return call_with_backward_hooks(self._model, call, args, kwargs)
+        if has_backward_hooks(model):  # its own: around the program (frontend/backward_hooks.py)
+            return call_with_backward_hooks(model, call, args, kwargs)
         return call(*args, **kwargs)
 
     def __deepcopy__(self, memo):
