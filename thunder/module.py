@@ -53,11 +53,13 @@ class ThunderModule(torch.nn.Module):
 
     def __call__(self, *args, **kwargs):
         """``nn.Module.__call__`` where it does more than call ``forward`` (hooks on this
-        wrapper or global ones, ``compile()``, TorchScript tracing); else ``forward`` with no
-        frame of torch's around it (every cached call pays them)."""
+        wrapper or global ones, ``compile()``, TorchScript tracing) or where another
+        ``thunder.jit`` traces the call; else ``forward`` with no frame of torch's around it
+        (every cached call pays them)."""
         d = self.__dict__
         if (
-            d["_forward_hooks"]
+            current_trace() is not None  # (traced by another thunder.jit: forward's own path, below)
+            or d["_forward_hooks"]
             or d["_forward_pre_hooks"]
             or d["_backward_hooks"]
             or d["_backward_pre_hooks"]
@@ -72,12 +74,12 @@ class ThunderModule(torch.nn.Module):
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        jfn = self.__dict__["_jfn"]
-        model = jfn.module  # (the module itself, as ``self._model``, without nn.Module's __getattr__)
         if current_trace() is not None:
             # inside a function another thunder.jit traces: run the model itself, which that
             # trace reaches as a module (its shadow, whose writes the epilogue applies)
-            return model(*args, **kwargs)
+            return self._model(*args, **kwargs)
+        jfn = self.__dict__["_jfn"]
+        model = jfn.module  # (the module itself, as ``self._model``, without nn.Module's __getattr__)
         # (``ThunderFunction.__call__`` holds the cache's lock for a serial call)
         call = jfn if jfn._serial else jfn._call
         if has_backward_hooks(model):  # its own: around the program (frontend/backward_hooks.py)

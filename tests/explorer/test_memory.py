@@ -64,15 +64,15 @@ def test_mlp_training_step_backward_by_hand():
     h, o = 2 * 16 * F32, 4 * 16 * F32  # [2, 16] activations; the [4, 16] weight's gradient
     rows = _table(prof)
     assert rows == [
-        ("t4 = torch.matmul(g_t3, t_2_weight)", h, 0, h),
+        ("t4 = torch.mm(g_t3, t_2_weight)", h, 0, h),
         ("t5 = torch.permute(g_t3, (1, 0))", 0, 0, h),  # a view of an input: no bytes
-        ("t6 = torch.matmul(t5, t2)", o, 0, h + o),
+        ("t6 = torch.mm(t5, t2)", o, 0, h + o),
         ("del t5", 0, 0, h + o),  # the view goes, g_t3 (an input) stays
         ("t7 = torch.sum(g_t3, (0,))", 4 * F32, 0, h + o + 16),
         ("t9 = torch.ops.aten.threshold_backward.default(t4, t2, 0)", h, 0, 2 * h + o + 16),
         ("del t4", 0, h, h + o + 16),
         ("t11 = torch.permute(t9, (1, 0))", 0, 0, h + o + 16),
-        ("t12 = torch.matmul(t11, input)", 16 * 8 * F32, 0, h + o + 16 + 512),
+        ("t12 = torch.mm(t11, input)", 16 * 8 * F32, 0, h + o + 16 + 512),
         ("del t11", 0, 0, h + o + 16 + 512),  # t9 still names the storage
         ("t13 = torch.sum(t9, (0,))", 16 * F32, 0, h + o + 16 + 512 + 64),
         ("del t9", 0, h, o + 16 + 512 + 64),  # now the storage t9 and t11 shared is freed

@@ -70,9 +70,9 @@ def backward(x, w, t1, t4, g_t5):
   t6 = torchex.broadcast_in_dim(g_t5, (2, 2), ())  # t6: "cpu f32[2, 2]"    -> t5
   t8 = torch.ops.aten.threshold_backward.default(t6, t4, 0)  # t8: "cpu f32[2, 2]"    reads saved: t4 -> t4
   t9 = torch.permute(w, (1, 0))  # t9: "cpu f32[2, 3]"    reads saved: w -> t2
-  t10 = torch.matmul(t8, t9)  # t10: "cpu f32[2, 3]"    -> t2
+  t10 = torch.mm(t8, t9)  # t10: "cpu f32[2, 3]"    -> t2
   t11 = torch.permute(t1, (1, 0))  # t11: "cpu f32[3, 2]"    reads saved: t1 -> t2
-  t12 = torch.matmul(t11, t8)  # t12: "cpu f32[3, 2]"    -> t2
+  t12 = torch.mm(t11, t8)  # t12: "cpu f32[3, 2]"    -> t2
   t0 = torch.mul(x, 2)  # t0: "cpu f32[2, 3]"    {recomputed} reads saved: x -> t0
   t13 = torch.cos(t0)  # t13: "cpu f32[2, 3]"    -> t1
   t14 = torch.mul(t10, t13)  # t14: "cpu f32[2, 3]"    -> t1

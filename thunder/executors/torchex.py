@@ -487,6 +487,8 @@ for _prim, _fn in {
     prims.wait: wait,
 }.items():
     PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
+# two matrices: torch.mm (torch.matmul's own dispatch by rank skipped: a linear's gradients are such)
+PRIM_IMPLS[prims.matmul].insert(0, Impl(_sym("torch.mm"), check=lambda a, b: a.ndim == 2 and b.ndim == 2))
 # a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)
 PRIM_IMPLS[prims.sum].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
 
