@@ -315,15 +315,15 @@ def module_details_html(
     return "".join(out)
 
 
-def _check_of(n, name: str) -> str:
-    """A prologue line as it concerns the input ``name``: its code, or of a line that checks
-    several tensors (``check_tensors``), the part about this one."""
-    code, sep, comment = n.line.partition("  # ")
-    if sep and code.startswith("pythonex.check_tensors("):
-        part = next((p for p in comment.split("; ") if p.startswith(f"{name}: ")), None)
-        if part is not None:
-            return f"pythonex.check_tensors(..., {name}, ...)  # {part}"
-    return split_comment(n)[0]
+def _check_of(n, name: str, comment: bool = False) -> str:
+    """A prologue line as it concerns the input ``name`` (without an output's type comment,
+    or with every comment): of a line that checks several tensors (``check_tensors``, whose
+    arguments are a model's parameters), that line with this tensor alone."""
+    code, _, rest = n.line.partition("  # ")
+    if code.startswith("pythonex.check_tensors("):
+        code = f"pythonex.check_tensors(..., {name}, ...)"
+        return f"{code}  # {rest}" if comment and rest else code
+    return n.line if comment else split_comment(n)[0]
 
 
 def _proxy_table(names, series: TraceSeries) -> str:
@@ -375,7 +375,8 @@ def cache_html(model: TraceModel) -> str:
         parts.append('<div class="hd">Where the prologue unpacks and checks each input</div>')
         for name, ids in links.items():
             lines = [pro.final.find(i) for i in ids]
-            body = "\n".join(escape(n.line) for n in lines if n is not None) or "(not found in the prologue)"
+            body = "\n".join(escape(_check_of(n, name, comment=True)) for n in lines if n is not None)
+            body = body or "(not found in the prologue)"
             parts.append(
                 f"<details><summary><code>{escape(name)}</code></summary><pre>{body}</pre></details>"
             )

@@ -26,7 +26,7 @@ def prologue(*args, **kwargs):
   pythonex.check_module(module, torch_nn_modules_linear_Linear, _module_state)  # training=True, in_features=3, out_features=2
   t_weight = module._parameters['weight']  # t_weight: "cpu f32[2, 3]"
   t_bias = module._parameters['bias']  # t_bias: "cpu f32[2]"
-  pythonex.check_tensors(_tensors, t_weight, t_bias)  # t_weight: (2, 3) float32 cpu requires_grad; t_bias: (2,) float32 cpu requires_grad
+  pythonex.check_tensors(_tensors, t_weight, t_bias)  # shapes, dtypes and devices as unpacked; requires_grad=True
   pythonex.check_no_module_hooks()
   pythonex.check_grad_enabled(True)
   pythonex.check_autocast(())
@@ -110,3 +110,23 @@ def test_a_single_tensor_keeps_its_own_check(n):
     trace = thunder.last_prologue_traces(jfn)[-1]
     syms = [b.subsymbols[0].sym for b in trace.bound_symbols if b.subsymbols]
     assert (pyops.check_tensor in syms) == (n == 1) and (pyops.check_tensors in syms) == (n == 2)
+
+
+@pytest.mark.parametrize(
+    "grads, shown",
+    [
+        ((False, False, True), "requires_grad=True for c"),
+        ((True, True, False), "requires_grad=True except for c"),
+        ((False, False, False), "requires_grad=False"),
+    ],
+)
+def test_the_line_says_which_tensors_require_grad(grads, shown):
+    args = [torch.randn(3, requires_grad=g) for g in grads]
+    jfn = thunder.jit(f)
+    jfn(*args)
+    line = next(
+        ln
+        for ln in str(thunder.last_prologue_traces(jfn)[-1]).splitlines()
+        if "pythonex.check_tensors(" in ln
+    )
+    assert line.endswith(f"(_tensors, a, b, c)  # shapes, dtypes and devices as unpacked; {shown}")

@@ -294,10 +294,7 @@ def test_llama_by_module(llama):
     assert "<code>t_model_layers_0_self_attn_q_proj_weight</code>" in html
     assert "model.layers.0.self_attn.q_proj</td>" in html
     assert "m_model_layers_0_self_attn_q_proj._parameters[&#x27;weight&#x27;]" in html
-    assert (
-        "pythonex.check_tensors(..., t_model_layers_0_self_attn_q_proj_weight, ...)  "
-        "# t_model_layers_0_self_attn_q_proj_weight: (64, 64) float32 cpu requires_grad" in html
-    )
+    assert "pythonex.check_tensors(..., t_model_layers_0_self_attn_q_proj_weight, ...)" in html
     assert "m_model_layers_0_self_attn_q_proj = " not in html  # the module unpacks above it are left out
 
 

@@ -177,3 +177,21 @@ def test_double_backward_is_shown_after_create_graph():
     final = m.series["backward_of_backward"].final
     assert any("cos" in n.line or "sin" in n.line for n in final.walk())
     assert "backward_of_backward" in model_html(m)
+
+
+def test_each_input_shows_its_own_part_of_the_line_checking_several_tensors():
+    import re
+
+    import torch
+
+    from explorer.html import model_html
+
+    jm = thunder.jit(torch.nn.Linear(3, 2))
+    jm(torch.randn(4, 3))
+    html = model_html(model_of(jm))
+    rows = dict(re.findall(r"<summary><code>(\w+)</code></summary><pre>(.*?)</pre>", html, re.S))
+    assert (
+        "pythonex.check_tensors(..., t_weight, ...)  # shapes, dtypes and devices as unpacked"
+        in rows["t_weight"]
+    )
+    assert "t_bias" not in rows["t_weight"] and "pythonex.check_tensors(..., t_bias, ...)" in rows["t_bias"]

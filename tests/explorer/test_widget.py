@@ -140,10 +140,10 @@ def test_switch_cache_entry(jfn):
     ex.kind.value = "prologue"
     ex.entry.value = 0
     assert ex.model.entry_index == 0 and ex.kind.value == "prologue"
-    assert "x: (3,) float32" in ex.current.nodes[4].line  # entry 0 was traced for shape (3,)
+    assert 'x: "cpu f32[3]"' in ex.current.nodes[2].line  # entry 0 was traced for shape (3,)
     assert "(shown)" in ex.cache.value
     ex.show_entry(1)
-    assert ex.entry.value == 1 and "x: (2, 4) float32" in ex.current.nodes[4].line
+    assert ex.entry.value == 1 and 'x: "cpu f32[2, 4]"' in ex.current.nodes[2].line
 
 
 def test_timings_show_after_explore_with_args(jfn):

@@ -92,14 +92,19 @@ class TensorChecks:
 
 
 def print_tensor_checks(bsym, printer) -> str:
-    """``check_tensors(_tensors, x, w)  # x: (2, 4) float32 cpu; w: (4, 4) float32 cpu requires_grad``."""
+    """``check_tensors(_tensors, x, w)  # shapes, dtypes and devices as unpacked;
+    requires_grad=True for w``: each tensor's shape, dtype and device are those its unpacking
+    line shows (a model's prologue checks hundreds of parameters in this line)."""
     checks, *tensors = bsym.args
     call = f"{bsym.sym.id}({', '.join([printer.name_object(checks, '_tensors'), *(printer.value(t) for t in tensors)])})"
-    shown = "; ".join(
-        f"{name}: {shape} {str(dtype).removeprefix('torch.')} {device}{' requires_grad' if requires_grad else ''}"
-        for name, (shape, dtype, device, requires_grad) in zip(checks.names, checks.metas)
-    )
-    return f"{call}  # {shown}"
+    grads = [name for name, meta in zip(checks.names, checks.metas) if meta[3]]
+    if len(grads) in (0, len(checks.names)):
+        needs = f"requires_grad={bool(grads)}"
+    elif 2 * len(grads) <= len(checks.names):
+        needs = f"requires_grad=True for {', '.join(grads)}"
+    else:
+        needs = f"requires_grad=True except for {', '.join(n for n in checks.names if n not in grads)}"
+    return f"{call}  # shapes, dtypes and devices as unpacked; {needs}"
 
 
 def tensor_check_line(bsym, i: int, printer) -> str:

@@ -14,7 +14,7 @@ After::
 
     t_fc_weight = m_fc._parameters['weight']  # t_fc_weight: "cpu f32[64, 64]"
     t_fc_bias = m_fc._parameters['bias']  # t_fc_bias: "cpu f32[64]"
-    prims.check_tensors(_tensors, t_fc_weight, t_fc_bias)  # t_fc_weight: (64, 64) torch.float32 'cpu' True; ...
+    prims.check_tensors(_tensors, t_fc_weight, t_fc_bias)  # shapes, dtypes and devices as unpacked; requires_grad=True
     prims.check_no_module_hooks()
 
 A check moves down past the unpacking of other inputs only, and not past a line that reads
