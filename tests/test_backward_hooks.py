@@ -113,8 +113,8 @@ def test_a_global_module_backward_hook_is_refused():
 
 
 def test_hooks_on_the_compiled_module_itself_run_as_on_any_module():
-    """The wrapper's own forward pre-hooks and hooks, a global forward hook and TorchScript's
-    tracing take ``nn.Module.__call__``; without them a call goes straight to the program."""
+    """The wrapper's own forward pre-hooks and hooks and a global forward hook take
+    ``nn.Module.__call__``; without them a call goes straight to the program."""
     model = _model()
     jm = thunder.jit(model)
     x = torch.randn(5, 3, dtype=torch.float64)
