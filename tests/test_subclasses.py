@@ -469,8 +469,8 @@ def backward(g_t7):
   # g_t7: "ScaleTensor[cpu f32[]] (_x: cpu f32[], _scale: cpu f32[])"
   prims.check_tensor_subclass(g_t7, ScaleTensor, (), torch.float32, torch.device('cpu'), None, ('_x', '_scale'), None)
   (g_t7__x, g_t7__scale) = prims.flatten_tensor_subclass(g_t7)  # g_t7__x: "cpu f32[]", g_t7__scale: "cpu f32[]"
-  prims.check_tensor(g_t7__x, (), torch.float32, torch.device('cpu'), False)
-  prims.check_tensor(g_t7__scale, (), torch.float32, torch.device('cpu'), False)
+  prims.check_tensor(g_t7__x, (), torch.float32, 'cpu', False)
+  prims.check_tensor(g_t7__scale, (), torch.float32, 'cpu', False)
   t12 = aten.mul.Tensor(g_t7__x, g_t7__scale)  # t12: "cpu f32[]"
     # t12 = prims.mul(g_t7__x, g_t7__scale)  # t12: "cpu f32[]"
   t13 = aten.view.default(t12, [1, 1])  # t13: "cpu f32[1, 1]"
