@@ -72,6 +72,35 @@ check_len = _python_prim("check_len", _no_output, Tag.PROLOGUE_CHECK)
 check_keys = _python_prim("check_keys", _no_output, Tag.PROLOGUE_CHECK)
 check_tensor = _python_prim("check_tensor", _no_output, Tag.PROLOGUE_CHECK)
 check_literal = _python_prim("check_literal", _no_output, Tag.PROLOGUE_CHECK)
+check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
+check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
+check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
+check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_torch_flag('autocast', False)``: global torch state a cached program was traced
+# under, by name: autocast changes the dtype of many ops, and the multi-head-attention
+# fast-path flag decides whether nn.TransformerEncoder pads with zeros
+# (thunder/frontend/fastpaths.py).
+TORCH_FLAGS = {
+    "autocast": torch._C._is_any_autocast_enabled,
+    "mha_fastpath": torch.backends.mha.get_fastpath_enabled,
+}
+check_torch_flag = _python_prim("check_torch_flag", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_autocast((('cpu', torch.bfloat16),))``: the device types autocast was on for at the
+# call, with their dtypes (thunder/ops/autocast.py): each op's dtype depends on it
+check_autocast = _python_prim("check_autocast", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
+COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
+check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
+check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_process_group('0', 2, 1)``: a process group the trace communicates over still
+# exists with this size, and this process is still that rank of it (thunder/ops/collectives.py)
+check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_dtensor_shard(p, '0', (33, 8))``: ``p`` is a DTensor sharded on dim 0 (``Shard(0)``)
+# over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/fsdp.py)
+check_dtensor_shard = _python_prim("check_dtensor_shard", _no_output, Tag.PROLOGUE_CHECK)
 
 
 class TensorChecks:
@@ -111,42 +140,14 @@ def tensor_check_line(bsym, i: int, printer) -> str:
     """The ``check_tensor`` line of the ``i``-th tensor of a ``check_tensors`` line (what a
     reason for a cache miss names)."""
     checks, *tensors = bsym.args
-    return f"{bsym.sym.id.removesuffix('s')}({', '.join(printer.value(v) for v in (tensors[i], *checks.metas[i]))})"
+    name = bsym.sym.id.removesuffix("check_tensors") + "check_tensor"  # (prims. or pythonex.)
+    return f"{name}({', '.join(printer.value(v) for v in (tensors[i], *checks.metas[i]))})"
 
 
 # ``check_tensors(_tensors, x, w)``: ``check_tensor`` of each of several plain tensors, in one call
 check_tensors = _python_prim(
     "check_tensors", _no_output, Tag.PROLOGUE_CHECK, printer=print_tensor_checks, imports=("prims",)
 )
-check_type = _python_prim("check_type", _no_output, Tag.PROLOGUE_CHECK)
-check_is = _python_prim("check_is", _no_output, Tag.PROLOGUE_CHECK)
-check_grad_enabled = _python_prim("check_grad_enabled", _no_output, Tag.PROLOGUE_CHECK)
-check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_torch_flag('autocast', False)``: global torch state a cached program was traced
-# under, by name: autocast changes the dtype of many ops, and the multi-head-attention
-# fast-path flag decides whether nn.TransformerEncoder pads with zeros
-# (thunder/frontend/fastpaths.py).
-TORCH_FLAGS = {
-    "autocast": torch._C._is_any_autocast_enabled,
-    "mha_fastpath": torch.backends.mha.get_fastpath_enabled,
-}
-check_torch_flag = _python_prim("check_torch_flag", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_autocast((('cpu', torch.bfloat16),))``: the device types autocast was on for at the
-# call, with their dtypes (thunder/ops/autocast.py): each op's dtype depends on it
-check_autocast = _python_prim("check_autocast", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_int_compare(i0, '>=', 32, False)``: the outcome of comparing a counter with a limit
-COMPARE_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-check_int_compare = _python_prim("check_int_compare", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_tensor_value(t, 5)``: the value of a one-element input tensor the trace read
-check_tensor_value = _python_prim("check_tensor_value", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_hasattr(obj, "name", False)``: an attribute the function found missing (or created)
-check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_process_group('0', 2, 1)``: a process group the trace communicates over still
-# exists with this size, and this process is still that rank of it (thunder/ops/collectives.py)
-check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOGUE_CHECK)
-# ``check_dtensor_shard(p, '0', (33, 8))``: ``p`` is a DTensor sharded on dim 0 (``Shard(0)``)
-# over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/fsdp.py)
-check_dtensor_shard = _python_prim("check_dtensor_shard", _no_output, Tag.PROLOGUE_CHECK)
 
 
 _EXACT = (int, float, bool, str, bytes, complex, torch.dtype, torch.device, torch.Size, slice, range)
