@@ -8,6 +8,7 @@ import warnings
 import pytest
 import torch
 import transformers
+from tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.tags import Tag
@@ -16,7 +17,7 @@ from thunder.core.verify import verify
 
 def test_gpt2_logits_and_loss_match_eager():
     transformers.logging.set_verbosity_error()
-    cfg = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=16)
+    cfg = tiny_gpt2_config(transformers)
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     ids = torch.randint(0, 100, (2, 6))

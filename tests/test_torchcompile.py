@@ -17,6 +17,7 @@ import pytest
 import torch
 from opdb import OPS, Maker  # tests/ is on sys.path
 from test_models import GPT, MLP, Block
+from tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.proxies import TensorProxy
@@ -448,7 +449,7 @@ def test_one_op_that_torch_runs_whole_is_left_to_torch():
 def test_transformers_gpt2_matches_eager():
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
-    cfg = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=16)
+    cfg = tiny_gpt2_config(transformers)
     model = transformers.GPT2LMHeadModel(cfg).eval()
     ids = torch.randint(0, 100, (2, 6))
     jm = thunder.jit(model, executors=["torchcompile"])
@@ -475,16 +476,7 @@ def test_gpt2_steps_with_the_cpp_wrapper_match_eager_as_state_changes():
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
     assert torchcompileex.cpp_wrapper(True)  # (this module's setting: the wrapper users get)
-    cfg = transformers.GPT2Config(
-        vocab_size=100,
-        n_embd=32,
-        n_layer=2,
-        n_head=4,
-        n_positions=16,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-    )
+    cfg = tiny_gpt2_config(transformers, dropout=False)
     model = transformers.GPT2LMHeadModel(cfg)
     ref = copy.deepcopy(model)
     jm = thunder.jit(model, executors=["torchcompile", "torch"])

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from test_grad import assert_not_recorded_by_torch
 from test_models import GPT, MLP, Block, SmallCNN
+from tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.verify import verify
@@ -96,16 +97,7 @@ def test_small_cnn_training_steps_in_train_mode():
 def test_transformers_gpt2_training_steps():
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
-    cfg = transformers.GPT2Config(
-        vocab_size=100,
-        n_embd=32,
-        n_layer=2,
-        n_head=4,
-        n_positions=16,
-        resid_pdrop=0,
-        embd_pdrop=0,
-        attn_pdrop=0,
-    )
+    cfg = tiny_gpt2_config(transformers, dropout=False)
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(cfg).train()
     ref = copy.deepcopy(model)

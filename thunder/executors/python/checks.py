@@ -246,14 +246,14 @@ def check_module(m, cls, state):
     identity test records a tag: a value compared by value (a list the module holds) could
     change without its holder's dict changing."""
     d = m.__dict__
+    version = _dict_version(d)  # (read before any test: a change made during one leaves a stale tag)
     if (
         type(m) is cls
-        and state.version == _dict_version(d)
+        and state.version == version
         and not any(_hooks_of(d))
         and (state.plain or state.table_versions == _table_versions(d, state.watched))
     ):
         return
-    version = _dict_version(d)  # (read before the test: a change made during it leaves a stale tag)
     try:
         if (
             type(m) is cls
@@ -341,9 +341,9 @@ def check_state(obj, cls, state):
             f"expected an object of type {cls.__qualname__}, got {type(obj).__qualname__}"
         )
     d = obj.__dict__
-    if state.version == _dict_version(d):  # (unchanged since it last passed: see check_module)
-        return
     version = _dict_version(d)
+    if state.version == version:  # (unchanged since it last passed: see check_module)
+        return
     if len(d) != state.size:
         _attributes_changed(d, state, cls)
     if _check_items(d, state, cls.__qualname__):
@@ -353,9 +353,9 @@ def check_state(obj, cls, state):
 def check_items(d, state):
     """The dict ``d`` (a module's globals) holds what ``state`` recorded (at once when ``d``
     is unchanged since it last passed: see ``check_module``)."""
-    if state.version == _dict_version(d):
-        return
     version = _dict_version(d)
+    if state.version == version:
+        return
     if _check_items(d, state, "the globals"):
         state.version = version
 
