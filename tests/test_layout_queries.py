@@ -218,3 +218,25 @@ def test_a_layout_the_program_chooses_decides_aliasing_as_eager():
         thunder.jit(read)(torch.randn(4, 4))
     with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
         thunder.jit(lambda x: x.contiguous(memory_format=CL))(torch.randn(4, 4))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: (x * 2).transpose(1, 3).contiguous(),
+        lambda x: x.transpose(1, 3).contiguous(),
+        lambda x: (x * 2).contiguous(memory_format=CL),
+        lambda x: (x * 2).to(memory_format=CL),
+        lambda x: x.permute(0, 2, 3, 1).contiguous(memory_format=CL),
+        lambda x: (x * 2).transpose(1, 2).contiguous().view(2, 12, 5),
+    ],
+)
+def test_a_layout_the_program_chooses_is_the_returned_tensor_s(f):
+    """What the caller gets from ``contiguous()`` / ``to(memory_format=...)`` is laid out as
+    eager's (a copy of a transposed tensor kept the transposed strides once: a stride read,
+    ``view`` or ``is_contiguous()`` after the call disagreed with eager's)."""
+    x = torch.randn(2, 3, 4, 5)
+    expected, got = f(x), thunder.jit(f)(x)
+    assert got.stride() == expected.stride()
+    assert got.is_contiguous() == expected.is_contiguous()
+    torch.testing.assert_close(got, expected)

@@ -144,7 +144,9 @@ def _contiguous(mode, func, args, kwargs):
         return _laid_out(mode, func, args, kwargs)
     out = args[0]
     if not state.views.is_contiguous(args[0]):
-        out = ltorch.clone(args[0])  # a copy in eager: writes into it stay in it
+        # a copy in eager, contiguous (torch.clone alone keeps a permuted input's strides):
+        # writes into it stay in it
+        out = ltorch.clone(args[0], memory_format=torch.contiguous_format)
         state.layouts.record(func, args, kwargs, out)
     if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
         state.views.guessed_layouts.update((args[0].name, out.name))
@@ -181,7 +183,7 @@ def _laid_out(mode, func, args, kwargs):
         rests_on_inputs(state, x)
         if same:
             return x
-    out = ltorch.clone(x)
+    out = ltorch.clone(x, memory_format=kwargs.get("memory_format", torch.contiguous_format))
     layouts.record(func, args, kwargs, out)
     if kwargs.get("memory_format") not in (None, torch.contiguous_format):
         state.views.permuted_made = True
