@@ -229,12 +229,18 @@ def test_a_layout_the_program_chooses_decides_aliasing_as_eager():
         lambda x: (x * 2).to(memory_format=CL),
         lambda x: x.permute(0, 2, 3, 1).contiguous(memory_format=CL),
         lambda x: (x * 2).transpose(1, 2).contiguous().view(2, 12, 5),
+        lambda x: x.double(memory_format=CL),
+        lambda x: x.double().double(memory_format=CL),
+        lambda x: x.permute(0, 2, 3, 1).half(memory_format=torch.contiguous_format),
+        lambda x: torch.permute_copy(x, (0, 2, 3, 1)),
+        lambda x: torch.transpose_copy(x * 2, 1, 3),
     ],
 )
 def test_a_layout_the_program_chooses_is_the_returned_tensor_s(f):
-    """What the caller gets from ``contiguous()`` / ``to(memory_format=...)`` is laid out as
-    eager's (a copy of a transposed tensor kept the transposed strides once: a stride read,
-    ``view`` or ``is_contiguous()`` after the call disagreed with eager's)."""
+    """What the caller gets from ``contiguous()``, ``to(memory_format=...)``, a cast with a
+    memory format and a ``*_copy`` op is laid out as eager's (a copy of a transposed tensor kept
+    the transposed strides once, and a cast dropped its memory format: a stride read, ``view``
+    or ``is_contiguous()`` after the call disagreed with eager's)."""
     x = torch.randn(2, 3, 4, 5)
     expected, got = f(x), thunder.jit(f)(x)
     assert got.stride() == expected.stride()

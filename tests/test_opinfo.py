@@ -1,7 +1,7 @@
 """PyTorch's OpInfo samples through ``thunder.jit``, against eager (``tests/opinfo_map.py``).
 
 For every OpInfo entry that has a thunder op, each sample (CPU, float64, requiring grad) is
-run compiled and eagerly: the forward values, which outputs require grad, the gradients
+run compiled and eagerly: the forward values and their strides, which outputs require grad, the gradients
 against ``torch.autograd`` (gradcheck-grade tolerance, relative to the magnitudes) and, where
 the entry has one, the in-place variant (its result and the tensor it writes). A sample that
 differs for a known reason is declared in ``DIFFERENCES``; a declared difference that no
@@ -19,7 +19,7 @@ import os
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from opinfo_map import RANDOM, declared, entry_id, op_db, thunder_op  # tests/ is on sys.path
+from opinfo_map import RANDOM, declared, entry_id, layout, op_db, thunder_op  # tests/ is on sys.path
 
 import thunder
 
@@ -121,6 +121,10 @@ def _check_forward_and_grad(info, fn, sample, random: bool) -> list[tuple[str, s
                 assert (g.shape, g.dtype) == (e.shape, e.dtype), f"{g.shape} {g.dtype} != {e.shape} {e.dtype}"
         else:
             _close(got, expected, "forward")
+        for k, (g, e) in enumerate(zip(pytree.tree_leaves(got), pytree.tree_leaves(expected))):
+            if isinstance(e, torch.Tensor) and isinstance(g, torch.Tensor) and g.shape == e.shape:
+                # a stride read, view() or is_contiguous() on the result answers as eager's
+                assert layout(g) == layout(e), f"forward[{k}]: strides {g.stride()}, eager's {e.stride()}"
         rg = [o.requires_grad for o in pytree.tree_leaves(got) if isinstance(o, torch.Tensor)]
         re = [o.requires_grad for o in pytree.tree_leaves(expected) if isinstance(o, torch.Tensor)]
         assert rg == re, f"outputs requiring grad {rg}, eager {re}"

@@ -164,6 +164,30 @@ def _to(mode, func, args, kwargs):
     return out
 
 
+# x.double(memory_format=...) and the other casts that take a memory format: x.to(dtype, ...)
+_CASTS = {
+    T.float: torch.float32,
+    T.double: torch.float64,
+    T.half: torch.float16,
+    T.bfloat16: torch.bfloat16,
+    T.int: torch.int32,
+    T.long: torch.int64,
+    T.bool: torch.bool,
+    T.byte: torch.uint8,
+    T.char: torch.int8,
+    T.short: torch.int16,
+}
+
+
+def _cast(mode, func, args, kwargs):
+    """``x.double(memory_format=torch.channels_last)``: eager's ``x.to(torch.float64,
+    memory_format=...)``, the layout included (the cast alone dropped it)."""
+    memory_format = kwargs.get("memory_format", torch.preserve_format)
+    if memory_format is torch.preserve_format or not isinstance(args[0], TensorProxy):
+        return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
+    return _to(mode, T.to, (args[0], _CASTS[func]), {"memory_format": memory_format})
+
+
 def _laid_out(mode, func, args, kwargs):
     """``x.contiguous(memory_format=torch.channels_last)`` (or ``x.to(memory_format=...)``) where
     thunder's values, which have no layout, are the same: eager returns ``x`` itself where ``x``
@@ -218,6 +242,7 @@ _AFTER_RESOLVING = {
     T.view_as: _view,
     T.contiguous: _contiguous,
     T.to: _to,
+    **dict.fromkeys(_CASTS, _cast),
     T.__setitem__: _setitem,
     T.requires_grad_: _requires_grad_,
     T.copy_: _copy_,

@@ -20,13 +20,14 @@ T = torch.Tensor
 
 
 def _copied(view_op):
-    """``torch.<view>_copy``: the view's values in a tensor of their own."""
+    """``torch.<view>_copy``: the view's values in a tensor of their own, contiguous as eager's
+    (a clone keeping the view's strides gave ``permute_copy`` a permuted result)."""
 
     def op(*args, **kwargs):
         out = view_op(*args, **kwargs)
         if isinstance(out, (tuple, list)):
-            return tuple(shape.clone(o) for o in out)
-        return shape.clone(out)
+            return tuple(shape.clone(o, memory_format=torch.contiguous_format) for o in out)
+        return shape.clone(out, memory_format=torch.contiguous_format)
 
     return op
 
