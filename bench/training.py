@@ -3,7 +3,8 @@ measured in one run.
 
 A step is ``zero_grad``, the forward of the model (jitted or not), the loss (eager, outside
 the model, as a training loop computes it) and ``backward``; CPU time per step
-(``time.process_time``, the minimum over repeats), one thread. Models: the 4-layer MLP of
+(``time.process_time``, the minimum over repeats; "paired": the median over the repeats of
+the ratio within one repeat, steadier on a shared machine), one thread. Models: the 4-layer MLP of
 ``bench/overhead.py`` on a [16, 64] batch (MSE loss) and a 4-block GPT (d=128, 4 heads,
 T=64, batch 2; cross-entropy loss). Also thunder's first step (trace, grad, split, passes,
 the step itself: its CPU time in the table, as the steps', so that another process busy on the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 import time
 
@@ -69,20 +71,34 @@ def step_fn(model, forward, x, target, loss_fn):
     return step
 
 
-def cpu_us(steps: dict, *, number: int, repeat: int = 9) -> dict:
+def cpu_us(steps: dict, *, number: int, repeat: int = 15) -> tuple[dict, list[dict]]:
     """CPU time per call of each step, in us: the minimum over ``repeat`` rounds, the steps
-    taking turns within a round (so a busy moment on the machine hits them all alike)."""
+    taking turns within a round (so a busy moment on the machine hits them all alike), in the
+    opposite order every other round (so no step always runs first); and each round's times (for
+    ``paired``)."""
     for step in steps.values():
         for _ in range(max(number // 4, 3)):
             step()
     best = dict.fromkeys(steps, math.inf)
-    for _ in range(repeat):
-        for name, step in steps.items():
+    rounds = []
+    for r in range(repeat):
+        times = {}
+        for name in list(steps) if r % 2 == 0 else list(steps)[::-1]:
+            step = steps[name]
             t0 = time.process_time()
             for _ in range(number):
                 step()
-            best[name] = min(best[name], (time.process_time() - t0) / number)
-    return {name: t * 1e6 for name, t in best.items()}
+            times[name] = (time.process_time() - t0) / number
+            best[name] = min(best[name], times[name])
+        rounds.append(times)
+    return {name: t * 1e6 for name, t in best.items()}, rounds
+
+
+def paired(rounds: list[dict], a: str, b: str) -> float:
+    """``a``'s time over ``b``'s, the median over the rounds of the ratio within a round: on a
+    shared machine the minima of two steps may come from rounds the machine ran at different
+    speeds, a round's pair from the same moment."""
+    return statistics.median(t[a] / t[b] for t in rounds)
 
 
 def first_step(jm, wall_ms: float) -> str:
@@ -109,9 +125,9 @@ def main() -> None:
         f"torch {torch.__version__}, {torch.get_num_threads()} thread, CPU time per training step (first: thunder's first step)"
     )
     print(
-        f"{'model':20} {'eager us':>10} {'thunder us':>11} {'ratio':>6} {'compile us':>11} {'ratio':>6} "
-        f"{'first ms':>9}"
-        + ("" if opts.no_compile else f" {'thunder+tc us':>14} {'ratio':>6} {'vs compile':>10}")
+        f"{'model':20} {'eager us':>10} {'thunder us':>11} {'ratio':>6} {'paired':>6} {'compile us':>11} "
+        f"{'ratio':>6} {'first ms':>9}"
+        + ("" if opts.no_compile else f" {'thunder+tc us':>14} {'ratio':>6} {'vs compile':>10} {'paired':>6}")
     )
     details = []
     for name, model, x, target, loss_fn, number in cases():
@@ -143,13 +159,16 @@ def main() -> None:
             # its regions compile in a helper process meanwhile: the timed steps are Inductor's
             torchcompileex.wait()
             steps["thunder+tc"]()
-        t = cpu_us(steps, number=number)
+        t, rounds = cpu_us(steps, number=number)
         assert thunder.last_backward_traces(jm), "thunder's gradients come from its backward trace"
         eager, th, comp = t["eager"], t["thunder"], t.get("compile", math.nan)
-        line = f"{name:20} {eager:10.1f} {th:11.1f} {th / eager:6.3f} {comp:11.1f} {comp / eager:6.3f} {first:9.1f}"
+        line = (
+            f"{name:20} {eager:10.1f} {th:11.1f} {th / eager:6.3f} {paired(rounds, 'thunder', 'eager'):6.3f} "
+            f"{comp:11.1f} {comp / eager:6.3f} {first:9.1f}"
+        )
         if not opts.no_compile:
             tc = t["thunder+tc"]
-            line += f" {tc:14.1f} {tc / eager:6.3f} {tc / comp:10.3f}"
+            line += f" {tc:14.1f} {tc / eager:6.3f} {tc / comp:10.3f} {paired(rounds, 'thunder+tc', 'compile'):6.3f}"
         print(line)
     print("first step:")
     for line in details:
