@@ -181,7 +181,7 @@ GOLDEN_GPT_1_LAYER = """\
       t44 = torch.matmul(t43, t24)  # t44: "cpu f32[2, 4, 8, 8]"    [torch]
       t45 = torch.transpose(t44, 1, 2)  # t45: "cpu f32[2, 8, 4, 8]"    [torch]
       del t44    {del}
-      t46 = torch.clone(t45)  # t46: "cpu f32[2, 8, 4, 8]"    [torch]
+      t46 = torch.clone(t45, memory_format=torch.contiguous_format)  # t46: "cpu f32[2, 8, 4, 8]"    [torch]
       del t45    {del}
       t47 = torch.Tensor.reshape(t46, 2, 8, 32)  # t47: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
       del t46    {del}
