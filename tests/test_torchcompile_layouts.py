@@ -1,7 +1,8 @@
 """The torch.compile executor on a region whose views depend on layouts: ``torch.matmul`` of a
 transposed tensor (attention's ``q @ k.transpose``) compiled with gradients, as in
 transformers' Phi-3, matches eager (Inductor's graph reshapes where ``make_fx`` had viewed:
-``thunder/executors/inductor_compile.py``)."""
+``thunder/executors/inductor_compile.py``); and a region's output that the program lays out
+itself (``contiguous()``, ``to(memory_format=...)``) has eager's strides."""
 
 from __future__ import annotations
 
@@ -49,3 +50,30 @@ def test_transformers_phi3_trains_through_the_torchcompile_executor():
         model.zero_grad(set_to_none=True)
         model(input_ids=ids, labels=ids).loss.backward()
     torch.testing.assert_close(grads, {n: p.grad for n, p in model.named_parameters()}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: (x.sin() * 2).contiguous(memory_format=torch.channels_last),
+        lambda x: (x.sin() * 2).transpose(1, 3).contiguous(),
+        lambda x: x.cos().to(memory_format=torch.channels_last),
+    ],
+    ids=["channels_last", "contiguous", "to"],
+)
+def test_a_region_output_laid_out_as_the_program_asks_is_eager_s(f):
+    """A region's output made by ``contiguous(...)`` or ``to(memory_format=...)`` has eager's
+    strides, from the region's torch calls (while Inductor compiles) and from Inductor's
+    function (each chose its own layout: contiguous, or the transposed input's)."""
+    from thunder.executors import torchcompileex
+
+    x = torch.randn(2, 3, 4, 5)
+    jf = thunder.jit(f, executors=["torchcompile", "torch"])
+    expected = f(x)
+    first = jf(x)
+    torchcompileex.wait()
+    compiled = jf(x)
+    assert "TorchCompile" in str(thunder.last_traces(jf)[-1])
+    for got in (first, compiled):
+        assert got.stride() == expected.stride()
+        torch.testing.assert_close(got, expected)

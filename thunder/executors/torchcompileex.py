@@ -309,6 +309,7 @@ class InductorRegion:
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
         self.lock = threading.Lock()
         self.last: tuple | None = None
+        self.layouts = _asked_layouts(region)
 
     def __call__(self, *args):
         last = self.last
@@ -316,6 +317,10 @@ class InductorRegion:
             out = last[2](*args)
         else:
             out = self._find(args)(*args)
+        if self.layouts:  # (Inductor, and the prims while it compiles, choose their own)
+            out = list(out)
+            for i, memory_format in self.layouts:
+                out[i] = out[i].contiguous(memory_format=memory_format)
         return out[0] if self.single else tuple(out)
 
     def _find(self, args):
@@ -421,6 +426,23 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+
+
+def _asked_layouts(region: Region) -> list[tuple[int, torch.memory_format]]:
+    """The region's outputs made by an op that asks for a memory format (``x.contiguous()``,
+    ``x.to(memory_format=torch.channels_last)``: a clone that names one), with the format: the
+    region lays each out so after its call (a copy only where it is not), as eager's is."""
+    asked = {}
+    stack = list(region.members)
+    while stack:
+        bsym = stack.pop()
+        memory_format = bsym.kwargs.get("memory_format")
+        if isinstance(memory_format, torch.memory_format) and memory_format is not torch.preserve_format:
+            for out in tree_leaves(bsym.output):
+                if isinstance(out, TensorProxy):
+                    asked[out.name] = memory_format
+        stack.extend(bsym.subsymbols)
+    return [(i, asked[p.name]) for i, p in enumerate(region.outputs) if p.name in asked]
 
 
 def _is_matmul(prim: BoundSymbol) -> bool:
