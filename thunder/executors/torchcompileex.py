@@ -303,13 +303,12 @@ class InductorRegion:
         self.size = len(region.members)
         self.single = len(region.outputs) == 1
         # matmuls next to each other: fewer C++ functions in Inductor's code (see inductor_order)
-        self.trace = claim(matmuls_together(region.trace(), _is_matmul), [torchex.executor])
+        self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), [torchex.executor])
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
         self.lock = threading.Lock()
         self.last: tuple | None = None
-        self.layouts = _asked_layouts(region)
 
     def __call__(self, *args):
         last = self.last
@@ -317,10 +316,6 @@ class InductorRegion:
             out = last[2](*args)
         else:
             out = self._find(args)(*args)
-        if self.layouts:  # (Inductor, and the prims while it compiles, choose their own)
-            out = list(out)
-            for i, memory_format in self.layouts:
-                out[i] = out[i].contiguous(memory_format=memory_format)
         return out[0] if self.single else tuple(out)
 
     def _find(self, args):
@@ -428,21 +423,25 @@ class InductorRegion:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
 
 
-def _asked_layouts(region: Region) -> list[tuple[int, torch.memory_format]]:
-    """The region's outputs made by an op that asks for a memory format (``x.contiguous()``,
-    ``x.to(memory_format=torch.channels_last)``: a clone that names one), with the format: the
-    region lays each out so after its call (a copy only where it is not), as eager's is."""
-    asked = {}
-    stack = list(region.members)
-    while stack:
-        bsym = stack.pop()
-        memory_format = bsym.kwargs.get("memory_format")
-        if isinstance(memory_format, torch.memory_format) and memory_format is not torch.preserve_format:
-            for out in tree_leaves(bsym.output):
-                if isinstance(out, TensorProxy):
-                    asked[out.name] = memory_format
-        stack.extend(bsym.subsymbols)
-    return [(i, asked[p.name]) for i, p in enumerate(region.outputs) if p.name in asked]
+def _asks_layout(bsym: BoundSymbol) -> bool:
+    memory_format = bsym.kwargs.get("memory_format")
+    return isinstance(memory_format, torch.memory_format) and memory_format is not torch.preserve_format
+
+
+def _laid_out_trace(region: Region):
+    """The region's prims as a trace, except that an op asking for a memory format (a clone
+    made by ``contiguous(memory_format=...)``) stays whole: ``prims.clone`` has no memory format,
+    and the layout flows on through the region's later ops in eager (an elementwise op keeps
+    channels_last) and so in Inductor's code traced from these calls."""
+
+    def parts(bsym: BoundSymbol) -> list[BoundSymbol]:
+        if _asks_layout(bsym) or Tag.PRIM in bsym.sym.tags or not bsym.subsymbols:
+            return [bsym]
+        return [p for sub in bsym.subsymbols for p in parts(sub)]
+
+    trace = region.trace()
+    trace.bound_symbols = [p for m in region.members for p in parts(m)]
+    return trace
 
 
 def _is_matmul(prim: BoundSymbol) -> bool:
