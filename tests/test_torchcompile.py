@@ -150,9 +150,10 @@ def test_compiled_once_per_signature_and_never_through_dynamo():
     # one used) turns the other strides away (Inductor's code asserts no strides itself)
     for a in (x, xt, xt, x, xt):
         torch.testing.assert_close(jfn(a, y), chain(a, y))
-        grad_mode, guard, fn = compiled.last
+        grad_mode, guard, fn, moves = compiled.last
         assert fn is compiled.compiled[(grad_mode, *[(t.shape, t.stride()) for t in (a, y)])]
         assert guard.check(a, y) and not guard.check(x if a is xt else xt, y)
+        assert moves == ()  # (an elementwise chain: Inductor keeps eager's strides)
     assert len(compiled.compiled) == 2
 
 

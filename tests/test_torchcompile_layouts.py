@@ -2,8 +2,8 @@
 transposed tensor (attention's ``q @ k.transpose``) compiled with gradients, as in
 transformers' Phi-3, matches eager (Inductor's graph reshapes where ``make_fx`` had viewed:
 ``thunder/executors/inductor_compile.py``); and a region's output that the program lays out
-itself (``contiguous()``, ``to(memory_format=...)``), and what elementwise ops make of it,
-has eager's strides."""
+itself (``contiguous()``, ``to(memory_format=...)``), what elementwise ops make of it and what
+a kernel that lays its result out itself (``softmax``) makes, has eager's strides."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import thunder
 
@@ -60,14 +61,19 @@ def test_transformers_phi3_trains_through_the_torchcompile_executor():
         lambda x: (x.sin() * 2).transpose(1, 3).contiguous(),
         lambda x: x.cos().to(memory_format=torch.channels_last),
         lambda x: ((x * 2).to(memory_format=torch.channels_last).cos(), x.transpose(1, 3).contiguous().sin()),
+        lambda x: (x.to(memory_format=torch.channels_last) * 2).softmax(-1) * 3,
+        lambda x: F.layer_norm(x.transpose(1, 3) * 2, (3,)) + 1,
     ],
-    ids=["channels_last", "contiguous", "to", "ops_after"],
+    ids=["channels_last", "contiguous", "to", "ops_after", "softmax", "layer_norm"],
 )
 def test_a_region_output_laid_out_as_the_program_asks_is_eager_s(f):
-    """A region's output made by ``contiguous(...)`` or ``to(memory_format=...)``, or by
-    elementwise ops after one, has eager's strides, from the region's torch calls (while
-    Inductor compiles) and from Inductor's function: the region's program keeps the copy's
-    memory format (``prims.clone`` has none: a channels_last request came back contiguous)."""
+    """A region's output has eager's strides, from the region's torch calls (while Inductor
+    compiles) and from Inductor's function: made by ``contiguous(...)`` or
+    ``to(memory_format=...)`` (the region's program keeps the copy's memory format;
+    ``prims.clone`` has none: a channels_last request came back contiguous), by elementwise ops
+    after one, or by an op whose eager kernel lays its result out itself (``softmax`` and
+    ``layer_norm`` of a channels_last or transposed input are contiguous in eager, and were laid
+    out as the input by their prims)."""
     from thunder.executors import torchcompileex
 
     x = torch.randn(2, 3, 4, 5)

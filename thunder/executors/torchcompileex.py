@@ -293,8 +293,9 @@ class InductorRegion:
     ``program`` is the region as a Python function of torch calls (what ``make_fx``
     traces, and what runs while the helper process compiles); ``compiled`` maps each
     signature (grad mode, each input's size and strides) to Inductor's function once it is
-    ready; ``last`` is the grad mode, a ``TensorGuards`` of the inputs and the compiled
-    function of the last call that ran one, checked first.
+    ready; ``last`` is the grad mode, a ``TensorGuards`` of the inputs, the compiled
+    function of the last call that ran one and the outputs it lays out otherwise than eager
+    (``_moves``), checked first. Outputs leave the region with eager's strides.
     """
 
     def __init__(self, region: Region):
@@ -309,27 +310,51 @@ class InductorRegion:
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
         self.lock = threading.Lock()
         self.last: tuple | None = None
+        self.region = region
+        self.eager_strides: dict[tuple, list] = {}  # input strides -> each output's in eager
 
     def __call__(self, *args):
         last = self.last
         if last is not None and last[0] is torch.is_grad_enabled() and last[1].check(*args):
             out = last[2](*args)
+            if last[3]:
+                out = _restrided(out, last[3])
         else:
-            out = self._find(args)(*args)
+            key = (torch.is_grad_enabled(), *[(a.shape, a.stride()) for a in args])
+            fn = self._find(key, args)
+            out = fn(*args)
+            moves = self._moves(key, args, out)
+            if moves:
+                out = _restrided(out, moves)
+            if fn is not self.program and TensorGuards is not None:
+                guards = TensorGuards(*args, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+                self.last = (key[0], guards, fn, moves)
         return out[0] if self.single else tuple(out)
 
-    def _find(self, args):
+    def _find(self, key: tuple, args):
         # Dtypes, devices and requires_grad of a region's inputs are fixed by its trace (the
         # prologue checks the inputs; the ops' meta functions give the rest), and so are the
         # sizes (taken into the key all the same: the compiled code asserts none); strides and
         # the grad mode are not.
-        key = (torch.is_grad_enabled(), *[(a.shape, a.stride()) for a in args])
         fn = self.compiled.get(key)
         if fn is None:
             fn = self._start(key, args)
-        if fn is not self.program and TensorGuards is not None:
-            self.last = (key[0], TensorGuards(*args, dynamic_dims_sizes=None, dynamic_dims_strides=None), fn)
         return fn
+
+    def _moves(self, key: tuple, args, out) -> tuple:
+        """The outputs laid out otherwise than eager's, with eager's strides: a region's ops run
+        as prims (``softmax`` as its steps), and Inductor picks layouts of its own, where
+        eager's kernels lay out their results themselves (``softmax`` of a channels_last input is
+        contiguous). Eager's strides come from the region's ops, run whole by torch on fake
+        tensors laid out as the inputs, once per input signature."""
+        expected = self.eager_strides.get(key[1:])
+        if expected is None:
+            expected = self.eager_strides[key[1:]] = _eager_strides(self.region, args)
+        return tuple(
+            (i, stride)
+            for i, (o, stride) in enumerate(zip(out, expected))
+            if stride is not None and _layout(o.shape, o.stride()) != _layout(o.shape, stride)
+        )
 
     def _start(self, key: tuple, args):
         """Inductor's function for ``key`` when it is compiled (here, or loaded once the helper
@@ -421,6 +446,37 @@ class InductorRegion:
 
     def __repr__(self) -> str:
         return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+
+
+def _eager_strides(region: Region, args) -> list:
+    """Each output's strides when the region's ops run whole in torch on tensors laid out as
+    ``args`` (eager's), None for one that is not dense (an expanded view: left as it comes) or
+    when an op cannot run on fake tensors (then nothing is moved)."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        program = claim(region.trace(prims=False), [torchex.executor]).python_callable()
+        mode = FakeTensorMode()
+        fakes = [mode.from_tensor(a) for a in args]
+        with mode, torch.no_grad():
+            outs = program(*fakes)
+        return [o.stride() if is_non_overlapping_and_dense_or_false(o) else None for o in outs]
+    except Exception:
+        return [None] * len(region.outputs)
+
+
+def _layout(shape, stride) -> tuple:
+    return tuple(s for s, n in zip(stride, shape) if n > 1)
+
+
+def _restrided(out, moves: tuple) -> list:
+    """``out`` with each output named in ``moves`` copied into eager's strides."""
+    out = list(out)
+    for i, stride in moves:
+        o = out[i]
+        out[i] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+    return out
 
 
 def _asks_layout(bsym: BoundSymbol) -> bool:
