@@ -66,7 +66,7 @@ def test_transformers_phi3_trains_through_the_torchcompile_executor():
     ],
     ids=["channels_last", "contiguous", "to", "ops_after", "softmax", "layer_norm"],
 )
-def test_a_region_output_laid_out_as_the_program_asks_is_eager_s(f):
+def test_a_region_output_has_eager_s_strides(f):
     """A region's output has eager's strides, from the region's torch calls (while Inductor
     compiles) and from Inductor's function: made by ``contiguous(...)`` or
     ``to(memory_format=...)`` (the region's program keeps the copy's memory format;
