@@ -90,3 +90,28 @@ def test_a_region_output_has_eager_s_strides(f):
         ):
             assert g.stride() == e.stride()
             torch.testing.assert_close(g, e)
+
+
+def test_region_output_strides_follow_each_call_s_input_layout():
+    """Calls that alternate the input's layout (channels_last, contiguous, transposed) each get
+    eager's output strides, values and gradients: what one signature's outputs needed moving is
+    never applied to another's (the moves are kept with the guard of the inputs they were made for)."""
+    from thunder.executors import torchcompileex
+
+    def f(x):
+        return (x * 2).softmax(-1) * 3
+
+    jf = thunder.jit(f, executors=["torchcompile", "torch"])
+    base = torch.randn(2, 3, 4, 5)
+    layouts = [base.to(memory_format=torch.channels_last), base.contiguous(), base.transpose(1, 3)]
+    for step in range(2 * len(layouts)):
+        if step == len(layouts):
+            torchcompileex.wait()  # the second round runs Inductor's functions
+        x = layouts[step % len(layouts)]
+        xe, xg = x.detach().requires_grad_(), x.detach().requires_grad_()
+        expected, got = f(xe), jf(xg)
+        assert got.stride() == expected.stride()
+        torch.testing.assert_close(got, expected)
+        (ge,) = torch.autograd.grad(expected, xe, torch.ones_like(expected))
+        (gg,) = torch.autograd.grad(got, xg, torch.ones_like(got))
+        torch.testing.assert_close(gg, ge, rtol=1e-4, atol=1e-5)

@@ -165,18 +165,7 @@ def _to(mode, func, args, kwargs):
 
 
 # x.double(memory_format=...) and the other casts that take a memory format: x.to(dtype, ...)
-_CASTS = {
-    T.float: torch.float32,
-    T.double: torch.float64,
-    T.half: torch.float16,
-    T.bfloat16: torch.bfloat16,
-    T.int: torch.int32,
-    T.long: torch.int64,
-    T.bool: torch.bool,
-    T.byte: torch.uint8,
-    T.char: torch.int8,
-    T.short: torch.int16,
-}
+_CASTS = {getattr(T, name): dtype for name, dtype in ltorch.casts.METHOD_DTYPES.items()}
 
 
 def _cast(mode, func, args, kwargs):

@@ -27,13 +27,28 @@ def _cast(dtype: torch.dtype, name: str):
     )
 
 
-float = _cast(torch.float32, "float")
-double = _cast(torch.float64, "double")
-half = _cast(torch.float16, "half")
-bfloat16 = _cast(torch.bfloat16, "bfloat16")
-int = _cast(torch.int32, "int")
-long = _cast(torch.int64, "long")
-bool = _cast(torch.bool, "bool")
+# the dtype of each cast method (``x.byte()``, ``x.char()``, ``x.short()``: spellings of ``to``
+# in spellings.py); the frontend reads it for a cast that names a memory format
+METHOD_DTYPES = {
+    "float": torch.float32,
+    "double": torch.float64,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int": torch.int32,
+    "long": torch.int64,
+    "bool": torch.bool,
+    "byte": torch.uint8,
+    "char": torch.int8,
+    "short": torch.int16,
+}
+
+float = _cast(METHOD_DTYPES["float"], "float")
+double = _cast(METHOD_DTYPES["double"], "double")
+half = _cast(METHOD_DTYPES["half"], "half")
+bfloat16 = _cast(METHOD_DTYPES["bfloat16"], "bfloat16")
+int = _cast(METHOD_DTYPES["int"], "int")
+long = _cast(METHOD_DTYPES["long"], "long")
+bool = _cast(METHOD_DTYPES["bool"], "bool")
 
 
 @torchsymbol(T.type_as, torch_impl="torch.Tensor.type_as", tags=(Tag.ELEMENTWISE, Tag.CAST))

@@ -94,9 +94,9 @@ def sum_to_size(a, *size):
 
 alias(sum_to_size, T.sum_to_size)
 
-alias(lambda a, memory_format=None: casts.to(a, torch.uint8), T.byte)
-alias(lambda a, memory_format=None: casts.to(a, torch.int8), T.char)
-alias(lambda a, memory_format=None: casts.to(a, torch.int16), T.short)
+alias(lambda a, memory_format=None: casts.to(a, casts.METHOD_DTYPES["byte"]), T.byte)
+alias(lambda a, memory_format=None: casts.to(a, casts.METHOD_DTYPES["char"]), T.char)
+alias(lambda a, memory_format=None: casts.to(a, casts.METHOD_DTYPES["short"]), T.short)
 
 
 def _real_only(name: str, copy: bool = False):
