@@ -114,6 +114,10 @@ def grad_computation(
         (torch.autograd.Function,),
         {"forward": staticmethod(_forward(shared)), "backward": staticmethod(_backward(shared))},
     )
+    # the autograd engine calls the node's ``apply``, whose Python layer (``BackwardCFunction.
+    # apply``: which of backward and vjp is defined, boxed gradients or not) decides, for every
+    # backward, what is known here: it is ``backward`` itself
+    fn._backward_cls.apply = fn.backward
     computation = entry_call(shared, apply_of(fn, shared.tensor_args))
     computation.autograd_function = fn
     return computation
@@ -258,7 +262,11 @@ def _backward(shared: SharedEntry) -> Callable:
         general path."""
         if _grad_enabled() or _any_autocast_enabled():
             return backward(ctx, *cotangents)
-        return bw_fn(*_saved_tensors(ctx, caller_writable), *cotangents)
+        try:
+            saved = ctx.saved_tensors
+        except RuntimeError:  # (freed, or written by the caller: the error that says which)
+            saved = _saved_tensors(ctx, caller_writable)
+        return bw_fn(*saved, *cotangents)
 
     def backward(ctx, *cotangents):
         if error is not None:

@@ -54,8 +54,8 @@ class ThunderModule(torch.nn.Module):
     def __call__(self, *args, **kwargs):
         """``nn.Module.__call__`` where it does more than call ``forward`` (hooks on this
         wrapper or global ones, ``compile()``, TorchScript tracing) or where another
-        ``thunder.jit`` traces the call; else ``forward`` with no frame of torch's around it
-        (every cached call pays them)."""
+        ``thunder.jit`` traces the call; else ``forward``'s common path, with no frame of
+        torch's or of ``forward`` around the compiled call (every cached call pays them)."""
         d = self.__dict__
         if (
             current_trace() is not None  # (traced by another thunder.jit: forward's own path, below)
@@ -71,7 +71,10 @@ class ThunderModule(torch.nn.Module):
             or _tracing_state() is not None
         ):
             return torch.nn.Module.__call__(self, *args, **kwargs)
-        return self.forward(*args, **kwargs)
+        jfn = d["_jfn"]
+        if jfn._serial or "forward" in d or has_backward_hooks(jfn.module):
+            return self.forward(*args, **kwargs)
+        return jfn._call(*args, **kwargs)  # (``forward``'s common path, without its frame)
 
     def forward(self, *args, **kwargs):
         if current_trace() is not None:

@@ -136,11 +136,31 @@ def output_str(printer: Printer, output) -> str:
 
 
 def bsym_line(bsym, printer: Printer) -> str:
-    """``t0 = torch.add(x, 1)  # t0: "cpu f32[3]"`` (no indentation)."""
+    """``t0 = torch.add(x, 1)  # t0: "cpu f32[3]"`` (no indentation). In the code to compile,
+    a check with a shortcut (``Symbol.fast``) prints as ``if not (<shortcut>): <check>``."""
+    if printer.blank_comments:
+        fast = getattr(bsym.sym, "fast", None)
+        test = fast(bsym, printer) if fast is not None else None
+        if test is not None:
+            return f"if not ({test}): {_bsym_line(bsym, printer)}"
+    return _bsym_line(bsym, printer)
+
+
+def _callee(sym, printer: Printer) -> str:
+    """How the line calls ``sym``: as it prints (``torch.ops.aten.threshold_backward.default``),
+    except that the code to compile calls an aten operator's C++ entry point (``_op``, all that
+    ``OpOverload.__call__`` calls) by a name of its own, without that Python frame."""
+    impl = sym.impl
+    if printer.blank_comments and type(impl) is torch._ops.OpOverload:
+        return printer.name_object(impl._op, "_aten_" + re.sub(r"\W", "_", impl.__name__))
+    return sym.id
+
+
+def _bsym_line(bsym, printer: Printer) -> str:
     custom = getattr(bsym.sym, "printer", None)
     if custom is not None:
         return custom(bsym, printer)
-    call = printer.call(bsym.sym.id, bsym.args, bsym.kwargs)
+    call = printer.call(_callee(bsym.sym, printer), bsym.args, bsym.kwargs)
     output = bsym.output
     if printer.blank_comments:  # the code to compile: its type comments are not printed either
         out = output.name if isinstance(output, Proxy) else output_str(printer, output)

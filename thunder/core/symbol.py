@@ -37,6 +37,11 @@ class Symbol:
     module names such a printer's text uses (default: ``module`` when it prints as a call).
     ``torch_impl``/``impl_check``: for torch-language ops, the torch callable that computes
     the whole op and when it may (the torch executor claims the op through it).
+    ``fast``: for a prologue check, a ``(bsym, printer) -> str | None`` giving a Python
+    expression that is true only where the check passes (its own shortcut, the one its
+    implementation tests first); the code compiled to run (``Trace.python_callable``) tests it
+    on the check's line and calls the check only where it is false, so a model's cached call
+    makes no call for each module or tensor that is unchanged.
     """
 
     name: str
@@ -52,6 +57,7 @@ class Symbol:
     torch_impl: str | None = None
     impl_check: Callable | None = None
     doc: str | None = None
+    fast: Callable | None = None
     id: str = dataclasses.field(init=False)
 
     def __post_init__(self):

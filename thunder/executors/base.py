@@ -79,13 +79,22 @@ def executor_symbol(
     printer=None,
     module_path: str | None = None,
     imports: tuple[str, ...] | None = None,
+    fast=None,
 ) -> Symbol:
     """A symbol printed as ``path`` (``torch.nn.functional.linear``) that calls ``impl``.
 
     ``module_path``: the module the printed code imports as the first part of ``path``
     (``torchex`` -> ``thunder.executors.torchex``); ``None`` when it imports as written.
+    ``fast``: a check's shortcut, printed before its call in the compiled code (``Symbol.fast``).
     """
     module, _, name = path.rpartition(".")
     return Symbol(
-        name, module, impl=impl, executor=executor, printer=printer, module_path=module_path, imports=imports
+        name,
+        module,
+        impl=impl,
+        executor=executor,
+        printer=printer,
+        module_path=module_path,
+        imports=imports,
+        fast=fast,
     )

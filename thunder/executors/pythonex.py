@@ -66,6 +66,7 @@ from thunder.executors.python.epilogue import (
     set_module_hook,
     set_torch_state,
 )
+from thunder.executors.python.shortcuts import SHORTCUTS
 from thunder.executors.python.unpacking import (
     flatten_tensor_subclass,
     unflatten_tensor_subclass,
@@ -112,8 +113,11 @@ executor = Executor("python")
 
 
 def _register(prim, fn, printer=None) -> None:
-    """``prim`` runs as ``fn``: printed as ``pythonex.<prim name>(...)``, or by ``printer``."""
-    sym = executor_symbol(f"pythonex.{prim.name}", fn, "python", printer=printer, module_path=__name__)
+    """``prim`` runs as ``fn``: printed as ``pythonex.<prim name>(...)``, or by ``printer``
+    (a check with a shortcut tests it first in the code that runs: ``python/shortcuts.py``)."""
+    sym = executor_symbol(
+        f"pythonex.{prim.name}", fn, "python", printer=printer, module_path=__name__, fast=SHORTCUTS.get(prim)
+    )
     executor.register(prim, Impl(sym))
     EAGER_IMPLS[prim] = fn
 
@@ -181,6 +185,7 @@ for _prim, _fn in (
         printer=pyops.print_state_check,
         module_path=__name__,
         imports=("pythonex",),
+        fast=SHORTCUTS.get(_prim),
     )
     executor.register(_prim, Impl(_sym))
     EAGER_IMPLS[_prim] = _fn
@@ -205,6 +210,7 @@ _check_tensors = executor_symbol(
     printer=pyops.print_tensor_checks,
     module_path=__name__,
     imports=("pythonex",),
+    fast=SHORTCUTS[pyops.check_tensors],
 )
 executor.register(pyops.check_tensors, Impl(_check_tensors))
 EAGER_IMPLS[pyops.check_tensors] = check_tensors

@@ -226,9 +226,16 @@ _is = operator.is_
 _NO_ENTRY = object()  # (an entry a module's table no longer has)
 
 
-_hooks_of = operator.itemgetter(
-    "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"
+# a module's hook tables, and torch's global ones (which ``check_no_module_hooks`` reads)
+HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+GLOBAL_HOOK_TABLES = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_forward_hooks_always_called",
 )
+_hooks_of = operator.itemgetter(*HOOK_TABLES)
 
 
 def check_module(m, cls, state):
@@ -446,13 +453,7 @@ def check_not_leaf(t):
 
 def check_no_module_hooks():
     m = _module_module
-    if (
-        m._global_forward_hooks
-        or m._global_forward_pre_hooks
-        or m._global_backward_hooks
-        or m._global_backward_pre_hooks
-        or m._global_forward_hooks_always_called
-    ) and any(
+    if any(getattr(m, table) for table in GLOBAL_HOOK_TABLES) and any(
         h not in pyops.TRACING_HOOKS
         for table in (
             m._global_forward_hooks,
@@ -465,15 +466,20 @@ def check_no_module_hooks():
         raise PrologueCheckFailed("global module hooks were registered since the function was traced")
 
 
+def identical(d, state) -> bool:
+    """``d`` holds the very objects ``state`` recorded (one pass, no comparison)."""
+    try:
+        return all(map(_is, state.get(d), state.values))
+    except KeyError:
+        return False
+
+
 def _check_items(d, state, what: str) -> bool:
     """``d`` holds the values ``state`` recorded: first tested for identity in one pass (an
     unchanged state: True), then, when that fails, compared exactly (False when they are
     equal)."""
-    try:
-        if all(map(_is, state.get(d), state.values)):
-            return True
-    except KeyError:
-        pass
+    if identical(d, state):
+        return True
     _compare_items(d, state.names, state.values, what)
     return False
 

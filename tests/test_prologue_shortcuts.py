@@ -1,0 +1,179 @@
+"""The prologue's shortcuts (``thunder/executors/python/shortcuts.py``): the compiled prologue
+tests each check's shortcut on the check's line and calls the check only where it is false.
+A cached call of an unchanged model calls no check; every change a check catches is still
+caught (the shortcut is false there, and the check then raises); a change that the checks let
+through (a submodule replaced by one alike) still passes, with the new module's tensors; the
+printed trace shows the calls alone."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import pytest
+import torch
+from torch import nn
+
+import thunder
+import thunder.executors.pythonex as pythonex
+from thunder.executors.python.checks import PrologueCheckFailed
+from thunder.executors.python.shortcuts import SHORTCUTS
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return self.body(x) * 2.0
+
+
+def _entry(jm):
+    return jm._jfn._cache.order[-1]
+
+
+def _jitted():
+    model = Model()
+    jm = thunder.jit(model)
+    x = torch.randn(5, 4)
+    for _ in range(2):
+        jm(x).sum().backward()
+    return model, jm, x
+
+
+@contextlib.contextmanager
+def _counted_checks():
+    """Every check of ``pythonex`` counted where the compiled prologue calls it."""
+    names = [n for n in dir(pythonex) if n.startswith("check_")]
+    calls = dict.fromkeys(names, 0)
+    saved = {n: getattr(pythonex, n) for n in names}
+
+    def counting(name, fn):
+        def check(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return check
+
+    for n in names:
+        setattr(pythonex, n, counting(n, saved[n]))
+    try:
+        yield calls
+    finally:
+        for n, fn in saved.items():
+            setattr(pythonex, n, fn)
+
+
+def test_a_cached_call_of_an_unchanged_model_calls_no_check():
+    model, jm, x = _jitted()
+    prologue = _entry(jm).prologue
+    source = prologue.__thunder_program__.source
+    # every check of this prologue has a shortcut, tested on its own line
+    checks = [ln.strip() for ln in source.splitlines() if "pythonex.check_" in ln]
+    assert checks and all(re.match(r"if not \(.*\): pythonex\.check_\w+\(", ln) for ln in checks), checks
+    with _counted_checks() as calls:
+        cargs, _ = prologue(x)
+        jm(x)
+    assert sum(calls.values()) == 0, calls
+    assert cargs[0] is x and any(t is model.body[0].weight for t in cargs)
+    # the printed trace shows the calls alone
+    trace = thunder.last_prologue_traces(jm)[-1]
+    prims = {b.subsymbols[0].sym for b in trace.bound_symbols if b.sym.name.startswith("check_")}
+    assert prims and prims <= set(SHORTCUTS)
+    shown = str(trace)
+    assert "if not" not in shown and "_fast_d" not in shown and "  pythonex.check_module(module," in shown
+
+
+def _changes(model, x):
+    """(what changes, the call's arguments, how to undo it): each one the prologue rejects."""
+    lin = model.body[0]
+
+    def attr(obj, name, value):
+        old = getattr(obj, name)
+        setattr(obj, name, value)
+        return lambda: setattr(obj, name, old)
+
+    def hook(register):
+        handle = register(lambda *a: None)
+        return handle.remove
+
+    def requires_grad():
+        lin.weight.requires_grad_(False)
+        return lambda: lin.weight.requires_grad_(True)
+
+    def default_dtype():
+        torch.set_default_dtype(torch.float64)
+        return lambda: torch.set_default_dtype(torch.float32)
+
+    def grad_mode():
+        prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        return lambda: torch.set_grad_enabled(prev)
+
+    def autocast():
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16)
+        ctx.__enter__()
+        return lambda: ctx.__exit__(None, None, None)
+
+    def added_submodule():
+        model.body.add_module("extra", nn.Identity())
+        return lambda: model.body._modules.pop("extra")
+
+    def weight_data():
+        old = lin.weight.data
+        lin.weight.data = torch.randn(8, 5)
+        return lambda: setattr(lin.weight, "data", old)
+
+    def nothing():
+        return lambda: None
+
+    return [
+        ("an attribute of a submodule", (x,), {}, lambda: attr(lin, "training", False)),
+        ("an attribute of the model", (x,), {}, lambda: attr(model, "training", False)),
+        ("a forward hook", (x,), {}, lambda: hook(lin.register_forward_hook)),
+        ("a forward pre-hook on the container", (x,), {}, lambda: hook(model.body.register_forward_pre_hook)),
+        ("a global forward hook", (x,), {}, lambda: hook(nn.modules.module.register_module_forward_hook)),
+        ("a parameter's requires_grad", (x,), {}, requires_grad),
+        ("a parameter's shape", (x,), {}, weight_data),
+        ("a submodule added", (x,), {}, added_submodule),
+        ("the default dtype", (x,), {}, default_dtype),
+        ("grad mode", (x,), {}, grad_mode),
+        ("autocast", (x,), {}, autocast),
+        ("the argument's shape", (torch.randn(6, 4),), {}, nothing),
+        ("the argument's dtype", (x.double(),), {}, nothing),
+        ("the argument's requires_grad", (x.clone().requires_grad_(),), {}, nothing),
+        ("a keyword argument", (x,), {"scale": 3.0}, nothing),  # (one it was not called with)
+        ("another argument", (x, x), {}, nothing),
+    ]
+
+
+@pytest.mark.parametrize("i", range(16))
+def test_every_change_a_check_catches_is_still_caught(i):
+    model, jm, x = _jitted()
+    prologue = _entry(jm).prologue
+    what, args, kwargs, change = _changes(model, x)[i]
+    undo = change()
+    try:
+        with pytest.raises((PrologueCheckFailed, KeyError, TypeError)):
+            prologue(*args, **kwargs)
+    finally:
+        undo()
+    prologue(x)  # (the unchanged state fits again)
+    with _counted_checks() as calls:
+        prologue(x)
+    assert sum(calls.values()) == 0, (what, calls)
+
+
+def test_a_submodule_replaced_by_one_alike_passes_with_its_own_tensors():
+    model, jm, x = _jitted()
+    prologue = _entry(jm).prologue
+    new = nn.Linear(4, 8)
+    model.body[0] = new
+    with _counted_checks() as calls:
+        cargs, _ = prologue(x)
+    assert calls["check_module"] >= 1  # (the container's table changed: its full check ran)
+    assert any(t is new.weight for t in cargs) and any(t is new.bias for t in cargs)
+    expected = model(x)
+    torch.testing.assert_close(jm(x), expected)
+    assert thunder.compile_stats(jm).cache_misses == 1
