@@ -2516,6 +2516,25 @@ op(
     lambda m: [s(m(2, 3), (5, 3), 0, 1, 5, 2), s(m(4, 2), (4, 6), 1, 1, 3, 1)],
     ref=A.slice_backward.default,
 )
+
+
+def _batched_matmul(a, b):
+    batch = math.prod(a.shape[:-2])
+    return torch.matmul(a, b), a.reshape(batch, *a.shape[-2:]), b.reshape(batch, *b.shape[-2:])
+
+
+op(
+    "batched_matmul",
+    _direct(ltorch.batched_matmul),
+    lambda m: [
+        s(m(2, 3, 4, 5), m(2, 3, 5, 6)),
+        s(m(2, 5, 3, 4).transpose(1, 2), m(2, 3, 4, 6)),  # heads split off: batch dims that do not merge
+        s(m(2, 1, 3, 4, 5), m(2, 1, 3, 5, 2).transpose(-2, -1).contiguous().transpose(-2, -1)),
+    ],
+    FLOAT,
+    ref=_batched_matmul,
+    tol=NN_TOL,
+)
 op(
     "native_layer_norm",
     _direct(ltorch.native_layer_norm),

@@ -489,6 +489,10 @@ for _prim, _fn in {
     PRIM_IMPLS[_prim] = [Impl(_helper(_fn))]
 # two matrices: torch.mm (torch.matmul's own dispatch by rank skipped: a linear's gradients are such)
 PRIM_IMPLS[prims.matmul].insert(0, Impl(_sym("torch.mm"), check=lambda a, b: a.ndim == 2 and b.ndim == 2))
+# two stacks of matrices of one batch size: torch.bmm (an attention's products, and their gradients)
+PRIM_IMPLS[prims.matmul].insert(
+    1, Impl(_sym("torch.bmm"), check=lambda a, b: a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0])
+)
 # a sum over some dims is torch.sum itself (no helper frame: gradients sum a lot)
 PRIM_IMPLS[prims.sum].insert(0, Impl(_sym("torch.sum"), check=lambda a, dims, **kw: bool(dims)))
 

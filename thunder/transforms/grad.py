@@ -47,7 +47,7 @@ from thunder.core.tags import GRAD_MODE_TAGS, Tag, inherit
 from thunder.core.trace import Trace
 from thunder.ops import prims
 from thunder.ops.meta import device_of, dtype_of, shape_of
-from thunder.ops.vjp import AUGMENTED, VJPS
+from thunder.ops.vjp import AUGMENTED, AUGMENTED_VIEWS, VJPS
 from thunder.transforms.dce import dce
 from thunder.transforms.double_backward import kept_for_double_backward
 from thunder.transforms.subclass_grad import (
@@ -400,6 +400,9 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
         (recorded,) = scratch.bound_symbols
         made = _placed(recorded, b, {tree_leaves(result)[0].name: b.output})
         out.append(made.from_bsym(tags=inherit(made.tags, b.tags, GRAD_MODE_TAGS)))
+        views, versions = AUGMENTED_VIEWS.get(made.sym), trace.info.versions
+        for j, i in (views or {}).items() if versions is not None else ():
+            versions.view(made.output[j].name, made.args[i].name)
     return out
 
 

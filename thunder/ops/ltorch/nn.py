@@ -71,6 +71,26 @@ def matmul(a, b):
 alias(lambda a, b: matmul(b, a), T.__rmatmul__)
 
 
+@torchsymbol()
+def batched_matmul(a, b):
+    """``matmul`` of two operands of 4 or more dims with the same batch dims, as eager computes
+    it, with the operands it multiplies: (``a @ b``, ``a`` as ``(B, M, K)``, ``b`` as
+    ``(B, K, N)``), each operand reshaped to 3 dims (a copy where its batch dims do not merge:
+    attention's heads split off a projection) and the product viewed back. The grad pass uses
+    it as matmul's forward (``AUGMENTED``) so that the backward multiplies the 3-dim operands
+    the forward made, as eager's does, instead of copying the operands again for each of its
+    two matmuls. No user code calls it."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) < 4 or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
+        raise ShapeError(
+            f"batched_matmul: expected operands of 4 or more dims with the same batch dims, got {sa} and {sb}"
+        )
+    batch = math.prod(sa[:-2])
+    a3 = prims.reshape(a, (batch, *sa[-2:]))
+    b3 = prims.reshape(b, (batch, *sb[-2:]))
+    return prims.reshape(prims.matmul(a3, b3), (*sa[:-1], sb[-1])), a3, b3
+
+
 @torchsymbol(torch.mm, T.mm, torch_impl="torch.mm", tags=(Tag.MATMUL,))
 def mm(a, b):
     if len(shape_of(a)) != 2 or len(shape_of(b)) != 2:

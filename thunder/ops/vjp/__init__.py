@@ -56,6 +56,13 @@ from thunder.ops.vjp import (  # noqa: F401
 )
 from thunder.ops.vjp.collectives import NO_TORCH_GRADIENT
 from thunder.ops.vjp.custom import custom_op_rule
-from thunder.ops.vjp.table import AUGMENTED, NON_DIFFERENTIABLE, VJPS
+from thunder.ops.vjp.table import AUGMENTED, AUGMENTED_VIEWS, NON_DIFFERENTIABLE, VJPS
 
-__all__ = ["AUGMENTED", "NON_DIFFERENTIABLE", "NO_TORCH_GRADIENT", "VJPS", "custom_op_rule"]
+__all__ = [
+    "AUGMENTED",
+    "AUGMENTED_VIEWS",
+    "NON_DIFFERENTIABLE",
+    "NO_TORCH_GRADIENT",
+    "VJPS",
+    "custom_op_rule",
+]

@@ -9,9 +9,9 @@ import math
 
 import torch
 
-from thunder.ops import prims
+from thunder.ops import ltorch, prims
 from thunder.ops.meta import device_of, dtype_of, is_tensor, shape_of
-from thunder.ops.vjp.table import rule_for, swap_last
+from thunder.ops.vjp.table import AUGMENTED, AUGMENTED_VIEWS, rule_for, swap_last
 
 
 # -- linear algebra -------------------------------------------------------------------------
@@ -40,6 +40,41 @@ def _matmul(g, out, a, b):
     if len(sb) == 1:
         gb = prims.reshape(gb, shape_of(gb)[:-1])
     return ga, gb
+
+
+@rule_for(ltorch.batched_matmul)
+def _batched_matmul(g, out, a, b):
+    """The matmuls of eager's ``BmmBackward``, on the 3-dim operands the forward kept: the
+    cotangent made 3-dim once for both (a gradient reaching the operands' 3-dim forms too, in
+    a backward of the backward, joins theirs)."""
+    g_out, g_a3, g_b3 = g
+    _, a3, b3 = out
+    ga = gb = None
+    if g_out is not None:
+        g3 = prims.reshape(g_out, (shape_of(a3)[0], *shape_of(g_out)[-2:]))
+        ga, gb = prims.matmul(g3, swap_last(b3)), prims.matmul(swap_last(a3), g3)
+    ga = _joined(ga, g_a3)
+    gb = _joined(gb, g_b3)
+    return (
+        None if ga is None else prims.reshape(ga, shape_of(a)),
+        None if gb is None else prims.reshape(gb, shape_of(b)),
+    )
+
+
+def _joined(x, y):
+    return y if x is None else x if y is None else prims.add(x, y)
+
+
+def _matmul_keeping_operands(a, b):
+    """``batched_matmul`` where it applies (4 or more dims, the same batch dims), else None."""
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) < 4 or sa[:-2] != sb[:-2]:
+        return None
+    return ltorch.batched_matmul(a, b)
+
+
+AUGMENTED[ltorch.matmul] = _matmul_keeping_operands
+AUGMENTED_VIEWS[ltorch.batched_matmul] = {1: 0, 2: 1}
 
 
 @rule_for(prims.linear)

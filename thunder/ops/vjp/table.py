@@ -28,6 +28,12 @@ VJPS = SymbolTable(
 # ``native_layer_norm``, which keeps the mean and 1/std as eager's autograd does, instead of
 # a backward that normalises the input again to get them.
 AUGMENTED = SymbolTable("the forwards that keep what their backward needs")
+# Of such a forward, the outputs that eager's backward node saves as views of the op's
+# arguments ({output index: argument index}): an in-place write into the argument after the
+# op overwrites them for eager's version check, as a write into a saved argument does
+# (``thunder/transforms/saved_versions.py``). ``batched_matmul``'s 3-dim operands are eager's
+# ``reshape`` of matmul's operands, a view where the batch dims merge.
+AUGMENTED_VIEWS = SymbolTable("the outputs of augmented forwards that are views of their arguments")
 
 
 # Prims whose outputs never carry a gradient: comparisons, bit operations, indices, values
