@@ -154,7 +154,7 @@ GOLDEN_GPT_1_LAYER = """\
       del t15    {del}
       t19 = torch.Tensor.reshape(t16, 2, 8, 4, 8)  # t19: "cpu f32[2, 8, 4, 8]"    [torch]
       del t16    {del}
-      t20 = torch.transpose(t19, 1, 2)  # t20: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
+      t20 = torch.transpose(t19, 1, 2)  # t20: "cpu f32[2, 4, 8, 8]"    [torch]
       del t19    {del}
       t21 = torch.Tensor.reshape(t17, 2, 8, 4, 8)  # t21: "cpu f32[2, 8, 4, 8]"    [torch]
       del t17    {del}
@@ -162,11 +162,12 @@ GOLDEN_GPT_1_LAYER = """\
       del t21    {del}
       t23 = torch.Tensor.reshape(t18, 2, 8, 4, 8)  # t23: "cpu f32[2, 8, 4, 8]"    [torch]
       del t18    {del}
-      t24 = torch.transpose(t23, 1, 2)  # t24: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
+      t24 = torch.transpose(t23, 1, 2)  # t24: "cpu f32[2, 4, 8, 8]"    [torch]
       del t23    {del}
-      t25 = torch.transpose(t22, -2, -1)  # t25: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
+      t25 = torch.transpose(t22, -2, -1)  # t25: "cpu f32[2, 4, 8, 8]"    [torch]
       del t22    {del}
-      t26 = torch.matmul(t20, t25)  # t26: "cpu f32[2, 4, 8, 8]"    [torch]
+      (t26, t94, t95) = torchex.batched_matmul(t20, t25)  # t26: "cpu f32[2, 4, 8, 8]", t94: "cpu f32[8, 8, 8]", t95: "cpu f32[8, 8, 8]"    [torch] {saved_for_backward}
+      del t20, t25    {del}
       t27 = torch.div(t26, 2.8284271247461903)  # t27: "cpu f32[2, 4, 8, 8]"    [torch]
       del t26    {del}
       t28 = torch.ones(8, 8, dtype=torch.bool, device=torch.device('cpu'))  # t28: "cpu b8[8, 8]"    [torch]
@@ -178,7 +179,8 @@ GOLDEN_GPT_1_LAYER = """\
       del t27    {del}
       t43 = torch.softmax(t36, dim=-1)  # t43: "cpu f32[2, 4, 8, 8]"    [torch] {saved_for_backward}
       del t36    {del}
-      t44 = torch.matmul(t43, t24)  # t44: "cpu f32[2, 4, 8, 8]"    [torch]
+      (t44, t98, t99) = torchex.batched_matmul(t43, t24)  # t44: "cpu f32[2, 4, 8, 8]", t98: "cpu f32[8, 8, 8]", t99: "cpu f32[8, 8, 8]"    [torch] {saved_for_backward}
+      del t24    {del}
       t45 = torch.transpose(t44, 1, 2)  # t45: "cpu f32[2, 8, 4, 8]"    [torch]
       del t44    {del}
       t46 = torch.clone(t45, memory_format=torch.contiguous_format)  # t46: "cpu f32[2, 8, 4, 8]"    [torch]
@@ -190,7 +192,7 @@ GOLDEN_GPT_1_LAYER = """\
     t49 = torch.add(t3, t48)  # t49: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     del t48    {del}
     [blocks.0.ln2 (LayerNorm), 1 op]
-      (t60, t105, t106) = torch.ops.aten.native_layer_norm.default(t49, (32,), t_blocks_0_ln2_weight, t_blocks_0_ln2_bias, 1e-05)  # t60: "cpu f32[2, 8, 32]", t105: "cpu f32[2, 8, 1]", t106: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
+      (t60, t113, t114) = torch.ops.aten.native_layer_norm.default(t49, (32,), t_blocks_0_ln2_weight, t_blocks_0_ln2_bias, 1e-05)  # t60: "cpu f32[2, 8, 32]", t113: "cpu f32[2, 8, 1]", t114: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
     [blocks.0.mlp (Sequential), 3 ops]
       [blocks.0.mlp.0 (Linear), 1 op]
         t61 = torch.nn.functional.linear(t60, t_blocks_0_mlp_0_weight, t_blocks_0_mlp_0_bias)  # t61: "cpu f32[2, 8, 128]"    [torch] {saved_for_backward}
@@ -201,7 +203,7 @@ GOLDEN_GPT_1_LAYER = """\
     t68 = torch.add(t49, t67)  # t68: "cpu f32[2, 8, 32]"    [torch] {saved_for_backward}
     del t67    {del}
   [ln (LayerNorm), 1 op]
-    (t79, t118, t119) = torch.ops.aten.native_layer_norm.default(t68, (32,), t_ln_weight, t_ln_bias, 1e-05)  # t79: "cpu f32[2, 8, 32]", t118: "cpu f32[2, 8, 1]", t119: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
+    (t79, t126, t127) = torch.ops.aten.native_layer_norm.default(t68, (32,), t_ln_weight, t_ln_bias, 1e-05)  # t79: "cpu f32[2, 8, 32]", t126: "cpu f32[2, 8, 1]", t127: "cpu f32[2, 8, 1]"    [torch] {saved_for_backward}
   [head (Linear), 1 op]
     t80 = torch.nn.functional.linear(t79, t_head_weight, None)  # t80: "cpu f32[2, 8, 50]"    [torch]
 """

@@ -174,6 +174,15 @@ def setitem(a, key, value):
     return out
 
 
+def batched_matmul(a, b):
+    """``ltorch.batched_matmul`` in one call: the operands made 3-dim as eager's matmul makes
+    them (``reshape``: a copy only where the batch dims do not merge), ``torch.bmm``, the
+    product viewed back; the 3-dim operands too, for the backward."""
+    batch = a.shape[:-2].numel()
+    a3, b3 = a.reshape(batch, a.shape[-2], a.shape[-1]), b.reshape(batch, b.shape[-2], b.shape[-1])
+    return torch.bmm(a3, b3).view(*a.shape[:-1], b.shape[-1]), a3, b3
+
+
 def sort(a, dim, descending, stable):
     values, indices = torch.sort(a, dim=dim, descending=descending, stable=stable)
     return values, indices
@@ -521,6 +530,7 @@ for _prim, _impls in PRIM_IMPLS.items():
 
 # Torch-language ops with no single public torch call, run whole by a helper above.
 executor.register(ltorch.setitem, Impl(_helper(setitem)))
+executor.register(ltorch.batched_matmul, Impl(_helper(batched_matmul)))
 
 
 def unclaimed_prims() -> list[str]:
