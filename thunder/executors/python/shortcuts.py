@@ -7,9 +7,11 @@ code that runs (``Trace.python_callable``), that expression spares the call wher
 
     if not (type(m_0) is torch_nn_modules_linear_Linear and _m_0_state.version == _dict_version(_fast_d := m_0.__dict__) and not (...)): pythonex.check_module(m_0, torch_nn_modules_linear_Linear, _m_0_state)
 
-Each shortcut here is its check's first test, word for word: true only where the check
-passes without raising or changing anything; where it is false the check runs as before (its
-own shortcut, then the full test and the error that names what differs). The printed trace
+Each shortcut here is true only where its check passes without raising or changing anything:
+for most, the check's own first test word for word; for a class's attributes and a
+function's defaults, the case where every value is the very object recorded. Where it is
+false the check runs as before (its own shortcut, then the full test and the error that
+names what differs). The printed trace
 (``str(trace)``, the explorer) shows the calls alone. ``tests/test_prologue_shortcuts.py``
 holds each shortcut to its check on values that pass and values that fail.
 """
