@@ -177,3 +177,57 @@ def test_a_submodule_replaced_by_one_alike_passes_with_its_own_tensors():
     expected = model(x)
     torch.testing.assert_close(jm(x), expected)
     assert thunder.compile_stats(jm).cache_misses == 1
+
+
+def test_arguments_named_as_the_prologue_s_own_names_shadow_none_of_them():
+    """An argument is a local of the compiled prologue: one named as a builtin a shortcut calls
+    (``type``, ``len``), as a module the code imports (``pythonex``, ``torch``) or as an object
+    the shortcuts name (``_dict_version``, ``_fast_d``) still leaves every check working."""
+
+    def f(type, len, tuple, pythonex, torch_, _dict_version, _fast_d, _fast_g, _tensor_types, _len, **kw):
+        return (
+            type
+            + len * 2
+            + tuple
+            + pythonex
+            + torch_
+            + _dict_version
+            + _fast_d
+            + _fast_g
+            + _tensor_types
+            + _len
+        )
+
+    def torch_named(torch, x):
+        return torch * 2 + x
+
+    names = [
+        "type",
+        "len",
+        "tuple",
+        "pythonex",
+        "torch_",
+        "_dict_version",
+        "_fast_d",
+        "_fast_g",
+        "_tensor_types",
+        "_len",
+    ]
+    args = [torch.randn(3) for _ in names]
+    jfn = thunder.jit(f)
+    for _ in range(3):
+        torch.testing.assert_close(jfn(*args, extra=1), f(*args, extra=1))
+    assert thunder.compile_stats(jfn).cache_misses == 1
+    with _counted_checks() as calls:
+        jfn(*args, extra=1)
+    assert sum(calls.values()) == 0, calls
+    # a changed argument still misses
+    changed = [*args[:-1], args[-1].double()]
+    torch.testing.assert_close(jfn(*changed, extra=1), f(*changed, extra=1))
+    assert thunder.compile_stats(jfn).cache_misses == 2
+
+    jt = thunder.jit(torch_named)
+    a, b = torch.randn(2), torch.randn(2)
+    for _ in range(2):
+        torch.testing.assert_close(jt(a, b), torch_named(a, b))
+    assert thunder.compile_stats(jt).cache_misses == 1

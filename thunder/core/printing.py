@@ -47,16 +47,32 @@ class Printer:
         # subsymbols (and headers) print as empty lines, and type comments not at all: the
         # code to compile, whose line numbers are the full program's (``Trace.python_callable``)
         self.blank_comments = blank_comments
+        # the program's local names (its proxies, its parameters), which a name given to an
+        # object must not shadow (``print_program`` sets them)
+        self.taken: set[str] = set()
+        self._scratch: dict[str, str] = {}
 
     def name_object(self, obj, preferred: str) -> str:
         key = id(obj)
         if key in self._names:
             return self._names[key]
         name, i = preferred, 1
-        while name in self.ctx and self.ctx[name] is not obj:
+        while (name in self.ctx and self.ctx[name] is not obj) or name in self.taken:
             name, i = f"{preferred}_{i}", i + 1
         self.ctx[name] = obj
         self._names[key] = name
+        return name
+
+    def scratch(self, preferred: str) -> str:
+        """A local name for a temporary of one line (a check's shortcut binds the dict it
+        reads with ``:=``), distinct from the program's values and the objects it names."""
+        name = self._scratch.get(preferred)
+        if name is None:
+            name, i = preferred, 1
+            while name in self.ctx or name in self.taken:
+                name, i = f"{preferred}_{i}", i + 1
+            self.taken.add(name)
+            self._scratch[preferred] = name
         return name
 
     def value(self, x) -> str:
@@ -237,6 +253,9 @@ def print_program(trace, printer: Printer | None = None) -> Program:
     printer = printer or Printer()
     for k, v in trace.ctx_objects.items():
         printer.ctx[k] = v
+    printer.taken |= {p.name for p in proxies_in(trace.args)} | set(re.findall(r"\w+", trace.signature or ""))
+    for bsym in trace.bound_symbols:
+        printer.taken.update(p.name for p in proxies_in((bsym.args, bsym.kwargs, bsym.output)))
     body: list[str] = []
     spans: list[tuple[int, int, int]] = []
     bsym_of_line: list[object] = []  # per body line

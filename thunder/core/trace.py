@@ -14,7 +14,7 @@ import re
 import torch
 
 from thunder.core.passinfo import TraceInfo
-from thunder.core.printing import Printer, Program, print_program
+from thunder.core.printing import MODULE_PATHS, Printer, Program, print_program
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import SourceLocation
@@ -83,7 +83,9 @@ class Trace:
         """Reserve ``name`` (made unique with a suffix if taken) and return it."""
         name = sanitize_name(name)
         base, i = name, 1
-        while name in self.names:
+        while (
+            name in self.names or name == "torch" or name in MODULE_PATHS
+        ):  # (not a module the code imports)
             name, i = f"{base}_{i}", i + 1
         self.names.add(name)
         return name

@@ -25,9 +25,8 @@ from thunder.core.proxies import Proxy
 from thunder.executors.python import checks
 from thunder.ops import python as pyops
 
-# (names local to the compiled prologue: no proxy is named with a leading "_fast_")
-_DICT = "_fast_d"
-_GUARDS = "_fast_g"
+# (each shortcut binds what it reads twice to a local name of its line: ``Printer.scratch``;
+# the builtins it calls are named objects, which no argument of the user's can shadow)
 
 
 def _module(bsym, p) -> str | None:
@@ -35,14 +34,12 @@ def _module(bsym, p) -> str | None:
     last passed, no hooks, and (for a container) its tables' tags as then."""
     module, cls, state = bsym.args
     dv = p.name_object(checks._dict_version, "_dict_version")
-    m, name = p.value(module), p.name_object(state, f"_{module.name}_state")
-    hooks = " or ".join(f"{_DICT}[{k!r}]" for k in checks.HOOK_TABLES)
-    test = (
-        f"type({m}) is {p.value(cls)} and {name}.version == {dv}({_DICT} := {m}.__dict__) and not ({hooks})"
-    )
+    m, name, d = p.value(module), p.name_object(state, f"_{module.name}_state"), p.scratch("_fast_d")
+    hooks = " or ".join(f"{d}[{k!r}]" for k in checks.HOOK_TABLES)
+    test = f"{_builtin(p, type)}({m}) is {p.value(cls)} and {name}.version == {dv}({d} := {m}.__dict__) and not ({hooks})"
     if state.plain:
         return test
-    tables = ", ".join(f"{dv}({_DICT}[{t!r}])" for t in state.watched)
+    tables = ", ".join(f"{dv}({d}[{t!r}])" for t in state.watched)
     return f"{test} and {name}.table_versions == [{tables}]"
 
 
@@ -58,9 +55,9 @@ def _class(bsym, p) -> str | None:
     """``check_class``'s passing case without a comparison: as many attributes as recorded,
     each the very object recorded."""
     cls, state = bsym.args
-    name = p.name_object(state, f"_{cls.name}_state")
+    name, d = p.name_object(state, f"_{cls.name}_state"), p.scratch("_fast_d")
     same = p.name_object(checks.identical, "_identical")
-    return f"len({_DICT} := {p.value(cls)}.__dict__) == {name}.size and {same}({_DICT}, {name})"
+    return f"{_builtin(p, len)}({d} := {p.value(cls)}.__dict__) == {name}.size and {same}({d}, {name})"
 
 
 def _defaults(bsym, p) -> str | None:
@@ -77,7 +74,7 @@ def _tensor(bsym, p) -> str | None:
     types = p.name_object(checks._TENSOR_TYPES, "_tensor_types")
     dev = p.name_object(checks._device(bsym.args[3]), f"_device_{bsym.args[3].replace(':', '_')}")
     return (
-        f"type({t}) in {types} and {t}.shape == {shape} and {t}.dtype is {dtype} "
+        f"{_builtin(p, type)}({t}) in {types} and {t}.shape == {shape} and {t}.dtype is {dtype} "
         f"and {t}.requires_grad is {requires_grad} and {t}.device == {dev}"
     )
 
@@ -85,20 +82,18 @@ def _tensor(bsym, p) -> str | None:
 def _tensors(bsym, p) -> str | None:
     """``check_tensors``' first test: torch's C++ check made when they last passed in full."""
     state, *ts = bsym.args
-    name = p.name_object(state, "_tensors")
-    return (
-        f"({_GUARDS} := {name}.guards) is not None and {_GUARDS}.check({', '.join(p.value(t) for t in ts)})"
-    )
+    name, g = p.name_object(state, "_tensors"), p.scratch("_fast_g")
+    return f"({g} := {name}.guards) is not None and {g}.check({', '.join(p.value(t) for t in ts)})"
 
 
 def _len(bsym, p) -> str:
     seq, n = bsym.args
-    return f"len({p.value(seq)}) == {p.value(n)}"
+    return f"{_builtin(p, len)}({p.value(seq)}) == {p.value(n)}"
 
 
 def _keys(bsym, p) -> str:
     d, keys = bsym.args
-    return f"not {p.value(d)}" if keys == () else f"tuple({p.value(d)}) == {p.value(keys)}"
+    return f"not {p.value(d)}" if keys == () else f"{_builtin(p, tuple)}({p.value(d)}) == {p.value(keys)}"
 
 
 def _no_module_hooks(bsym, p) -> str:
@@ -131,7 +126,18 @@ def _strides(bsym, p) -> str:
 
 def _type(bsym, p) -> str:
     x, cls = bsym.args
-    return f"type({p.value(x)}) is {p.value(cls)}"
+    return f"{_builtin(p, type)}({p.value(x)}) is {p.value(cls)}"
+
+
+def _literal(bsym, p) -> str:
+    x, value = bsym.args
+    return f"{_builtin(p, type)}({p.value(x)}) is {p.value(type(value))} and {p.value(x)} == {p.value(value)}"
+
+
+def _builtin(p, fn) -> str:
+    """``len``, ``type``, ``tuple`` as named objects (``_len``): an argument of the user's named
+    ``type`` is a local of the prologue, which would shadow the builtin in the whole function."""
+    return p.name_object(fn, f"_{fn.__name__}")
 
 
 # check prim -> its shortcut's printer
@@ -150,4 +156,5 @@ SHORTCUTS = {
     pyops.check_default_dtype: _default_dtype,
     pyops.check_strides: _strides,
     pyops.check_type: _type,
+    pyops.check_literal: _literal,
 }
