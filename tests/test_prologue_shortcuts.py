@@ -231,3 +231,28 @@ def test_arguments_named_as_the_prologue_s_own_names_shadow_none_of_them():
     for _ in range(2):
         torch.testing.assert_close(jt(a, b), torch_named(a, b))
     assert thunder.compile_stats(jt).cache_misses == 1
+
+
+def test_an_argument_named_as_a_builtin_the_program_prints_shadows_none():
+    """``float('-inf')`` in the computation, ``len`` and ``type`` in the prologue: with arguments
+    of those names the programs name the builtins otherwise, and only then."""
+
+    def f(x, float, len, type):
+        return x.masked_fill(x > 0, -torch.inf) + float + len + type
+
+    args = [torch.randn(3) for _ in range(4)]
+    jfn = thunder.jit(f)
+    for _ in range(2):
+        torch.testing.assert_close(jfn(*args), f(*args))
+    assert thunder.compile_stats(jfn).cache_misses == 1
+    computation = thunder.last_traces(jfn)[-1]
+    assert "_float('-inf')" in str(computation)
+
+    def g(x):
+        return x.masked_fill(x > 0, -torch.inf)
+
+    jg = thunder.jit(g)
+    jg(args[0])
+    assert "float('-inf')" in str(thunder.last_traces(jg)[-1]) and "_float" not in str(
+        thunder.last_traces(jg)[-1]
+    )

@@ -63,6 +63,11 @@ class Printer:
         self._names[key] = name
         return name
 
+    def builtin(self, fn) -> str:
+        """How the source calls the builtin ``fn`` (``float``): by its name, unless a value of
+        the program has that name (an argument named ``float``), then as a named object."""
+        return fn.__name__ if fn.__name__ not in self.taken else self.name_object(fn, f"_{fn.__name__}")
+
     def scratch(self, preferred: str) -> str:
         """A local name for a temporary of one line (a check's shortcut binds the dict it
         reads with ``:=``), distinct from the program's values and the objects it names."""
@@ -86,10 +91,10 @@ class Printer:
             return f"({inner},)" if len(x) == 1 else f"({inner})"
         if t is float:
             if math.isnan(x) or math.isinf(x):
-                return f"float('{x}')"
+                return f"{self.builtin(float)}('{x}')"
             return repr(x)
         if t is complex:
-            return f"complex({x.real!r}, {x.imag!r})"
+            return f"{self.builtin(complex)}({x.real!r}, {x.imag!r})"
         if isinstance(x, torch.dtype):
             return _DTYPES.get(x, str(x))
         if isinstance(x, torch.device):
@@ -101,7 +106,7 @@ class Printer:
         if t is dict:
             return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in x.items()) + "}"
         if t is slice:
-            return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
+            return f"{self.builtin(slice)}({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
         if x is Ellipsis:
             return "..."
         if isinstance(x, type):

@@ -25,8 +25,9 @@ from thunder.core.proxies import Proxy
 from thunder.executors.python import checks
 from thunder.ops import python as pyops
 
-# (each shortcut binds what it reads twice to a local name of its line: ``Printer.scratch``;
-# the builtins it calls are named objects, which no argument of the user's can shadow)
+# (each shortcut binds what it reads twice to a local name of its line, ``Printer.scratch``,
+# and calls builtins through ``Printer.builtin``: an argument of the user's named ``type`` is a
+# local of the whole prologue, and shadows neither)
 
 
 def _module(bsym, p) -> str | None:
@@ -36,7 +37,7 @@ def _module(bsym, p) -> str | None:
     dv = p.name_object(checks._dict_version, "_dict_version")
     m, name, d = p.value(module), p.name_object(state, f"_{module.name}_state"), p.scratch("_fast_d")
     hooks = " or ".join(f"{d}[{k!r}]" for k in checks.HOOK_TABLES)
-    test = f"{_builtin(p, type)}({m}) is {p.value(cls)} and {name}.version == {dv}({d} := {m}.__dict__) and not ({hooks})"
+    test = f"{p.builtin(type)}({m}) is {p.value(cls)} and {name}.version == {dv}({d} := {m}.__dict__) and not ({hooks})"
     if state.plain:
         return test
     tables = ", ".join(f"{dv}({d}[{t!r}])" for t in state.watched)
@@ -57,7 +58,7 @@ def _class(bsym, p) -> str | None:
     cls, state = bsym.args
     name, d = p.name_object(state, f"_{cls.name}_state"), p.scratch("_fast_d")
     same = p.name_object(checks.identical, "_identical")
-    return f"{_builtin(p, len)}({d} := {p.value(cls)}.__dict__) == {name}.size and {same}({d}, {name})"
+    return f"{p.builtin(len)}({d} := {p.value(cls)}.__dict__) == {name}.size and {same}({d}, {name})"
 
 
 def _defaults(bsym, p) -> str | None:
@@ -74,7 +75,7 @@ def _tensor(bsym, p) -> str | None:
     types = p.name_object(checks._TENSOR_TYPES, "_tensor_types")
     dev = p.name_object(checks._device(bsym.args[3]), f"_device_{bsym.args[3].replace(':', '_')}")
     return (
-        f"{_builtin(p, type)}({t}) in {types} and {t}.shape == {shape} and {t}.dtype is {dtype} "
+        f"{p.builtin(type)}({t}) in {types} and {t}.shape == {shape} and {t}.dtype is {dtype} "
         f"and {t}.requires_grad is {requires_grad} and {t}.device == {dev}"
     )
 
@@ -88,12 +89,12 @@ def _tensors(bsym, p) -> str | None:
 
 def _len(bsym, p) -> str:
     seq, n = bsym.args
-    return f"{_builtin(p, len)}({p.value(seq)}) == {p.value(n)}"
+    return f"{p.builtin(len)}({p.value(seq)}) == {p.value(n)}"
 
 
 def _keys(bsym, p) -> str:
     d, keys = bsym.args
-    return f"not {p.value(d)}" if keys == () else f"{_builtin(p, tuple)}({p.value(d)}) == {p.value(keys)}"
+    return f"not {p.value(d)}" if keys == () else f"{p.builtin(tuple)}({p.value(d)}) == {p.value(keys)}"
 
 
 def _no_module_hooks(bsym, p) -> str:
@@ -126,18 +127,12 @@ def _strides(bsym, p) -> str:
 
 def _type(bsym, p) -> str:
     x, cls = bsym.args
-    return f"{_builtin(p, type)}({p.value(x)}) is {p.value(cls)}"
+    return f"{p.builtin(type)}({p.value(x)}) is {p.value(cls)}"
 
 
 def _literal(bsym, p) -> str:
     x, value = bsym.args
-    return f"{_builtin(p, type)}({p.value(x)}) is {p.value(type(value))} and {p.value(x)} == {p.value(value)}"
-
-
-def _builtin(p, fn) -> str:
-    """``len``, ``type``, ``tuple`` as named objects (``_len``): an argument of the user's named
-    ``type`` is a local of the prologue, which would shadow the builtin in the whole function."""
-    return p.name_object(fn, f"_{fn.__name__}")
+    return f"{p.builtin(type)}({p.value(x)}) is {p.value(type(value))} and {p.value(x)} == {p.value(value)}"
 
 
 # check prim -> its shortcut's printer
