@@ -83,9 +83,9 @@ class Trace:
         """Reserve ``name`` (made unique with a suffix if taken) and return it."""
         name = sanitize_name(name)
         base, i = name, 1
-        while (
-            name in self.names or name == "torch" or name in MODULE_PATHS
-        ):  # (not a module the code imports)
+        # (never the name of a module the printed code imports: an argument named ``torch`` or
+        # ``pythonex`` would shadow it in the whole function)
+        while name in self.names or name == "torch" or name in MODULE_PATHS:
             name, i = f"{base}_{i}", i + 1
         self.names.add(name)
         return name
