@@ -239,12 +239,19 @@ class StateCheck:
         return f"StateCheck({', '.join(f'{n}={v!r}' for n, v in zip(self.names, self.values))})"
 
 
+def state_name(bsym, printer) -> str:
+    """The name of a state check's recorded values in the program (``_m_0_state``: the
+    ``StateCheck`` that is the line's last argument, named after the value it checks)."""
+    *head, check = bsym.args
+    holder = head[0].name if head and isinstance(head[0], Proxy) else "state"
+    return printer.name_object(check, f"_{holder}_state")
+
+
 def print_state_check(bsym, printer) -> str:
     """``check_module(m, Linear, _m_state)  # training=True, p=0.5``: the recorded values are
     one object in the program's namespace, shown in the comment."""
     *head, check = bsym.args
-    holder = head[0].name if head and isinstance(head[0], Proxy) else "state"
-    state = printer.name_object(check, f"_{holder}_state")
+    state = state_name(bsym, printer)
     call = f"{bsym.sym.id}({', '.join([*(printer.value(a) for a in head), state])})"
     shown = ", ".join(f"{n}={_short(printer, v)}" for n, v in zip(check.names, check.values))
     return f"{call}  # {shown}" if shown else call

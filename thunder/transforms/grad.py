@@ -400,9 +400,10 @@ def _augmented(forward: list[BoundSymbol], trace: Trace) -> list[BoundSymbol]:
         (recorded,) = scratch.bound_symbols
         made = _placed(recorded, b, {tree_leaves(result)[0].name: b.output})
         out.append(made.from_bsym(tags=inherit(made.tags, b.tags, GRAD_MODE_TAGS)))
-        views, versions = AUGMENTED_VIEWS.get(made.sym), trace.info.versions
-        for j, i in (views or {}).items() if versions is not None else ():
-            versions.view(made.output[j].name, made.args[i].name)
+        views = AUGMENTED_VIEWS.get(made.sym)
+        if views and trace.info.versions is not None:  # (eager's version check sees them as views)
+            for j, i in views.items():
+                trace.info.versions.view(made.output[j].name, made.args[i].name)
     return out
 
 

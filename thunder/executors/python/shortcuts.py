@@ -21,7 +21,6 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module as _module_module
 
-from thunder.core.proxies import Proxy
 from thunder.executors.python import checks
 from thunder.ops import python as pyops
 
@@ -35,7 +34,7 @@ def _module(bsym, p) -> str | None:
     last passed, no hooks, and (for a container) its tables' tags as then."""
     module, cls, state = bsym.args
     dv = p.name_object(checks._dict_version, "_dict_version")
-    m, name, d = p.value(module), p.name_object(state, f"_{module.name}_state"), p.scratch("_fast_d")
+    m, name, d = p.value(module), pyops.state_name(bsym, p), p.scratch("_fast_d")
     hooks = " or ".join(f"{d}[{k!r}]" for k in checks.HOOK_TABLES)
     test = f"{p.builtin(type)}({m}) is {p.value(cls)} and {name}.version == {dv}({d} := {m}.__dict__) and not ({hooks})"
     if state.plain:
@@ -46,26 +45,23 @@ def _module(bsym, p) -> str | None:
 
 def _versioned(bsym, p) -> str | None:
     """``check_items``' first test: the dict's version tag as when it last passed."""
-    d, state = bsym.args
-    holder = d.name if isinstance(d, Proxy) else "state"
     dv = p.name_object(checks._dict_version, "_dict_version")
-    return f"{p.name_object(state, f'_{holder}_state')}.version == {dv}({p.value(d)})"
+    return f"{pyops.state_name(bsym, p)}.version == {dv}({p.value(bsym.args[0])})"
 
 
 def _class(bsym, p) -> str | None:
     """``check_class``'s passing case without a comparison: as many attributes as recorded,
     each the very object recorded."""
-    cls, state = bsym.args
-    name, d = p.name_object(state, f"_{cls.name}_state"), p.scratch("_fast_d")
+    name, d = pyops.state_name(bsym, p), p.scratch("_fast_d")
     same = p.name_object(checks.identical, "_identical")
-    return f"{p.builtin(len)}({d} := {p.value(cls)}.__dict__) == {name}.size and {same}({d}, {name})"
+    return f"{p.builtin(len)}({d} := {p.value(bsym.args[0])}.__dict__) == {name}.size and {same}({d}, {name})"
 
 
 def _defaults(bsym, p) -> str | None:
     """``check_defaults``' passing case without a comparison: each default the very object
     recorded."""
     fn, state = bsym.args
-    name = p.name_object(state, f"_{fn.name}_state")
+    name = pyops.state_name(bsym, p)
     return " and ".join(f"{p.value(fn)}.{n} is {name}.values[{i}]" for i, n in enumerate(state.names)) or None
 
 
