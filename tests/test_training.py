@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from test_grad import assert_not_recorded_by_torch
 from test_models import GPT, MLP, Block, SmallCNN
+from test_objects import _no_proxies
 from tiny_gpt2 import tiny_gpt2_config
 
 import thunder
@@ -198,3 +199,50 @@ def test_an_output_left_out_of_the_loss_gives_none_also_through_autograd_grad():
     params = [model.head_a.weight, model.head_b.weight, model.trunk.weight]
     ga, gb, gt = torch.autograd.grad(a.sum(), params, allow_unused=True)
     assert ga is not None and gb is None and gt is not None
+
+
+def test_gpt2_with_eager_attention_trains_over_calls_that_change_state_and_record_activations():
+    """transformers GPT-2 with its eager attention (``torch.matmul`` of 4-dim q, k and v: the
+    products that keep their 3-dim operands for the backward), over calls that switch between
+    training and eval and under a forward hook that appends each block's attention output to a
+    list: losses, gradients, parameters after SGD and the recorded activations are eager's on
+    every call, and neither the model nor the list holds a proxy afterwards."""
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    cfg = tiny_gpt2_config(transformers, dropout=False)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg).train()
+    ref = copy.deepcopy(model)
+    records, ref_records = [], []
+    model.transformer.h[0].attn.register_forward_hook(lambda m, a, out: records.append(out[0]))
+    ref.transformer.h[0].attn.register_forward_hook(lambda m, a, out: ref_records.append(out[0]))
+    jm = thunder.jit(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in range(4):
+            ids = torch.randint(0, 100, (2, 8))
+            training = step != 2
+            model.train(training)
+            ref.train(training)
+            loss = jm(ids, labels=ids, use_cache=False).loss
+            ref_loss = ref(ids, labels=ids, use_cache=False).loss
+            torch.testing.assert_close(loss, ref_loss)
+            torch.testing.assert_close(records[-1], ref_records[-1])
+            if training:
+                opt.zero_grad()
+                ref_opt.zero_grad()
+                loss.backward()
+                ref_loss.backward()
+                _compare_grads(model, ref, 1e-4, 1e-5)
+                opt.step()
+                ref_opt.step()
+    assert len(records) == len(ref_records) == 4
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+    assert _no_proxies(model) and _no_proxies(records)
+    assert all(type(r) is torch.Tensor for r in records)
+    forwards = [str(t) for t in thunder.last_traces(jm)]
+    assert any("torchex.batched_matmul" in t for t in forwards)
