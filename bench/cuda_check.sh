@@ -16,7 +16,7 @@ $py - <<'EOF' 2>&1 | tee "$out/cuda_env.log"
 import torch
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
-from thunder.executors.nvfuserex import executor
+from thunder.executors.nvfuser.executor import executor
 print("nvfuser:", executor.unavailable_reason() or "available")
 EOF
 timeout 150 $py -m pytest -q -p no:cacheprovider -p no:logging -rs tests/test_cuda.py tests/test_models.py \

@@ -49,11 +49,11 @@ import torch.nn.functional as F  # noqa: E402
 
 import explorer  # noqa: E402
 import thunder  # noqa: E402
-from explorer import graph as graph_view  # noqa: E402
-from explorer.compilation import model_of  # noqa: E402
-from explorer.html import diff_html, pass_header_html, wrap  # noqa: E402
-from explorer.model_passes import diff_passes  # noqa: E402
-from explorer.tree import tree_html  # noqa: E402
+from explorer.model.compilation import model_of  # noqa: E402
+from explorer.model.passes import diff_passes  # noqa: E402
+from explorer.views import graph as graph_view  # noqa: E402
+from explorer.views.html import diff_html, pass_header_html, wrap  # noqa: E402
+from explorer.views.tree import tree_html  # noqa: E402
 
 
 class Block(nn.Module):
@@ -111,10 +111,10 @@ def _row(what: str, c: _Clock, extra: str = "") -> str:
 
 def memory_case(jfn, args: tuple, lists: list[list[str]], what: str) -> None:
     """The memory view (computed, rendered, measured) and the what-if table of ``jfn``."""
-    from explorer.memory_measure import attach_measurement, measure_memory
-    from explorer.memory_model import memory_of
-    from explorer.memory_view import memory_section_html
-    from explorer.whatif_view import comparison_table_html
+    from explorer.measure.memory import attach_measurement, measure_memory
+    from explorer.model.memory import memory_of
+    from explorer.views.memory import memory_section_html
+    from explorer.views.whatif import comparison_table_html
 
     m = model_of(jfn)
     with _Clock() as c:
@@ -145,7 +145,7 @@ def memory_case(jfn, args: tuple, lists: list[list[str]], what: str) -> None:
 
 def search_case(jfn) -> None:
     """The widget's search on a long program: the first query reads the trace, then each keystroke."""
-    from explorer.widget import Explorer
+    from explorer.notebook.widget import Explorer
 
     ex = Explorer(model_of(jfn))
     with _Clock() as c:
@@ -277,7 +277,7 @@ def main() -> None:
     ap.add_argument("--whatif", default="torch | torchcompile, torch", help="executor lists for the GPT")
     ap.add_argument("--whatif-large", default="torch | torch, python", help="... for the 40,000-op program")
     opts = ap.parse_args()
-    from explorer.whatif_panel import parse_lists
+    from explorer.notebook.whatif import parse_lists
 
     jm, idx = gpt_case(opts.layers)
     if not opts.skip_memory:

@@ -46,7 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import thunder  # noqa: E402
-from thunder.executors import torchcompileex  # noqa: E402
+from thunder.executors.inductor import executor as torchcompileex  # noqa: E402
 
 MODES = ("no-grad", "train step")
 # first calls only (a process of its own): the torch.compile executor compiling on the
@@ -111,7 +111,7 @@ def make(name: str, device: str):
 
 
 def runners(device: str) -> tuple[str, ...]:
-    from thunder.executors.nvfuserex import executor as nvfuser
+    from thunder.executors.nvfuser.executor import executor as nvfuser
 
     names = ("eager", "torch.compile", "thunder torch", "thunder torchcompile")
     return names + (("thunder nvfuser",) if device == "cuda" and nvfuser.unavailable_reason() is None else ())

@@ -151,7 +151,7 @@ def count(steps: int, variants: list[str], models: str) -> None:
     from training import cases, step_fn
 
     import thunder
-    from thunder.executors import torchcompileex
+    from thunder.executors.inductor import executor as torchcompileex
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -35,7 +35,7 @@ import torch  # noqa: E402
 from fusion import ROOT, call, make  # noqa: E402
 
 import thunder  # noqa: E402
-from thunder.executors import torchcompileex  # noqa: E402
+from thunder.executors.inductor import executor as torchcompileex  # noqa: E402
 
 # Inductor compiles before a first call returns: the first call is the time until compiled
 torchcompileex.compile_in_background(False)

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from test_models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
 
 import thunder  # noqa: E402
-from thunder.executors import torchcompileex  # noqa: E402
+from thunder.executors.inductor import executor as torchcompileex  # noqa: E402
 
 
 def mlp() -> nn.Module:

@@ -16,14 +16,14 @@
     ranks = explorer.load_ranks("traces/")    # in the notebook: every rank, times per line compared
     explorer.explore(ranks)                   # ... the explorer with a rank switch
 
-Layout: traces -> ``explorer.model.TraceModel`` (plain data) -> views (``text``, ``tree``
+Layout: traces -> ``explorer.model.traces.TraceModel`` (plain data) -> views (``text``, ``tree``
 and ``html`` static, ``graph`` graphviz, ``widget`` ipywidgets, ``report`` a page). Imports
 point one way, from the views down to the model. thunder never imports this package;
-importing it registers IPython displays for traces and jitted functions (``explorer.display``)
+importing it registers IPython displays for traces and jitted functions (``explorer.notebook.display``)
 and imports the modules that set the model's methods that need them (``PassModel.modules()``,
 ``TraceModel.pair()``, ``Pair.text()`` and ``.graph()``, the displays of a model and a pair).
 The other imports here are lazy, so showing a trace does not load ipywidgets. (The functions
-are ``model_of`` and ``graph_of``: ``explorer.model`` and ``explorer.graph`` are the submodules.)
+are ``model_of`` and ``graph_of``: ``explorer.model.traces`` and ``explorer.views.graph`` are the submodules.)
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ from __future__ import annotations
 
 def model_of(obj, *, entry: int | None = None):
     """The ``TraceModel`` of a jitted function, a Trace or a list of traces."""
-    from explorer.compilation import model_of
+    from explorer.model.compilation import model_of
 
     return model_of(obj, entry=entry)
 
 
 def pair_of(obj, *, backward_index: int = -1, entry: int | None = None):
     """The forward and backward of a jitted function (or a TraceModel) as a pair
-    (``explorer.pair.Pair``): shows them side by side in a notebook, ``.text()`` and
+    (``explorer.model.pair.Pair``): shows them side by side in a notebook, ``.text()`` and
     ``.graph()``; None when nothing was differentiated."""
-    from explorer.compilation import model_of
+    from explorer.model.compilation import model_of
 
     return model_of(obj, entry=entry).pair(backward_index)
 
@@ -63,20 +63,20 @@ def explore(
     ``modules``: open grouped by nn.Module; None (default) groups a jitted module's program,
     ``False`` opens flat.
     """
-    from explorer.compilation import model_of
-    from explorer.pieces import explore_program, is_program
-    from explorer.ranks import RankSet
-    from explorer.widget import Explorer
+    from explorer.measure.ranks import RankSet
+    from explorer.model.compilation import model_of
+    from explorer.notebook.pieces import explore_program, is_program
+    from explorer.notebook.widget import Explorer
 
     if isinstance(obj, RankSet):  # a distributed run's ranks: the explorer with a rank switch
-        from explorer.ranks_widget import RankExplorer
+        from explorer.notebook.ranks import RankExplorer
 
         return RankExplorer(obj, view=view, depth=depth, kind=kind, modules=modules)
     if is_program(obj):  # thunder.dynamo.thunderfx: its pieces in order, graph breaks between
         return explore_program(obj, args, kwargs, view=view, depth=depth, modules=modules)
     notes = []
     if args is not None or kwargs is not None:
-        from explorer.runner import measure
+        from explorer.measure.runner import measure
 
         args, kwargs = tuple(args or ()), dict(kwargs or {})
         obj(*args, **kwargs)
@@ -113,9 +113,9 @@ def graph_of(
     open, the others open down to ``module_depth`` and repeated layers after the first folded;
     None (default) draws them for a jitted module's program, ``False`` draws it flat.
     """
-    from explorer.compilation import model_of
-    from explorer.graph import render_graph
-    from explorer.graph_plan import DEFAULT_MODULE_DEPTH, ModulePlan
+    from explorer.model.compilation import model_of
+    from explorer.views.graph import render_graph
+    from explorer.views.graph_plan import DEFAULT_MODULE_DEPTH, ModulePlan
 
     m = model_of(obj)
     if kind not in m.series:
@@ -138,8 +138,8 @@ def graph_of(
 
 def to_html(obj, path: str | None = None, **options) -> str:
     """Write one self-contained HTML page (tree, graphs, pass stepping) and return its text."""
-    from explorer.pieces import is_program, program_report_html
-    from explorer.report import report_html
+    from explorer.notebook.pieces import is_program, program_report_html
+    from explorer.views.report import report_html
 
     page = program_report_html(obj, **options) if is_program(obj) else report_html(obj, **options)
     if path is not None:
@@ -157,14 +157,14 @@ def memory(
     index: int = -1,
     entry: int | None = None,
 ):
-    """Where the memory of a trace goes (``explorer.memory_model.MemoryProfile``, plain data): per
+    """Where the memory of a trace goes (``explorer.model.memory.MemoryProfile``, plain data): per
     line the bytes it allocates and frees and the bytes live after it, the peak and its line,
     the values saved for backward and what rematerialization recomputes instead. With ``args``
     the final trace is also run and measured (torch's profiler on CPU, the CUDA allocator on
     CUDA). Shows as a plot and a table in a notebook."""
-    from explorer.compilation import model_of
-    from explorer.memory_measure import attach_measurement, measure_memory
-    from explorer.memory_model import memory_of
+    from explorer.measure.memory import attach_measurement, measure_memory
+    from explorer.model.compilation import model_of
+    from explorer.model.memory import memory_of
 
     m = model_of(obj, entry=entry)
     prof = memory_of(m, kind, index)
@@ -188,12 +188,12 @@ def compare(
     warmup: int = 2,
     measure: bool = True,
 ):
-    """What if another executor ran it (``explorer.whatif.Comparison``, plain data): the
+    """What if another executor ran it (``explorer.measure.whatif.Comparison``, plain data): the
     function or module behind ``obj`` compiled anew with each list of executors and run on
     copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
     outputs match the first list's (``measure``: the peak also measured, one profiled run per
     list). Shows as a table in a notebook."""
-    from explorer.whatif import compare
+    from explorer.measure.whatif import compare
 
     return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)
 
@@ -210,33 +210,36 @@ def save_rank(
     """Write this worker's compilation of ``obj`` to ``path_dir/rank<rank>.json`` (rank:
     torch.distributed's by default); with ``args`` every line is timed first, on every rank
     alike. Returns the file's path. ``load_ranks(path_dir)`` reads them all back."""
-    from explorer.ranks import save_rank
+    from explorer.measure.ranks import save_rank
 
     return save_rank(obj, path_dir, rank, args=args, kwargs=kwargs, entry=entry)
 
 
 def load_ranks(path_dir: str):
-    """Every rank's saved compilation in ``path_dir`` (an ``explorer.ranks.RankSet``): index
+    """Every rank's saved compilation in ``path_dir`` (an ``explorer.measure.ranks.RankSet``): index
     it by rank for a TraceModel, ``.timings()`` compares each line's time across ranks; shows
     them all in a notebook, ``explore(ranks)`` with a rank switch."""
-    from explorer.ranks import load_ranks
+    from explorer.measure.ranks import load_ranks
 
     return load_ranks(path_dir)
 
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext explorer`` registers ``%thunder_trace``, ``%%thunder_trace`` and the displays."""
-    from explorer.magic import load_ipython_extension as load
+    from explorer.notebook.magic import load_ipython_extension as load
 
     register_displays(ipython)
     load(ipython)
 
 
-# These set methods on the model's classes (see explorer/model.py), so they are imported here,
-# before any model is made (``ranks_view`` sets a RankSet's display); ``explorer.modules`` comes
-# with ``html``.
-from explorer import html, pair, pair_view, ranks_view, saved  # noqa: E402, F401
-from explorer.display import register_displays  # noqa: E402
+# These set methods on the model's classes (see explorer/model/traces.py), so they are imported here,
+# before any model is made (``views/ranks.py`` sets a RankSet's display); ``explorer.model.modules``
+# comes with ``views/html.py``.
+from explorer.model import pair, saved  # noqa: E402, F401
+from explorer.notebook.display import register_displays  # noqa: E402
+from explorer.views import html  # noqa: E402, F401
+from explorer.views import pair as pair_view  # noqa: E402, F401
+from explorer.views import ranks as ranks_view  # noqa: E402, F401
 
 register_displays()
 

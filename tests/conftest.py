@@ -18,7 +18,7 @@ def _seed():
 
 @pytest.fixture(autouse=True, scope="session")
 def _compile_on_the_calling_thread():
-    from thunder.executors import torchcompileex
+    from thunder.executors.inductor import executor as torchcompileex
 
     previous = torchcompileex.compile_in_background(False), torchcompileex.cpp_wrapper(False)
     yield

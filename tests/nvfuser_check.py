@@ -42,7 +42,6 @@ from thunder.core.proxies import NumberProxy, TensorProxy  # noqa: E402
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from thunder.core.symbol import Symbol  # noqa: E402
 from thunder.core.tags import Tag  # noqa: E402
-from thunder.executors import nvfuserex  # noqa: E402
 from thunder.executors.nvfuser import (  # noqa: E402
     contiguous_descriptor,
     define_fusion,
@@ -51,6 +50,7 @@ from thunder.executors.nvfuser import (  # noqa: E402
     load,
     unsupported_reason,
 )
+from thunder.executors.nvfuser import executor as nvfuserex  # noqa: E402
 from thunder.executors.nvfuser.loader import new_definition  # noqa: E402
 from thunder.ops import prims  # noqa: E402
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.cache import DEFAULT_CACHE_SIZE
+from thunder.runtime.cache import DEFAULT_CACHE_SIZE
 
 
 def scale(x, n):

@@ -13,7 +13,7 @@ import torch
 
 import thunder
 from thunder.core.proxies import NumberProxy
-from thunder.frontend.numbers import DynamicNumber, refuse_stand_ins
+from thunder.frontend.stand_ins.counters import DynamicNumber, refuse_stand_ins
 
 
 class Counting(torch.nn.Module):

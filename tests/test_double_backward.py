@@ -232,7 +232,7 @@ def _walk(b):
 
 
 def test_the_explorer_shows_the_backward_of_a_backward_through_dropout():
-    from explorer.compilation import model_of
+    from explorer.model.compilation import model_of
 
     jf = thunder.jit(_noisy)
     x = torch.randn(3, dtype=D, requires_grad=True)

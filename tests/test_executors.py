@@ -11,9 +11,9 @@ from thunder.core.symbol import SYMBOLS, TABLES, Symbol, SymbolTable, register, 
 from thunder.core.tags import Tag
 from thunder.executors.base import Executor
 from thunder.executors.torchex import PRIM_IMPLS, unclaimed_prims
-from thunder.jit import resolve_executors
 from thunder.ops import prims
 from thunder.ops.langs import all_symbols
+from thunder.runtime.jit import resolve_executors
 
 
 def test_every_prim_has_a_torch_implementation():

@@ -734,7 +734,7 @@ def test_host_randomness_through_names_bound_before_tracing_is_refused_and_undon
 def test_a_draw_by_another_thread_while_tracing_is_not_the_trace_s(monkeypatch):
     """The generator's state changed during the first trace, not by the traced code (as when
     another thread draws meanwhile): the second trace, which draws nothing, is the trace."""
-    from thunder.frontend import host_state
+    from thunder.frontend.effects import host_state
 
     states, calls = host_state._states, []
 

@@ -18,7 +18,7 @@ import transformers as tr
 import thunder
 from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-from thunder.hf_generate import compiled_encoder
+from thunder.runtime.hf_generate import compiled_encoder
 
 tr.logging.set_verbosity_error()
 

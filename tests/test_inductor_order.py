@@ -1,4 +1,4 @@
-"""The order of a torch.compile region's prims (``thunder/executors/inductor_order.py``):
+"""The order of a torch.compile region's prims (``thunder/executors/inductor/order.py``):
 matmuls next to each other, so that Inductor's code has few stretches of other work between
 its extern kernels (each stretch one C++ function called from Python). Tested on the trace
 structure, not on time: a GPT's backward region keeps at most four stretches per block, and
@@ -12,9 +12,9 @@ from test_models import GPT  # tests/ is on sys.path
 import thunder
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
-from thunder.executors import torchcompileex
 from thunder.executors.fusion import prims_of
-from thunder.executors.inductor_order import matmuls_together
+from thunder.executors.inductor import executor as torchcompileex
+from thunder.executors.inductor.order import matmuls_together
 
 
 def _prims(bsyms):

@@ -1,15 +1,19 @@
-"""The import map of ``thunder/`` and ``explorer/`` stays one-way.
+"""The import map of ``thunder/`` and ``explorer/`` stays one-way, folder by folder.
 
 Every module's imports are read with ``ast`` (imports inside functions included) and checked
 against the layers, lowest first:
 
-    core  <-  ops  <-  executors  <-  {frontend, transforms}  <-  runtime  <-  explorer
+    thunder:  core <- ops <- executors <- {frontend, transforms} <- autograd <- runtime
+              <- the public API (``thunder/__init__.py``) <- dynamo
+    frontend: stand_ins <- distributed <- torch_calls <- subclasses <- prologue <- effects
+              <- modules <- epilogue <- acquire.py
+    explorer: model <- measure <- views <- notebook <- the package's ``__init__.py``
 
-``runtime`` is everything directly in ``thunder/`` (``jit``, the autograd bridge, the cache,
-the public API). ``frontend`` (acquisition) and ``transforms`` (passes) are peers that never
-import each other: a pass gets what it needs from acquisition through the pass context. A
-module may import its own layer and the layers below; a circle of imports is an error even
-inside one layer. ``thunder`` never imports ``explorer``.
+and ``explorer`` above all of ``thunder``. ``frontend`` (acquisition) and ``transforms``
+(passes) are peers that never import each other: a pass gets what it needs from acquisition
+through the pass context. A module may import its own folder and the layers below; a circle of
+imports is an error even inside one folder. ``thunder`` never imports ``explorer``. A module
+in a folder no layer names is an error too, so a new folder is placed here when it is made.
 
 An ``import thunder...`` inside a function in ``thunder/`` must say on its line why it is
 not at the top of the module (``# lazy: ...``): where nothing else breaks a circle, or where
@@ -26,10 +30,34 @@ from dataclasses import dataclass
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("thunder", "explorer")
 
-LAYERS = {"core": 0, "ops": 1, "executors": 2, "frontend": 3, "transforms": 3}
-RUNTIME, EXPLORER = 4, 5
-# Peers of one layer that must not import each other.
-PEERS = {"frontend", "transforms"}
+# Each layer is a module prefix (a folder, or one module); a module belongs to the layer of its
+# longest prefix here. Layers are numbered in order, lowest first.
+LAYER_ORDER: list[tuple[str, ...]] = [
+    ("thunder.core",),
+    ("thunder.ops",),
+    ("thunder.executors",),
+    ("thunder.transforms",),
+    ("thunder.frontend.stand_ins",),
+    ("thunder.frontend.distributed",),
+    ("thunder.frontend.torch_calls",),
+    ("thunder.frontend.subclasses",),
+    ("thunder.frontend.prologue",),
+    ("thunder.frontend.effects",),
+    ("thunder.frontend.modules",),
+    ("thunder.frontend.epilogue",),
+    ("thunder.frontend.acquire",),
+    ("thunder.autograd",),
+    ("thunder.runtime",),
+    ("thunder",),
+    ("thunder.dynamo",),
+    ("explorer.model",),
+    ("explorer.measure",),
+    ("explorer.views",),
+    ("explorer.notebook",),
+    ("explorer",),
+]
+# Folders that are peers though their layers differ: no import between them in either way.
+PEERS = [("thunder.frontend", "thunder.transforms")]
 
 
 @dataclass(frozen=True)
@@ -107,12 +135,25 @@ def imports_of(module: str) -> list[Import]:
 
 
 def layer_of(module: str) -> tuple[int, str]:
-    parts = module.split(".")
-    if parts[0] == "explorer":
-        return EXPLORER, "explorer"
-    if len(parts) > 1 and parts[1] in LAYERS:
-        return LAYERS[parts[1]], parts[1]
-    return RUNTIME, "runtime"
+    """The layer of a module (its number, lowest first, and its prefix in ``LAYER_ORDER``)."""
+    best: tuple[int, str] | None = None
+    for number, prefixes in enumerate(LAYER_ORDER):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[1])
+            ):
+                best = (number, prefix)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer of tests/test_layers.py: place its folder there")
+    return best
+
+
+def _peers(a: str, b: str) -> bool:
+    return any(
+        (a.startswith(x + ".") or a == x) and (b.startswith(y + ".") or b == y)
+        for p, q in PEERS
+        for x, y in ((p, q), (q, p))
+    )
 
 
 def _all_imports() -> list[Import]:
@@ -164,9 +205,13 @@ def _where(i: Import) -> str:
 def test_the_map_reads_real_imports():
     # The checker itself: it sees top-level imports, imports inside functions and relative ones.
     imports = _all_imports()
-    assert any(i.source == "thunder.jit" and i.target == "thunder.core.trace" for i in imports)
+    assert any(i.source == "thunder.runtime.jit" and i.target == "thunder.core.trace" for i in imports)
     assert any(i.source.startswith("explorer") and i.target.startswith("thunder") for i in imports)
-    assert layer_of("thunder.core.trace") < layer_of("thunder.ops.prims") < layer_of("thunder.jit")
+    assert layer_of("thunder.core.trace") < layer_of("thunder.ops.prims") < layer_of("thunder.runtime.jit")
+    assert layer_of("thunder.frontend.stand_ins.unpack") < layer_of("thunder.frontend.prologue.inputs")
+    assert layer_of("explorer.model.traces") < layer_of("explorer.views.html") < layer_of("explorer")
+    assert _peers("thunder.frontend.acquire", "thunder.transforms.grad")
+    assert not _peers("thunder.frontend.acquire", "thunder.frontend.prologue.inputs")
     fake = [Import("a", "b", 1, None, ""), Import("b", "c", 1, None, ""), Import("c", "a", 1, None, "")]
     assert circles(fake) == [["a", "b", "c"]]
 
@@ -177,7 +222,7 @@ def test_no_import_points_up():
         (src_layer, src_name), (dst_layer, dst_name) = layer_of(i.source), layer_of(i.target)
         if dst_layer > src_layer:
             wrong.append(f"{_where(i)}  ({src_name} must not import {dst_name}: a higher layer)")
-        elif src_name != dst_name and {src_name, dst_name} <= PEERS:
+        elif _peers(i.source, i.target):
             wrong.append(
                 f"{_where(i)}  ({src_name} and {dst_name} are peers: hand it through the pass context)"
             )
@@ -202,3 +247,17 @@ def test_imports_inside_functions_say_why():
         "imports of thunder inside functions without a '# lazy: <reason>' on their line "
         "(import at the top of the module instead):\n" + "\n".join(unexplained)
     )
+
+
+# A folder a reader takes in at once; ``ops/ltorch`` is one file per op family, read by name.
+MAX_MODULES_PER_FOLDER = 15
+LARGE_FOLDERS = {"thunder/ops/ltorch"}
+
+
+def test_folders_stay_small():
+    counts: dict[str, int] = defaultdict(int)
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            counts[str(path.parent.relative_to(ROOT))] += 1
+    large = {d: n for d, n in counts.items() if n > MAX_MODULES_PER_FOLDER and d not in LARGE_FOLDERS}
+    assert not large, f"folders of more than {MAX_MODULES_PER_FOLDER} modules (make sub-folders): {large}"

@@ -17,8 +17,8 @@ import thunder
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
 from thunder.executors import nvfuser
-from thunder.executors.nvfuserex import executor as nvfuser_executor
-from thunder.executors.nvfuserex import preview
+from thunder.executors.nvfuser.executor import executor as nvfuser_executor
+from thunder.executors.nvfuser.executor import preview
 
 
 def _regions(jfn):
@@ -71,7 +71,7 @@ def test_nvfuser_partitioning_respects_what_it_declines():
 
 
 def test_the_default_executors_say_whether_nvfuser_is_in():
-    from thunder.jit import default_executors
+    from thunder.runtime.jit import default_executors
 
     names = [e.name for e in default_executors()]
     if nvfuser_executor.unavailable_reason() is None:

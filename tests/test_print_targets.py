@@ -19,7 +19,7 @@ import torch
 
 import thunder
 from thunder.core.proxies import Proxy
-from thunder.frontend import code_reads
+from thunder.frontend.prologue import code_reads
 
 _BUF = io.StringIO()
 
@@ -248,7 +248,7 @@ def test_writes_to_sys_stdout_and_stderr_every_call_to_the_current_streams(capsy
         runs.append(got)
     assert runs[0] == runs[1]
     assert runs[1][2][0] == "out\nab\n" and runs[1][2][1].err == "err\n"
-    assert not isinstance(sys.stdout, thunder.frontend.python_calls.RecordedStream)
+    assert not isinstance(sys.stdout, thunder.frontend.effects.python_calls.RecordedStream)
 
 
 def test_reading_the_state_of_sys_stdout_is_refused_with_the_line():

@@ -1,7 +1,7 @@
 """The cheap paths of a cached training step keep every check's meaning: the one-test prologue
 checks of tensors and modules (``check_tensor``, ``check_module``), the one-frame forward and
-backward of the common entry (``thunder/autograd_bridge.py``), and the autograd Function
-applied without its Python layer (``thunder/autograd_call.py``). Each change between steps is still caught, and each error
+backward of the common entry (``thunder/autograd/function.py``), and the autograd Function
+applied without its Python layer (``thunder/autograd/call.py``). Each change between steps is still caught, and each error
 is still the one the full path raises."""
 
 from __future__ import annotations

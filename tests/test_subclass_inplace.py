@@ -1,5 +1,5 @@
 """In-place ops on tensor-subclass values, and tensor subclasses nested in subclasses, against
-eager PyTorch (thunder/frontend/subclass_writes.py, subclass_ops.py, subclasses.py).
+eager PyTorch (thunder/frontend/subclasses/writes.py, frontend/subclasses/ops.py, frontend/subclasses/instances.py).
 
 Each case runs three calls of one compiled function next to eager on copies of the same
 arguments: the results, the caller's objects after every call (their inner tensors, written in
@@ -1107,7 +1107,7 @@ def test_the_error_of_a_subclass_write_whose_gradient_cannot_be_traced_says_why(
     whole, which an in-place op cannot; the error names the grad pass's reason too."""
     import sys
 
-    jit_module = sys.modules["thunder.jit"]  # (``thunder.jit`` is also the function)
+    jit_module = sys.modules["thunder.runtime.jit"]
 
     def fail(*args, **kwargs):
         raise RuntimeError("no rule for some_op")

@@ -22,7 +22,7 @@ from subclass_examples import (
 from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder
-from thunder.autograd_bridge import CotangentMismatchError
+from thunder.autograd.function import CotangentMismatchError
 from thunder.core.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
 from thunder.core.proxies import proxies_in
 from thunder.core.subclass import SubclassProxy

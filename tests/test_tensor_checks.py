@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 import thunder
-from thunder.jit import miss_reason
 from thunder.ops import python as pyops
+from thunder.runtime.jit import miss_reason
 
 PROLOGUE = """\
 # Constructed by Transform for execution

@@ -23,9 +23,9 @@ import thunder
 from thunder.core.proxies import TensorProxy
 from thunder.core.tags import Tag
 from thunder.core.verify import verify
-from thunder.executors import torchcompileex
 from thunder.executors.fusion import FusionExecutor
-from thunder.executors.torchcompileex import NOT_FUSED, InductorRegion, TorchCompileExecutor
+from thunder.executors.inductor import executor as torchcompileex
+from thunder.executors.inductor.executor import NOT_FUSED, InductorRegion, TorchCompileExecutor
 from thunder.ops import prims
 
 
@@ -347,7 +347,7 @@ def test_an_answer_the_helper_cannot_read_fails_the_waiting_compilations():
     import concurrent.futures
     import io
 
-    from thunder.executors.inductor_compile import write_message
+    from thunder.executors.inductor.compile import write_message
 
     class Proc:
         stdout = io.BytesIO()

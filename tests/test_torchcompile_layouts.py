@@ -1,7 +1,7 @@
 """The torch.compile executor on a region whose views depend on layouts: ``torch.matmul`` of a
 transposed tensor (attention's ``q @ k.transpose``) compiled with gradients, as in
 transformers' Phi-3, matches eager (Inductor's graph reshapes where ``make_fx`` had viewed:
-``thunder/executors/inductor_compile.py``); and a region's output that the program lays out
+``thunder/executors/inductor/compile.py``); and a region's output that the program lays out
 itself (``contiguous()``, ``to(memory_format=...)``), what elementwise ops make of it and what
 a kernel that lays its result out itself (``softmax``) makes, has eager's strides."""
 
@@ -74,7 +74,7 @@ def test_a_region_output_has_eager_s_strides(f):
     after one, or by an op whose eager kernel lays its result out itself (``softmax`` and
     ``layer_norm`` of a channels_last or transposed input are contiguous in eager, and were laid
     out as the input by their prims)."""
-    from thunder.executors import torchcompileex
+    from thunder.executors.inductor import executor as torchcompileex
 
     x = torch.randn(2, 3, 4, 5)
     jf = thunder.jit(f, executors=["torchcompile", "torch"])
@@ -96,7 +96,7 @@ def test_region_output_strides_follow_each_call_s_input_layout():
     """Calls that alternate the input's layout (channels_last, contiguous, transposed) each get
     eager's output strides, values and gradients: what one signature's outputs needed moving is
     never applied to another's (the moves are kept with the guard of the inputs they were made for)."""
-    from thunder.executors import torchcompileex
+    from thunder.executors.inductor import executor as torchcompileex
 
     def f(x):
         return (x * 2).softmax(-1) * 3

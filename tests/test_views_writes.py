@@ -361,7 +361,7 @@ def test_a_write_through_a_reshape_decided_on_a_guessed_layout_is_refused():
     with pytest.raises(UnsupportedOpError, match="a layout thunder does not track") as e:
         thunder.jit(reshaped)(x)
     assert "in reshaped" in str(e.value)
-    # contiguous() is decided on eager's layout of y, replayed (frontend/layouts.py): a copy
+    # contiguous() is decided on eager's layout of y, replayed (frontend/torch_calls/layout_queries.py): a copy
     torch.testing.assert_close(thunder.jit(made_contiguous)(x), made_contiguous(x))
     for fn in (reshaped, made_contiguous):
         contiguous = x.contiguous()  # with every input contiguous the layout is known: as eager

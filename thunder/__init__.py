@@ -2,9 +2,9 @@
 
 ``thunder.jit(fn)`` traces ``fn`` into a prologue (input checks), a computation and an
 epilogue (building the result), runs passes and executes the result, cached: a function
-becomes a ``ThunderFunction`` (``thunder/jit.py``), a module a ``ThunderModule`` around one
-(``thunder/module.py``); ``thunder.last_traces`` and friends read what they compiled
-(``thunder/inspection.py``).
+becomes a ``ThunderFunction`` (``thunder/runtime/jit.py``), a module a ``ThunderModule`` around one
+(``thunder/runtime/module.py``); ``thunder.last_traces`` and friends read what they compiled
+(``thunder/runtime/inspection.py``).
 """
 
 from collections.abc import Callable, Sequence
@@ -13,10 +13,10 @@ import torch
 
 import thunder.ops.aten  # noqa: F401  (declares the aten operators)
 import thunder.ops.ltorch  # noqa: F401  (declares the torch language)
-from thunder.cache import DEFAULT_CACHE_SIZE
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
-from thunder.inspection import (
+from thunder.runtime.cache import DEFAULT_CACHE_SIZE
+from thunder.runtime.inspection import (
     compile_stats,
     last_backward_traces,
     last_double_backward_traces,
@@ -24,8 +24,8 @@ from thunder.inspection import (
     last_prologue_traces,
     last_traces,
 )
-from thunder.jit import ThunderFunction
-from thunder.module import ThunderModule
+from thunder.runtime.jit import ThunderFunction
+from thunder.runtime.module import ThunderModule
 
 __all__ = [
     "Trace",

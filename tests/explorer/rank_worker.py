@@ -16,9 +16,9 @@ import torch.distributed as dist
 
 import explorer
 import thunder
-from explorer.graph import graph_dot
-from explorer.html import model_html
-from explorer.runner import measure
+from explorer.measure.runner import measure
+from explorer.views.graph import graph_dot
+from explorer.views.html import model_html
 
 
 def program(x):

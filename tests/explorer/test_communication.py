@@ -11,13 +11,13 @@ import torch
 import torch.distributed as dist
 
 import thunder
-from explorer.communication import CommSummary, KindTotal, communication_of, pairing
-from explorer.compilation import model_of
-from explorer.graph import graph_dot
-from explorer.html import details_html, model_html, pass_header_html
-from explorer.model import TraceModel
-from explorer.text import model_text, tree_text
-from explorer.tree import tree_html
+from explorer.model.communication import CommSummary, KindTotal, communication_of, pairing
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
+from explorer.views.graph import graph_dot
+from explorer.views.html import details_html, model_html, pass_header_html
+from explorer.views.text import model_text, tree_text
+from explorer.views.tree import tree_html
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 

@@ -14,13 +14,13 @@ import torch
 
 import explorer
 import thunder
-from explorer.compilation import model_of
-from explorer.graph import graph_dot, layout
-from explorer.html import compilation_html, details_html, trace_html
-from explorer.model import TraceModel
-from explorer.report import report_html
-from explorer.tree import tree_html
-from explorer.widget import Explorer
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
+from explorer.notebook.widget import Explorer
+from explorer.views.graph import graph_dot, layout
+from explorer.views.html import compilation_html, details_html, trace_html
+from explorer.views.report import report_html
+from explorer.views.tree import tree_html
 from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol

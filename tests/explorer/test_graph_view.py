@@ -12,11 +12,11 @@ import torch
 from explorer_builders import hand_trace
 from subclass_examples import scale_tensor
 
-import explorer.graph as graph
+import explorer.views.graph as graph
 import thunder
-from explorer.compilation import model_of
-from explorer.graph import count_nodes, graph_dot, render_graph
-from explorer.model import TraceModel
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
+from explorer.views.graph import count_nodes, graph_dot, render_graph
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace

@@ -13,24 +13,24 @@ import torch
 from explorer_builders import Stack, many_ops
 
 import thunder
-from explorer.compilation import model_of
-from explorer.graph import DEFAULT_MAX_NODES, graph_dot, render_graph
-from explorer.html import (
+from explorer.model.compilation import model_of
+from explorer.model.pair import shown
+from explorer.notebook.panes import MIN_STATIC_BUDGET, STATIC_BYTES, TIMING_ROWS
+from explorer.notebook.widget import MAX_LISTED, Explorer
+from explorer.views.graph import DEFAULT_MAX_NODES, graph_dot, render_graph
+from explorer.views.html import (
     STATIC_BUDGET,
     compilation_html,
     diff_html,
     source_html,
     trace_html,
 )
-from explorer.pair import shown
-from explorer.pair_view import LISTED_NAMES, pair_graph, pair_html, pair_text
-from explorer.pair_view import MAX_NODES as PAIR_MAX_NODES
-from explorer.report import TIMING_ROWS as REPORT_TIMING_ROWS
-from explorer.report import report_html
-from explorer.text import source_diff
-from explorer.tree import DEFAULT_BUDGET, tree_html
-from explorer.widget import MAX_LISTED, Explorer
-from explorer.widget_views import MIN_STATIC_BUDGET, STATIC_BYTES, TIMING_ROWS
+from explorer.views.pair import LISTED_NAMES, pair_graph, pair_html, pair_text
+from explorer.views.pair import MAX_NODES as PAIR_MAX_NODES
+from explorer.views.report import TIMING_ROWS as REPORT_TIMING_ROWS
+from explorer.views.report import report_html
+from explorer.views.text import source_diff
+from explorer.views.tree import DEFAULT_BUDGET, tree_html
 
 OPS = 40_000
 MB = 1_000_000

@@ -6,7 +6,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-import explorer.magic as magic
+import explorer.notebook.magic as magic
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 

@@ -11,9 +11,9 @@ import torch.nn.functional as F
 
 import explorer
 import thunder
-from explorer.compilation import model_of
-from explorer.memory_model import MemoryProfile, compute, fmt_bytes, memory_of
-from explorer.memory_view import memory_html, plot_svg
+from explorer.model.compilation import model_of
+from explorer.model.memory import MemoryProfile, compute, fmt_bytes, memory_of
+from explorer.views.memory import memory_html, plot_svg
 
 F32 = 4
 

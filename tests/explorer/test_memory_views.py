@@ -9,8 +9,8 @@ import torch.nn as nn
 
 import explorer
 import thunder
-from explorer.report import report_html
-from explorer.whatif_panel import parse_lists
+from explorer.notebook.whatif import parse_lists
+from explorer.views.report import report_html
 
 
 def _step():

@@ -13,14 +13,14 @@ from explorer_builders import many_ops, tiny_llama
 from test_models import GPT
 
 import thunder
-from explorer.compilation import model_of
-from explorer.graph import ModulePlan, graph_dot
-from explorer.html import model_html, module_details_html
-from explorer.magic import parse_line
-from explorer.modules import ModuleGroup, layer_runs
-from explorer.text import modules_text
-from explorer.tree import tree_html
-from explorer.widget import Explorer
+from explorer.model.compilation import model_of
+from explorer.model.modules import ModuleGroup, layer_runs
+from explorer.notebook.magic import parse_line
+from explorer.notebook.widget import Explorer
+from explorer.views.graph import ModulePlan, graph_dot
+from explorer.views.html import model_html, module_details_html
+from explorer.views.text import modules_text
+from explorer.views.tree import tree_html
 
 
 def _gpt(layers: int = 2):
@@ -355,7 +355,7 @@ def test_magic_option():
 
 
 def test_report_by_module(gpt):
-    from explorer.report import report_html
+    from explorer.views.report import report_html
 
     page = report_html(gpt, modules=True, graphs="final")
     assert "<summary>Bound symbols by module</summary>" in page
@@ -369,7 +369,7 @@ def test_a_region_without_a_scope_goes_with_the_module_holding_its_members():
     innermost module holding all its members."""
     import dataclasses
 
-    from explorer.model import TraceModel
+    from explorer.model.traces import TraceModel
 
     jm = thunder.jit(GPT(layers=1))
     jm(torch.randint(0, 50, (2, 8)))

@@ -119,7 +119,7 @@ def test_committed_notebook_reads_without_a_kernel(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_notebook_is_small(path):
-    """A saved explorer keeps a budgeted static copy (explorer.widget_views.STATIC_BYTES): a notebook
+    """A saved explorer keeps a budgeted static copy (explorer.notebook.panes.STATIC_BYTES): a notebook
     stays small enough to review and to load in a browser."""
     assert path.stat().st_size < 1_000_000, f"{path.name} is {path.stat().st_size / 1e6:.2f} MB"
 

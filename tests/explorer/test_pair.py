@@ -13,13 +13,13 @@ from test_models import GPT, MLP
 
 import explorer
 import thunder
-from explorer.compilation import model_of
-from explorer.html import compilation_html
-from explorer.model import TraceModel
-from explorer.pair import walk_shown
-from explorer.pair_view import pair_dot, pair_html, pair_text
-from explorer.report import report_html
-from explorer.widget import Explorer
+from explorer.model.compilation import model_of
+from explorer.model.pair import walk_shown
+from explorer.model.traces import TraceModel
+from explorer.notebook.widget import Explorer
+from explorer.views.html import compilation_html
+from explorer.views.pair import pair_dot, pair_html, pair_text
+from explorer.views.report import report_html
 from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag

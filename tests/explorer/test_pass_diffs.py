@@ -8,8 +8,8 @@ import re
 import pytest
 from explorer_builders import _sym, hand_trace
 
-from explorer.model import TraceModel
-from explorer.text import diff_text, source_diff
+from explorer.model.traces import TraceModel
+from explorer.views.text import diff_text, source_diff
 from thunder.core.symbol import BoundSymbol
 
 TWICE = _sym("twice", "test")

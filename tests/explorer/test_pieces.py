@@ -11,9 +11,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import explorer
-import explorer.magic as magic
-from explorer.pieces import ProgramExplorer, is_program
-from explorer.widget import Explorer
+import explorer.notebook.magic as magic
+from explorer.notebook.pieces import ProgramExplorer, is_program
+from explorer.notebook.widget import Explorer
 from thunder.dynamo import thunderfx
 
 

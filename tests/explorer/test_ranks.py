@@ -17,13 +17,13 @@ from explorer_builders import small_fn
 
 import explorer
 import thunder
-from explorer.communication import communication_of
-from explorer.compilation import model_of
-from explorer.graph import graph_dot
-from explorer.html import model_html
-from explorer.ranks import LineTimes, RankFilesError, RankSet, load_ranks, save_rank
-from explorer.ranks_view import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
-from explorer.ranks_widget import RankExplorer
+from explorer.measure.ranks import LineTimes, RankFilesError, RankSet, load_ranks, save_rank
+from explorer.model.communication import communication_of
+from explorer.model.compilation import model_of
+from explorer.notebook.ranks import RankExplorer
+from explorer.views.graph import graph_dot
+from explorer.views.html import model_html
+from explorer.views.ranks import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
 
 WORKER = pathlib.Path(__file__).with_name("rank_worker.py")
 ROOT = pathlib.Path(__file__).resolve().parents[2]

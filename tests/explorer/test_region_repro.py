@@ -7,8 +7,8 @@ import torch
 
 import thunder
 from explorer import model_of
-from explorer.html import details_html
-from thunder.executors import nvfuserex
+from explorer.views.html import details_html
+from thunder.executors.nvfuser import executor as nvfuserex
 
 
 def _region_node(jfn):

@@ -10,16 +10,16 @@ import torch
 from explorer_builders import Stack, small_fn, tagged_passes
 
 import thunder
-from explorer.compilation import model_of
-from explorer.graph import graph_dot
-from explorer.html import details_html, model_html
-from explorer.model import TraceModel
-from explorer.pair_view import pair_text
-from explorer.runner import measure
-from explorer.saved import FORMAT, SavedModelError
-from explorer.text import diff_text, model_text, source_diff, tree_text
-from explorer.tree import tree_html
-from explorer.widget import VIEWS, Explorer
+from explorer.measure.runner import measure
+from explorer.model.compilation import model_of
+from explorer.model.saved import FORMAT, SavedModelError
+from explorer.model.traces import TraceModel
+from explorer.notebook.widget import VIEWS, Explorer
+from explorer.views.graph import graph_dot
+from explorer.views.html import details_html, model_html
+from explorer.views.pair import pair_text
+from explorer.views.text import diff_text, model_text, source_diff, tree_text
+from explorer.views.tree import tree_html
 
 
 def _reload(m: TraceModel) -> TraceModel:

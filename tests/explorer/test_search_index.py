@@ -9,9 +9,9 @@ import torch
 from explorer_builders import many_ops
 
 import thunder
-from explorer import search_index
-from explorer.compilation import model_of
-from explorer.widget import search
+from explorer.model import search_index
+from explorer.model.compilation import model_of
+from explorer.notebook.widget import search
 
 
 def _walked(p, q: str, by_name: bool) -> list[str]:

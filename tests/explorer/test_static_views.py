@@ -8,12 +8,12 @@ import torch
 from explorer_builders import _sym, hand_trace
 
 import thunder
-from explorer.compilation import model_of
-from explorer.html import LISTED_PROXIES, compilation_html, details_html, trace_html
-from explorer.model import TraceModel
-from explorer.report import report_html
-from explorer.text import model_text, source_diff, tree_text
-from explorer.tree import tree_html
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
+from explorer.views.html import LISTED_PROXIES, compilation_html, details_html, trace_html
+from explorer.views.report import report_html
+from explorer.views.text import model_text, source_diff, tree_text
+from explorer.views.tree import tree_html
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace
 
@@ -66,7 +66,7 @@ def test_budget_keeps_a_huge_trace_light():
 def test_an_ipython_shell_shows_traces_and_jitted_functions_as_the_tree(jfn):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from explorer.display import register_displays
+    from explorer.notebook.display import register_displays
 
     shell = InteractiveShell.instance()
     assert register_displays(shell)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import thunder
-from explorer.compilation import model_of
-from explorer.runner import measure
+from explorer.measure.runner import measure
+from explorer.model.compilation import model_of
 
 
 def test_times_every_line(jfn):

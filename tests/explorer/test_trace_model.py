@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import thunder
-from explorer.compilation import model_of
-from explorer.model import TraceModel
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
 
 
 def _pass(series, name):
@@ -160,7 +160,7 @@ def test_proxies_deep_in_subsymbols_are_known(jfn):
 def test_double_backward_is_shown_after_create_graph():
     import torch
 
-    from explorer.html import model_html
+    from explorer.views.html import model_html
 
     def f(x, w):
         return (x.sin() * w).sum()
@@ -184,7 +184,7 @@ def test_each_input_shows_its_own_part_of_the_line_checking_several_tensors():
 
     import torch
 
-    from explorer.html import model_html
+    from explorer.views.html import model_html
 
     jm = thunder.jit(torch.nn.Linear(3, 2))
     jm(torch.randn(4, 3))

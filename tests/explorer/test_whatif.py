@@ -7,7 +7,7 @@ import torch.nn as nn
 
 import explorer
 import thunder
-from explorer.whatif_view import comparison_html
+from explorer.views.whatif import comparison_html
 
 
 class GeluMLP(nn.Module):
@@ -62,7 +62,7 @@ def test_a_list_that_cannot_run_is_reported_in_its_row():
 
 
 def test_outputs_that_differ_are_not_a_match():
-    from explorer.whatif import _difference
+    from explorer.measure.whatif import _difference
 
     a = (torch.zeros(3), 2)
     assert _difference(a, (torch.zeros(3), 2))[:2] == (True, 0.0)

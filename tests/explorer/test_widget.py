@@ -9,10 +9,10 @@ import torch
 from explorer_builders import SMALL_FN_LINE
 
 import explorer
-from explorer.compilation import model_of
-from explorer.model import TraceModel
-from explorer.report import report_html
-from explorer.widget import Explorer, search
+from explorer.model.compilation import model_of
+from explorer.model.traces import TraceModel
+from explorer.notebook.widget import Explorer, search
+from explorer.views.report import report_html
 
 
 @pytest.fixture

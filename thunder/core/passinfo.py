@@ -38,7 +38,7 @@ class OverwrittenSave:
 @dataclasses.dataclass(frozen=True)
 class DataParallel:
     """The gradient averaging of a ``DistributedDataParallel`` whose call syncs gradients,
-    noted by acquisition (``frontend/ddp.py``) for the pass that puts it in the backward
+    noted by acquisition (``frontend/distributed/ddp.py``) for the pass that puts it in the backward
     (``transforms/ddp.py``): each parameter's gradient becomes the mean over the ranks of
     ``group``, reduced in buckets, the parameters taken in reverse order (about the order
     their gradients are made) and a bucket closed once it holds its cap in bytes: the first
@@ -98,7 +98,7 @@ class BoundSymbolInfo:
     # the forward op (by its outputs) it recomputes in the backward (grad, remat)
     recomputes: tuple[str, ...] | None = None
     # a custom autograd.Function's backward, recorded while tracing its forward
-    # (frontend/autograd_functions.py): {"outputs": [...], "cotangents": [...], ...}
+    # (frontend/torch_calls/autograd_functions.py): {"outputs": [...], "cotangents": [...], ...}
     recorded_backward: dict | None = None
     # a custom autograd.Function's backward marked @once_differentiable, replayed (grad): the
     # Function's name and the cotangents its backward takes (transforms/double_backward.py)
@@ -131,7 +131,7 @@ _info_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(BoundSym
 @dataclasses.dataclass(frozen=True)
 class SubclassDispatch:
     """Acquisition's way to run an op on tensor-subclass values after tracing
-    (``thunder/frontend/subclass_dispatch.py``), for the grad pass's backward of subclass ops."""
+    (``thunder/frontend/subclasses/dispatch.py``), for the grad pass's backward of subclass ops."""
 
     # (symbol, args, kwargs) -> whether the symbol runs whole on tensors (else its
     # decomposition is resolved op by op)

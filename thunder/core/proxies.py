@@ -88,18 +88,18 @@ class AnyProxy(Proxy):
 
 
 # Set while a trace is acquired: ``(func, args, kwargs) -> value | NotImplemented`` for the
-# proxies that reach torch's dispatcher (thunder.frontend.values).
+# proxies that reach torch's dispatcher (thunder.frontend.torch_calls.value_reads).
 dispatch_handler = None
 
 # Set while a trace is acquired: ``(proxy) -> None``, told when ``isinstance(proxy,
-# torch.nn.Parameter)`` asks whether the proxy stands for a parameter (thunder.frontend.type_reads).
+# torch.nn.Parameter)`` asks whether the proxy stands for a parameter (thunder.frontend.effects.type_reads).
 param_read_hook = None
 # Set while a trace is acquired: ``(proxy) -> None``, told when ``proxy.__class__`` is read (the
-# hook decides whether the user's code asked: thunder.frontend.type_reads).
+# hook decides whether the user's code asked: thunder.frontend.effects.type_reads).
 class_read_hook = None
 
 # ``_DISPATCH.hook``: set while a tensor subclass's ``__torch_dispatch__`` runs over inner
-# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclass_ops.py).
+# proxies at trace time; it records the aten ops that reach them (thunder/frontend/subclasses/ops.py).
 _DISPATCH = threading.local()
 
 
@@ -193,7 +193,7 @@ class TensorProxy(torch.Tensor, Proxy):
         self.__dict__["_thunder_is_param"] = bool(value)
 
     # ``x.__class__`` as eager's for the tensor the proxy stands for (``type(x)`` in the user's
-    # code: frontend/type_reads.py); Python's own ``type(x)`` stays TensorProxy
+    # code: frontend/effects/type_reads.py); Python's own ``type(x)`` stays TensorProxy
     @property
     def __class__(self):
         if class_read_hook is not None:

@@ -10,8 +10,10 @@ import sys
 
 import torch
 
+# thunder's own folder (this file is thunder/core/source.py), with a trailing separator
+THUNDER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SKIP = (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # thunder/
+    THUNDER_DIR,
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
 )
 

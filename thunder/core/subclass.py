@@ -103,7 +103,7 @@ class WrittenThrough:
 # An in-place op on subclass values (``TwoTensor.torch.Tensor.add_``) outputs the value its
 # first argument holds afterwards; its gradient is that of this function of the same arguments
 # in torch-language ops (``ltorch.add``, then cast to the written tensor's dtype and shape),
-# as eager differentiates the write above the dispatch (filled by thunder/frontend/subclass_writes.py).
+# as eager differentiates the write above the dispatch (filled by thunder/frontend/subclasses/writes.py).
 WRITTEN_VALUES = SymbolTable(
     "the values in-place ops on tensor subclasses write",
     hint="made by acquisition when it records an in-place op on a tensor subclass",

@@ -60,7 +60,7 @@ class Tag(enum.Enum):
     SAVED_FOR_BACKWARD = "saved_for_backward"
     RECOMPUTED = "recomputed"
     # its outputs are not kept from the forward to the backward: the backward recomputes them
-    # (FSDP's unshard of a group that reshards after forward: thunder/frontend/fsdp.py)
+    # (FSDP's unshard of a group that reshards after forward: thunder/frontend/distributed/fsdp.py)
     RECOMPUTE_IN_BACKWARD = "recompute_in_backward"
     FLATTEN_TENSOR_SUBCLASS = "flatten_tensor_subclass"
     UNFLATTEN_TENSOR_SUBCLASS = "unflatten_tensor_subclass"

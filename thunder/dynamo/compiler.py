@@ -8,7 +8,7 @@ A graph thunder cannot compile (an op with no thunder op, ...) runs eagerly inst
 reason is kept (``Piece.fallback``); the rest of the program is unaffected.
 
 A piece with static shapes is guarded by Dynamo on every input's metadata; after its one
-compilation it runs that entry with a prologue that only unpacks (``guards.py``), so a cached
+compilation it runs that entry with a prologue that only unpacks (``frontend/prologue/state_checks.py``), so a cached
 call checks nothing twice.
 """
 
@@ -22,11 +22,11 @@ import torch
 import torch._dynamo.eval_frame as eval_frame
 
 import thunder
-from thunder import autograd_bridge
+from thunder.autograd import function as autograd_bridge
 from thunder.dynamo.breaks import GraphBreak, break_after
 from thunder.dynamo.guards import has_static_inputs, without_dynamo_checks
 from thunder.dynamo.lines import SourceLine, point_at_user_lines, source_lines, user_line_of
-from thunder.jit import resolve_executors
+from thunder.runtime.jit import resolve_executors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Piece:
         self.static = has_static_inputs(gm, example_inputs)
         self.fallback: Fallback | None = None
         self.calls = 0
-        # the prologue the cached calls run (``guards.py``), once thunder has compiled the piece
+        # the prologue the cached calls run (``frontend/prologue/state_checks.py``), once thunder has compiled the piece
         self.dynamo_prologue: thunder.Trace | None = None
         self._fast = None
         _compile_lazily_made_code(gm)

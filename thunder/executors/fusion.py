@@ -7,7 +7,7 @@ elementwise), else declines, and the claiming pass offers the decomposition prim
 What it took stays as it was, marked ``info.claimed_by``; the fusion pass
 (``thunder/transforms/fuse.py``) then groups those BoundSymbols into regions and asks the
 executor to compile each (``compile_region``). The torch.compile executor
-(``torchcompileex.py``) and the nvFuser executor (``nvfuserex.py``) implement it.
+(``executors/inductor/executor.py``) and the nvFuser executor (``executors/nvfuser/executor.py``) implement it.
 
 A region is one BoundSymbol tagged ``Tag.FUSION`` whose symbol prints as a call of the
 compiled region (``(t3, t7) = TorchCompile0(x, w)``) and whose subsymbols are its members,

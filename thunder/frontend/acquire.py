@@ -1,8 +1,8 @@
 """Acquisition: run the user's function natively with proxies under ``AcquisitionMode`` and
 produce the prologue, computation and epilogue traces.
 
-Nothing of the user's is changed: modules run as shadows (``thunder/frontend/modules.py``),
-object inputs as wrappers (``thunder/frontend/objects.py``); a failed trace leaves every
+Nothing of the user's is changed: modules run as shadows (``thunder/frontend/modules/shadows.py``),
+object inputs as wrappers (``thunder/frontend/stand_ins/objects.py``); a failed trace leaves every
 input as it was.
 """
 
@@ -27,33 +27,38 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions
-from thunder.frontend.autograd_functions import traced_functions
-from thunder.frontend.bound_self import BoundSelf
-from thunder.frontend.code_reads import code_reads, guard_code_reads
-from thunder.frontend.collectives import finish_pending
-from thunder.frontend.ddp import DataParallelCall, data_parallel
-from thunder.frontend.effects import SUBSTITUTING, Effects, counters_written
-from thunder.frontend.fsdp import Sharding
-from thunder.frontend.guards import GLOBAL_HOOKS
-from thunder.frontend.host_state import HostRandomUsed, NumpyRandomLoaded, RandomCalls, refuse_host_state
-from thunder.frontend.inplace import InplaceWrites
-from thunder.frontend.inputs import Inputs, is_argument_path
-from thunder.frontend.layouts import Layouts
-from thunder.frontend.made import CreationSites
-from thunder.frontend.mode import AcquisitionMode
-from thunder.frontend.modules import ModuleShadows
-from thunder.frontend.numbers import DynamicNumber, is_counter, refuse_stand_ins
-from thunder.frontend.objects import holder_of, is_wrapper
-from thunder.frontend.objects import writes as object_writes
-from thunder.frontend.outputs import build_epilogue
-from thunder.frontend.python_calls import python_calls
-from thunder.frontend.scopes import module_scopes
-from thunder.frontend.subclasses import Subclasses
-from thunder.frontend.torch_state import TorchState
-from thunder.frontend.type_reads import guard_param_reads, param_reads, type_queries
-from thunder.frontend.unpack import Unpack
-from thunder.frontend.values import value_reads
-from thunder.frontend.views import Views
+from thunder.frontend.distributed.collectives import finish_pending
+from thunder.frontend.distributed.ddp import DataParallelCall, data_parallel
+from thunder.frontend.distributed.fsdp import Sharding
+from thunder.frontend.effects.host_state import (
+    HostRandomUsed,
+    NumpyRandomLoaded,
+    RandomCalls,
+    refuse_host_state,
+)
+from thunder.frontend.effects.python_calls import python_calls
+from thunder.frontend.effects.recorder import SUBSTITUTING, Effects, counters_written
+from thunder.frontend.effects.type_reads import guard_param_reads, param_reads, type_queries
+from thunder.frontend.epilogue.outputs import build_epilogue
+from thunder.frontend.modules.scopes import module_scopes
+from thunder.frontend.modules.shadows import ModuleShadows
+from thunder.frontend.prologue.code_reads import code_reads, guard_code_reads
+from thunder.frontend.prologue.inputs import Inputs, is_argument_path
+from thunder.frontend.prologue.state_checks import GLOBAL_HOOKS
+from thunder.frontend.stand_ins.bound_self import BoundSelf
+from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter, refuse_stand_ins
+from thunder.frontend.stand_ins.made_objects import CreationSites
+from thunder.frontend.stand_ins.objects import holder_of, is_wrapper
+from thunder.frontend.stand_ins.objects import writes as object_writes
+from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.subclasses.instances import Subclasses
+from thunder.frontend.torch_calls.autograd_functions import traced_functions
+from thunder.frontend.torch_calls.inplace import InplaceWrites
+from thunder.frontend.torch_calls.layout_queries import Layouts
+from thunder.frontend.torch_calls.mode import AcquisitionMode
+from thunder.frontend.torch_calls.torch_state import TorchState
+from thunder.frontend.torch_calls.value_reads import value_reads
+from thunder.frontend.torch_calls.views import Views
 from thunder.ops import prims
 from thunder.ops import python as pyops
 
@@ -83,7 +88,7 @@ class Acquisition:
         self.inputs = Inputs(self.computation, dynamic)
         self.versions = Versions()  # storages and version counters, for autograd's check of saved values
         self.views = Views(self.inputs, self.versions)
-        self.sharding = Sharding(self)  # modules sharded with FSDP2 (frontend/fsdp.py)
+        self.sharding = Sharding(self)  # modules sharded with FSDP2 (frontend/distributed/fsdp.py)
         self.shadows = ModuleShadows(self)
         self.subclasses = Subclasses(self)  # tensor-subclass values and their ops
         self.inputs.on_subclass = self.subclasses.add_input
@@ -100,7 +105,9 @@ class Acquisition:
         self.python_calls: list = []  # prints, log records and warnings, in order: (fn, args, kwargs)
         self.inputs.on_container_method = self.effects.bound_method
         self.param_reads: dict[str, TensorProxy] = {}  # inputs isinstance(x, nn.Parameter) asked about
-        self.torch_state = None  # global torch state as the trace began (thunder/frontend/torch_state.py)
+        self.torch_state = (
+            None  # global torch state as the trace began (thunder/frontend/torch_calls/torch_state.py)
+        )
         self.pending_collectives: list = []  # started with async_op=True, not waited for yet
 
     def object_proxy(self, v):
@@ -174,7 +181,7 @@ def acquire(
     fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = None, dynamic: frozenset = frozenset()
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
-    ``dynamic``: names of int inputs to trace as values, see ``frontend/numbers.py``)."""
+    ``dynamic``: names of int inputs to trace as values, see ``frontend/stand_ins/counters.py``)."""
     try:
         return _acquire(fn, args, kwargs, module, dynamic)
     except UnrebuildableError as e:
@@ -213,7 +220,7 @@ def _with_creation_site(error: UnrebuildableError, fn, args, kwargs, module, dyn
 
 def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state = Acquisition(dynamic)
-    # a DistributedDataParallel: its module is traced, with DDP's semantics (frontend/ddp.py)
+    # a DistributedDataParallel: its module is traced, with DDP's semantics (frontend/distributed/ddp.py)
     ddp = data_parallel(module)
     if ddp is not None:
         module = ddp.module
@@ -221,7 +228,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     state.torch_state = torch_state = TorchState()
     comp = state.computation
     with tracectx(comp), _compiling_flag(), refuse_host_state():
-        # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules.py
+        # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules/shadows.py
         state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_", path)
         pargs, pkwargs = state.inputs.bind_arguments(
             module.forward if module is not None else fn, args, kwargs
@@ -246,8 +253,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         leaked = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
-                state.shadows.put_counters()  # (counters on objects modules hold: frontend/numbers.py)
-                effects.substitute(reads)  # (tracked copies: thunder/frontend/effects.py)
+                state.shadows.put_counters()  # (counters on objects modules hold: frontend/stand_ins/counters.py)
+                effects.substitute(reads)  # (tracked copies: thunder/frontend/effects/recorder.py)
                 with (
                     module_scopes(comp, state.shadows.paths),
                     traced_functions(comp),
@@ -259,7 +266,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                     state.torch_state,
                 ):
                     result = fn(*pargs, **pkwargs)
-                    finish_pending(state)  # (thunder/frontend/collectives.py)
+                    finish_pending(state)  # (thunder/frontend/distributed/collectives.py)
             finally:
                 refused = effects.restore()
                 state.shadows.restore_user_state()
@@ -291,7 +298,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         if name is not None and is_counter(state.inputs.sources[name][2]):
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
-    if state.inputs.number_inputs:  # (counters traced as values: frontend/numbers.py)
+    if state.inputs.number_inputs:  # (counters traced as values: frontend/stand_ins/counters.py)
         refuse_stand_ins(comp.bound_symbols + epilogue.bound_symbols)
     epilogue.bound_symbols[:0] = torch_state.writebacks()  # the grad mode or default dtype it left
     comp.output = tuple(comp_outputs)
@@ -347,7 +354,7 @@ def _container_writes(copy, holder, before: list) -> list[tuple]:
 
 def _write_back_inputs(state: Acquisition) -> None:
     """In-place writes into input tensors reach the user's tensors: ``prims.copy_(t3, x)``
-    (into a tensor-subclass input: thunder/frontend/subclass_writes.py)."""
+    (into a tensor-subclass input: thunder/frontend/subclasses/writes.py)."""
     for p in state.inputs.tensor_inputs:
         if isinstance(p, SubclassProxy):
             state.subclasses.writes.write_back(p)

@@ -1,7 +1,7 @@
 """``torch.autocast``'s policy, per torch-language op and device type: which ops run in the
 autocast dtype, which in float32, and which in the widest floating type of their inputs.
 
-Acquisition (``thunder/frontend/mode.py``) applies it to each op the user's code calls while
+Acquisition (``thunder/frontend/torch_calls/mode.py``) applies it to each op the user's code calls while
 autocast is on (around the call or inside the function): the op's floating tensor arguments
 are cast first, with ``ltorch.to`` calls the trace shows and the grad pass differentiates
 like any other op. So::

@@ -20,7 +20,7 @@ named ``group``; it returns the unsharded parameters, in order::
 Its gradient (``thunder/ops/vjp/collectives.py``) is FSDP's: the parameters' gradients padded
 and laid out the same way, reduce-scattered with averaging over the ranks (``'avg'``), each
 rank's part cut back into its shards. The frontend records one per FSDP module call
-(``thunder/frontend/fsdp.py``).
+(``thunder/frontend/distributed/fsdp.py``).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ check_default_dtype = _python_prim("check_default_dtype", _no_output, Tag.PROLOG
 # ``check_torch_flag('autocast', False)``: global torch state a cached program was traced
 # under, by name: autocast changes the dtype of many ops, and the multi-head-attention
 # fast-path flag decides whether nn.TransformerEncoder pads with zeros
-# (thunder/frontend/fastpaths.py).
+# (thunder/frontend/modules/fastpaths.py).
 TORCH_FLAGS = {
     "autocast": torch._C._is_any_autocast_enabled,
     "mha_fastpath": torch.backends.mha.get_fastpath_enabled,
@@ -99,7 +99,7 @@ check_hasattr = _python_prim("check_hasattr", _no_output, Tag.PROLOGUE_CHECK)
 # exists with this size, and this process is still that rank of it (thunder/ops/collectives.py)
 check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOGUE_CHECK)
 # ``check_dtensor_shard(p, '0', (33, 8))``: ``p`` is a DTensor sharded on dim 0 (``Shard(0)``)
-# over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/fsdp.py)
+# over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/distributed/fsdp.py)
 check_dtensor_shard = _python_prim("check_dtensor_shard", _no_output, Tag.PROLOGUE_CHECK)
 
 
@@ -182,7 +182,7 @@ def same(a, b) -> bool:
 
 class StateCheck:
     """Names and the values they held when the function was traced, for one prologue check
-    (``thunder/frontend/guards.py``). ``get`` reads them all at once from a dict; a cached
+    (``thunder/frontend/prologue/state_checks.py``). ``get`` reads them all at once from a dict; a cached
     call first tests them for identity, then (when that fails) compares them exactly.
     ``keys``: every name the object's ``__dict__`` held, when given (the check then also fails
     on an attribute added since: an instance ``forward``, a value shadowing a class attribute,
@@ -262,7 +262,7 @@ def _short(printer, v) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# The state the traced code read without taking it as an input (``thunder/frontend/guards.py``):
+# The state the traced code read without taking it as an input (``thunder/frontend/prologue/state_checks.py``):
 # a module's type, plain attributes and hooks; an object's or a globals dict's entries; the class
 # attributes of the user's own classes; a closure cell.
 check_module = _python_prim(
@@ -319,7 +319,7 @@ set_torch_state = _python_prim("set_torch_state", _no_output, Tag.WRITEBACK)
 set_module_hook = _python_prim("set_module_hook", _no_output, Tag.WRITEBACK)
 del_module_hook = _python_prim("del_module_hook", _no_output, Tag.WRITEBACK)
 # A Python side effect of the traced code, made again on every call with that call's values
-# (``thunder/frontend/effects.py``): a logged write into a container the code reached
+# (``thunder/frontend/effects/recorder.py``): a logged write into a container the code reached
 # (``prims.python_call(list.append, g___main___L, t0)``), a print, a log record, a warning.
 python_call = _python_prim("python_call", _no_output, Tag.WRITEBACK)
 # A container the code read and wrote gets its final contents: ``prims.python_replace(L, [1, t0])``.
@@ -383,7 +383,7 @@ def _print_local_shard(bsym, printer) -> str:
     return f"{line}  # {c}" if c else line
 
 
-# The local shard of a DTensor parameter sharded by FSDP (thunder/frontend/fsdp.py), through
+# The local shard of a DTensor parameter sharded by FSDP (thunder/frontend/distributed/fsdp.py), through
 # ``DTensor.to_local()``: its gradient reaches the parameter as a DTensor of the parameter's placements.
 unpack_local_shard = _python_prim(
     "unpack_local_shard", _unpack_meta, Tag.UNPACK, printer=_print_local_shard, imports=("prims",)

@@ -1,7 +1,7 @@
 """Gradient averaging of a ``DistributedDataParallel``, made explicit in the backward trace.
 
 The backward returns one gradient per input of the forward; the parameters DDP reduces are
-noted by acquisition (``DataParallel``, ``frontend/ddp.py``). They are put in buckets as DDP's
+noted by acquisition (``DataParallel``, ``frontend/distributed/ddp.py``). They are put in buckets as DDP's
 reducer does: in reverse order (about the order their gradients are made), a bucket closed
 once it holds its cap in bytes (``bucket_caps``: a small first bucket, so that communication
 starts early), one dtype per bucket. A bucket's gradients are flattened and concatenated,
@@ -14,7 +14,7 @@ this forward) is left out, as DDP leaves a globally unused parameter's ``.grad``
 ``no_sync()``. Eager DDP averages the accumulated ``.grad``, not this backward's part alone,
 so that variant takes those as more inputs (``grad_<name>``) and adds them in before the
 bucket is reduced; the caller stores the result in ``.grad`` instead of adding it there
-(``HeldGradients``, ``thunder/held_gradients.py``).
+(``HeldGradients``, ``thunder/autograd/held_gradients.py``).
 
 Before (two buckets: caps below a weight's bytes)::
 

@@ -22,7 +22,7 @@ double backward reads its saved tensors), and the grad pass has the forward save
   the caller's write-back replaces after the call; the forward saves a copy
   (``autograd_bridge._apart_from``) and the recomputation reads that.
 
-A custom ``torch.autograd.Function`` (``frontend/autograd_functions.py``) is not traced again:
+A custom ``torch.autograd.Function`` (``frontend/torch_calls/autograd_functions.py``) is not traced again:
 its call is kept as it is, with the backward recorded with it, so the grad pass of the backward
 as a computation differentiates its forward by that backward again, and its backward (recorded
 again, as the rest of the backward) by the backward's own ops, as eager does when the Function's

@@ -28,7 +28,7 @@ After::
 
 A subclass value holding another (a ScaleTensor of a TwoTensor) is flattened level by level
 down to plain tensors, and rebuilt innermost first. The write-back of a subclass input written
-in place (``prims.copy_(t5, x)``, thunder/frontend/subclass_writes.py) becomes one copy per
+in place (``prims.copy_(t5, x)``, thunder/frontend/subclasses/writes.py) becomes one copy per
 inner tensor written (``prims.copy_(t1, x_a)``).
 
 Gradients: a subclass op is differentiated as the op itself (eager differentiates

@@ -199,7 +199,7 @@ class _Backprop:
                 )
 
     def _replay(self, b: BoundSymbol) -> None:
-        """The backward recorded with ``b`` (``thunder/frontend/autograd_functions.py``), its
+        """The backward recorded with ``b`` (``thunder/frontend/torch_calls/autograd_functions.py``), its
         cotangent proxies replaced by the real cotangents (zeros where an output has none)."""
         rec = b.info.recorded_backward
         swap: dict[str, TensorProxy] = {}

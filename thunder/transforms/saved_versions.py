@@ -9,14 +9,14 @@ reads (what thunder's VJP rules use, standing for what eager's backward node sav
 later in-place write overwrote (``info.versions``, recorded by acquisition:
 ``thunder/core/versions.py``), and notes each in ``info.overwritten_saves`` with its
 message and the cotangents that reach that op's backward: the compiled backward raises it when
-one of them is given (``thunder/autograd_bridge.py``), so a backward that does not
+one of them is given (``thunder/autograd/function.py``), so a backward that does not
 pass through the op, and a program that never calls backward, are unaffected, as in eager.
 
 Thunder's rules read what eager saves for most ops (an op-database test checks every op);
 the ops where they knowingly differ are listed, with the reason, in
 ``tests/test_inplace_autograd.py`` (``KNOWN_DIFFERENCES``). Writes by the caller after the
 call are torch's own check of what the compiled function saved
-(``thunder/autograd_bridge.py``). One more known difference: the compiled backward is
+(``thunder/autograd/function.py``). One more known difference: the compiled backward is
 one node, run whole, so ``torch.autograd.grad(loss, inputs=[w])`` raises when an op whose
 saved value was overwritten feeds only other inputs' gradients, where eager skips that op.
 

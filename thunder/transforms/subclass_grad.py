@@ -22,7 +22,7 @@ Its backward, ``prims.mul(g_t3, 2)`` with the ScaleTensor cotangent ``g_t3``, re
 
 The flattening pass later opens these BoundSymbols on each side of the forward/backward
 split. What this cannot handle raises ``SubclassGradError``: the program then keeps torch's
-autograd over whole subclass ops (``thunder/jit.py``), never a gradient computed otherwise.
+autograd over whole subclass ops (``thunder/runtime/jit.py``), never a gradient computed otherwise.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def _slice_back(base, dim=0, start=None, end=None, step=1, *, value):
 # torch language, whose writes these share where the arguments agree): a write inside a
 # subclass's dispatch into a view of an inner tensor (``x[0] = v`` reaches a TwoTensor as
 # ``select`` then ``copy_``). expand, which may repeat elements, is not here: a write into a
-# view it made is refused. (split's, one output of several: ``PIECE_WRITES`` in views.py.)
+# view it made is refused. (split's, one output of several: ``PIECE_WRITES`` in frontend/torch_calls/views.py.)
 VIEW_WRITES = {
     view_default: TORCH_VIEW_WRITES[ltorch.view],
     t_default: lambda base, *, value: ltorch.t(value) if len(shape_of(base)) == 2 else value,

@@ -162,7 +162,7 @@ def _adjoint(a, prop: str, matrix_only: bool):
 tensor_property("H")(lambda a: _adjoint(a, "H", True))
 tensor_property("mH")(lambda a: _adjoint(a, "mH", False))
 # The view op, its arguments and the torch callable each view-making property is (``x.T``: ``x.permute(...)``), so
-# writes through it reach its base and it sees writes into its base (frontend/inplace.py, frontend/views.py).
+# writes through it reach its base and it sees writes into its base (frontend/torch_calls/inplace.py, frontend/torch_calls/views.py).
 PROPERTY_VIEWS = {
     "T": lambda a: (permute, (tuple(reversed(range(len(shape_of(a))))),), torch.permute),
     "mT": lambda a: (transpose, (-2, -1), torch.transpose),

@@ -1,0 +1,72 @@
+"""The explorer's what-if control: executor lists to try, a button, the table.
+
+The lists are typed as ``torch | torchcompile, torch`` (lists split by ``|``, executors in a
+list by ``,``). The button compiles the explorer's function anew with each list and runs it on
+the inputs the explorer was made with (``explore(jfn, args=...)`` or ``%thunder_trace``), then
+shows ``explorer.views.whatif``'s table; without inputs it says how to give them.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import ipywidgets as w
+
+from explorer.measure.whatif import DEFAULT_EXECUTORS, compare
+from explorer.views.html import wrap
+from explorer.views.whatif import comparison_table_html
+
+
+def parse_lists(text: str) -> list[list[str]]:
+    """``"torch | torchcompile, torch"`` -> ``[["torch"], ["torchcompile", "torch"]]``."""
+    lists = [[e.strip() for e in part.split(",") if e.strip()] for part in text.split("|")]
+    lists = [x for x in lists if x]
+    if not lists:
+        raise ValueError("give executor lists such as: torch | torchcompile, torch")
+    return lists
+
+
+class WhatIfPanel:
+    """The control; ``explorer`` is the Explorer it belongs to (its ``source`` and ``inputs``)."""
+
+    def __init__(self, explorer, repeat: int = 5):
+        self.explorer = explorer
+        self.repeat = repeat
+        self.comparison = None
+        self.lists = w.Text(
+            value=" | ".join(", ".join(x) for x in DEFAULT_EXECUTORS),
+            description="what if",
+            tooltip="executor lists to compare, split by |",
+            layout=w.Layout(width="60%"),
+        )
+        self.button = w.Button(
+            description="compare executors", icon="balance-scale", layout=w.Layout(width="auto")
+        )
+        self.out = w.HTML()
+        self.button.on_click(lambda _: self.run())
+        self.root = w.VBox([w.HBox([self.lists, self.button]), self.out])
+
+    def run(self) -> None:
+        ex = self.explorer
+        inputs = getattr(ex, "inputs", None)
+        if ex.source is None or inputs is None:
+            self.out.value = wrap(
+                '<div class="note">The what-if needs the inputs: open the explorer with '
+                "<code>explorer.explore(jfn, args=(...))</code> or <code>%thunder_trace fn(...)</code>.</div>"
+            )
+            return
+        try:
+            lists = parse_lists(self.lists.value)
+        except ValueError as e:
+            self.out.value = wrap(f'<div class="err">{escape(str(e))}</div>')
+            return
+        self.out.value = wrap('<div class="note">compiling and running each list...</div>')
+        args, kwargs = inputs
+        try:
+            self.comparison = compare(ex.source, args, kwargs, executors=lists, repeat=self.repeat)
+        except Exception as e:
+            self.out.value = wrap(
+                f'<div class="err">what-if failed: {escape(f"{type(e).__name__}: {e}")}</div>'
+            )
+            return
+        self.out.value = wrap(comparison_table_html(self.comparison))

@@ -1,0 +1,100 @@
+"""What a graph draws: the depth dial passing through chains of claims (``unwrap``), how
+many graph nodes a depth makes (``count_nodes``), and which modules are drawn open and which
+folded into one node (``ModulePlan``)."""
+
+from __future__ import annotations
+
+from explorer.model.modules import ModuleGroup, layer_runs
+from explorer.model.nodes import Node
+
+DEFAULT_MODULE_DEPTH = 3  # modules nested deeper than this are drawn as one node
+
+
+def unwrap(n: Node) -> Node:
+    """Through the chain of claims: ``torch.sin`` -> ``ltorch.sin`` -> ``prims.sin`` gives the
+    last. A claimed op has the op it claimed as its only subsymbol, with the same outputs;
+    opening it shows nothing new, so the depth dial passes through it."""
+    while len(n.children) == 1 and "fusion" not in n.tags and n.children[0].outputs == n.outputs:
+        n = n.children[0]
+    return n
+
+
+def count_nodes(nodes: list[Node], depth: int, limit: int | None = None) -> int:
+    """How many graph nodes ``nodes`` make when opened down to ``depth``; with ``limit``,
+    counting stops once past it (the answer is then some number above ``limit``), so asking
+    whether a 40,000-line trace fits reads a few hundred of its nodes."""
+    total = 0
+    for n in nodes:
+        if "del" in n.tags:
+            continue
+        if depth > 0 and n.children:
+            inner = unwrap(n)
+            if inner.children:
+                room = None if limit is None else limit - total
+                total += count_nodes(inner.children, depth - 1, room)
+            else:
+                total += 1
+        else:
+            total += 1
+        if limit is not None and total > limit:
+            break
+    return total
+
+
+def _one_op(g: ModuleGroup) -> bool:
+    return g.op_count() == 1 and not any(isinstance(i, ModuleGroup) for i in g.items)
+
+
+class ModulePlan:
+    """Which modules a graph draws open (a cluster) and which as one node.
+
+    ``collapsed`` paths are drawn as one node, ``expanded`` ones open; otherwise a module is
+    open when fewer than ``module_depth`` modules enclose it, and of a run of repeated layers
+    only the first ``repeats`` are open, the others folded (consecutive ones into one node).
+    """
+
+    def __init__(self, module_depth=DEFAULT_MODULE_DEPTH, collapsed=(), expanded=(), repeats: int = 1):
+        self.module_depth = module_depth
+        self.collapsed = set(collapsed)
+        self.expanded = set(expanded)
+        self.repeats = repeats
+
+    def entries(self, items: list, level: int) -> list[tuple[str, object]]:
+        """``items`` as what is drawn: ("node", Node), ("open", group) or ("fold", [groups])."""
+        folded_in_run: set[int] = set()
+        for run in layer_runs(items):
+            for g in run[self.repeats :]:
+                if g.path not in self.expanded:
+                    folded_in_run.add(id(g))
+        out: list[tuple[str, object]] = []
+        for item in items:
+            if not isinstance(item, ModuleGroup):
+                out.append(("node", item))
+                continue
+            if item.path in self.collapsed:
+                out.append(("fold", [item]))
+            elif id(item) in folded_in_run:
+                if out and out[-1][0] == "fold" and id(out[-1][1][-1]) in folded_in_run:
+                    out[-1][1].append(item)  # the next layer of the same run
+                else:
+                    out.append(("fold", [item]))
+            elif item.path in self.expanded or level < self.module_depth or _one_op(item):
+                out.append(("open", item))  # a module of one line: that line says more than a box
+            else:
+                out.append(("fold", [item]))
+        return out
+
+    def count(self, items: list, depth: int, level: int = 0, limit: int | None = None) -> int:
+        """How many graph nodes ``items`` make (see ``count_nodes``)."""
+        total = 0
+        for kind, x in self.entries(items, level):
+            room = None if limit is None else limit - total
+            if kind == "node":
+                total += count_nodes([x], depth, room)
+            elif kind == "open":
+                total += self.count(x.items, depth, level + 1, room)
+            else:
+                total += 1
+            if limit is not None and total > limit:
+                break
+        return total

@@ -1,0 +1,175 @@
+"""Compiling one program with Inductor, in this process or in the helper process
+(``worker.py``): the settings Inductor's cache keys include, as the caller has them
+(``compile_settings``) and applied in the helper (``apply_settings``), and the compilation
+itself (``compile_program``), the same on both sides so that what the helper compiles is
+what the caller then loads from Inductor's on-disk caches; and the length-prefixed pickles
+they talk in (``read_message``, ``write_message``). The worker module itself is imported by
+nobody: ``python -m`` runs it fresh."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import sys
+
+import torch
+
+try:  # one C++ call that checks many tensors' metadata (what Dynamo's tensor guards use)
+    from torch._C._dynamo.guards import TensorGuards
+except ImportError:  # pragma: no cover (a torch build without Dynamo's C++ guards)
+    TensorGuards = None
+
+
+# Whether CPU regions get Inductor's C++ wrapper (``torchcompileex.cpp_wrapper`` sets it; the
+# helper process takes the caller's, with the settings below)
+WRAPPER = {"cpp": True}
+
+
+def compile_settings() -> dict:
+    """The process-wide state Inductor's cache keys include (its configuration and
+    AOTAutograd's, the thread count its C++ kernels are made for, deterministic algorithms,
+    the default dtype, matmul precision): the helper process takes the caller's, so that
+    what it compiles is what the caller then finds in the caches."""
+    from torch._functorch import config as functorch_config
+    from torch.utils import deterministic
+
+    inductor_config = sys.modules.get("torch._inductor.config")  # (not imported: the defaults)
+    return {
+        "inductor": inductor_config.save_config() if inductor_config is not None else None,
+        "functorch": functorch_config.save_config(),
+        "threads": torch.get_num_threads(),
+        "deterministic": (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+            deterministic.fill_uninitialized_memory,
+        ),
+        "default_dtype": torch.get_default_dtype(),
+        "matmul": {name: getattr(torch.backends.cuda.matmul, name) for name in _MATMUL_SETTINGS},
+        "cpp_wrapper": WRAPPER["cpp"],
+    }
+
+
+_MATMUL_SETTINGS = (
+    "fp32_precision",
+    "allow_fp16_reduced_precision_reduction",
+    "allow_bf16_reduced_precision_reduction",
+)
+
+
+def apply_settings(settings: dict) -> None:
+    """In the helper process: the caller's ``compile_settings()``."""
+    from torch._functorch import config as functorch_config
+    from torch.utils import deterministic
+
+    if settings["inductor"] is not None:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.load_config(settings["inductor"])
+    functorch_config.load_config(settings["functorch"])
+    torch.set_num_threads(settings["threads"])
+    enabled, warn_only, fill = settings["deterministic"]
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    deterministic.fill_uninitialized_memory = fill
+    torch.set_default_dtype(settings["default_dtype"])
+    WRAPPER["cpp"] = settings["cpp_wrapper"]
+    for name, value in settings["matmul"].items():
+        if getattr(torch.backends.cuda.matmul, name) != value:  # (setting one sets others)
+            setattr(torch.backends.cuda.matmul, name, value)
+
+
+def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = None):
+    """Inductor's function for ``program`` (a function of torch calls) on inputs of
+    ``meta`` (shape, strides, dtype, device, requires_grad each) in grad mode ``grad``: traced
+    by ``make_fx`` on fake tensors (nothing is computed, static shapes), compiled by
+    ``compile_fx``; with whether its wrapper is C++. The helper process runs this too, for the
+    same result in the caches.
+
+    On CPU the function Inductor writes around its kernels (allocating buffers, calling the
+    matmuls and the C++ kernels, freeing them) is C++ too (``cpp_wrapper``): its Python form
+    costs about 2% of the instructions of ``bench/training.py``'s GPT training step. Where
+    Inductor cannot write a region's wrapper in C++, the region gets the Python one (and
+    everywhere with ``WRAPPER["cpp"]`` off). ``cpp_wrapper`` True or False asks for that
+    wrapper only (what the helper found works)."""
+    if cpp_wrapper is None:
+        cpp_wrapper = WRAPPER["cpp"] and all(
+            torch.device(device).type == "cpu" for _, _, _, device, _ in meta
+        )
+        if cpp_wrapper:
+            try:
+                return _compile(program, meta, grad, cpp_wrapper=True), True
+            except Exception:
+                cpp_wrapper = False
+    return _compile(program, meta, grad, cpp_wrapper=cpp_wrapper), cpp_wrapper
+
+
+def _compile(program, meta: list, grad: bool, *, cpp_wrapper: bool):
+    from torch._functorch import config as functorch_config
+    from torch._guards import TracingContext, tracing
+    from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    with fake_mode:
+        fakes = [
+            torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
+            for shape, stride, dtype, device, rg in meta
+        ]
+    with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
+        gm = make_fx(program)(*fakes)
+    _views_as_reshapes(gm)
+    # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
+    # with the shape environment of a tracing context's fake mode; the grad mode of the call
+    # decides whether it compiles a backward too, now rather than at the first backward (so
+    # that AOTAutograd's cache holds both once this returns). The sizes and strides Inductor's
+    # wrapper would assert on every call ``InductorRegion`` checks in one call instead.
+    # The graph's order is kept (``reorder_for_locality`` would move each producer next to its
+    # first user): ``inductor_order.matmuls_together`` chose it so that the work between extern
+    # kernels (matmuls) comes in few stretches, each one C++ function.
+    with (
+        tracing(TracingContext(fake_mode)),
+        torch.set_grad_enabled(grad),
+        functorch_config.patch(force_non_lazy_backward_lowering=True),
+        inductor_config.patch(
+            size_asserts=TensorGuards is None, reorder_for_locality=False, cpp_wrapper=cpp_wrapper
+        ),
+    ):
+        return compile_fx(gm, fakes)
+
+
+def _views_as_reshapes(gm) -> None:
+    """Each ``aten.view`` of the graph made a ``reshape``: ``make_fx`` chose a view where the
+    layouts it traced allowed one (``torch.matmul`` of a transposed tensor, expanded), and
+    AOTAutograd traces the graph again, with grad, where an op may lay out its result otherwise
+    (then the view is impossible: "Cannot view a tensor with shape [2, 4, 8, 16] and strides
+    (512, 16, 64, 1)"). A region is functional, so a copy where a view cannot be is the same
+    value; where it can, reshape is that view."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is view:
+            node.target = reshape
+            changed = True
+    if changed:
+        gm.recompile()
+
+
+_HEADER = struct.Struct("<Q")
+
+
+def read_message(stream: io.BufferedIOBase):
+    """The next message, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+def write_message(stream: io.BufferedIOBase, message) -> None:
+    data = pickle.dumps(message)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()

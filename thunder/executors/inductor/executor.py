@@ -1,0 +1,508 @@
+"""The torch.compile executor: fusion regions compiled by Inductor, without Dynamo.
+
+Each region's prims become a small trace of torch calls (the torch executor's
+implementations), ``make_fx`` turns that into an FX graph of aten ops, and
+``torch._inductor.compile_fx.compile_fx`` compiles it for the region's input signature
+(shapes, strides, dtypes, devices, requires_grad, grad mode): Triton kernels on CUDA, C++ on
+CPU. Dynamo is never involved: thunder's prologue already checks the inputs, so a region
+pays no guards on each call, only one check (in C++, torch's ``TensorGuards``) that its
+inputs have the sizes, strides, dtypes, devices and requires_grad of the function last
+compiled, which replaces the size and stride asserts Inductor's wrapper would run on every
+input (torch builds without ``TensorGuards``: a dictionary lookup of the strides, and
+Inductor's asserts). With inputs that require grad, Inductor's compiled function is
+differentiable (it compiles the backward too).
+
+Compiling starts on a region's first call with a signature, when real inputs give it. By
+default a helper process compiles (``thunder/executors/inductor/worker.py``) while the region
+runs as its torch calls (the torch executor's kernels, eager's results): a first call costs
+what the torch executor's does instead of Inductor's seconds. Once the helper is done, the
+next call compiles the same graph here, which Inductor then loads from the on-disk caches the
+helper filled (under a second; the helper takes this process's settings that the caches' keys
+include), and the compiled function runs from then on. ``wait()`` blocks until every
+compilation started has finished and loads them. A compilation that fails warns once, with
+the region as torch calls, which it keeps running. Not a thread of this process: while
+Inductor traces a graph, torch.fx patches ``nn.Module.__call__`` and sets its "FX tracing"
+flag for the whole process, which other threads would see (a ``torch.compile``d function
+called meanwhile raises). ``compile_in_background(False)``, deterministic algorithms
+(``torch.use_deterministic_algorithms``: which calls run compiled would depend on timing),
+CUDA regions (the helper would need a CUDA context of its own) and a program that cannot be
+sent to another process compile on the calling thread instead, before the first call
+returns. ``import torch._inductor`` (seconds) never happens at
+``import thunder``.
+
+Which prims go into regions is the table ``FUSED``; ``NOT_FUSED`` says why each other prim
+stays with the torch executor. A region of one op that torch runs whole goes back to torch.
+
+Before::
+
+    t0 = ltorch.gelu(x)
+    t1 = ltorch.mul(t0, 2)
+
+After::
+
+    t1 = TorchCompile0(x)
+      # t0 = ltorch.gelu(x) ...
+      # t1 = ltorch.mul(t0, 2) ...
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import functools
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+import warnings
+import weakref
+
+import torch
+
+from thunder.core.printing import Printer
+from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.source import THUNDER_DIR
+from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
+from thunder.core.tags import Tag
+from thunder.executors import torchex
+from thunder.executors.claim import claim
+from thunder.executors.fusion import FusionExecutor, Region, prims_of
+from thunder.executors.inductor.compile import (
+    WRAPPER,
+    TensorGuards,
+    compile_program,
+    compile_settings,
+    read_message,
+    write_message,
+)
+from thunder.executors.inductor.order import matmuls_together
+from thunder.ops import prims
+
+# prim -> what kind of work it is (Inductor generates code for these)
+FUSED = SymbolTable("the prims the torch.compile executor fuses")
+for _tag in (Tag.ELEMENTWISE, Tag.SHAPE, Tag.REDUCTION):
+    for _p in symbols_with(Tag.PRIM, _tag):
+        if Tag.PYTHON not in _p.tags:
+            FUSED[_p] = _tag.value
+for _p in (prims.full, prims.iota):
+    FUSED[_p] = "factory"
+for _p in (prims.take, prims.take_along_axis):
+    FUSED[_p] = "gather"
+# Inductor runs matmuls as calls of the same extern kernels torch uses (mm, addmm, bmm);
+# inside a region they cost no more than outside, and a region that spans them is one call
+# instead of one per elementwise stretch (bench/fusion.py measures it).
+for _p in (prims.matmul, prims.linear):
+    FUSED[_p] = "matmul"
+
+# prim -> why it stays with the torch executor
+NOT_FUSED = SymbolTable("the prims the torch.compile executor leaves to torch")
+for _p, _why in {
+    prims.real: "complex tensors: Inductor does not generate code for them",
+    prims.imag: "complex tensors: Inductor does not generate code for them",
+    prims.uniform: "random numbers: Inductor's generator does not give eager's values",
+    prims.bernoulli: "random numbers: Inductor's generator does not give eager's values",
+    prims.copy_: "writes into an existing tensor; a region's outputs are new tensors",
+    prims.device_put: "moves data between devices; a region runs on one",
+    prims.convolution: "Inductor calls the same convolution kernel: nothing to fuse",
+    prims.max_pool: "Inductor calls the same pooling kernel: nothing to fuse",
+    prims.avg_pool: "Inductor calls the same pooling kernel: nothing to fuse",
+    prims.adaptive_avg_pool: "Inductor calls the same pooling kernel: nothing to fuse",
+    prims.sort: "Inductor calls the same sort kernel: nothing to fuse",
+    prims.topk: "Inductor calls the same topk kernel: nothing to fuse",
+    prims.index_put: "an indexed write: which of several writes to one element wins is not kept",
+    prims.scatter_add: "an indexed accumulation: the order of additions to one element is not kept",
+    prims.index_copy: "an indexed write: which of several writes to one element wins is not kept",
+    prims.cumsum: "a scan: Inductor's CPU code for it gains nothing over torch's kernel",
+    prims.grouped_mm: "Inductor calls the same grouped matmul kernel: nothing to fuse",
+}.items():
+    NOT_FUSED[_p] = _why
+for _p in symbols_with(Tag.PRIM, Tag.COMMUNICATION):
+    NOT_FUSED[_p] = (
+        "a collective: torch's functional collectives run it on its process group, between regions"
+    )
+for _p in list(NOT_FUSED):
+    FUSED.pop(_p, None)
+
+
+# the most prims an op torch also runs whole may decompose into and still be fused
+LONGEST_DECOMPOSITION = 200
+
+
+class TorchCompileExecutor(FusionExecutor):
+    """Fuses elementwise, reduction, shape, factory, gather and matmul prims into regions
+    compiled by Inductor (``compile_fx``) per input signature."""
+
+    region_prefix = "TorchCompile"
+
+    def prim_reason(self, prim: BoundSymbol) -> str | None:
+        why = NOT_FUSED.get(prim.sym)
+        if why is not None:
+            return why
+        if prim.sym not in FUSED:
+            return f"{prim.sym.id} is not in the torch.compile executor's table"
+        for x in tree_leaves((prim.args, prim.kwargs, prim.output)):
+            if isinstance(x, NumberProxy):
+                return f"{x.name} is a number that changes between calls; each value would compile again"
+            if isinstance(x, TensorProxy) and x.meta_dtype.is_complex:
+                return f"{x.name} is complex: Inductor does not generate code for complex tensors"
+        return None
+
+    def decline_reason(self, bsym: BoundSymbol) -> str | None:
+        """Also declined: an op torch runs whole whose decomposition is long (``torch.gcd``:
+        Euclid's steps unrolled for the widest integers, hundreds of prims): Inductor would take
+        minutes to compile what one torch kernel does."""
+        if Tag.PRIM not in bsym.sym.tags and torchex.executor.claim(bsym) is not None:
+            n = len(prims_of(bsym))
+            if n > LONGEST_DECOMPOSITION:
+                return f"its decomposition has {n} operations, which torch's own kernel runs whole"
+        return super().decline_reason(bsym)
+
+    def region_reason(self, region: Region) -> str | None:
+        """Also declined: a region of one op that torch runs whole (``layer_norm``,
+        ``softmax``): torch's own kernel does the same work without a compiled function's
+        per-call cost."""
+        if len(region.members) == 1 and torchex.executor.claim(region.members[0]) is not None:
+            return "a region of one op that torch runs whole has nothing to fuse"
+        return super().region_reason(region)
+
+    def compile_region(self, region: Region) -> InductorRegion:
+        return InductorRegion(region)
+
+
+_background = {"on": True}
+
+
+class _Helper:
+    """The helper process (``thunder/executors/inductor/worker.py``), started on first use:
+    jobs go to it through a writer thread (a large program must not block the calling
+    thread on a full pipe) and answers come back through a reader thread, as futures."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.outbox: queue.Queue | None = None
+        self.futures: dict[int, concurrent.futures.Future] = {}
+        self.count = 0
+
+    def submit(self, program: tuple, meta: list, grad: bool) -> concurrent.futures.Future:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            self.count += 1
+            future = concurrent.futures.Future()
+            self.futures[self.count] = future
+            self.outbox.put((self.count, program, meta, grad, compile_settings()))
+            return future
+
+    def _start(self) -> None:
+        root = os.path.dirname(THUNDER_DIR.rstrip(os.sep))  # (the folder thunder is imported from)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "thunder.executors.inductor.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.outbox = queue.Queue()
+        threading.Thread(target=self._write, args=(self.proc, self.outbox), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=_prepare_loading, daemon=True).start()
+
+    @staticmethod
+    def _write(proc: subprocess.Popen, outbox: queue.Queue) -> None:
+        while (job := outbox.get()) is not None:
+            try:
+                write_message(proc.stdin, job)
+            except (BrokenPipeError, OSError):
+                return
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        ended = None
+        try:
+            while (answer := read_message(proc.stdout)) is not None:
+                number, error, cpp = answer
+                with self.lock:
+                    future = self.futures.pop(number, None)
+                if future is not None:
+                    future.cpp_wrapper = cpp  # (the wrapper that compiled: loaded alone, no retry)
+                    future.set_result(error)
+        except Exception as e:  # an answer that cannot be read: the calls must not wait forever
+            ended = f"an answer of the compiling process could not be read: {type(e).__name__}: {e}"
+            proc.kill()
+        with self.lock:  # the process ended: what it had not answered fails
+            left = [f for f in self.futures.values()]
+            self.futures.clear()
+        for future in left:
+            future.set_result(ended or f"the compiling process ended (exit code {proc.wait()})")
+
+    def close(self) -> None:
+        with self.lock:
+            proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _prepare_loading() -> None:
+    """Meanwhile, here: import Inductor and let it probe the CPU's vector instructions (by
+    compiling small programs), which loading the first compiled region would otherwise do
+    (seconds). Neither traces anything."""
+    import torch._inductor.compile_fx  # noqa: F401
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list()
+
+
+_helper = _Helper()
+_waiting: weakref.WeakSet = weakref.WeakSet()  # regions with compilations in the helper
+atexit.register(_helper.close)
+
+
+def cpp_wrapper(flag: bool) -> bool:
+    """Whether a CPU region's compiled code calls its kernels from C++ (Inductor's
+    ``cpp_wrapper``: about 2% fewer instructions in a small transformer's training step, and
+    half a second more to compile each region) or from Python (readable, quicker to compile);
+    returns the previous setting. It applies to the compilations that start after it."""
+    previous = WRAPPER["cpp"]
+    WRAPPER["cpp"] = bool(flag)
+    return previous
+
+
+def compile_in_background(flag: bool) -> bool:
+    """Whether a helper process compiles each region with Inductor while the region runs as
+    its torch calls (the first calls cost what the torch executor's do), or the calling
+    thread compiles it before its first call returns; returns the previous setting."""
+    previous = _background["on"]
+    _background["on"] = bool(flag)
+    return previous
+
+
+def wait(timeout: float | None = None) -> None:
+    """Block until every compilation started so far has finished (or failed), and load the
+    compiled functions, so that the next calls use them."""
+    for region in list(_waiting):
+        region.finish(timeout)
+
+
+class InductorRegion:
+    """A region's callable: compiles on the first call with each new input signature.
+
+    ``program`` is the region as a Python function of torch calls (what ``make_fx``
+    traces, and what runs while the helper process compiles); ``compiled`` maps each
+    signature (grad mode, each input's size and strides) to Inductor's function once it is
+    ready; ``last`` is the grad mode, a ``TensorGuards`` of the inputs, the compiled
+    function of the last call that ran one and the outputs it lays out otherwise than eager
+    (``_moves``), checked first. Outputs leave the region with eager's strides.
+    """
+
+    def __init__(self, region: Region):
+        self.name = region.name
+        self.where = f" (from {region.members[0].source})" if region.members[0].source else ""
+        self.size = len(region.members)
+        self.single = len(region.outputs) == 1
+        # matmuls next to each other: fewer C++ functions in Inductor's code (see inductor_order)
+        self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), [torchex.executor])
+        self.program = self.trace.python_callable()
+        self.compiled: dict[tuple, object] = {}
+        self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
+        self.lock = threading.Lock()
+        self.last: tuple | None = None
+        self.region = region
+        self.eager_strides: dict[tuple, list] = {}  # input strides -> each output's in eager
+
+    def __call__(self, *args):
+        last = self.last
+        if last is not None and last[0] is torch.is_grad_enabled() and last[1].check(*args):
+            out = last[2](*args)
+            if last[3]:
+                out = _restrided(out, last[3])
+        else:
+            key = (torch.is_grad_enabled(), *[(a.shape, a.stride()) for a in args])
+            fn = self._find(key, args)
+            out = fn(*args)
+            moves = self._moves(key, args, out)
+            if moves:
+                out = _restrided(out, moves)
+            if fn is not self.program and TensorGuards is not None:
+                guards = TensorGuards(*args, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+                self.last = (key[0], guards, fn, moves)
+        return out[0] if self.single else tuple(out)
+
+    def _find(self, key: tuple, args):
+        # Dtypes, devices and requires_grad of a region's inputs are fixed by its trace (the
+        # prologue checks the inputs; the ops' meta functions give the rest), and so are the
+        # sizes (taken into the key all the same: the compiled code asserts none); strides and
+        # the grad mode are not.
+        fn = self.compiled.get(key)
+        if fn is None:
+            fn = self._start(key, args)
+        return fn
+
+    def _moves(self, key: tuple, args, out) -> tuple:
+        """The outputs laid out otherwise than eager's, with eager's strides: a region's ops run
+        as prims (``softmax`` as its steps), and Inductor picks layouts of its own, where
+        eager's kernels lay out their results themselves (``softmax`` of a channels_last input is
+        contiguous). Eager's strides come from the region's ops, run whole by torch on fake
+        tensors laid out as the inputs, once per input signature."""
+        expected = self.eager_strides.get(key[1:])
+        if expected is None:
+            expected = self.eager_strides[key[1:]] = _eager_strides(self.region, args)
+        return tuple(
+            (i, stride)
+            for i, (o, stride) in enumerate(zip(out, expected))
+            if stride is not None and _layout(o.shape, o.stride()) != _layout(o.shape, stride)
+        )
+
+    def _start(self, key: tuple, args):
+        """Inductor's function for ``key`` when it is compiled (here, or loaded once the helper
+        process has compiled it), else the torch calls while the helper compiles."""
+        job = self.compiling.get(key)
+        if job is not None:
+            if not job[0].done():
+                return self.program
+            return self._load(key)
+        # the metadata now (the inputs may change meanwhile)
+        meta = [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
+        # compiled here when asked, when the results must not depend on when a compilation
+        # ends (deterministic algorithms), for CUDA (the helper would need a CUDA context of
+        # its own), when the program cannot go to another process
+        background = (
+            _background["on"]
+            and not torch.are_deterministic_algorithms_enabled()
+            and all(a.device.type == "cpu" for a in args)
+        )
+        program = self._shipped if background else None
+        if program is not None:
+            with self.lock:
+                if key not in self.compiling:
+                    try:
+                        self.compiling[key] = (_helper.submit(program, meta, key[0]), meta)
+                    except OSError as e:  # no process can be started here
+                        _background["on"] = False
+                        warnings.warn(f"thunder: Inductor compiles on the calling thread: {e}", stacklevel=3)
+                        program = None
+                    else:
+                        _waiting.add(self)
+        if program is None:
+            fn = self.compiled[key] = self._compile(meta, key[0])
+            return fn
+        return self.program
+
+    @functools.cached_property
+    def _shipped(self) -> tuple | None:
+        """The program as the helper process rebuilds it: source, modules, named objects;
+        None when its objects cannot be pickled. (Printed once per region.)"""
+        program = self.trace.program(Printer(blank_comments=True))
+        try:
+            ctx = pickle.loads(pickle.dumps(program.ctx))
+        except Exception:
+            return None
+        return program.source, dict(program.modules), ctx, self.trace.name
+
+    def _load(self, key: tuple):
+        """The helper has finished ``key``: compiled here, from Inductor's caches it filled."""
+        with self.lock:
+            job = self.compiling.pop(key, None)
+            if job is None:
+                return self.compiled[key]
+            error = job[0].result()
+            if error is not None:
+                error = (
+                    f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of {self.size} "
+                    f"operations{self.where}: {error}\nThe region as torch calls:\n{self.trace}"
+                )
+            else:
+                try:
+                    self.compiled[key] = self._compile(job[1], key[0], getattr(job[0], "cpp_wrapper", None))
+                except RuntimeError as e:  # (its message names the region)
+                    error = str(e)
+            if error is not None:
+                warnings.warn(f"{error}\nthe region keeps running as these torch calls", stacklevel=3)
+                self.compiled[key] = self.program
+            if not self.compiling:
+                _waiting.discard(self)
+            return self.compiled[key]
+
+    def finish(self, timeout: float | None = None) -> None:
+        """Wait for this region's compilations in the helper and load them."""
+        jobs = list(self.compiling.items())
+        concurrent.futures.wait([f for _, (f, _) in jobs], timeout=timeout)
+        for key, (future, _) in jobs:
+            if future.done():
+                self._load(key)
+
+    def _compile(self, meta, grad: bool, cpp_wrapper: bool | None = None):
+        try:
+            return compile_program(self.program, meta, grad, cpp_wrapper)[0]
+        except Exception as e:
+            raise RuntimeError(
+                f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of "
+                f"{self.size} operations{self.where}: {type(e).__name__}: {e}\n"
+                f"The region as torch calls:\n{self.trace}"
+            ) from e
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+
+
+def _eager_strides(region: Region, args) -> list:
+    """Each output's strides when the region's ops run whole in torch on tensors laid out as
+    ``args`` (eager's), None for one that is not dense (an expanded view: left as it comes) or
+    when an op cannot run on fake tensors (then nothing is moved)."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        program = claim(region.trace(prims=False), [torchex.executor]).python_callable()
+        mode = FakeTensorMode()
+        fakes = [mode.from_tensor(a) for a in args]
+        with mode, torch.no_grad():
+            outs = program(*fakes)
+        return [o.stride() if is_non_overlapping_and_dense_or_false(o) else None for o in outs]
+    except Exception:
+        return [None] * len(region.outputs)
+
+
+def _layout(shape, stride) -> tuple:
+    return tuple(s for s, n in zip(stride, shape) if n > 1)
+
+
+def _restrided(out, moves: tuple) -> list:
+    """``out`` with each output named in ``moves`` copied into eager's strides."""
+    out = list(out)
+    for i, stride in moves:
+        o = out[i]
+        out[i] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+    return out
+
+
+def _asks_layout(bsym: BoundSymbol) -> bool:
+    memory_format = bsym.kwargs.get("memory_format")
+    return isinstance(memory_format, torch.memory_format) and memory_format is not torch.preserve_format
+
+
+def _laid_out_trace(region: Region):
+    """The region's prims as a trace, except that an op asking for a memory format (a clone
+    made by ``contiguous(memory_format=...)``) stays whole: ``prims.clone`` has no memory format,
+    and the layout flows on through the region's later ops in eager (an elementwise op keeps
+    channels_last) and so in Inductor's code traced from these calls."""
+
+    def parts(bsym: BoundSymbol) -> list[BoundSymbol]:
+        if _asks_layout(bsym) or Tag.PRIM in bsym.sym.tags or not bsym.subsymbols:
+            return [bsym]
+        return [p for sub in bsym.subsymbols for p in parts(sub)]
+
+    trace = region.trace()
+    trace.bound_symbols = [p for m in region.members for p in parts(m)]
+    return trace
+
+
+def _is_matmul(prim: BoundSymbol) -> bool:
+    return FUSED.get(prim.sym) == "matmul"
+
+
+executor = TorchCompileExecutor("torchcompile")

@@ -1,0 +1,578 @@
+"""The pipeline: acquire -> passes -> callables -> cache.
+
+``thunder.jit(fn)`` returns a ``ThunderFunction`` (of an ``nn.Module``: a ``ThunderModule``
+around one, ``thunder/runtime/module.py``). Each call tries the cached entries most recently used
+first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch,
+or failing to unpack them), its computation runs, its epilogue builds the result. A miss
+traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared list of
+passes, runs over it. The cache is bounded (``thunder/runtime/cache.py``); ``thunder.last_traces``
+and friends read it (``thunder/runtime/inspection.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import functools
+import gc
+import time
+import traceback
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+
+import torch
+
+from thunder.autograd.backwards_from_inputs import CotangentBackwards, DoubleBackward
+from thunder.autograd.function import grad_computation, no_grad_computation, without_autocast
+from thunder.autograd.held_gradients import HeldGradients
+from thunder.core.context import current_trace
+from thunder.core.passinfo import SubclassDispatch
+from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.printing import Printer, bsym_line
+from thunder.core.subclass import SubclassProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.tags import Tag
+from thunder.core.trace import DISPLAY_LIMIT, Trace
+from thunder.executors import pythonex, torchex
+from thunder.executors.base import Executor
+from thunder.executors.claim import claim
+from thunder.executors.fusion import FusionExecutor
+from thunder.executors.inductor import executor as torchcompileex
+from thunder.executors.nvfuser import executor as nvfuserex
+from thunder.executors.python.checks import PrologueCheckFailed
+from thunder.frontend.acquire import acquire
+from thunder.frontend.subclasses.dispatch import dispatch_op, dispatchable
+from thunder.ops.autocast import autocast_state
+from thunder.ops.python import tensor_check_line
+from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
+from thunder.runtime.collective_plan import check_plan
+from thunder.transforms.batch_checks import batch_tensor_checks
+from thunder.transforms.dce import dce
+from thunder.transforms.ddp import average_gradients, taken_gradients
+from thunder.transforms.del_last_used import del_last_used
+from thunder.transforms.double_backward import SavedReads, backward_from_inputs, differentiable_backward
+from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
+from thunder.transforms.fuse import fuse
+from thunder.transforms.grad import NoVJPError, differentiable_outputs, differentiate, needs_grad
+from thunder.transforms.remat import rematerialize
+from thunder.transforms.saved_versions import check_saved_versions
+from thunder.transforms.split import split_forward_backward
+
+EXECUTORS: dict[str, Executor] = {
+    "nvfuser": nvfuserex.executor,
+    "torchcompile": torchcompileex.executor,
+    "torch": torchex.executor,
+    "python": pythonex.executor,
+}
+
+# how the grad pass runs the backward's ops on tensor-subclass values: as acquisition does
+SUBCLASS_DISPATCH = SubclassDispatch(dispatchable, dispatch_op)
+
+
+def default_executors() -> list[Executor]:
+    """nvFuser where it is available (CUDA and the nvfuser package), then torch."""
+    nvfuser = EXECUTORS["nvfuser"]
+    return [nvfuser, torchex.executor] if nvfuser.unavailable_reason() is None else [torchex.executor]
+
+
+def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
+    """The executors in the order they are asked; ``None`` means ``default_executors()``.
+    The torch executor (runs every prim) and the Python executor always come last."""
+    chosen = []
+    for e in default_executors() if executors is None else executors:
+        if isinstance(e, str):
+            if e not in EXECUTORS:
+                raise ValueError(f"thunder: unknown executor {e!r}; available: {sorted(EXECUTORS)}")
+            e = EXECUTORS[e]
+        if isinstance(e, FusionExecutor) and (why := e.unavailable_reason()) is not None:
+            raise RuntimeError(f"thunder: the {e.name} executor is not available here: {why}")
+        chosen.append(e)
+    if torchex.executor not in chosen:
+        chosen.append(torchex.executor)  # the fallback that runs every prim
+    return chosen + [pythonex.executor]
+
+
+@dataclasses.dataclass(eq=False)
+class CacheEntry:
+    """One compilation: its traces (first to last, per kind) and the compiled callables."""
+
+    prologue_traces: list[Trace]
+    computation_traces: list[Trace]
+    epilogue_traces: list[Trace]
+    backward_traces: list[Trace]
+    prologue: Callable
+    computation: Callable
+    epilogue: Callable | None  # None when it only returns the computation's single output
+    miss_reasons: list[str]  # why each older entry did not fit the inputs that made this one
+    pass_times: list[tuple[str, str, float]]
+    written_numbers: frozenset = frozenset()  # number literals the function wrote back
+    # the traces of the backward as a computation and of its backward, made by the first
+    # backward asked to record its graph (create_graph=True): ``thunder.last_double_backward_traces``
+    double_backward_traces: dict[str, list[Trace]] | None = None
+    # a backward that averages gradients across ranks (DistributedDataParallel): its variants
+    # for parameters that already hold a .grad, with their traces (``held_gradients.traces``)
+    held_gradients: HeldGradients | None = None
+
+
+@dataclasses.dataclass
+class CompileStats:
+    calls: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    entries: list[CacheEntry] = dataclasses.field(default_factory=list)
+    last_trace_seconds: float = 0.0
+
+    @property
+    def last_pass_times(self) -> list[tuple[str, str, float]]:
+        return self.entries[-1].pass_times if self.entries else []
+
+
+def _claim(trace: Trace, ctx: PassContext) -> Trace:
+    return claim(trace, ctx.executors)
+
+
+def _fuse(trace: Trace, ctx: PassContext) -> Trace:
+    return fuse(trace, ctx.executors)
+
+
+def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint forward-and-backward trace, when an input requires grad under grad mode.
+
+    Tensor-subclass ops are differentiated as their torch-level ops
+    (``transforms/subclass_grad.py``); a subclass program whose gradient cannot be traced
+    keeps torch's autograd over the ops it runs (its subclass ops whole, as eager
+    differentiates them: ``flatten_subclasses.py``) and gets no joint trace. A prim without a
+    VJP rule leaves the computation as it is and notes the error, which ``backward()`` raises."""
+    comp = bundle.computation
+    if not needs_grad(comp):
+        return bundle
+    t0 = time.perf_counter()
+    try:
+        joint = differentiate(comp, ctx.subclass_dispatch)
+    except Exception as e:
+        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
+            ctx.autograd_records = True
+            ctx.grad_fallback_cause = e
+            return bundle
+        if not isinstance(e, NoVJPError):
+            raise
+        ctx.grad_error = e
+        return bundle
+    joint.provenance.seconds = time.perf_counter() - t0
+    ctx.joint = joint
+    return bundle.replace(computation=joint)
+
+
+def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The joint trace cut into the forward (the computation) and the backward."""
+    if bundle.computation.info.cotangents is None:
+        return bundle
+    return _pair(split_forward_backward, bundle, bundle.computation)
+
+
+def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    if bundle.backward is None:
+        return bundle
+    # a fusion executor asked first fuses the backward's elementwise ops, recomputations included
+    first = ctx.executors[0] if ctx.executors else None
+    fusing = first if isinstance(first, FusionExecutor) else None
+    return _pair(functools.partial(rematerialize, fusing=fusing), bundle, bundle.computation, bundle.backward)
+
+
+def _average_gradients(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
+    """The all-reduces of a DistributedDataParallel's gradients in the backward
+    (``transforms/ddp.py``), for a call that syncs them."""
+    plan = bundle.computation.info.data_parallel
+    if plan is None or bundle.backward is None:
+        return bundle
+    t0 = time.perf_counter()
+    backward = average_gradients(bundle.backward, plan)
+    if backward is bundle.backward:  # (no parameter of DDP's gets a gradient here)
+        return bundle
+    backward.provenance.seconds = time.perf_counter() - t0
+    ctx.local_backward = bundle.backward
+    return bundle.replace(backward=backward)
+
+
+def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
+    t0 = time.perf_counter()
+    fw, bw = fn(*traces)
+    for t in (fw, bw):
+        if t.provenance is not None:
+            t.provenance.seconds = time.perf_counter() - t0
+    return bundle.replace(computation=fw, backward=bw)
+
+
+# The passes every compilation runs, in order, over its bundle of traces. The grad passes
+# make the backward; tensor subclasses are flattened after the split, on each side.
+PIPELINE: tuple[Pass, ...] = (
+    Pass("dce", on("computation", functools.partial(dce, keep_draws=True))),
+    Pass("grad", _grad),
+    Pass("saved_versions", on("computation", check_saved_versions)),
+    Pass("split", _split),
+    Pass("remat", _remat),
+    Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
+    Pass("average_gradients", _average_gradients),
+    Pass("batch_tensor_checks", on("prologue", batch_tensor_checks)),
+    Pass("claim", on(KINDS, _claim, context=True)),
+    Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
+    Pass("del_last_used", on(("computation", "backward"), del_last_used)),
+)
+
+
+class ThunderFunction:
+    """The jitted callable. ``thunder.last_traces(jfn)`` and friends read its cache."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        executors=None,
+        module: torch.nn.Module | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ):
+        self.fn = fn
+        self.module = module
+        self.executors = resolve_executors(executors)
+        self._cache = Cache(cache_size)
+        self.stats = CompileStats(entries=self._cache.entries)
+        self._dynamic: set[str] = set()  # int inputs traced as values (see frontend/stand_ins/counters.py)
+        self._static: set[str] = set()  # ... that failed as values: always specialised
+        self._entries = self._cache.entries
+        self._serial = False  # an entry's epilogue writes Python state: calls hold the cache's lock
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            # called by a function another thunder.jit is tracing: its ops go into that trace
+            return self.fn(*args, **kwargs)
+        if self._serial:  # an epilogue writes Python state (``self.calls += 1``): one call at a time
+            with self._cache.lock:
+                return self._call(*args, **kwargs)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
+        self.stats.calls += 1
+        order = self._cache.order
+        for entry in reversed(order):
+            try:
+                cargs, eargs = entry.prologue(*args, **kwargs)
+            except Exception:  # a failed check, or inputs it cannot even unpack (a missing submodule)
+                continue
+            if entry is not order[-1]:
+                self._cache.touch(entry)
+            self.stats.cache_hits += 1
+            out = entry.computation(*cargs)
+            if entry.epilogue is None:
+                return out[0]
+            return entry.epilogue(*out, *eargs)
+        with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
+            for entry in reversed([e for e in self._cache.order if all(e is not o for o in order)]):
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:
+                    continue
+                self.stats.cache_hits += 1
+                break
+            else:
+                self.stats.cache_misses += 1
+                with _collection_paused():
+                    entry = self.compile(args, kwargs)
+                try:
+                    cargs, eargs = entry.prologue(*args, **kwargs)
+                except Exception:  # (never the prologue's own exception class)
+                    raise RuntimeError(
+                        f"thunder: {self.__name__} was just traced for these inputs, but its checks fail on them "
+                        f"({miss_reason(entry, args, kwargs)[0]}): the traced code changed state thunder neither "
+                        "put back nor follows"
+                    ) from None
+        out = entry.computation(*cargs)
+        return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+
+    def __deepcopy__(self, memo):
+        # a fresh function with an empty cache: entries name the objects they were traced for
+        return ThunderFunction(
+            copy.deepcopy(self.fn, memo),
+            executors=self.executors,
+            module=copy.deepcopy(self.module, memo),
+            cache_size=self._cache.limit,
+        )
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        # IPython shows the last computation trace; the explorer, once imported, adds HTML
+        p.text(text_of(self))
+
+    def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
+        """Trace for these inputs, run the passes and add the result to the cache."""
+        reasons, checks = [], []
+        for i, e in enumerate(self._entries):
+            reason, failed = miss_reason(e, args, kwargs)
+            reasons.append(f"entry {i}: {reason}")
+            checks.append((_check_text(failed) if failed is not None else reason, reason))
+            # a number the function writes back changed (a counter): trace it as a value, and
+            # the others it writes back with it (one counter per layer moves together)
+            subject = failed.args[0] if failed is not None and failed.args else None
+            if getattr(subject, "name", None) in e.written_numbers:
+                self._dynamic.update(e.written_numbers - self._static)
+        autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
+        t0 = time.perf_counter()
+        try:
+            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
+        except Exception:
+            if not self._dynamic:
+                raise
+            # a counter traced as a value reached code that needs a plain number (a C torch
+            # function such as torch.arange parses its arguments before thunder sees them):
+            # trace again with every number specialised, and keep them so
+            before = set(self._dynamic), set(self._static)
+            self._static |= self._dynamic
+            self._dynamic.clear()
+            t0 = time.perf_counter()
+            try:
+                acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
+            except Exception:  # the code's own error (also with the numbers specialised): they stay values
+                self._dynamic, self._static = before
+                raise
+        acquired.computation.provenance = None
+        bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
+        history = History.start(bundle, time.perf_counter() - t0)
+        ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
+        final = run_pipeline(bundle, PIPELINE, ctx, history)
+        check_plan((final.computation, final.backward), self.__name__)  # the same collectives on every rank
+        grad_error = ctx.grad_error
+        double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
+        held = None
+        if ctx.local_backward is not None:  # gradients averaged across ranks (DistributedDataParallel)
+            plan = final.computation.info.data_parallel
+            held = HeldGradients(
+                plan.positions, functools.partial(_held_backward, self.executors, ctx.local_backward, plan)
+            )
+            double = DoubleBackward(_no_double_backward)
+        elif final.backward is not None:
+            double = DoubleBackward(
+                functools.partial(
+                    _double_backward, self.executors, self.__name__, ctx.joint, _saved_names(final), entry_ref
+                )
+            )
+        others = None
+        if final.backward is not None and any(
+            isinstance(p, SubclassProxy) for p in differentiable_outputs(*_outputs_and_args(ctx.joint))
+        ):
+            comps = history.traces["computation"]
+            before = comps[[i for i, t in enumerate(comps) if t is ctx.joint][0] - 1]
+            others = CotangentBackwards(functools.partial(_cotangent_backward, self.executors, before))
+        if final.backward is not None or grad_error is not None:
+            computation = grad_computation(
+                final.computation,
+                final.backward,
+                error=grad_error,
+                name=self.__name__,
+                double=double,
+                others=others,
+                held=held,
+            )
+        elif ctx.autograd_records:
+            computation = final.computation.python_callable()
+        else:
+            computation = no_grad_computation(final.computation)
+        if autocast:
+            computation = without_autocast(computation)
+        entry = CacheEntry(
+            prologue_traces=history.traces["prologue"],
+            computation_traces=history.traces["computation"],
+            epilogue_traces=history.traces["epilogue"],
+            backward_traces=history.traces["backward"],
+            prologue=final.prologue.python_callable(),
+            computation=computation,
+            epilogue=None
+            if _is_identity(final.epilogue, final.computation, final.backward is not None)
+            else final.epilogue.python_callable(),
+            miss_reasons=reasons,
+            pass_times=history.pass_times,
+            written_numbers=acquired.written_numbers,
+            held_gradients=held,
+        )
+        if double is not None:
+            entry_ref.append(weakref.ref(entry))
+        self.stats.last_trace_seconds = time.perf_counter() - t0
+        self._serial = self._serial or any(Tag.WRITEBACK in b.tags for b in final.epilogue.bound_symbols)
+        self._cache.add(entry)
+        n = self.stats.cache_misses
+        if n % RECOMPILE_WARNING == 0:
+            kept = f"; {self._cache.limit} entries are kept" if n >= self._cache.limit else ""
+            warnings.warn(
+                f"thunder: {self.__name__} has been compiled {n} times{kept}; the check that keeps failing: "
+                f"{keeps_failing(checks)}. A value that changes on every call "
+                "(a Python int counter, a new shape) makes every call trace again.",
+                stacklevel=3,
+            )
+        return entry
+
+
+def _saved_names(final: TraceBundle) -> list[str]:
+    """The names of the values the forward saves for backward, in order."""
+    return [getattr(p, "name", None) for p in final.computation.output[1]]
+
+
+def _double_backward(
+    executors: list[Executor], name: str, joint: Trace, saved: list[str], entry: list, key: tuple[bool, ...]
+) -> tuple[Callable, list[int], SavedReads]:
+    """The backward of ``joint`` as a computation of (inputs, values the forward saved
+    (``saved``: their names), cotangents), the cotangents at ``key`` requiring grad, run
+    through the grad pipeline: its own backward is the backward of the backward. Its traces
+    are kept on the entry (``entry``: a weak reference to it, once made;
+    ``thunder.last_double_backward_traces``)."""
+    t0 = time.perf_counter()
+    trace, positions, reads = differentiable_backward(joint, saved, key, SUBCLASS_DISPATCH)
+    bundle = TraceBundle(None, trace, None)
+    history = History.start(bundle, time.perf_counter() - t0)
+    ctx = PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH)
+    final = run_pipeline(bundle, PIPELINE[1:], ctx, history)  # (differentiable_backward ran dce)
+    if ctx.autograd_records:  # (subclass ops whose gradient thunder cannot trace: torch's autograd over them)
+        computation = final.computation.python_callable()
+    elif final.backward is None and ctx.grad_error is None:
+        computation = no_grad_computation(final.computation)
+    else:
+        double = None
+        if final.backward is not None:  # a third order, and so on
+            double = DoubleBackward(
+                functools.partial(
+                    _double_backward, executors, f"{name}_backward", ctx.joint, _saved_names(final), []
+                )
+            )
+        computation = grad_computation(
+            final.computation, final.backward, error=ctx.grad_error, name=f"{name}_backward", double=double
+        )
+    made = entry[0]() if entry else None
+    if made is not None:
+        made.double_backward_traces = {
+            "computation": history.traces["computation"],
+            "backward": history.traces["backward"],
+        }
+    return computation, positions, reads
+
+
+def _no_double_backward(key):
+    raise RuntimeError(
+        "its gradients are averaged across ranks (thunder.jit of a DistributedDataParallel), which a backward "
+        "recording its own graph would not do"
+    )
+
+
+# the passes after a backward is made: what a variant of the backward made later runs
+_LOWERING = tuple(p for p in PIPELINE if p.name in ("claim", "fuse", "del_last_used"))
+
+
+def _held_backward(
+    executors: list[Executor], local: Trace, plan, held: frozenset[int]
+) -> tuple[Callable, list[int], list[Trace]]:
+    """The backward that averages gradients across ranks, for parameters at ``held`` that
+    already hold a ``.grad``: it takes those too and adds them in before the all-reduce
+    (``HeldGradients``). ``local``: the backward before averaging."""
+    backward = average_gradients(local, plan, held)
+    bundle = TraceBundle(None, None, None, backward)
+    history = History.start(bundle, 0.0)
+    final = run_pipeline(
+        bundle, _LOWERING, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history
+    )
+    return final.backward.python_callable(), taken_gradients(local, plan, held), history.traces["backward"]
+
+
+def _outputs_and_args(joint: Trace) -> tuple[list, list]:
+    n_ct = len(joint.info.cotangents)
+    return list(joint.output[0]), joint.args[: len(joint.args) - n_ct]
+
+
+def _cotangent_backward(
+    executors: list[Executor], trace: Trace, plain: frozenset[str]
+) -> tuple[Callable, list[int]]:
+    """A backward of ``trace`` (the computation before the grad pass) for plain cotangents of
+    the subclass outputs named in ``plain``: (inputs, cotangents) -> gradients, recomputing the
+    forward, flat inside (``CotangentBackwards``)."""
+    joint = differentiate(trace, SUBCLASS_DISPATCH, plain)
+    computation, positions = backward_from_inputs(joint)
+    bundle = TraceBundle(None, computation, None)
+    history = History.start(bundle, 0.0)
+    passes = (Pass("flatten_tensor_subclasses", on("computation", flatten_inside)), *PIPELINE[-3:])
+    final = run_pipeline(bundle, passes, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history)
+    return final.computation.python_callable(), positions
+
+
+@contextlib.contextmanager
+def _collection_paused():
+    """No cyclic garbage collection while a compilation makes its many long-lived objects
+    (proxies, BoundSymbols, traces): the young generations would be walked over and over,
+    about a tenth of a first call's time. The collector runs as usual afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def text_of(jfn: ThunderFunction) -> str:
+    """What IPython shows for a jitted function (or module): its last computation trace."""
+    if not jfn._entries:
+        return f"<thunder.jit of {jfn.__name__}, not called yet>"
+    return jfn._entries[-1].computation_traces[-1].head(DISPLAY_LIMIT)
+
+
+def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
+    """The epilogue returns the computation's single output as it is (``forward``: ``comp``
+    returns (outputs, saved for backward))."""
+    out = comp.output[0] if forward else comp.output
+    out = out if isinstance(out, (tuple, list)) else ()
+    return (
+        not epi.bound_symbols
+        and len(epi.args) == 1
+        and epi.output is epi.args[0]
+        and len(out) == 1
+        and out[0] is epi.args[0]
+    )
+
+
+def _check_text(bsym: BoundSymbol) -> str:
+    return bsym_line(bsym, Printer())
+
+
+def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
+    """The BoundSymbol of the compiled trace ``fn`` whose line raised ``exc`` (by the line map)."""
+    program = getattr(fn, "__thunder_program__", None)
+    if program is None:
+        return None
+    lineno = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code is fn.__code__:
+            lineno = line
+    return program.bsym_at(lineno) if lineno is not None else None
+
+
+def rejection(bsym: BoundSymbol, e: Exception) -> tuple[str, str]:
+    """The prologue line ``bsym`` that raised ``e``, and ``e``'s message; for one tensor of a
+    ``check_tensors`` line, that tensor's own ``check_tensor`` line and what differs."""
+    i = getattr(e, "tensor", None)
+    if i is not None and bsym.sym.id.endswith("check_tensors"):
+        return tensor_check_line(bsym, i, Printer()), str(e).partition(": ")[2]
+    return bsym_line(bsym, Printer()), str(e)
+
+
+def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
+    """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
+    and that line's BoundSymbol."""
+    try:
+        entry.prologue(*args, **kwargs)
+    except PrologueCheckFailed as e:
+        bsym = failed_check(entry.prologue, e)
+        if bsym is None:
+            return str(e), None
+        line, message = rejection(bsym, e)
+        return f"{line}: {message}", bsym
+    except Exception as e:  # a prologue that cannot even unpack these inputs
+        return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
+    return "the inputs fit (this entry was bypassed)", None
