@@ -51,6 +51,7 @@ from thunder.frontend.stand_ins.made_objects import CreationSites
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper
 from thunder.frontend.stand_ins.objects import writes as object_writes
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import DelItem, PythonCall, SetAttr, SetItem, Write
 from thunder.frontend.subclasses.instances import Subclasses
 from thunder.frontend.torch_calls.autograd_functions import traced_functions
 from thunder.frontend.torch_calls.inplace import InplaceWrites
@@ -293,8 +294,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         _guard_written_inputs(state)
         guard_param_reads(state)
     writebacks = collect_writebacks(state)
-    for holder, kind, key, _ in writebacks:  # number attributes of input objects written back
-        name = state.inputs.literal_names.get((id(holder), key)) if kind == "set" else None
+    for w in writebacks:  # number attributes of input objects written back
+        name = state.inputs.literal_names.get((id(w.holder), w.name)) if isinstance(w, SetAttr) else None
         if name is not None and is_counter(state.inputs.sources[name][2]):
             state.written_numbers.add(name)
     epilogue, comp_outputs, epilogue_inputs = build_epilogue(result, state, writebacks)
@@ -316,13 +317,12 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
 
 
-def collect_writebacks(state: Acquisition) -> list[tuple]:
-    """What the function did to its input objects, containers and modules, in order:
-    ``(holder, "set" | "del" | "setitem" | "delitem", key, value)``."""
-    out: list[tuple] = []
+def collect_writebacks(state: Acquisition) -> list[Write]:
+    """What the function did to its input objects, containers, modules and other Python state,
+    in order, and the prints, log records and warnings it made."""
+    out: list[Write] = []
     for w in state.inputs.wrappers:
-        for kind, name, value in object_writes(w):
-            out.append((holder_of(w), kind, name, value))
+        out += object_writes(w, holder_of(w))
     for copy, holder, before in state.inputs.containers:
         out += _container_writes(copy, holder, before)
     out += state.shadows.writes
@@ -330,25 +330,25 @@ def collect_writebacks(state: Acquisition) -> list[tuple]:
     for p in state.inputs.tensor_inputs:  # ``x.tag = "seen"`` on an input tensor: on the user's tensor
         for name, value in vars(p).items() if type(p) is TensorProxy else ():
             if not name.startswith(_PROXY_ATTRIBUTES):
-                out.append((p, "set", name, value))
+                out.append(SetAttr(p, name, value))
     out += state.subclasses.writes.attribute_writebacks  # inner tensors a subclass's dispatch replaced
-    out += [(None, "pycall", fn, (args, kwargs)) for fn, args, kwargs in state.python_calls]
+    out += [PythonCall(fn, args, kwargs) for fn, args, kwargs in state.python_calls]
     return out
 
 
 _ABSENT = object()
 
 
-def _container_writes(copy, holder, before: list) -> list[tuple]:
+def _container_writes(copy, holder, before: list) -> list[Write]:
     if isinstance(copy, tuple):
         return []
     if isinstance(copy, list):
         if len(copy) == len(before):
-            return [(holder, "setitem", i, v) for i, (v, old) in enumerate(zip(copy, before)) if v is not old]
-        return [(holder, "setitem", slice(None), list(copy))]
+            return [SetItem(holder, i, v) for i, (v, old) in enumerate(zip(copy, before)) if v is not old]
+        return [SetItem(holder, slice(None), list(copy))]
     old = dict(before)
-    out = [(holder, "delitem", k, None) for k in old if k not in copy]
-    out += [(holder, "setitem", k, v) for k, v in copy.items() if old.get(k, _ABSENT) is not v]
+    out: list[Write] = [DelItem(holder, k) for k in old if k not in copy]
+    out += [SetItem(holder, k, v) for k, v in copy.items() if old.get(k, _ABSENT) is not v]
     return out
 
 

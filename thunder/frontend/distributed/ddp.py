@@ -33,6 +33,7 @@ from thunder.core.passinfo import DataParallel
 from thunder.core.proxies import AnyProxy
 from thunder.frontend.distributed.collectives import checked_group
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.ops import python as pyops
 
 _WHAT = "torch.nn.parallel.DistributedDataParallel"
@@ -92,7 +93,7 @@ class DataParallelCall:
         synced gradients: the next call syncs buffers only then. Written where it changes."""
         ddp = self.ddp
         if self.has_buffers and ddp.require_forward_param_sync != self.sync:
-            self.state.shadows.writes.append((self.holder, "set", "require_forward_param_sync", self.sync))
+            self.state.shadows.writes.append(SetAttr(self.holder, "require_forward_param_sync", self.sync))
 
     def record(self, used: list) -> DataParallel | None:
         """The gradient averaging for the pass, over the parameters the computation takes

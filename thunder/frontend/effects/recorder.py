@@ -29,6 +29,8 @@ While a trace runs, another thread that reads such a global or cell directly see
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
 import threading
 import types
@@ -49,6 +51,16 @@ from thunder.frontend.stand_ins.containers import (
 )
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import (
+    ContainerCall,
+    DelAttr,
+    DelItem,
+    HolderWrite,
+    ReplaceContents,
+    SetAttr,
+    SetItem,
+    Write,
+)
 from thunder.ops import python as pyops
 
 _MISSING = object()
@@ -114,7 +126,8 @@ class Effects:
         self.rebound: list = []  # (globals or cell, name, value before, value after) of the names rebound
         self.holders: dict[int, AnyProxy] = {}  # id(tracked copy or original) -> its holder
         self.order: list = []  # tracked copies, in the order made
-        self._globals: list[tuple[dict, AnyProxy | None, dict]] = []  # (dict, holder, name -> value as begun)
+        self._globals: list[tuple[dict, dict]] = []  # (dict, name -> value as begun)
+        self._patched: dict = {}  # id(function) -> (it, its replacement's maker), while substituting
         self._cells: list[tuple[types.CellType, str, object, object]] = []  # (cell, name, before, put)
         self._defaults: list[
             tuple[types.FunctionType, tuple, dict]
@@ -122,7 +135,7 @@ class Effects:
         self._ctx: dict[int, AnyProxy] = {}  # id(dict, cell or function) -> its holder
         self._put_defaults: dict[int, tuple] = {}  # id(function) -> the defaults put in while tracing
         self._put_kwdefaults: dict[int, dict] = {}
-        self.writes: list[tuple] = []
+        self.writes: list[Write] = []
         self._keep: list = []
         self._slotted: list[tuple[object, dict]] = []  # (an object with slots, its slots as begun)
         # objects the tracked containers hold (the prologue checks them by identity, through
@@ -245,54 +258,28 @@ class Effects:
                 self._note_slots(cell.cell_contents)
             except ValueError:
                 pass
-        patched = replacements()  # (``from time import time``: the refusing replacement)
+        self._patched = replacements()  # (``from time import time``: the refusing replacement)
         for g, values in reads.globals.values():
             names = reads.names.get(id(g), set()) | set(values)
             before = {n: g.get(n, _MISSING) for n in names}
-            holder = None
+            site = functools.partial(self._site, g, f"g_{g.get('__name__', 'globals')}")
             for name in values:
                 v = g.get(name, _MISSING)
-                if v is not _MISSING and _needs_copy(v):
-                    holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    g[name] = self._copy(v, self._child(holder, "item", name, v), f"the global {name}")
-                elif id(v) in patched and patched[id(v)][0] is v:
-                    g[name] = self._swapped.setdefault(id(v), patched[id(v)][1](v))
-                elif isinstance(v, io.IOBase):  # a file: its writes made on every call
-                    g[name] = self._swapped.setdefault(id(v), RecordedFile(v))
-                elif self.stand_in_for(v, f"the global {name}") is not None:  # (c_objects.py, iterators.py)
-                    g[name] = self._swapped[id(v)]
-                elif is_counter(v) and counter_key(g, name) in self.inputs.dynamic:
-                    # a counter the function rebinds (``global n; n += 1``): an input, traced as a value
-                    site = self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    g[name] = put = self.inputs.dynamic_number(
-                        v, counter_key(g, name), Unpack(site, "item", name)
-                    )
-                    self._counters.append((g, name, put))
-            self._globals.append((g, holder, before))
+                if v is not _MISSING:
+                    put = self._replacement(v, site, "item", name, (g, name), f"the global {name}")
+                    if put is not v:
+                        g[name] = put
+            self._globals.append((g, before))
         for cell, name, _ in reads.cells:
             try:
                 v = cell.cell_contents
             except ValueError:
                 continue
-            put = v
-            if id(v) in patched and patched[id(v)][0] is v:
-                put = self._swapped.setdefault(id(v), patched[id(v)][1](v))
-                cell.cell_contents = put
-            elif isinstance(v, io.IOBase):
-                put = self._swapped.setdefault(id(v), RecordedFile(v))
-                cell.cell_contents = put
-            elif self.stand_in_for(v, f"the closure variable {name}") is not None:
-                put = cell.cell_contents = self._swapped[id(v)]
-            elif is_counter(v) and counter_key(cell, name) in self.inputs.dynamic:  # ``nonlocal n; n += 1``
-                site = self._site(cell, f"cell_{name}")
-                put = self.inputs.dynamic_number(
-                    v, counter_key(cell, name), Unpack(site, "attr", "cell_contents")
-                )
-                cell.cell_contents = put
-                self._counters.append((cell, name, put))
-            elif _needs_copy(v):
-                h = self._child(self._site(cell, f"cell_{name}"), "attr", "cell_contents", v)
-                put = self._copy(v, h, f"the closure variable {name}")
+            site = functools.partial(self._site, cell, f"cell_{name}")
+            put = self._replacement(
+                v, site, "attr", "cell_contents", (cell, name), f"the closure variable {name}"
+            )
+            if put is not v:
                 cell.cell_contents = put
             self._cells.append((cell, name, v, put))
         for fn, _ in reads.defaults:
@@ -326,6 +313,30 @@ class Effects:
                     k: self._swapped.get(id(x), x) for k, x in fn.__kwdefaults__.items()
                 }
 
+    def _replacement(self, v, site, kind: str, key, binding: tuple, label: str):
+        """What the code finds in place of ``v``, which it reaches as the ``kind`` ``key`` of
+        ``site()`` (a global: the item ``name`` of its globals dict; a closure variable: the
+        attribute ``cell_contents`` of its cell), ``binding`` being (the dict or cell, the name):
+        a tracked copy of a container, the replacement of a patched function, a recorded file, a
+        C object's stand-in, a counter traced as a value; else ``v`` itself."""
+        if _needs_copy(v):
+            return self._copy(v, self._child(site(), kind, key, v), label)
+        patched = self._patched.get(id(v))
+        if patched is not None and patched[0] is v:
+            return self._swapped.setdefault(id(v), patched[1](v))
+        if isinstance(v, io.IOBase):  # a file: its writes made on every call
+            return self._swapped.setdefault(id(v), RecordedFile(v))
+        if self.stand_in_for(v, label) is not None:  # (c_objects.py, iterators.py)
+            return self._swapped[id(v)]
+        counter = counter_key(*binding)
+        if is_counter(v) and counter in self.inputs.dynamic:
+            # a counter the function rebinds (``global n; n += 1``, ``nonlocal n``): an input,
+            # traced as a value
+            put = self.inputs.dynamic_number(v, counter, Unpack(site(), kind, key))
+            self._counters.append((*binding, put))
+            return put
+        return v
+
     def stand_in_for(self, v, label: str):
         """The stand-in of a C object whose writes are refused (``c_objects.py``), made once per
         object, or None."""
@@ -342,7 +353,7 @@ class Effects:
         """Put every binding back as the call began (also when the trace failed); note the
         rebindings the code made. Returns a binding that cannot be written back, or None."""
         refused = next((w for w in map(written, self._swapped.values()) if w is not None), None)
-        for g, holder, before in self._globals:
+        for g, before in self._globals:
             for name, old in before.items():
                 now = g.get(name, _MISSING)
                 put = (
@@ -353,11 +364,10 @@ class Effects:
                 put = next((d for g2, n2, d in self._counters if g2 is g and n2 == name), put)
                 if now is not put:
                     self.rebound.append((g, name, old, now))
-                    holder = holder or self._site(g, f"g_{g.get('__name__', 'globals')}")
-                    if now is _MISSING:
-                        self.writes.append((holder, "delitem", name, None))
-                    else:
-                        self.writes.append((holder, "setitem", name, now))
+                    holder = self._site(g, f"g_{g.get('__name__', 'globals')}")
+                    self.writes.append(
+                        DelItem(holder, name) if now is _MISSING else SetItem(holder, name, now)
+                    )
                 if old is _MISSING:
                     g.pop(name, None)
                 else:
@@ -372,7 +382,7 @@ class Effects:
                 if now is _MISSING:
                     refused = refused or f"the closure variable {name} (deleted)"
                 else:
-                    self.writes.append((self._site(cell, f"cell_{name}"), "set", "cell_contents", now))
+                    self.writes.append(SetAttr(self._site(cell, f"cell_{name}"), "cell_contents", now))
             cell.cell_contents = old
         for obj, before in self._slotted:  # written in place: put back, written by the epilogue
             h = self._site(obj, f"obj_{type(obj).__name__}")
@@ -380,7 +390,7 @@ class Effects:
                 now = getattr(obj, name, _MISSING)
                 if now is old:
                     continue
-                self.writes.append((h, "del", name, None) if now is _MISSING else (h, "set", name, now))
+                self.writes.append(DelAttr(h, name) if now is _MISSING else SetAttr(h, name, now))
                 if old is _MISSING:
                     object.__delattr__(obj, name)
                 else:
@@ -393,21 +403,25 @@ class Effects:
             fn.__defaults__, fn.__kwdefaults__ = defaults, kwdefaults
         return refused
 
-    def object_writes(self, raw: list) -> None:
-        """The writes into plain objects (``ObjectState.restore``) for the epilogue: the object
-        by itself (the prologue checks the binding it came from by identity), a container it
-        holds and the code changed in place by its path (``obj.items``)."""
-        for obj, kind, name, value in raw:
-            if kind == "replace" and type(value) in C_BUFFERS:  # (put back by ObjectState.restore)
-                raise buffer_write_refusal(
-                    value, f"the attribute {name} of the {type(obj).__qualname__} object"
-                )
+    def object_writes(self, raw: list[HolderWrite]) -> None:
+        """The writes into plain objects (``ObjectState.restore``: their holders the objects
+        themselves) for the epilogue: the object by its own name (the prologue checks the binding
+        it came from by identity), a container it holds and the code changed in place by its
+        path (``obj.items``)."""
+        for w in raw:
+            obj = w.holder
             h = self._site(obj, f"obj_{type(obj).__name__}")
-            if kind == "replace":
-                container = object.__getattribute__(obj, "__dict__")[name]
-                self.writes.append((self._child(h, "attr", name, container), "replace", None, value))
+            if isinstance(w, ReplaceContents):  # ``label``: the attribute holding the container
+                if type(w.contents) in C_BUFFERS:  # (put back by ObjectState.restore)
+                    raise buffer_write_refusal(
+                        w.contents, f"the attribute {w.label} of the {type(obj).__qualname__} object"
+                    )
+                container = object.__getattribute__(obj, "__dict__")[w.label]
+                self.writes.append(
+                    ReplaceContents(self._child(h, "attr", w.label, container), None, w.contents)
+                )
             else:
-                self.writes.append((h, kind, name, value))
+                self.writes.append(dataclasses.replace(w, holder=h))
 
     def guard_slots(self) -> None:
         """The prologue checks the slots of the objects with slots, as they were when the call
@@ -431,10 +445,12 @@ class Effects:
             fx = c.fx
             if fx.read:
                 if fx.ops or not self._unchanged(c):
-                    self.writes.append((fx.holder, "replace", fx.label, contents(c)))
+                    self.writes.append(ReplaceContents(fx.holder, fx.label, contents(c)))
             else:
                 for name, args, where in fx.ops:
-                    self.writes.append((fx.holder, "call", (type(fx.original), name, fx.label, where), args))
+                    self.writes.append(
+                        ContainerCall(fx.holder, type(fx.original), name, fx.label, where, tuple(args))
+                    )
 
     def _unchanged(self, c) -> bool:
         """The tracked copy ``c`` holds what its original holds (its own copies for theirs)."""

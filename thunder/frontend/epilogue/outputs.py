@@ -50,6 +50,7 @@ from thunder.core.trace import Trace
 from thunder.frontend.prologue.inputs import is_constant_object
 from thunder.frontend.stand_ins import made_objects as made
 from thunder.frontend.stand_ins.counters import DynamicNumber
+from thunder.frontend.stand_ins.writes import Write
 from thunder.ops import python as pyops
 
 _CONSTANTS = (
@@ -65,15 +66,15 @@ def _reserved(name: str) -> bool:
     return name in _RESERVED or name in MODULE_PATHS
 
 
-def build_epilogue(result, state, writebacks: list | None = None) -> tuple[Trace, list, list]:
+def build_epilogue(result, state, writebacks: list[Write] | None = None) -> tuple[Trace, list, list]:
     """(epilogue trace, tensors the computation returns, objects the prologue passes)."""
     epi = Trace("epilogue", tags=("epilogue",))
     epi.names |= state.computation.names
     builder = _Builder(epi, state)
-    builder.find_shared([result] + [w[3] for w in writebacks or ()])
+    builder.find_shared([result] + [w.values() for w in writebacks or ()])
     with tracectx(epi):
-        for holder, kind, key, value in writebacks or ():
-            builder.writeback(holder, kind, key, value)
+        for w in writebacks or ():
+            builder.writeback(w)
         out = builder.build(result, "the result")
     epi.args = builder.comp_outputs + builder.epilogue_inputs
     epi.output = out
@@ -379,48 +380,16 @@ class _Builder:
         return out
 
     # -- write-backs ---------------------------------------------------------------------
-    def _effect_value(self, value, path: str, line):
+    def effect_value(self, value, path: str, line):
+        """``value`` built for a write into state the function did not make (an error names the
+        user's ``line``)."""
         try:
             return self.build(value, path)
         except (UnrebuildableError, UnsupportedValueError) as e:
             raise _effect_error(e, line) from None
 
-    def writeback(self, holder, kind: str, key, value) -> None:
-        if kind == "pycall":  # a print, log record or warning of the traced code (key: the function)
-            args, kwargs = value
-            name = getattr(key, "__qualname__", "call")
-            built = [self.build(a, f"the argument {i} of {name}") for i, a in enumerate(args)]
-            kw = {k: self.build(a, f"the argument {k} of {name}") for k, a in kwargs.items()}
-            bsym = BoundSymbol(pyops.python_call, (key, *built), kw, None)
-            self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
-            return
-        obj = self.input_object(holder)
-        where = f"{holder.name}.{key}" if kind in ("set", "del") else f"{holder.name}[{key!r}]"
-        if kind == "call":  # a logged write into a container (key: its class, the method, its name, the line)
-            cls, method, label, line = key
-            args = [self._effect_value(a, f"the value given to {label}.{method}()", line) for a in value]
-            bsym = BoundSymbol(pyops.python_call, (getattr(cls, method), obj, *args), {}, None)
-        elif kind == "replace":  # a container the code read and wrote: its final contents (key: its name)
-            built = self._effect_value(value, f"the contents of {key}", None)
-            bsym = BoundSymbol(pyops.python_replace, (obj, built), {}, None)
-        elif kind == "set":
-            bsym = BoundSymbol(pyops.python_setattr, (obj, key, self.build(value, where, key)), {}, None)
-        elif kind == "del":
-            bsym = BoundSymbol(pyops.python_delattr, (obj, key), {}, None)
-        elif kind == "setitem":
-            bsym = BoundSymbol(pyops.python_setitem, (obj, key, self.build(value, where)), {}, None)
-        elif kind == "delitem":
-            bsym = BoundSymbol(pyops.python_delitem, (obj, key), {}, None)
-        elif kind == "set_hook":  # key: (the hook table, the handle's id, registered first)
-            table, handle, first = key
-            hook = self.build(value, f"{holder.name}.{table}[{handle}]")
-            kwargs = {"first": True} if first else {}
-            bsym = BoundSymbol(pyops.set_module_hook, (obj, table, handle, hook), kwargs, None)
-        elif kind == "del_hook":
-            bsym = BoundSymbol(pyops.del_module_hook, (obj, *key), {}, None)
-        else:
-            raise AssertionError(f"unknown write-back {kind}")
-        self.epi.add_bsym(bsym.from_bsym(tags=frozenset({Tag.WRITEBACK})))
+    def writeback(self, write: Write) -> None:
+        self.epi.add_bsym(write.step(self).from_bsym(tags=frozenset({Tag.WRITEBACK})))
 
 
 def _effect_error(error: Exception, line) -> UnsupportedValueError:

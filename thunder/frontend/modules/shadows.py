@@ -54,6 +54,7 @@ from thunder.frontend.prologue.state_checks import (
 from thunder.frontend.stand_ins.containers import trackable
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import DelAttr, DelHook, SetAttr, SetHook, Write
 from thunder.ops import python as pyops
 from thunder.ops.python import same
 
@@ -152,11 +153,11 @@ class ModuleShadows:
         self.order: list[Shadow] = []
         self.hooks_removed: Shadow | None = None  # a module whose own hooks the trace removed
         # what forward wrote into plain objects the modules hold (a config), put back: for the epilogue
-        self.object_writes: list[tuple] = []
+        self.object_writes: list[Write] = []
         self.tensors: dict[int, TensorProxy] = {}  # id(parameter, buffer or tensor attribute) -> its proxy
         self.paths: dict[int, str] = {}  # id(module or its shadow) -> its path, for module scopes
         # what forward did to the modules, for the epilogue: (holder, "set"/"del"/..., name, value)
-        self.writes: list[tuple] = []
+        self.writes: list[Write] = []
 
     def real_of(self, v):
         """The user's module for a shadow (``v`` itself otherwise)."""
@@ -403,10 +404,10 @@ class ModuleShadows:
                 )
         for name, v in shadow._buffers.items():
             if record.buffers.get(name, _ABSENT) is not v:
-                self.writes.append((holder, "set", name, v))
+                self.writes.append(SetAttr(holder, name, v))
         for name in record.buffers:
             if name not in shadow._buffers:
-                self.writes.append((holder, "del", name, None))
+                self.writes.append(DelAttr(holder, name))
         if shadow._modules != record.modules or any(
             shadow._modules[k] is not v for k, v in record.modules.items()
         ):
@@ -428,12 +429,12 @@ class ModuleShadows:
                 continue
             if name in ("_parameters", "_buffers", "_modules"):
                 raise UnsupportedValueError(f"thunder: forward replaces {type(mod).__qualname__}.{name}")
-            self.writes.append((holder, "set", name, v))
+            self.writes.append(SetAttr(holder, name, v))
             written.add(name)
             self._guard_written(record, name)
         for name in record.initial:
             if name not in d:
-                self.writes.append((holder, "del", name, None))
+                self.writes.append(DelAttr(holder, name))
                 written.add(name)
                 self._guard_written(record, name)
         return written
@@ -451,7 +452,7 @@ class ModuleShadows:
                 continue  # (most tables, empty before and after)
             for key in before:
                 if key not in table:
-                    writes.append((record.holder, "del_hook", (name, key), None))
+                    writes.append(DelHook(record.holder, name, key))
             # new hooks go first (``prepend=True``: before a hook the module had) or last
             substitute = self.state.sharding.substitute
             new = [
@@ -462,10 +463,10 @@ class ModuleShadows:
             last_old = max((i for i, key in enumerate(table) if key in before), default=-1)
             front = [key for i, key in new if i < last_old]
             for key in reversed(front):
-                writes.append((record.holder, "set_hook", (name, key, True), table[key]))
+                writes.append(SetHook(record.holder, name, key, table[key], first=True))
             for i, key in new:
                 if i > last_old:
-                    writes.append((record.holder, "set_hook", (name, key, False), table[key]))
+                    writes.append(SetHook(record.holder, name, key, table[key], first=False))
 
     def _tensors(self):
         """(real tensor, its proxy) for every parameter, buffer and tensor attribute."""
@@ -559,9 +560,14 @@ class ModuleShadows:
             return
         # a number attribute the forward rebound to a number (``self.state.step += 1``): when a
         # call finds another value there, it is traced as a value (frontend/stand_ins/counters.py)
-        for o, how, attr, value in self.object_writes:
-            if o is obj.obj and how == "set" and is_counter(obj.values.get(attr)) and is_counter_value(value):
-                self.state.written_numbers |= {holder.name, sanitize_name(f"{parent.name}_{name}_{attr}")}
+        for w in self.object_writes:
+            if (
+                isinstance(w, SetAttr)
+                and w.holder is obj.obj
+                and is_counter(obj.values.get(w.name))
+                and is_counter_value(w.value)
+            ):
+                self.state.written_numbers |= {holder.name, sanitize_name(f"{parent.name}_{name}_{w.name}")}
 
 
 def _rereads(old, new, reals: dict) -> bool:

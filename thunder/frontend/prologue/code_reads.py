@@ -37,6 +37,7 @@ from thunder.frontend.prologue.state_checks import (
 )
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.ops import python as pyops
 
 
@@ -109,11 +110,11 @@ class CodeReads:
         (``ST.step += 1``; ``writes`` from ``restore_objects``): the name of each object's check
         and the key a later trace reads the attribute by, as a value."""
         out: set[str] = set()
-        for o, how, attr, value in writes:
-            label, obj = self.objects.get(id(o), (None, None))
-            if obj is not None and obj.holder is not None and how == "set":
-                if is_counter(obj.values.get(attr)) and is_counter_value(value):
-                    out |= {obj.holder.name, object_counter_key(label, attr)}
+        for w in writes:
+            label, obj = self.objects.get(id(w.holder), (None, None))
+            if obj is not None and obj.holder is not None and isinstance(w, SetAttr):
+                if is_counter(obj.values.get(w.name)) and is_counter_value(w.value):
+                    out |= {obj.holder.name, object_counter_key(label, w.name)}
         return out
 
 

@@ -35,6 +35,7 @@ from thunder.core.proxies import AnyProxy
 from thunder.core.trace import sanitize_name
 from thunder.frontend.stand_ins.counters import DynamicNumber
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import DelAttr, ReplaceContents, SetAttr
 from thunder.ops import python as pyops
 from thunder.ops.python import StateCheck, same
 
@@ -177,8 +178,8 @@ class ObjectState:
     def restore(self, writes: list | None = None) -> str | None:
         """Put back what the trace changed of the object (forward writes into the user's own
         object, which its module's shadow shares); the first attribute changed, or None.
-        ``writes`` gets the changes, ``(object, "set" | "del" | "replace", name, value)``, the
-        objects below it first."""
+        ``writes`` gets the changes (``SetAttr``, ``DelAttr``, ``ReplaceContents`` of the
+        object itself, which the effects recorder names), the objects below it first."""
         d = object.__getattribute__(self.obj, "__dict__")
         changed = None
         found = []
@@ -188,12 +189,14 @@ class ObjectState:
             if name not in d or name not in self.values or not same(d[name], self.values[name]):
                 changed = changed or name
                 if name not in d:
-                    found.append((self.obj, "del", name, None))
+                    found.append(DelAttr(self.obj, name))
                 elif name in self.originals and d[name] is self.originals[name]:  # changed in place
                     v = d[name]
-                    found.append((self.obj, "replace", name, dict(v) if isinstance(v, dict) else type(v)(v)))
+                    found.append(
+                        ReplaceContents(self.obj, name, dict(v) if isinstance(v, dict) else type(v)(v))
+                    )
                 else:
-                    found.append((self.obj, "set", name, d[name]))
+                    found.append(SetAttr(self.obj, name, d[name]))
         if changed is not None:
             d.clear()
             d.update(self.originals)

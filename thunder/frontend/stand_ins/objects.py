@@ -29,6 +29,7 @@ from typing import Any
 
 from thunder.core.errors import UnsupportedValueError
 from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.writes import DelAttr, SetAttr, Write
 
 _MISSING = object()
 _ABSENT_READ = object()  # marks an attribute found missing (and guarded as such)
@@ -314,18 +315,18 @@ def _has_real(m: WrapperMeta, name: str) -> bool:
     return d is not None and name in d
 
 
-def writes(w) -> list[tuple[str, str, Any]]:
-    """What the function did to the object, in order: ("set", name, value) / ("del", name, None).
+def writes(w, holder) -> list[Write]:
+    """What the function did to the object, in order, as writes into ``holder``.
 
     Setting an attribute to the very value it was read as (``self.x = self.x.to(same)``) is
     no write at all.
     """
     m = _meta(w)
-    out: list[tuple[str, str, Any]] = []
+    out: list[Write] = []
     for name in m.deleted:
-        out.append(("del", name, None))
+        out.append(DelAttr(holder, name))
     for name, value in _own(w).items():
         if name in m.reads and m.reads[name] is value:
             continue
-        out.append(("set", name, value))
+        out.append(SetAttr(holder, name, value))
     return out

@@ -65,6 +65,7 @@ from thunder.core.subclass import (
 )
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
+from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.frontend.torch_calls.mode import _inplace_base
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
@@ -80,8 +81,8 @@ class Writes:
     def __init__(self, subclasses):
         self.subclasses = subclasses
         # attributes the dispatch replaced on subclass inputs: the epilogue sets them on the
-        # caller's objects, as ``(holder, "set", attribute, value)``
-        self.attribute_writebacks: list[tuple] = []
+        # caller's objects
+        self.attribute_writebacks: list[SetAttr] = []
         self.changed = False  # whether the in-place op being traced changed a value
         # subclass values built in the function that are leaves requiring grad
         # (``ScaleTensor(w, s)`` of a ``w`` that requires grad): eager refuses writes into them
@@ -415,7 +416,7 @@ class Writes:
                     "under grad mode with values that require grad: setting the attribute would not give the "
                     "caller's tensor eager's autograd history; this is not supported"
                 )
-            self.attribute_writebacks += [(holder, "set", attr, x) for holder, attr, x in sets]
+            self.attribute_writebacks += [SetAttr(holder, attr, x) for holder, attr, x in sets]
             return
         state.computation.add_bsym(
             BoundSymbol(prims.copy_, (final, p), {}, None, tags=frozenset({Tag.INPLACE, Tag.WRITEBACK}))
