@@ -183,7 +183,7 @@ def compare(
     args: tuple = (),
     kwargs: dict | None = None,
     *,
-    executors=(("torch",), ("torchcompile", "torch")),
+    executors=None,
     repeat: int = 5,
     warmup: int = 2,
     measure: bool = True,
@@ -192,7 +192,8 @@ def compare(
     function or module behind ``obj`` compiled anew with each list of executors and run on
     copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
     outputs match the first list's (``measure``: the peak also measured, one profiled run per
-    list). Shows as a table in a notebook."""
+    list). Shows as a table in a notebook. ``executors``: lists of executor names (None:
+    torch alone, then each fusion executor available here before it)."""
     from explorer.measure.whatif import compare
 
     return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)

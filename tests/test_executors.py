@@ -10,10 +10,10 @@ import thunder
 from thunder.core.symbol import SYMBOLS, TABLES, Symbol, SymbolTable, register, symbols_with, undeclared_keys
 from thunder.core.tags import Tag
 from thunder.executors.base import Executor
+from thunder.executors.registry import resolve_executors
 from thunder.executors.torchex import PRIM_IMPLS, unclaimed_prims
 from thunder.ops import prims
 from thunder.ops.langs import all_symbols
-from thunder.runtime.jit import resolve_executors
 
 
 def test_every_prim_has_a_torch_implementation():

@@ -71,7 +71,7 @@ def test_nvfuser_partitioning_respects_what_it_declines():
 
 
 def test_the_default_executors_say_whether_nvfuser_is_in():
-    from thunder.runtime.jit import default_executors
+    from thunder.executors.registry import default_executors
 
     names = [e.name for e in default_executors()]
     if nvfuser_executor.unavailable_reason() is None:

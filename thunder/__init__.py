@@ -15,6 +15,9 @@ import thunder.ops.aten  # noqa: F401  (declares the aten operators)
 import thunder.ops.ltorch  # noqa: F401  (declares the torch language)
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
+from thunder.executors.registry import all_executors as get_all_executors
+from thunder.executors.registry import default_executors as get_default_executors
+from thunder.executors.registry import get_executor, register_executor
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE
 from thunder.runtime.inspection import (
     compile_stats,
@@ -32,12 +35,16 @@ __all__ = [
     "ThunderFunction",
     "ThunderModule",
     "compile_stats",
+    "get_all_executors",
+    "get_default_executors",
+    "get_executor",
     "jit",
     "last_backward_traces",
     "last_double_backward_traces",
     "last_epilogue_traces",
     "last_prologue_traces",
     "last_traces",
+    "register_executor",
 ]
 
 

@@ -22,6 +22,7 @@ import torch
 
 from explorer.model.traces import TraceModel
 from thunder.core.tags import Tag
+from thunder.executors.registry import wait_for_compilations
 
 
 @dataclasses.dataclass
@@ -163,7 +164,6 @@ def measure(
     regions Inductor compiles in the background are waited for after the warm-up.
     """
     import thunder
-    from thunder.executors.inductor import executor as torchcompileex
 
     kwargs = kwargs or {}
     e = thunder.compile_stats(jfn).entries[entry]
@@ -205,8 +205,8 @@ def measure(
         finally:
             if saved is not None:
                 saved.restore()
-        if r == 0:  # the timed runs use Inductor's regions, not the torch calls run meanwhile
-            torchcompileex.wait()
+        if r == 0:  # the timed runs use compiled regions, not the torch calls run meanwhile
+            wait_for_compilations()
         if r > 0 or runs == 1:
             for c in clocks.values():
                 c.keep_best()

@@ -25,9 +25,17 @@ from explorer.model.compilation import model_of
 from explorer.model.memory import memory_of
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.tags import Tag
-from thunder.executors.inductor import executor as torchcompileex
+from thunder.executors.fusion import FusionExecutor
+from thunder.executors.registry import all_executors, find_executor
 
-DEFAULT_EXECUTORS = (("torch",), ("torchcompile", "torch"))
+
+def default_executor_lists() -> list[list[str]]:
+    """The executor lists compared when none are given: those that run every prim (torch)
+    alone, then each fusion executor available here before them (``[["torch"],
+    ["torchcompile", "torch"]]`` on a CPU)."""
+    base = [e.name for e in all_executors() if e.runs_every_prim]
+    fusers = [e for e in all_executors() if isinstance(e, FusionExecutor) and e.unavailable_reason() is None]
+    return [base] + [[f.name, *base] for f in fusers]
 
 
 def target_of(obj):
@@ -86,9 +94,9 @@ def _finish_regions(jx) -> None:
     e = thunder.compile_stats(jx).entries[-1]
     for traces in (e.computation_traces, getattr(e, "backward_traces", None) or []):
         for b in traces[-1].bound_symbols if traces else ():
-            finish = getattr(getattr(b.sym, "impl", None), "finish", None)
-            if callable(finish) and isinstance(b.sym.impl, torchcompileex.InductorRegion):
-                finish(None)
+            executor = find_executor(getattr(b.sym, "executor", None))
+            if Tag.FUSION in b.sym.tags and isinstance(executor, FusionExecutor):
+                executor.finish_region(b.sym.impl)
 
 
 def _fusion_regions(trace) -> int:
@@ -100,14 +108,14 @@ def compare(
     args: tuple = (),
     kwargs: dict | None = None,
     *,
-    executors=DEFAULT_EXECUTORS,
+    executors=None,
     repeat: int = 5,
     warmup: int = 2,
     measure: bool = True,
 ) -> Comparison:
     """One row per executor list (see the module docstring)."""
     kwargs = kwargs or {}
-    lists = [list(e) for e in executors]
+    lists = [list(e) for e in (default_executor_lists() if executors is None else executors)]
     if not lists:
         raise ValueError("explorer: compare needs at least one list of executors, e.g. [['torch']]")
     target = target_of(obj)

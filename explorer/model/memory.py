@@ -34,6 +34,7 @@ from explorer.model.traces import TraceModel, collector_paused
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy
 from thunder.core.tags import Tag
+from thunder.executors.registry import find_executor
 
 _SHAPE_TAGS = frozenset({Tag.SHAPE, Tag.VIEW})
 
@@ -158,7 +159,8 @@ class _MetaViews:
         """For each output, the name of the input whose storage it shares (None: a new
         tensor); None when the op cannot be run on meta."""
         impl = getattr(b.sym, "impl", None)
-        if not callable(impl) or getattr(b.sym, "executor", None) != "torch":
+        executor = find_executor(getattr(b.sym, "executor", None))
+        if not callable(impl) or executor is None or not executor.runs_on_meta:
             return None
         ins = [p for p in proxies_in((b.args, b.kwargs)) if type(p) is TensorProxy]
         swap = {id(p): self.meta(p) for p in ins}

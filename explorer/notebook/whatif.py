@@ -12,7 +12,7 @@ from html import escape
 
 import ipywidgets as w
 
-from explorer.measure.whatif import DEFAULT_EXECUTORS, compare
+from explorer.measure.whatif import compare, default_executor_lists
 from explorer.views.html import wrap
 from explorer.views.whatif import comparison_table_html
 
@@ -34,7 +34,7 @@ class WhatIfPanel:
         self.repeat = repeat
         self.comparison = None
         self.lists = w.Text(
-            value=" | ".join(", ".join(x) for x in DEFAULT_EXECUTORS),
+            value=" | ".join(", ".join(x) for x in default_executor_lists()),
             description="what if",
             tooltip="executor lists to compare, split by |",
             layout=w.Layout(width="60%"),

@@ -38,7 +38,6 @@ from explorer.model.proxies import ProxyInfo
 from explorer.model.traces import collector_paused
 from explorer.views.dot_writer import SPLINE_NODES, _DotWriter, _q
 from explorer.views.graph_plan import ModulePlan, count_nodes
-from explorer.views.style import EXECUTORS
 
 DOT = "dot"  # the program; tests point this elsewhere to see the "not installed" message
 DEFAULT_MAX_NODES = 500
@@ -207,7 +206,6 @@ def render_graph(
 
 
 __all__ = [
-    "EXECUTORS",
     "Graph",
     "GraphvizMissing",
     "ModulePlan",

@@ -1,20 +1,20 @@
 """Colours, shapes and the stylesheet shared by the HTML views and the graph.
 
 Every colour has a second cue that is not colour: executors and tags are written out as
-text badges in the tree, and get a node shape / border style in the graph (see ``EXECUTORS``
-and ``TAG_STYLE``), so the views read in greyscale and for colour-blind readers.
+text badges in the tree, and get a node shape / border style in the graph (an executor's
+``drawing``, ``TAG_STYLE``), so the views read in greyscale and for colour-blind readers.
+
+Each executor says how it is drawn (``Executor.drawing``, found by name in thunder's
+registry); one that does not, or that this process does not know (a saved trace), is drawn
+as ``OTHER_EXECUTOR``.
 """
 
 from __future__ import annotations
 
-# executor -> (fill colour, border colour, graph shape, border style)
-EXECUTORS: dict[str | None, tuple[str, str, str, str]] = {
-    "torch": ("#fde6cf", "#b4570b", "box", "solid"),
-    "nvfuser": ("#e1f3c6", "#4a7a00", "box3d", "solid"),
-    "torchcompile": ("#e8def8", "#5b3a9e", "component", "solid"),
-    "python": ("#eeeeee", "#555555", "cds", "solid"),
-    None: ("#ffffff", "#777777", "box", "dashed"),  # not claimed by any executor (yet)
-}
+from thunder.executors.registry import all_executors, find_executor
+
+# (fill colour, border colour, graph shape, border style)
+UNCLAIMED = ("#ffffff", "#777777", "box", "dashed")  # not claimed by any executor (yet)
 OTHER_EXECUTOR = ("#dcecf9", "#1f5f99", "hexagon", "solid")
 
 # tag -> (badge text, colour, graph shape or None, graph extra style)
@@ -37,7 +37,18 @@ TAG_STYLE: dict[str, tuple[str, str, str | None, str]] = {
 
 
 def executor_style(executor: str | None) -> tuple[str, str, str, str]:
-    return EXECUTORS.get(executor, OTHER_EXECUTOR)
+    """How the executor named ``executor`` is drawn: (fill, border, graph shape, border style)."""
+    if executor is None:
+        return UNCLAIMED
+    found = find_executor(executor)
+    d = found.drawing if found is not None else None
+    return (d.fill, d.border, d.shape, d.line) if d is not None else OTHER_EXECUTOR
+
+
+def executor_class(executor: str | None) -> str:
+    """The CSS class of an executor's badge: its own where the stylesheet has a rule for it."""
+    found = find_executor(executor)
+    return f"x-{css_class(executor)}" if found is not None and found.drawing is not None else "x-other"
 
 
 CSS = """
@@ -85,9 +96,11 @@ def css_class(name: str | None) -> str:
 def stylesheet() -> str:
     """The explorer's CSS, with one rule per executor and tag badge."""
     rules = [CSS.strip()]
-    for ex, (fill, border, _, _) in EXECUTORS.items():
-        if ex is not None:
-            rules.append(f".thx .x-{css_class(ex)}{{color:{border};background:{fill}}}")
+    for ex in all_executors():
+        if ex.drawing is not None:
+            rules.append(
+                f".thx .x-{css_class(ex.name)}{{color:{ex.drawing.border};background:{ex.drawing.fill}}}"
+            )
     rules.append(f".thx .x-other{{color:{OTHER_EXECUTOR[1]};background:{OTHER_EXECUTOR[0]}}}")
     for tag, (_, colour, _, _) in TAG_STYLE.items():
         rules.append(f".thx .g-{css_class(tag)}{{color:{colour}}}")

@@ -25,7 +25,7 @@ from explorer.model.modules import ModuleGroup, ModuleTree
 from explorer.model.nodes import Node, path_to
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import collector_paused
-from explorer.views.style import EXECUTORS, TAG_STYLE, css_class
+from explorer.views.style import TAG_STYLE, css_class, executor_class
 from explorer.views.text import DEFAULT_BUDGET, short_file
 
 MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
@@ -264,7 +264,7 @@ def badges_html(n: Node, skip=(), *, comm_title: str | None = None) -> str:
     what it moves (``comm_badge_html``)."""
     parts = []
     if n.executor:
-        cls = f"x-{css_class(n.executor)}" if n.executor in EXECUTORS else "x-other"
+        cls = executor_class(n.executor)
         parts.append(f'<span class="b {cls}">{escape(n.executor)}</span>')
     for t in n.tags:
         if t in skip:

@@ -26,7 +26,7 @@ from thunder.autograd import function as autograd_bridge
 from thunder.dynamo.breaks import GraphBreak, break_after
 from thunder.dynamo.guards import has_static_inputs, without_dynamo_checks
 from thunder.dynamo.lines import SourceLine, point_at_user_lines, source_lines, user_line_of
-from thunder.runtime.jit import resolve_executors
+from thunder.executors.registry import resolve_executors
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,17 @@ from thunder.core.symbol import BoundSymbol, Symbol, SymbolTable
 from thunder.core.tags import Tag
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """How viewers draw what an executor runs: fill and border colours, and a second cue that
+    is not colour (a graphviz node shape, a border style)."""
+
+    fill: str
+    border: str
+    shape: str = "box"
+    line: str = "solid"
+
+
 @dataclass
 class Impl:
     """How an executor runs one symbol: the executor symbol and when it may."""
@@ -25,11 +36,35 @@ class Impl:
 
 
 class Executor:
-    """Claims BoundSymbols through its table ``{op Symbol: [Impl, ...]}``."""
+    """Claims BoundSymbols through its table ``{op Symbol: [Impl, ...]}``.
+
+    What the rest of thunder and the explorer need to know of an executor is here, so that
+    none of them names one (``thunder/executors/registry.py`` finds them by name):
+    """
+
+    # in the default list of executors when available, before those of lower priority
+    default: bool = False
+    priority: int = 0
+    # runs every prim (torch): the fallback after the executors a call asks for
+    runs_every_prim: bool = False
+    # runs the prologue's checks and the epilogue's Python: always last
+    runs_host: bool = False
+    # its implementations are torch calls that run on meta tensors too (a viewer replays them
+    # to see which outputs share an input's memory)
+    runs_on_meta: bool = False
+    # how viewers draw what it runs (None: a colour of their own)
+    drawing: Drawing | None = None
 
     def __init__(self, name: str):
         self.name = name
         self.impls = SymbolTable(f"the {name} executor's implementations")
+
+    def unavailable_reason(self) -> str | None:
+        """Why this executor cannot run here (no device, a missing package), or None."""
+        return None
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the compilations it started in the background are done (none here)."""
 
     def register(self, sym: Symbol, impl: Impl) -> None:
         self.impls.setdefault(sym, []).append(impl)

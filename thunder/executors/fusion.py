@@ -69,10 +69,6 @@ class FusionExecutor(Executor):
 
     region_prefix = "Fusion"
 
-    def unavailable_reason(self) -> str | None:
-        """Why this executor cannot run here (no device, a missing package), or None."""
-        return None
-
     def prim_reason(self, prim: BoundSymbol) -> str | None:
         """Why this executor cannot take the prim BoundSymbol ``prim``, or None when it can."""
         raise NotImplementedError
@@ -88,6 +84,10 @@ class FusionExecutor(Executor):
         """The callable that runs ``region``: called with the values of ``region.inputs``,
         it returns the value of the single output, or a tuple of them."""
         raise NotImplementedError
+
+    def finish_region(self, compiled: Callable, timeout: float | None = None) -> None:
+        """Block until the background compilation of one region this executor compiled
+        (``compiled``, what ``compile_region`` returned) is done, and load it (none here)."""
 
     # -- claiming -----------------------------------------------------------------------------
     def decline_reason(self, bsym: BoundSymbol) -> str | None:

@@ -16,7 +16,7 @@ import operator
 from thunder.core.printing import type_comment
 from thunder.core.subclass import subclass_name
 from thunder.core.symbol import EAGER_IMPLS, Symbol
-from thunder.executors.base import Executor, Impl, executor_symbol
+from thunder.executors.base import Drawing, Executor, Impl, executor_symbol
 from thunder.executors.python.checks import PrologueCheckFailed as PrologueCheckFailed
 from thunder.executors.python.checks import (
     check_autocast,
@@ -78,6 +78,7 @@ from thunder.executors.python.unpacking import (
     unpack_param,
     unpack_submodule,
 )
+from thunder.executors.registry import register_executor
 from thunder.ops import python as pyops
 
 
@@ -109,7 +110,14 @@ def python_del(*values):
     return None
 
 
-executor = Executor("python")
+class PythonExecutor(Executor):
+    """Runs the prologue's checks and unpacking and the epilogue's construction and writes."""
+
+    runs_host = True
+    drawing = Drawing("#eeeeee", "#555555", "cds")
+
+
+executor = register_executor(PythonExecutor("python"))
 
 
 def _register(prim, fn, printer=None) -> None:

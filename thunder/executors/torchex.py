@@ -16,7 +16,8 @@ import torch.nn.functional as F
 
 from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
-from thunder.executors.base import Executor, Impl, executor_symbol
+from thunder.executors.base import Drawing, Executor, Impl, executor_symbol
+from thunder.executors.registry import register_executor
 from thunder.ops import ltorch, prims
 from thunder.ops.collectives import group_of
 from thunder.ops.langs import resolve_path
@@ -359,6 +360,10 @@ class TorchExecutor(Executor):
     """Runs every prim (``PRIM_IMPLS``) and each torch-language op that declares the torch
     callable computing it whole (``torch_impl``), whenever that op was defined."""
 
+    runs_every_prim = True
+    runs_on_meta = True
+    drawing = Drawing("#fde6cf", "#b4570b", "box")
+
     def implementations(self, sym: Symbol) -> list[Impl]:
         impls = self.impls.get(sym)
         if impls is None and sym.torch_impl is not None:
@@ -367,7 +372,7 @@ class TorchExecutor(Executor):
         return impls or ()
 
 
-executor = TorchExecutor("torch")
+executor = register_executor(TorchExecutor("torch"))
 _SYMS: dict[str, Symbol] = {}
 
 

@@ -20,10 +20,11 @@ import time
 import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
+import thunder.executors  # noqa: F401  (registers the built-in executors)
 from thunder.autograd.backwards_from_inputs import CotangentBackwards, DoubleBackward
 from thunder.autograd.function import grad_computation, no_grad_computation, without_autocast
 from thunder.autograd.held_gradients import HeldGradients
@@ -35,13 +36,11 @@ from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
-from thunder.executors import pythonex, torchex
 from thunder.executors.base import Executor
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor
-from thunder.executors.inductor import executor as torchcompileex
-from thunder.executors.nvfuser import executor as nvfuserex
 from thunder.executors.python.checks import PrologueCheckFailed
+from thunder.executors.registry import resolve_executors
 from thunder.frontend.acquire import acquire
 from thunder.frontend.subclasses.dispatch import dispatch_op, dispatchable
 from thunder.ops.autocast import autocast_state
@@ -60,38 +59,8 @@ from thunder.transforms.remat import rematerialize
 from thunder.transforms.saved_versions import check_saved_versions
 from thunder.transforms.split import split_forward_backward
 
-EXECUTORS: dict[str, Executor] = {
-    "nvfuser": nvfuserex.executor,
-    "torchcompile": torchcompileex.executor,
-    "torch": torchex.executor,
-    "python": pythonex.executor,
-}
-
 # how the grad pass runs the backward's ops on tensor-subclass values: as acquisition does
 SUBCLASS_DISPATCH = SubclassDispatch(dispatchable, dispatch_op)
-
-
-def default_executors() -> list[Executor]:
-    """nvFuser where it is available (CUDA and the nvfuser package), then torch."""
-    nvfuser = EXECUTORS["nvfuser"]
-    return [nvfuser, torchex.executor] if nvfuser.unavailable_reason() is None else [torchex.executor]
-
-
-def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
-    """The executors in the order they are asked; ``None`` means ``default_executors()``.
-    The torch executor (runs every prim) and the Python executor always come last."""
-    chosen = []
-    for e in default_executors() if executors is None else executors:
-        if isinstance(e, str):
-            if e not in EXECUTORS:
-                raise ValueError(f"thunder: unknown executor {e!r}; available: {sorted(EXECUTORS)}")
-            e = EXECUTORS[e]
-        if isinstance(e, FusionExecutor) and (why := e.unavailable_reason()) is not None:
-            raise RuntimeError(f"thunder: the {e.name} executor is not available here: {why}")
-        chosen.append(e)
-    if torchex.executor not in chosen:
-        chosen.append(torchex.executor)  # the fallback that runs every prim
-    return chosen + [pythonex.executor]
 
 
 @dataclasses.dataclass(eq=False)

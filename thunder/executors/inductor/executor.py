@@ -58,6 +58,7 @@ import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 
 import torch
 
@@ -67,7 +68,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.source import THUNDER_DIR
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
-from thunder.executors import torchex
+from thunder.executors.base import Drawing
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region, prims_of
 from thunder.executors.inductor.compile import (
@@ -79,6 +80,7 @@ from thunder.executors.inductor.compile import (
     write_message,
 )
 from thunder.executors.inductor.order import matmuls_together
+from thunder.executors.registry import fallback_executors, register_executor
 from thunder.ops import prims
 
 # prim -> what kind of work it is (Inductor generates code for these)
@@ -131,11 +133,24 @@ for _p in list(NOT_FUSED):
 LONGEST_DECOMPOSITION = 200
 
 
+def _runs_whole(bsym: BoundSymbol) -> bool:
+    """An executor that runs every prim (torch) runs ``bsym`` whole, as one call."""
+    return any(e.claim(bsym) is not None for e in fallback_executors())
+
+
 class TorchCompileExecutor(FusionExecutor):
     """Fuses elementwise, reduction, shape, factory, gather and matmul prims into regions
     compiled by Inductor (``compile_fx``) per input signature."""
 
     region_prefix = "TorchCompile"
+    drawing = Drawing("#e8def8", "#5b3a9e", "component")
+
+    def wait(self, timeout: float | None = None) -> None:
+        wait(timeout)
+
+    def finish_region(self, compiled: Callable, timeout: float | None = None) -> None:
+        if isinstance(compiled, InductorRegion):
+            compiled.finish(timeout)
 
     def prim_reason(self, prim: BoundSymbol) -> str | None:
         why = NOT_FUSED.get(prim.sym)
@@ -154,7 +169,7 @@ class TorchCompileExecutor(FusionExecutor):
         """Also declined: an op torch runs whole whose decomposition is long (``torch.gcd``:
         Euclid's steps unrolled for the widest integers, hundreds of prims): Inductor would take
         minutes to compile what one torch kernel does."""
-        if Tag.PRIM not in bsym.sym.tags and torchex.executor.claim(bsym) is not None:
+        if Tag.PRIM not in bsym.sym.tags and _runs_whole(bsym):
             n = len(prims_of(bsym))
             if n > LONGEST_DECOMPOSITION:
                 return f"its decomposition has {n} operations, which torch's own kernel runs whole"
@@ -164,7 +179,7 @@ class TorchCompileExecutor(FusionExecutor):
         """Also declined: a region of one op that torch runs whole (``layer_norm``,
         ``softmax``): torch's own kernel does the same work without a compiled function's
         per-call cost."""
-        if len(region.members) == 1 and torchex.executor.claim(region.members[0]) is not None:
+        if len(region.members) == 1 and _runs_whole(region.members[0]):
             return "a region of one op that torch runs whole has nothing to fuse"
         return super().region_reason(region)
 
@@ -305,7 +320,7 @@ class InductorRegion:
         self.size = len(region.members)
         self.single = len(region.outputs) == 1
         # matmuls next to each other: fewer C++ functions in Inductor's code (see inductor_order)
-        self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), [torchex.executor])
+        self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), fallback_executors())
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
@@ -457,7 +472,7 @@ def _eager_strides(region: Region, args) -> list:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     try:
-        program = claim(region.trace(prims=False), [torchex.executor]).python_callable()
+        program = claim(region.trace(prims=False), fallback_executors()).python_callable()
         mode = FakeTensorMode()
         fakes = [mode.from_tensor(a) for a in args]
         with mode, torch.no_grad():
@@ -505,4 +520,4 @@ def _is_matmul(prim: BoundSymbol) -> bool:
     return FUSED.get(prim.sym) == "matmul"
 
 
-executor = TorchCompileExecutor("torchcompile")
+executor = register_executor(TorchCompileExecutor("torchcompile"))

@@ -36,15 +36,19 @@ import torch
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.executors import nvfuser, torchex
+from thunder.executors import nvfuser
+from thunder.executors.base import Drawing
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region
+from thunder.executors.registry import fallback_executors, register_executor
 
 
 class NvFuserExecutor(FusionExecutor):
     """Fuses the prims nvFuser can take (the translation's ``unsupported_reason`` decides)."""
 
     region_prefix = "nvFusion"
+    default = True  # on CUDA with the package: before torch
+    drawing = Drawing("#e1f3c6", "#4a7a00", "box3d")
     _unavailable: tuple[str | None] | None = None  # memoised: neither CUDA nor nvFuser change
 
     def unavailable_reason(self) -> str | None:
@@ -70,7 +74,7 @@ class NvFuserRegion:
         self.single = len(region.outputs) == 1
         self.where = f" (from {region.members[0].source})" if region.members[0].source else ""
         # what runs when an input requires grad: the region's prims as torch calls
-        self.torch_program = claim(region.trace(), [torchex.executor]).python_callable()
+        self.torch_program = claim(region.trace(), fallback_executors()).python_callable()
         self.definitions: dict[tuple, object] = {}
 
     def __call__(self, *args):
@@ -136,4 +140,4 @@ def preview() -> NvFuserPreview:
     return NvFuserPreview()
 
 
-executor = NvFuserExecutor("nvfuser")
+executor = register_executor(NvFuserExecutor("nvfuser"))
