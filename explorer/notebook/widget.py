@@ -38,7 +38,7 @@ from explorer.model.search_index import index_of
 from explorer.model.traces import TraceModel, collector_paused
 from explorer.notebook.panes import ExplorerViews
 from explorer.notebook.whatif import WhatIfPanel
-from explorer.views.graph_plan import ModulePlan
+from explorer.views.graph_plan import ModulePlan, Open
 from explorer.views.html import (
     cache_html,
     pass_header_html,
@@ -278,7 +278,7 @@ class Explorer(ExplorerViews):
             return False
         if self.view.value == "graph":
             siblings = g.parent.items if g.parent is not None else self.current.modules().items
-            return any(k == "open" and x is g for k, x in ModulePlan().entries(siblings, g.depth))
+            return any(isinstance(e, Open) and e.group is g for e in ModulePlan().entries(siblings, g.depth))
         return g.depth < MODULE_DEPTH
 
     def toggle_module(self, path: str | None = None) -> None:

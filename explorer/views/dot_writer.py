@@ -5,12 +5,14 @@ collectives and their waits, edges labelled with what they carry, and the legend
 
 from __future__ import annotations
 
+import dataclasses
+
 from explorer.model.communication import WAIT, Collective, communication_of
 from explorer.model.memory import fmt_bytes
 from explorer.model.modules import ModuleGroup
 from explorer.model.nodes import Node
 from explorer.model.passes import PassModel
-from explorer.views.graph_plan import ModulePlan, unwrap
+from explorer.views.graph_plan import Line, ModulePlan, Open, unwrap
 from explorer.views.style import TAG_STYLE, executor_style
 
 SPLINE_NODES = 1000
@@ -26,6 +28,27 @@ def _short(s: str, n: int = 48) -> str:
     return s if len(s) <= n else s[: n - 1] + "\u2026"
 
 
+@dataclasses.dataclass(frozen=True, order=True)
+class LegendItem:
+    """One entry of a graph's legend (``rank`` orders the kinds: executors, the in-flight edge,
+    fusion regions, folded modules, tags)."""
+
+    rank: int
+    text: str
+    shape: str
+    style: str
+    fill: str
+    border: str
+    penwidth: float
+
+
+_IN_FLIGHT = LegendItem(
+    1, "- - > in flight: start to wait", "plaintext", "solid", "#ffffff", TAG_STYLE["communication"][1], 1.0
+)
+_FUSION_REGION = LegendItem(2, "fusion region", "box", "filled,bold", "#f3faf0", "#2e7d32", 2.2)
+_FOLDED_MODULE = LegendItem(3, "module (collapsed)", "folder", "filled", MODULE_FILL, MODULE_BORDER, 1.4)
+
+
 class _DotWriter:
     def __init__(self, proxies, max_nodes, highlight, prefix: str = ""):
         self.proxies = proxies
@@ -39,7 +62,7 @@ class _DotWriter:
         self.count = 0
         self.cut = 0
         self.clusters = 0
-        self.seen_styles: set[tuple[str, str | None]] = set()
+        self.legend_items: set[LegendItem] = set()  # the styles drawn, for the legend
         self._used: set[str] | None = None
         self.module_ids: dict[str, list[str]] = {}  # graph node -> the module ids it stands for
         self.comm_nodes: dict[str, Node] = {}  # graph node -> the collective's start or wait drawn
@@ -91,7 +114,7 @@ class _DotWriter:
         if info is not None and info.subclass:  # a tensor subclass: its inner tensors below it
             label += "".join(f"\n{x}" for x in info.inner_labels())
             border = f' color="{TAG_STYLE["tensor_subclass"][1]}" penwidth=2.2'
-            self.seen_styles.add(("tag", "tensor_subclass"))
+            self._seen_tag("tensor_subclass")
         self.lines.append(
             f'  {nid} [label={_q(label)} shape=ellipse style=filled fillcolor="#f1f8e9"{border}];'
         )
@@ -162,13 +185,13 @@ class _DotWriter:
         ]
 
     def module_items(self, items: list, plan: ModulePlan, depth: int, level: int, indent: int) -> None:
-        for kind, x in plan.entries(items, level):
-            if kind == "node":
-                self.nodes([x], depth, indent)
-            elif kind == "open":
-                self.module_cluster(x, plan, depth, level, indent)
+        for e in plan.entries(items, level):
+            if isinstance(e, Line):
+                self.nodes([e.node], depth, indent)
+            elif isinstance(e, Open):
+                self.module_cluster(e.group, plan, depth, level, indent)
             else:
-                self.module_node(x, indent)
+                self.module_node(e.groups, indent)
 
     def module_cluster(self, g: ModuleGroup, plan: ModulePlan, depth: int, level: int, indent: int) -> None:
         pad = "  " * indent
@@ -182,7 +205,6 @@ class _DotWriter:
         )
         self.module_items(g.items, plan, depth, level + 1, indent + 1)
         self.lines.append(f"{pad}}}")
-        self.seen_styles.add(("module", "open"))
 
     def module_node(self, groups: list[ModuleGroup], indent: int) -> None:
         """Modules drawn as one node: it reads what their lines read from outside them and
@@ -219,7 +241,7 @@ class _DotWriter:
                 for name in n.outputs:
                     self.producer[name] = nid
         self.reads.append((nid, tuple(inputs)))
-        self.seen_styles.add(("module", "folded"))
+        self.legend_items.add(_FOLDED_MODULE)
 
     def cluster(self, outer: Node, inner: Node, depth: int, indent: int, executor: str | None) -> None:
         pad = "  " * indent
@@ -237,7 +259,7 @@ class _DotWriter:
         self.nodes(inner.children, depth - 1, indent + 1, executor)
         self.lines.append(f"{pad}}}")
         if fusion:
-            self.seen_styles.add(("fusion", None))
+            self.legend_items.add(_FUSION_REGION)
 
     def node_attrs(self, n: Node, executor: str | None) -> str:
         fill, border, shape, border_style = executor_style(executor)
@@ -252,8 +274,8 @@ class _DotWriter:
             if ts[3] == "bold":
                 penwidth = 2.2
                 border = ts[1]
-            self.seen_styles.add(("tag", t))
-        self.seen_styles.add(("executor", executor))
+            self._seen_tag(t)
+        self._seen_executor(executor)
         outs = ", ".join(n.outputs[:3]) + (", ..." if len(n.outputs) > 3 else "")
         if outs:
             label = f"{_short(outs, 40)} =\n{_short(n.sym_id)}"
@@ -296,7 +318,7 @@ class _DotWriter:
             or not set(names) & set(start.outputs)
         ):
             return {}
-        self.seen_styles.add(("flight", None))
+        self.legend_items.add(_IN_FLIGHT)
         colour = TAG_STYLE["communication"][1]
         return {"style": '"dashed,bold"', "color": _q(colour), "fontcolor": _q(colour)}
 
@@ -328,24 +350,20 @@ class _DotWriter:
                 a.update(attrs(src, dst, names))
             self.lines.append(f"  {src} -> {dst} [{' '.join(f'{k}={v}' for k, v in a.items())}];")
 
+    def _seen_executor(self, executor: str | None) -> None:
+        fill, border, shape, line = executor_style(executor)
+        text = executor or "not claimed (dashed)"
+        self.legend_items.add(LegendItem(0, text, shape, f"filled,{line}", fill, border, 1.0))
+
+    def _seen_tag(self, tag: str) -> None:
+        text, colour, shape, extra = TAG_STYLE[tag]
+        if shape or extra == "bold":
+            self.legend_items.add(
+                LegendItem(4, text, shape or "box", "filled", "#ffffff", colour, 2.2 if extra else 1.0)
+            )
+
     def legend(self) -> None:
-        items = []
-        for kind, key in sorted(self.seen_styles, key=lambda k: (k[0], str(k[1]))):
-            if kind == "executor":
-                fill, border, shape, bstyle = executor_style(key)
-                text = key or "not claimed (dashed)"
-                items.append((text, shape, f"filled,{bstyle}", fill, border, 1.0))
-            elif kind == "tag":
-                text, colour, shape, extra = TAG_STYLE[key]
-                if shape or extra == "bold":
-                    items.append((text, shape or "box", "filled", "#ffffff", colour, 2.2 if extra else 1.0))
-            elif kind == "fusion":
-                items.append(("fusion region", "box", "filled,bold", "#f3faf0", "#2e7d32", 2.2))
-            elif kind == "module" and key == "folded":
-                items.append(("module (collapsed)", "folder", "filled", MODULE_FILL, MODULE_BORDER, 1.4))
-            elif kind == "flight":
-                colour = TAG_STYLE["communication"][1]
-                items.append(("- - > in flight: start to wait", "plaintext", "solid", "#ffffff", colour, 1.0))
+        items = [dataclasses.astuple(x)[1:] for x in sorted(self.legend_items)]
         if not items:
             return
         self.lines.append(

@@ -4,6 +4,8 @@ folded into one node (``ModulePlan``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from explorer.model.modules import ModuleGroup, layer_runs
 from explorer.model.nodes import Node
 
@@ -45,6 +47,30 @@ def _one_op(g: ModuleGroup) -> bool:
     return g.op_count() == 1 and not any(isinstance(i, ModuleGroup) for i in g.items)
 
 
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """A line drawn as itself (its node, or its subsymbols at a deeper depth)."""
+
+    node: Node
+
+
+@dataclasses.dataclass(frozen=True)
+class Open:
+    """A module drawn open: a cluster around what it holds."""
+
+    group: ModuleGroup
+
+
+@dataclasses.dataclass(frozen=True)
+class Folded:
+    """Modules drawn as one node: one collapsed module, or a run of repeated layers."""
+
+    groups: list[ModuleGroup]
+
+
+Entry = Line | Open | Folded
+
+
 class ModulePlan:
     """Which modules a graph draws open (a cluster) and which as one node.
 
@@ -59,40 +85,41 @@ class ModulePlan:
         self.expanded = set(expanded)
         self.repeats = repeats
 
-    def entries(self, items: list, level: int) -> list[tuple[str, object]]:
-        """``items`` as what is drawn: ("node", Node), ("open", group) or ("fold", [groups])."""
+    def entries(self, items: list, level: int) -> list[Entry]:
+        """``items`` as what is drawn: a line (``Line``), a module drawn open (``Open``), or
+        modules drawn as one node (``Folded``)."""
         folded_in_run: set[int] = set()
         for run in layer_runs(items):
             for g in run[self.repeats :]:
                 if g.path not in self.expanded:
                     folded_in_run.add(id(g))
-        out: list[tuple[str, object]] = []
+        out: list[Entry] = []
         for item in items:
             if not isinstance(item, ModuleGroup):
-                out.append(("node", item))
+                out.append(Line(item))
                 continue
             if item.path in self.collapsed:
-                out.append(("fold", [item]))
+                out.append(Folded([item]))
             elif id(item) in folded_in_run:
-                if out and out[-1][0] == "fold" and id(out[-1][1][-1]) in folded_in_run:
-                    out[-1][1].append(item)  # the next layer of the same run
+                if out and isinstance(out[-1], Folded) and id(out[-1].groups[-1]) in folded_in_run:
+                    out[-1].groups.append(item)  # the next layer of the same run
                 else:
-                    out.append(("fold", [item]))
+                    out.append(Folded([item]))
             elif item.path in self.expanded or level < self.module_depth or _one_op(item):
-                out.append(("open", item))  # a module of one line: that line says more than a box
+                out.append(Open(item))  # a module of one line: that line says more than a box
             else:
-                out.append(("fold", [item]))
+                out.append(Folded([item]))
         return out
 
     def count(self, items: list, depth: int, level: int = 0, limit: int | None = None) -> int:
         """How many graph nodes ``items`` make (see ``count_nodes``)."""
         total = 0
-        for kind, x in self.entries(items, level):
+        for e in self.entries(items, level):
             room = None if limit is None else limit - total
-            if kind == "node":
-                total += count_nodes([x], depth, room)
-            elif kind == "open":
-                total += self.count(x.items, depth, level + 1, room)
+            if isinstance(e, Line):
+                total += count_nodes([e.node], depth, room)
+            elif isinstance(e, Open):
+                total += self.count(e.group.items, depth, level + 1, room)
             else:
                 total += 1
             if limit is not None and total > limit:

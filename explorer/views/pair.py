@@ -361,7 +361,7 @@ def pair_dot(
         return {"label": _q(label), "color": colour, "fontcolor": colour, "penwidth": "2", "style": "bold"}
 
     bw.edges(crossing)
-    fw.seen_styles |= bw.seen_styles
+    fw.legend_items |= bw.legend_items
     fw.legend()
     fw.lines.append("}")
     return "\n".join(fw.lines), fw.count + bw.count, depth, messages

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import os
 import re
 import sys
@@ -165,7 +166,7 @@ def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: in
     the lines shown are printed: a diff of two 100,000-line traces takes a fraction of a second.
     """
     segments = _segments(before, after)
-    if all(kind == "=" for kind, _, _ in segments):
+    if all(seg.same for seg in segments):
         return ""
     out = [f"--- {before.index} {before.name}", f"+++ {after.index} {after.name}"]
     hunk = _Hunk(out)
@@ -176,10 +177,11 @@ def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: in
 
     left = 0  # changed lines not shown
     a_at = b_at = 1  # the first line of the current segment, in each trace
-    for i, (kind, old, new) in enumerate(segments):
+    for i, seg in enumerate(segments):
+        old, new = seg.old, seg.new
         a_count = sum(n.line_count() for n in old)
-        b_count = sum(n.line_count() for n in new) if kind == "!" else a_count
-        if kind == "=":
+        b_count = a_count if seg.same else sum(n.line_count() for n in new)
+        if seg.same:
             if hunk.open:  # the context after a change; a short run between two stays whole
                 whole = a_count <= 2 * context and i < len(segments) - 1 and a_count < room()
                 hunk.context(_lines(old, None if whole else context))
@@ -188,7 +190,7 @@ def source_diff(before: PassModel, after: PassModel, context: int = 2, limit: in
         else:
             space = room() - (0 if hunk.open else 1 + context)  # a new hunk: its header, the context
             if space > 0 and not hunk.open:
-                lead = _last_lines(segments[i - 1][1], context) if i else []
+                lead = _last_lines(segments[i - 1].old, context) if i else []
                 space += context - len(lead)
             if space <= 0:
                 hunk.close()
@@ -240,8 +242,17 @@ class _Hunk:
         self.open = False
 
 
-def _segments(before: PassModel, after: PassModel) -> list[tuple[str, list[Node], list[Node]]]:
-    """The two traces as runs of nodes: ("=", same nodes, same nodes) or ("!", old, new).
+@dataclasses.dataclass
+class _Segment:
+    """A run of lines: the same in both traces (``old`` is ``new``), or changed."""
+
+    same: bool
+    old: list
+    new: list
+
+
+def _segments(before: PassModel, after: PassModel) -> list[_Segment]:
+    """The two traces as runs of nodes, the same in both or changed.
 
     Nodes are paired by id; of the pairs, the longest run that keeps the order of both traces
     is kept (a moved line shows as removed and added). The ``return`` line ends both.
@@ -250,31 +261,32 @@ def _segments(before: PassModel, after: PassModel) -> list[tuple[str, list[Node]
     where = {n.id: i for i, n in enumerate(a)}
     pairs = [(where[n.id], j) for j, n in enumerate(b) if n.id in where]
     kept = _increasing(pairs)
-    segments: list[tuple[str, list[Node], list[Node]]] = []
+    segments: list[_Segment] = []
 
     def change(old: list, new: list) -> None:
         if old or new:  # not merged with the change before: a rewritten line shows as - then +
-            segments.append(("!", list(old), list(new)))
+            segments.append(_Segment(False, list(old), list(new)))
+
+    def same(node) -> None:
+        if segments and segments[-1].same:
+            segments[-1].old.append(node)
+        else:
+            nodes = [node]
+            segments.append(_Segment(True, nodes, nodes))
 
     i = j = 0
     for pi, pj in kept:
         change(a[i:pi], b[j:pj])
         old, new = a[pi], b[pj]
         if old is new or not old.prints_unlike(new):
-            if segments and segments[-1][0] == "=":
-                segments[-1][1].append(old)
-            else:
-                segments.append(("=", [old], [old]))
+            same(old)
         else:
             change([old], [new])
         i, j = pi + 1, pj + 1
     change(a[i:], b[j:])
     ret_a, ret_b = _ReturnLine(before), _ReturnLine(after)
     if ret_a.line == ret_b.line:
-        if segments and segments[-1][0] == "=":
-            segments[-1][1].append(ret_a)
-        else:
-            segments.append(("=", [ret_a], [ret_a]))
+        same(ret_a)
     else:
         change([ret_a], [ret_b])
     return segments

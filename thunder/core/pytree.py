@@ -30,11 +30,48 @@ class _Leaf:
 LEAF = _Leaf()
 
 
+def _tuple(context, kids: list):
+    return tuple(kids)
+
+
+def _list(context, kids: list):
+    return kids
+
+
+def _dict(keys, kids: list):
+    return dict(zip(keys, kids))
+
+
+def _slice(context, kids: list):
+    return slice(*kids)
+
+
+def _namedtuple(cls, kids: list):
+    return cls(*kids)
+
+
+def _dataclass(context, kids: list):
+    cls, names = context
+    obj = object.__new__(cls)
+    for n, v in zip(names, kids):
+        object.__setattr__(obj, n, v)
+    return obj
+
+
+def _mapping(context, kids: list):
+    cls, keys = context
+    obj = cls()
+    for k, v in zip(keys, kids):
+        obj[k] = v
+    return obj
+
+
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    """How to rebuild a value: a kind, the context (type, keys) and children specs."""
+    """How to rebuild a value: ``rebuild(context, children's values)``, the context (type,
+    keys) and the children's specs."""
 
-    kind: str
+    rebuild: Callable[[Any, list], Any]
     context: Any
     children: tuple
 
@@ -56,20 +93,20 @@ def _flatten(x, leaves: list):
         leaves.append(x)
         return LEAF
     if t is tuple or t is list:
-        return Spec(t.__name__, None, tuple([_flatten(c, leaves) for c in x]))
+        return Spec(_tuple if t is tuple else _list, None, tuple([_flatten(c, leaves) for c in x]))
     if t is dict:
         keys = tuple(x.keys())
-        return Spec("dict", keys, tuple([_flatten(x[k], leaves) for k in keys]))
+        return Spec(_dict, keys, tuple([_flatten(x[k], leaves) for k in keys]))
     if t is slice:
-        return Spec("slice", None, tuple([_flatten(c, leaves) for c in (x.start, x.stop, x.step)]))
+        return Spec(_slice, None, tuple([_flatten(c, leaves) for c in (x.start, x.stop, x.step)]))
     if _is_namedtuple(x):
-        return Spec("namedtuple", t, tuple(_flatten(c, leaves) for c in x))
+        return Spec(_namedtuple, t, tuple(_flatten(c, leaves) for c in x))
     if _is_dataclass_instance(x) and not isinstance(x, dict):
         names = tuple(f.name for f in dataclasses.fields(x) if hasattr(x, f.name))
-        return Spec("dataclass", (t, names), tuple(_flatten(getattr(x, n), leaves) for n in names))
+        return Spec(_dataclass, (t, names), tuple(_flatten(getattr(x, n), leaves) for n in names))
     if isinstance(x, dict):  # OrderedDict and other mappings, transformers' ModelOutput
         keys = tuple(x.keys())
-        return Spec("mapping", (t, keys), tuple(_flatten(x[k], leaves) for k in keys))
+        return Spec(_mapping, (t, keys), tuple(_flatten(x[k], leaves) for k in keys))
     leaves.append(x)
     return LEAF
 
@@ -82,31 +119,7 @@ def tree_unflatten(leaves, spec):
 def _unflatten(it, spec):
     if spec is LEAF:
         return next(it)
-    kids = [_unflatten(it, c) for c in spec.children]
-    kind = spec.kind
-    if kind == "tuple":
-        return tuple(kids)
-    if kind == "list":
-        return kids
-    if kind == "dict":
-        return dict(zip(spec.context, kids))
-    if kind == "slice":
-        return slice(*kids)
-    if kind == "namedtuple":
-        return spec.context(*kids)
-    if kind == "dataclass":
-        cls, names = spec.context
-        obj = object.__new__(cls)
-        for n, v in zip(names, kids):
-            object.__setattr__(obj, n, v)
-        return obj
-    if kind == "mapping":
-        cls, keys = spec.context
-        obj = cls()
-        for k, v in zip(keys, kids):
-            obj[k] = v
-        return obj
-    raise AssertionError(f"unknown pytree spec kind {kind}")
+    return spec.rebuild(spec.context, [_unflatten(it, c) for c in spec.children])
 
 
 def tree_map(fn: Callable, x):

@@ -94,7 +94,7 @@ class WrittenThrough:
     value, written into ``old``; another view of that base (``old``, taken by ``link``) is the
     same view taken of ``source``, the base's new value."""
 
-    kind: str  # "base" | "view"
+    into_base: bool  # True: a base written through its view; False: another view of that base
     link: ViewLink
     source: SubclassProxy
     old: SubclassProxy  # the value before the write

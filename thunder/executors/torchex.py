@@ -21,6 +21,7 @@ from thunder.executors.registry import register_executor
 from thunder.ops import ltorch, prims
 from thunder.ops.collectives import group_of
 from thunder.ops.langs import resolve_path
+from thunder.ops.prims.elementwise import ELEMENTWISE
 
 
 # -- helpers printed as torchex.* -----------------------------------------------------------
@@ -409,38 +410,22 @@ def _with_fn(fn):
 
 
 PRIM_IMPLS = SymbolTable("the torch executor's prim implementations")
-for _prim in (
-    prims.abs, prims.neg, prims.sign, prims.floor, prims.ceil, prims.round, prims.trunc,
-    prims.bitwise_not, prims.clone, prims.exp, prims.exp2, prims.expm1, prims.log, prims.log1p,
-    prims.log2, prims.log10, prims.sin, prims.cos, prims.tan, prims.asin, prims.acos, prims.atan,
-    prims.sinh, prims.cosh, prims.tanh, prims.asinh, prims.acosh, prims.atanh, prims.sqrt,
-    prims.rsqrt, prims.reciprocal, prims.sigmoid, prims.erf, prims.erfc, prims.erfinv,
-    prims.lgamma, prims.digamma, prims.isnan, prims.isinf, prims.isfinite, prims.signbit,
-    prims.logical_not, prims.real, prims.imag,
-):  # fmt: skip
-    PRIM_IMPLS[_prim] = [Impl(_sym(f"torch.{_prim.name}"))]
-# binary prims: torch's function when the first argument is a tensor, else a helper
-for _prim in (
-    prims.add, prims.sub, prims.mul, prims.floor_divide, prims.remainder, prims.fmod, prims.pow,
-    prims.bitwise_and, prims.bitwise_or, prims.bitwise_xor, prims.bitwise_left_shift,
-    prims.bitwise_right_shift, prims.copysign, prims.div, prims.eq, prims.ne, prims.lt, prims.le,
-    prims.gt, prims.ge,
-):  # fmt: skip
-    _fn = getattr(torch, _prim.name)
-    PRIM_IMPLS[_prim] = [
-        Impl(_sym(f"torch.{_prim.name}"), check=_first_tensor),
-        Impl(_helper(scalar_first), translate=_with_fn(_fn)),
-    ]
-# ... and those whose torch function takes tensors only
-for _prim in (
-    prims.maximum, prims.minimum, prims.atan2, prims.hypot, prims.logical_and, prims.logical_or,
-    prims.logical_xor,
-):  # fmt: skip
-    _fn = getattr(torch, _prim.name)
-    PRIM_IMPLS[_prim] = [
-        Impl(_sym(f"torch.{_prim.name}"), check=_all_tensors),
-        Impl(_helper(numbers_as_tensors), translate=_with_fn(_fn)),
-    ]
+# elementwise prims: the torch callable each declares; a binary one's takes a tensor first
+# (a helper calls it when a number comes first) or tensors only (a helper makes numbers tensors)
+for _prim, _decl in ELEMENTWISE.items():
+    _sym_of = _sym(_decl.torch)
+    if Tag.UNARY in _prim.tags:
+        PRIM_IMPLS[_prim] = [Impl(_sym_of)]
+    elif _decl.number_second:
+        PRIM_IMPLS[_prim] = [
+            Impl(_sym_of, check=_first_tensor),
+            Impl(_helper(scalar_first), translate=_with_fn(_sym_of.impl)),
+        ]
+    else:
+        PRIM_IMPLS[_prim] = [
+            Impl(_sym_of, check=_all_tensors),
+            Impl(_helper(numbers_as_tensors), translate=_with_fn(_sym_of.impl)),
+        ]
 
 for _prim, _path in {
     prims.where: "torch.where",

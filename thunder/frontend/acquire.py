@@ -50,7 +50,7 @@ from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter, refus
 from thunder.frontend.stand_ins.made_objects import CreationSites
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper
 from thunder.frontend.stand_ins.objects import writes as object_writes
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import CAPTURED, Unpack
 from thunder.frontend.stand_ins.writes import DelItem, PythonCall, SetAttr, SetItem, Write
 from thunder.frontend.subclasses.instances import Subclasses
 from thunder.frontend.torch_calls.autograd_functions import traced_functions
@@ -158,7 +158,7 @@ class Acquisition:
             holder = self.inputs.prologue.add_name(f"captured{len(self.inputs.captured)}")
             self.inputs.prologue.ctx_objects = {**self.inputs.prologue.ctx_objects, holder: t}
             root = AnyProxy(holder, type(t))
-            p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, "captured", None))
+            p = self.inputs.tensor(t, f"c{len(self.inputs.captured)}", Unpack(root, CAPTURED, None))
             self.inputs.captured[id(t)] = p
         return p if isinstance(p, TensorProxy) else proxy_of(p)  # (a subclass: its instance)
 

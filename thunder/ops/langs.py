@@ -69,6 +69,23 @@ def torchsymbol(
     return deco
 
 
+def inplace_base_name(name: str) -> str | None:
+    """The out-of-place name of an in-place op's: ``add_`` -> ``add``, ``_foreach_mul_`` ->
+    ``_foreach_mul``; None when ``name`` is not one (``add``, ``__add__``, ``__iadd__``)."""
+    if name.endswith("_") and not name.endswith("__"):
+        return name[:-1]
+    return None
+
+
+def out_of_place(func, namespace=torch) -> Callable | None:
+    """The thunder op of the out-of-place twin, in ``namespace`` (``torch``,
+    ``torch.Tensor``, an aten packet's namespace), of the in-place callable ``func``
+    (``Tensor.add_`` -> ``ltorch.add``); None when it is not in-place or has no twin."""
+    base = inplace_base_name(getattr(func, "__name__", ""))
+    twin = getattr(namespace, base, None) if base is not None else None
+    return TORCH_TO_THUNDER.get(twin) if twin is not None else None
+
+
 def alias(sym_or_fn: Callable, *torch_fns) -> None:
     """Map more torch callables (``Tensor.__rsub__``) to an existing op or a small adapter."""
     _map(torch_fns, sym_or_fn)

@@ -25,6 +25,7 @@ import torch
 from thunder.core.errors import ThunderError, at
 from thunder.core.proxies import TensorProxy
 from thunder.core.tags import Tag
+from thunder.ops import prims
 from thunder.ops.collectives import group_of
 
 PLAN_TIMEOUT = float(os.environ.get("THUNDER_PLAN_TIMEOUT", "60"))
@@ -39,7 +40,7 @@ def _entry(bsym) -> dict:
     tensors = [a for a in bsym.args if isinstance(a, TensorProxy)]
     rest = [a for a in bsym.args if not isinstance(a, TensorProxy)]
     e = {"op": bsym.sym.name, "args": repr(rest), "dtype": str(tensors[0].dtype) if tensors else ""}
-    if bsym.sym.name != "all_to_all_single":  # (each rank sends its own splits)
+    if bsym.sym is not prims.all_to_all_single:  # (each rank sends its own splits)
         e["shape"] = list(tensors[0].shape) if tensors else []
     return e
 
@@ -51,7 +52,7 @@ def plans(traces) -> dict[str, list]:
         if trace is None:
             continue
         for s in _communications(trace.bound_symbols):
-            if s.sym.name != "wait":
+            if s.sym is not prims.wait:
                 out.setdefault(s.args[-1], []).append((_entry(s), s))
     return out
 

@@ -176,6 +176,11 @@ def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
 
 # The passes every compilation runs, in order, over its bundle of traces. The grad passes
 # make the backward; tensor subclasses are flattened after the split, on each side.
+# the lowering passes, which a backward made later runs too (``_LOWERING``)
+CLAIM = Pass("claim", on(KINDS, _claim, context=True))
+FUSE = Pass("fuse", on(("computation", "backward"), _fuse, context=True))
+DEL_LAST_USED = Pass("del_last_used", on(("computation", "backward"), del_last_used))
+
 PIPELINE: tuple[Pass, ...] = (
     Pass("dce", on("computation", functools.partial(dce, keep_draws=True))),
     Pass("grad", _grad),
@@ -185,9 +190,9 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
     Pass("average_gradients", _average_gradients),
     Pass("batch_tensor_checks", on("prologue", batch_tensor_checks)),
-    Pass("claim", on(KINDS, _claim, context=True)),
-    Pass("fuse", on(("computation", "backward"), _fuse, context=True)),
-    Pass("del_last_used", on(("computation", "backward"), del_last_used)),
+    CLAIM,
+    FUSE,
+    DEL_LAST_USED,
 )
 
 
@@ -433,7 +438,7 @@ def _no_double_backward(key):
 
 
 # the passes after a backward is made: what a variant of the backward made later runs
-_LOWERING = tuple(p for p in PIPELINE if p.name in ("claim", "fuse", "del_last_used"))
+_LOWERING = (CLAIM, FUSE, DEL_LAST_USED)
 
 
 def _held_backward(

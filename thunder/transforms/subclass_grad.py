@@ -163,7 +163,7 @@ def _through_views(got: list, want: list) -> list:
             return got
         how = w.written_through
         link, source = how.link, values[how.source.name]
-        if how.kind == "base":
+        if how.into_base:
             if link.index is None:
                 write = VIEW_WRITES.get(link.op)
             else:  # one output of a view op with several

@@ -37,9 +37,11 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable
+from thunder.core.tags import Tag
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
 from thunder.ops.meta import LOW_PRECISION_DTYPES, dtype_of, is_tensor, result_dtype, shape_of
+from thunder.ops.prims.elementwise import ELEMENTWISE, Elementwise, Rule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,88 +172,50 @@ def _out(bsym: BoundSymbol) -> TensorProxy:
     return bsym.output
 
 
-def _register(syms, make, check=None) -> None:
-    for sym, *rest in syms:
-        TRANSLATIONS[sym] = Translation(make(*rest), check)
-
-
-# -- elementwise unary ------------------------------------------------------------------------
-def _unary_emitter(op: str, kind: str):
-    """``kind``: "same" computes in the input's dtype, "float" in the output's (a float),
-    "predicate" in the input's and gives bool, "rounding" is a copy for integers (as torch)."""
+# -- elementwise: from each prim's declaration (``prims.ELEMENTWISE``) ------------------------
+def _unary_emitter(decl: Elementwise):
+    """A unary prim computes in its input's dtype (``Rule.SAME``), its output's (``FLOAT``: a
+    float), or on its operand as it is or as truth values and gives bool (``BOOL``); one that
+    keeps integers is a copy of an integer input (as torch)."""
 
     def emit(em, bsym):
         (a,) = bsym.args
         out = _out(bsym)
-        if kind == "rounding" and not dtype_of(a).is_floating_point:
+        if decl.keeps_integers and not dtype_of(a).is_floating_point:
             return em.op("set", em.get(a))
-        c = compute_dtype(dtype_of(out) if kind == "float" else dtype_of(a))
-        v = em.op(op, operand(em, a, c, shape_of(out)))
-        return cast(em, v, torch.bool if kind == "predicate" else c, dtype_of(out))
+        if decl.on_truth_values:
+            c = torch.bool
+        else:
+            c = compute_dtype(dtype_of(out) if decl.rule is Rule.FLOAT else dtype_of(a))
+        v = em.op(decl.nvfuser, operand(em, a, c, shape_of(out)))
+        return cast(em, v, torch.bool if decl.rule is Rule.BOOL else c, dtype_of(out))
 
     return emit
 
 
-def _logical_not(em, bsym):
-    (a,) = bsym.args
-    v = em.op("logical_not", operand(em, a, torch.bool, shape_of(_out(bsym))))
-    return cast(em, v, torch.bool, dtype_of(_out(bsym)))
-
-
-_register(
-    [(getattr(prims, n), n, "same") for n in "abs neg sign".split()]
-    + [(getattr(prims, n), n, "rounding") for n in "floor ceil round trunc".split()]
-    + [(prims.bitwise_not, "bitwise_not", "same"), (prims.clone, "set", "same")]
-    + [
-        (getattr(prims, n), n, "float")
-        for n in (
-            "exp exp2 expm1 log log1p log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh "
-            "acosh atanh sqrt rsqrt reciprocal sigmoid erf erfc erfinv lgamma"
-        ).split()
-    ]
-    + [(getattr(prims, n), n, "predicate") for n in "isnan isinf isfinite signbit".split()],
-    _unary_emitter,
-)
-TRANSLATIONS[prims.logical_not] = Translation(_logical_not)
-
-
-# -- elementwise binary -----------------------------------------------------------------------
-def _binary(op: str, kind: str):
-    """``kind``: "same" computes in the output's dtype; "compare" in the promoted dtype of the
-    operands and gives bool; "logical" on the operands' truth values (cast to bool)."""
+def _binary(decl: Elementwise):
+    """A binary prim computes in its output's dtype; a comparison (``Rule.BOOL``) in the
+    promoted dtype of the operands, or on their truth values, and gives bool."""
 
     def emit(em, bsym):
         a, b = bsym.args
         out = _out(bsym)
-        if kind == "logical":
+        if decl.on_truth_values:
             c, have = torch.bool, torch.bool
-        elif kind == "compare":
+        elif decl.rule is Rule.BOOL:
             c, have = compute_dtype(result_dtype(a, b)), torch.bool
         else:
             c = have = compute_dtype(dtype_of(out))
         va, vb = operand(em, a, c, shape_of(out)), operand(em, b, c, shape_of(out))
-        return cast(em, em.op(op, va, vb), have, dtype_of(out))
+        return cast(em, em.op(decl.nvfuser, va, vb), have, dtype_of(out))
 
     return emit
 
 
-_register(
-    [
-        (getattr(prims, n), n, "same")
-        for n in (
-            "add sub mul div remainder fmod pow maximum minimum atan2 bitwise_and bitwise_or "
-            "bitwise_xor bitwise_left_shift bitwise_right_shift"
-        ).split()
-    ]
-    + [(getattr(prims, n), n, "compare") for n in "eq ne lt le gt ge".split()]
-    + [
-        (prims.logical_and, "logical_and", "logical"),
-        (prims.logical_or, "logical_or", "logical"),
-        # nvFuser has no logical_xor; on truth values it is "not equal"
-        (prims.logical_xor, "ne", "logical"),
-    ],
-    _binary,
-)
+for _prim, _decl in ELEMENTWISE.items():
+    if _prim not in UNSUPPORTED:
+        _make = _unary_emitter if Tag.UNARY in _prim.tags else _binary
+        TRANSLATIONS[_prim] = Translation(_make(_decl))
 
 
 def _where(em, bsym):

@@ -32,7 +32,7 @@ from thunder.core.errors import UnsupportedValueError
 from thunder.core.passinfo import DataParallel
 from thunder.core.proxies import AnyProxy
 from thunder.frontend.distributed.collectives import checked_group
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.ops import python as pyops
 
@@ -62,7 +62,7 @@ class DataParallelCall:
         # the program is the module's: a DDP given another module misses
         inner = AnyProxy(inputs.computation.add_name("ddp_module"), type(ddp.module))
         inputs.prologue.names.add(inner.name)
-        inputs.sources[inner.name] = (inner, Unpack(holder, "attr", "module"), ddp.module)
+        inputs.sources[inner.name] = (inner, Unpack(holder, ATTR, "module"), ddp.module)
         inputs.checks.add_check(pyops.check_is, inner, inputs.module_proxy, always=True)
         inputs.guard_attr(holder, "require_backward_grad_sync", ddp.require_backward_grad_sync)
         self.group = checked_group(inputs.checks, ddp.process_group, _WHAT)

@@ -43,7 +43,7 @@ from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
 from thunder.core.tags import Tag
 from thunder.frontend.distributed.collectives import guard_group
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import LOCAL_SHARD, Unpack
 from thunder.ops import fsdp as fsdp_ops
 from thunder.ops import python as pyops
 
@@ -153,7 +153,7 @@ class Sharding:
             True  # ``isinstance(p, nn.Parameter)`` as for the parameter (frontend/effects/type_reads.py)
         )
         inputs.prologue.names.add(p.name)
-        inputs.sources[p.name] = (p, Unpack(holder, "local_shard", None), local)
+        inputs.sources[p.name] = (p, Unpack(holder, LOCAL_SHARD, None), local)
         inputs.tensor_inputs.append(p)
         self.shards[id(t)] = p
         return p

@@ -36,6 +36,7 @@ import threading
 import types
 
 from thunder.core.proxies import AnyProxy
+from thunder.core.symbol import Symbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.effects.c_objects import C_BUFFERS, buffer_write_refusal, is_stand_in, stand_in, written
 from thunder.frontend.effects.patches import replacements
@@ -50,7 +51,7 @@ from thunder.frontend.stand_ins.containers import (
     tracked_copy,
 )
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, ITEM, Unpack
 from thunder.frontend.stand_ins.writes import (
     ContainerCall,
     DelAttr,
@@ -153,11 +154,11 @@ class Effects:
             self._keep.append(obj)
         return h
 
-    def _child(self, parent: AnyProxy, kind: str, key, real) -> AnyProxy:
+    def _child(self, parent: AnyProxy, via: Symbol, key, real) -> AnyProxy:
         inputs = self.inputs
         h = AnyProxy(inputs.computation.add_name(sanitize_name(f"{parent.name}_{key}")), type(real))
         inputs.prologue.names.add(h.name)
-        inputs.sources[h.name] = (h, Unpack(parent, kind, key), real)
+        inputs.sources[h.name] = (h, Unpack(parent, via, key), real)
         return h
 
     def holder_of(self, v) -> AnyProxy | None:
@@ -184,36 +185,34 @@ class Effects:
                 for i, x in enumerate(v):
                     if _needs_copy(x):
                         list.__setitem__(
-                            c, i, self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]")
+                            c, i, self._copy(x, self._child(holder, ITEM, i, x), f"{label}[{i}]")
                         )
             elif isinstance(v, dict):
                 for k, x in v.items():
                     if _needs_copy(x):
                         dict.__setitem__(
-                            c, k, self._copy(x, self._child(holder, "item", k, x), f"{label}[{k!r}]")
+                            c, k, self._copy(x, self._child(holder, ITEM, k, x), f"{label}[{k!r}]")
                         )
             elif not isinstance(v, (set, frozenset)):  # a deque
                 for i, x in enumerate(v):
                     if _needs_copy(x):
                         type(v).__setitem__(
-                            c, i, self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]")
+                            c, i, self._copy(x, self._child(holder, ITEM, i, x), f"{label}[{i}]")
                         )
             return c
         if is_container_method(v):  # ``rec.append`` as a callback: the copy's method
-            c = self._copy(
-                v.__self__, self._child(holder, "attr", "__self__", v.__self__), f"{label}.__self__"
-            )
+            c = self._copy(v.__self__, self._child(holder, ATTR, "__self__", v.__self__), f"{label}.__self__")
             return getattr(c, v.__name__)
         if type(v) is tuple and _needs_copy(v):
             return tuple(
-                self._copy(x, self._child(holder, "item", i, x), f"{label}[{i}]") if _needs_copy(x) else x
+                self._copy(x, self._child(holder, ITEM, i, x), f"{label}[{i}]") if _needs_copy(x) else x
                 for i, x in enumerate(v)
             )
         return v
 
     def attribute(self, v, module: AnyProxy, name: str, label: str):
         """The tracked copy of a container a module holds as ``name`` (its shadow holds it)."""
-        return self._copy(v, self._child(module, "attr", name, v), label)
+        return self._copy(v, self._child(module, ATTR, name, v), label)
 
     def unread(self, v) -> bool:
         """``v`` is a container the code has a tracked copy of and did not read."""
@@ -231,9 +230,9 @@ class Effects:
         container's type, and the epilogue writes into the container the call passes."""
         checks = self.inputs.checks
         checks.add_check(pyops.check_type, holder, type(v))
-        name = self._child(holder, "attr", "__name__", v.__name__)
+        name = self._child(holder, ATTR, "__name__", v.__name__)
         checks.add_check(pyops.check_literal, name, v.__name__, always=True)
-        container = self._child(holder, "attr", "__self__", v.__self__)
+        container = self._child(holder, ATTR, "__self__", v.__self__)
         checks.add_check(pyops.check_type, container, type(v.__self__), always=True)
         return getattr(
             self._copy(v.__self__, container, f"the {type(v.__self__).__name__} of {v!r}"), v.__name__
@@ -266,7 +265,7 @@ class Effects:
             for name in values:
                 v = g.get(name, _MISSING)
                 if v is not _MISSING:
-                    put = self._replacement(v, site, "item", name, (g, name), f"the global {name}")
+                    put = self._replacement(v, site, ITEM, name, (g, name), f"the global {name}")
                     if put is not v:
                         g[name] = put
             self._globals.append((g, before))
@@ -277,7 +276,7 @@ class Effects:
                 continue
             site = functools.partial(self._site, cell, f"cell_{name}")
             put = self._replacement(
-                v, site, "attr", "cell_contents", (cell, name), f"the closure variable {name}"
+                v, site, ATTR, "cell_contents", (cell, name), f"the closure variable {name}"
             )
             if put is not v:
                 cell.cell_contents = put
@@ -286,14 +285,14 @@ class Effects:
             defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
             self._defaults.append((fn, defaults, kwdefaults))
             if defaults and _needs_copy(defaults):
-                h = self._child(self._site(fn, f"fn_{fn.__name__}"), "attr", "__defaults__", defaults)
+                h = self._child(self._site(fn, f"fn_{fn.__name__}"), ATTR, "__defaults__", defaults)
                 label = f"the default arguments of {fn.__qualname__}"
                 fn.__defaults__ = self._put_defaults[id(fn)] = self._copy(defaults, h, label)
             if kwdefaults and any(_needs_copy(x) for x in kwdefaults.values()):
-                h = self._child(self._site(fn, f"fn_{fn.__name__}"), "attr", "__kwdefaults__", kwdefaults)
+                h = self._child(self._site(fn, f"fn_{fn.__name__}"), ATTR, "__kwdefaults__", kwdefaults)
                 fn.__kwdefaults__ = self._put_kwdefaults[id(fn)] = {
                     k: self._copy(
-                        x, self._child(h, "item", k, x), f"the default argument {k} of {fn.__qualname__}"
+                        x, self._child(h, ITEM, k, x), f"the default argument {k} of {fn.__qualname__}"
                     )
                     if _needs_copy(x)
                     else x
@@ -313,14 +312,14 @@ class Effects:
                     k: self._swapped.get(id(x), x) for k, x in fn.__kwdefaults__.items()
                 }
 
-    def _replacement(self, v, site, kind: str, key, binding: tuple, label: str):
-        """What the code finds in place of ``v``, which it reaches as the ``kind`` ``key`` of
+    def _replacement(self, v, site, via: Symbol, key, binding: tuple, label: str):
+        """What the code finds in place of ``v``, which it reaches as the ``via`` ``key`` of
         ``site()`` (a global: the item ``name`` of its globals dict; a closure variable: the
         attribute ``cell_contents`` of its cell), ``binding`` being (the dict or cell, the name):
         a tracked copy of a container, the replacement of a patched function, a recorded file, a
         C object's stand-in, a counter traced as a value; else ``v`` itself."""
         if _needs_copy(v):
-            return self._copy(v, self._child(site(), kind, key, v), label)
+            return self._copy(v, self._child(site(), via, key, v), label)
         patched = self._patched.get(id(v))
         if patched is not None and patched[0] is v:
             return self._swapped.setdefault(id(v), patched[1](v))
@@ -332,7 +331,7 @@ class Effects:
         if is_counter(v) and counter in self.inputs.dynamic:
             # a counter the function rebinds (``global n; n += 1``, ``nonlocal n``): an input,
             # traced as a value
-            put = self.inputs.dynamic_number(v, counter, Unpack(site(), kind, key))
+            put = self.inputs.dynamic_number(v, counter, Unpack(site(), via, key))
             self._counters.append((*binding, put))
             return put
         return v
@@ -418,7 +417,7 @@ class Effects:
                     )
                 container = object.__getattribute__(obj, "__dict__")[w.label]
                 self.writes.append(
-                    ReplaceContents(self._child(h, "attr", w.label, container), None, w.contents)
+                    ReplaceContents(self._child(h, ATTR, w.label, container), None, w.contents)
                 )
             else:
                 self.writes.append(dataclasses.replace(w, holder=h))
@@ -437,7 +436,7 @@ class Effects:
                     self.inputs.guard_attr(h, name, old)
                 else:  # by identity, against the object itself (a printed copy is another object)
                     was = self._site(old, f"was_{type(old).__name__}")
-                    checks.add_check(pyops.check_is, self._child(h, "attr", name, old), was, always=True)
+                    checks.add_check(pyops.check_is, self._child(h, ATTR, name, old), was, always=True)
 
     def finish(self) -> None:
         """The writes of the tracked copies, for the epilogue."""

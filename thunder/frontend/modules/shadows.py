@@ -32,6 +32,7 @@ import torch
 
 from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, TensorProxy
+from thunder.core.symbol import Symbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.effects.c_objects import is_stand_in
 from thunder.frontend.modules.backward_hooks import backward_hooks_outside, refuse_global_backward_hooks
@@ -53,7 +54,7 @@ from thunder.frontend.prologue.state_checks import (
 )
 from thunder.frontend.stand_ins.containers import trackable
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, BUFFER, ITEM, PARAM, SUBMODULE, Unpack
 from thunder.frontend.stand_ins.writes import DelAttr, DelHook, SetAttr, SetHook, Write
 from thunder.ops import python as pyops
 from thunder.ops.python import same
@@ -197,7 +198,7 @@ class ModuleShadows:
                     inputs.computation.add_name(f"m_{prefix}" + path.replace(".", "_")), type(mod)
                 )
                 inputs.prologue.names.add(holder.name)
-                inputs.sources[holder.name] = (holder, Unpack(holders[parent_path], "submodule", name), mod)
+                inputs.sources[holder.name] = (holder, Unpack(holders[parent_path], SUBMODULE, name), mod)
                 holders[path] = holder
             known = self.by_id.get(id(mod))
             if known is not None:  # a module met again (shared): it must stay the same object
@@ -232,17 +233,18 @@ class ModuleShadows:
         state, objects, as_inputs = {}, {}, set()
         nones: list[tuple[str, str]] = []  # (table, name) of the parameters and buffers that are None
         tensors = self.tensors
-        for kind, table in (("param", mod._parameters), ("buffer", mod._buffers)):
+        for via, table_name in ((PARAM, "_parameters"), (BUFFER, "_buffers")):
+            table = getattr(mod, table_name)
             made = {}
             for name, t in table.items():
                 if t is None:  # (a bias=False Linear's bias, a buffer registered as None)
                     made[name] = None
-                    nones.append(("_parameters" if kind == "param" else "_buffers", name))
+                    nones.append((table_name, name))
                     continue
                 p = tensors.get(id(t))
                 if p is None:
                     full = f"t_{prefix}" + (f"{path}.{name}" if path else name).replace(".", "_")
-                    unpack = Unpack(holder, kind, name)
+                    unpack = Unpack(holder, via, name)
                     p = self.state.sharding.local_shard(
                         t, full, unpack
                     )  # (FSDP's: frontend/distributed/fsdp.py)
@@ -253,10 +255,10 @@ class ModuleShadows:
                 else:  # a tied parameter: the prologue checks it is still the same tensor
                     alias = AnyProxy(inputs.computation.add_name(f"{holder.name}_{name}"), type(t))
                     inputs.prologue.names.add(alias.name)
-                    inputs.sources[alias.name] = (alias, Unpack(holder, kind, name), t)
+                    inputs.sources[alias.name] = (alias, Unpack(holder, via, name), t)
                     inputs.checks.add_check(pyops.check_is, alias, p, always=True)
                 made[name] = p
-            d["_parameters" if kind == "param" else "_buffers"] = made
+            d[table_name] = made
         hooks = {}
         for name in MODULE_MACHINERY:
             v = d.get(name)
@@ -283,7 +285,7 @@ class ModuleShadows:
                 if p is None:
                     path_name = f"{path}.{name}" if path else name
                     p = inputs.tensor(
-                        v, f"t_{prefix}" + path_name.replace(".", "_"), Unpack(holder, "attr", name)
+                        v, f"t_{prefix}" + path_name.replace(".", "_"), Unpack(holder, ATTR, name)
                     )
                     tensors[id(v)] = p
                     inputs.seen.setdefault(id(v), p)
@@ -292,7 +294,7 @@ class ModuleShadows:
                 continue
             if is_counter(v) and sanitize_name(f"{holder.name}_{name}") in inputs.dynamic:
                 # a counter that changed between calls: traced as a value (frontend/stand_ins/counters.py)
-                d[name] = inputs.dynamic_number(v, f"{holder.name}_{name}", Unpack(holder, "attr", name))
+                d[name] = inputs.dynamic_number(v, f"{holder.name}_{name}", Unpack(holder, ATTR, name))
                 as_inputs.add(name)
                 continue
             state[name] = snapshot(v)
@@ -530,10 +532,10 @@ class ModuleShadows:
                 inputs.prologue.names.add(holding[attr].name)
                 inputs.sources[holding[attr].name] = (
                     holding[attr],
-                    Unpack(record.holder, "attr", attr),
+                    Unpack(record.holder, ATTR, attr),
                     container,
                 )
-            self._guard_object(holding[attr], key, obj, "item")
+            self._guard_object(holding[attr], key, obj, ITEM)
 
     def _held_counters(self, holder: AnyProxy, name: str, obj: ObjectState) -> None:
         """A DynamicNumber for each int or float attribute of the object the attribute ``name``
@@ -545,7 +547,7 @@ class ModuleShadows:
             key = sanitize_name(f"{holder.name}_{name}_{attr}")
             if inputs.is_object_counter(obj.obj, attr, key):
                 at = held_object_holder(inputs, holder, name, obj)
-                obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(at, "attr", attr))
+                obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(at, ATTR, attr))
 
     def put_counters(self) -> None:
         """Put the counters traced as values in the objects the modules hold (in the ``try``
@@ -554,9 +556,9 @@ class ModuleShadows:
             for obj in record.objects.values():
                 obj.put_counters()
 
-    def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> None:
-        holder = guard_held_object(self.state.inputs, parent, name, obj, kind)
-        if kind != "attr":
+    def _guard_object(self, parent: AnyProxy, name, obj: ObjectState, via: Symbol = ATTR) -> None:
+        holder = guard_held_object(self.state.inputs, parent, name, obj, via)
+        if via is not ATTR:
             return
         # a number attribute the forward rebound to a number (``self.state.step += 1``): when a
         # call finds another value there, it is traced as a value (frontend/stand_ins/counters.py)

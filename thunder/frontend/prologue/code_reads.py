@@ -36,7 +36,7 @@ from thunder.frontend.prologue.state_checks import (
     state_check,
 )
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.ops import python as pyops
 
@@ -297,9 +297,7 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
         for attr in d:  # a counter that changed between calls (frontend/stand_ins/counters.py)
             key = object_counter_key(label, attr)
             if inputs.is_object_counter(obj.obj, attr, key):  # (put in the object by effects.substitute)
-                obj.counters[attr] = inputs.object_counter(
-                    obj.obj, attr, key, Unpack(obj.holder, "attr", attr)
-                )
+                obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(obj.holder, ATTR, attr))
         guard_object_state(inputs, obj.holder, obj)
     return checks
 

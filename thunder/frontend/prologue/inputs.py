@@ -29,7 +29,7 @@ from thunder.frontend.prologue.checks import PrologueChecks
 from thunder.frontend.stand_ins.containers import is_container_method
 from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper, make_wrapper
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, ITEM, Unpack
 from thunder.frontend.subclasses.instances import subclass_input
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
@@ -46,19 +46,6 @@ LITERAL_TYPES = (
     type(Ellipsis),
     slice,
 )
-
-
-_UNPACK_SYMS = {
-    "item": pyops.unpack_item,
-    "attr": pyops.unpack_attr,
-    "param": pyops.unpack_param,
-    "buffer": pyops.unpack_buffer,
-    "submodule": pyops.unpack_submodule,
-    "captured": pyops.unpack_captured,
-    "local_shard": pyops.unpack_local_shard,  # a DTensor parameter's shard (frontend/distributed/fsdp.py)
-}
-# unpacks of the parent alone (no key)
-_WHOLE = frozenset({"captured", "local_shard"})
 
 
 class Inputs:
@@ -150,7 +137,7 @@ class Inputs:
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
             self.checks.add_check(pyops.check_literal, holder, v)
-            if unpack.kind == "attr":
+            if unpack.via is ATTR:
                 self.literal_names[(id(unpack.parent), unpack.key)] = holder.name
             return v
         t = type(v)
@@ -159,9 +146,7 @@ class Inputs:
             self.checks.add_check(pyops.check_type, holder, t)
             self.checks.add_check(pyops.check_len, holder, len(v))
             items = [
-                self.value(
-                    x, f"{path}_{i}", Unpack(holder, "item", i), depth + 1, tensor_prefix=tensor_prefix
-                )
+                self.value(x, f"{path}_{i}", Unpack(holder, ITEM, i), depth + 1, tensor_prefix=tensor_prefix)
                 for i, x in enumerate(v)
             ]
             out = t(*items) if hasattr(t, "_fields") else t(items)
@@ -175,7 +160,7 @@ class Inputs:
                 (
                     k,
                     self.value(
-                        x, f"{path}_{k}", Unpack(holder, "item", k), depth + 1, tensor_prefix=tensor_prefix
+                        x, f"{path}_{k}", Unpack(holder, ITEM, k), depth + 1, tensor_prefix=tensor_prefix
                     ),
                 )
                 for k, x in v.items()
@@ -203,7 +188,7 @@ class Inputs:
                 "transformers' ModelOutput)"
             ) from None
         for k, x in v.items():
-            out[k] = self.value(x, f"{path}_{k}", Unpack(holder, "item", k), tensor_prefix=tensor_prefix)
+            out[k] = self.value(x, f"{path}_{k}", Unpack(holder, ITEM, k), tensor_prefix=tensor_prefix)
         self._opened(out, holder, v)
         return out
 
@@ -272,7 +257,7 @@ class Inputs:
     def guard_attr(self, holder: AnyProxy, name: str, value) -> str:
         """Check ``holder.name == value`` in the prologue (module attributes the function set)."""
         p = AnyProxy(self._name(f"{holder.name}_{name}", "p"), type(value))
-        self.sources[p.name] = (p, Unpack(holder, "attr", name), value)
+        self.sources[p.name] = (p, Unpack(holder, ATTR, name), value)
         self.checks.add_check(pyops.check_literal, p, value, always=True)
         return p.name
 
@@ -338,8 +323,8 @@ class Inputs:
         )
         self.checks.add_check(pyops.check_len, self.args_proxy, len(args))
         self.checks.add_check(pyops.check_keys, self.kwargs_proxy, tuple(kwargs))
-        pargs = tuple(self.value(a, names[i], Unpack(self.args_proxy, "item", i)) for i, a in enumerate(args))
-        pkwargs = {k: self.value(v, k, Unpack(self.kwargs_proxy, "item", k)) for k, v in kwargs.items()}
+        pargs = tuple(self.value(a, names[i], Unpack(self.args_proxy, ITEM, i)) for i, a in enumerate(args))
+        pkwargs = {k: self.value(v, k, Unpack(self.kwargs_proxy, ITEM, k)) for k, v in kwargs.items()}
         return pargs, pkwargs
 
     def build_prologue(self, used: list[TensorProxy], epilogue_inputs: list, checked=()) -> Trace:
@@ -369,8 +354,8 @@ class Inputs:
                 emit(unpack.parent)
                 pro.bound_symbols.append(
                     BoundSymbol(
-                        _UNPACK_SYMS[unpack.kind],
-                        (unpack.parent,) if unpack.kind in _WHOLE else (unpack.parent, unpack.key),
+                        unpack.via,
+                        unpack.args(),
                         {},
                         proxy,
                         tags=frozenset({Tag.UNPACK}),

@@ -32,9 +32,10 @@ from typing import Any
 import torch
 
 from thunder.core.proxies import AnyProxy
+from thunder.core.symbol import Symbol
 from thunder.core.trace import sanitize_name
 from thunder.frontend.stand_ins.counters import DynamicNumber
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.stand_ins.writes import DelAttr, ReplaceContents, SetAttr
 from thunder.ops import python as pyops
 from thunder.ops.python import StateCheck, same
@@ -247,22 +248,22 @@ def object_state(obj, depth: int = 0, seen: set | None = None) -> ObjectState:
     return ObjectState(obj, values, children, originals, counters)
 
 
-def held_object_holder(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
-    """The prologue's name for ``obj``, unpacked from ``parent`` (``kind``: an attribute or an
+def held_object_holder(inputs, parent: AnyProxy, name, obj: ObjectState, via: Symbol = ATTR) -> AnyProxy:
+    """The prologue's name for ``obj``, unpacked from ``parent`` (``via``: as an attribute or an
     item); made once."""
     if obj.holder is None:
         obj.holder = AnyProxy(
             inputs.computation.add_name(sanitize_name(f"{parent.name}_{name}")), type(obj.obj)
         )
         inputs.prologue.names.add(obj.holder.name)
-        inputs.sources[obj.holder.name] = (obj.holder, Unpack(parent, kind, name), obj.obj)
+        inputs.sources[obj.holder.name] = (obj.holder, Unpack(parent, via, name), obj.obj)
     return obj.holder
 
 
-def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, kind: str = "attr") -> AnyProxy:
+def guard_held_object(inputs, parent: AnyProxy, name, obj: ObjectState, via: Symbol = ATTR) -> AnyProxy:
     """Prologue lines that unpack ``obj`` from ``parent`` and check its state
     (``guard_object_state``); its holder."""
-    holder = held_object_holder(inputs, parent, name, obj, kind)
+    holder = held_object_holder(inputs, parent, name, obj, via)
     guard_object_state(inputs, holder, obj)
     return holder
 

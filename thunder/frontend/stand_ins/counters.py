@@ -40,7 +40,7 @@ from thunder.core.proxies import NumberProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.source import user_location
 from thunder.ops import python as pyops
-from thunder.ops.langs import NUMBER_OPERANDS, TORCH_TO_THUNDER
+from thunder.ops.langs import NUMBER_OPERANDS, TORCH_TO_THUNDER, out_of_place
 
 # ``d <op> x`` as eager's reflected method computes it: ``d + x`` is ``x + d``, ``d - x`` is
 # ``torch.rsub(x, d)``, ``d / x`` is ``torch.div(d, x)`` (the number first: ``_NUMBER_FIRST``)
@@ -233,9 +233,8 @@ def traced_operands(func, args: tuple) -> tuple:
     """``args`` of the torch function ``func`` with each counter the op takes as a traced number
     replaced by its proxy (the others are specialised when the arguments are resolved)."""
     target = TORCH_TO_THUNDER.get(func)
-    name = getattr(func, "__name__", "")
-    if target is None and name.endswith("_") and not name.endswith("__"):  # ``x.mul_(n)``: as ``mul``
-        target = TORCH_TO_THUNDER.get(getattr(torch.Tensor, name[:-1], None))
+    if target is None:  # ``x.mul_(n)``: as ``mul``
+        target = out_of_place(func, torch.Tensor)
     positions = NUMBER_OPERANDS.get(target)
     if not positions:
         return args

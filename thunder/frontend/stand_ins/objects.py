@@ -5,7 +5,7 @@ dataclass) reaches the user's code as an ``ObjectWrapper``:
 
 - ``isinstance(w, StaticCache)`` holds (``__class__`` answers the real class; the wrapper's
   own type copies the dataclass markers, so ``dataclasses.fields``/``is_dataclass`` work);
-- an attribute read (``w.keys``) is recorded with its provenance (``Unpack(holder, "attr",
+- an attribute read (``w.keys``) is recorded with its provenance (``Unpack(holder, ATTR,
   "keys")``), which the prologue unpacks and checks (``t_cache_keys = cache.keys``), and
   answers a proxy (tensors), the value (literals, specialised), or a wrapper (objects);
   reading it twice answers the same proxy, so in-place writes find their input;
@@ -28,7 +28,7 @@ import types
 from typing import Any
 
 from thunder.core.errors import UnsupportedValueError
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.stand_ins.writes import DelAttr, SetAttr, Write
 
 _MISSING = object()
@@ -252,7 +252,7 @@ def _read(w, m: WrapperMeta, name: str, value):
     """The value user code sees for the attribute ``name`` read from the real object."""
     if name in m.reads and m.reads[name] is not _ABSENT_READ:
         return m.reads[name]
-    v = m.inputs.value(value, f"{m.path}_{name}", Unpack(m.holder, "attr", name), tensor_prefix="t_")
+    v = m.inputs.value(value, f"{m.path}_{name}", Unpack(m.holder, ATTR, name), tensor_prefix="t_")
     m.reads[name] = v
     return v
 

@@ -63,7 +63,7 @@ from thunder.frontend.torch_calls.views import View, replay
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 from thunder.ops.aten import ADD_AN_OP, ATEN, READS_MEMORY, out_value, written_value
-from thunder.ops.langs import TORCH_TO_THUNDER, property_name
+from thunder.ops.langs import TORCH_TO_THUNDER, inplace_base_name, property_name
 from thunder.ops.ltorch.inplace import PIECE_WRITES
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS, view_dtype
 from thunder.ops.meta import ShapeError, differentiable
@@ -110,7 +110,7 @@ class SubclassOps:
         self.state.inplace.mark_op_start()
         if kwargs.get("out") is not None:  # ``torch.add(a, b, out=x)``: a write into x
             return self.writes.write(func, args, kwargs, loc, kwargs["out"])
-        inplace = (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_OPERATORS
+        inplace = inplace_base_name(name) is not None or name in _INPLACE_OPERATORS
         if inplace or kwargs.get("inplace") is True:
             return self.writes.write(func, args, kwargs, loc, args[0] if args else None)
         return self.call(func, args, kwargs, loc)

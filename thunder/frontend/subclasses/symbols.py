@@ -21,7 +21,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.subclass import subclass_name
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
-from thunder.ops.langs import property_name, resolve_path
+from thunder.ops.langs import inplace_base_name, property_name, resolve_path
 
 T = torch.Tensor
 
@@ -91,7 +91,8 @@ def subclass_symbol(cls: type, func, *, writes: bool = False) -> Symbol:
     sym = _SYMBOLS.get((cls, path, writes))
     if sym is None:
         # (``F.relu(x, inplace=True)`` is a symbol apart from ``F.relu(x)``)
-        in_place_name = path.endswith("_") or path.rsplit(".", 1)[-1] in _INPLACE_OPERATORS
+        leaf = path.rsplit(".", 1)[-1]
+        in_place_name = inplace_base_name(leaf) is not None or leaf in _INPLACE_OPERATORS
         sym = _SYMBOLS[(cls, path, writes)] = register(
             Symbol(
                 f"{path}.inplace" if writes and not in_place_name else path,

@@ -69,7 +69,7 @@ from thunder.frontend.stand_ins.writes import SetAttr
 from thunder.frontend.torch_calls.mode import _inplace_base
 from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
-from thunder.ops.langs import TORCH_TO_THUNDER
+from thunder.ops.langs import TORCH_TO_THUNDER, out_of_place
 from thunder.ops.meta import requires_grad_of
 
 T = torch.Tensor
@@ -185,7 +185,7 @@ class Writes:
         elif name.startswith("__i"):  # ``x += y``: what ``x + y`` computes
             base = TORCH_TO_THUNDER.get(getattr(T, "__" + name[3:], None))
         elif name.startswith("_foreach_"):  # ``torch._foreach_add_``: ``torch._foreach_add``'s values
-            base = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
+            base = out_of_place(func)
             WRITTEN_VALUES[sym] = None if base is None else _as_written_each(base)
             return
         else:
@@ -461,9 +461,9 @@ def _link_written(olds: dict, targets: list) -> None:
             pass
         elif name in below:
             c = below[name]
-            new.written_through = WrittenThrough("base", c.view_of, olds[c.name][1], old)
+            new.written_through = WrittenThrough(True, c.view_of, olds[c.name][1], old)
         elif old.view_of is not None and old.view_of.base.name in olds:
-            new.written_through = WrittenThrough("view", old.view_of, olds[old.view_of.base.name][1], old)
+            new.written_through = WrittenThrough(False, old.view_of, olds[old.view_of.base.name][1], old)
         link = old.view_of
         if link is not None:
             base = olds.get(link.base.name, (None, link.base))[1]

@@ -27,7 +27,7 @@ from thunder.core.source import user_location
 from thunder.core.tags import Tag
 from thunder.frontend.stand_ins.containers import is_tracked, untracked
 from thunder.frontend.stand_ins.counters import traced_operands
-from thunder.frontend.stand_ins.unpack import Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.torch_calls import keywords
 from thunder.frontend.torch_calls.handlers import _AFTER_RESOLVING, _BEFORE_RESOLVING, _METADATA_PROPERTIES
 from thunder.frontend.torch_calls.max_norm import max_norm_call, renormed_lookup
@@ -35,7 +35,7 @@ from thunder.frontend.torch_calls.torch_state import default_dtype_read
 from thunder.frontend.torch_calls.views import View
 from thunder.ops import custom, ltorch
 from thunder.ops.autocast import autocast_arguments
-from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER
+from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER, inplace_base_name, out_of_place
 from thunder.ops.ltorch.inplace import COPYING_CALLS, LAYOUT_VIEWS
 from thunder.ops.ltorch.shape import PROPERTY_VIEWS
 from thunder.ops.meta import ShapeError
@@ -145,8 +145,7 @@ def _inplace_base(name: str):
     }
     if name in special:  # (a result that requires no grad is kept in the graph by the rebinding)
         return special[name]
-    base = getattr(T, name[:-1], None)
-    return TORCH_TO_THUNDER.get(base) if base is not None else None
+    return TORCH_TO_THUNDER.get(getattr(T, inplace_base_name(name) or "", None))
 
 
 def _uniform(a, from_=0.0, to=1.0, *, generator=None):
@@ -161,7 +160,10 @@ def _writes_first(func) -> bool:
     """An aten operator that writes into its first argument (``torch.ops.aten.copy_.default``)."""
     if isinstance(func, torch._ops.OpOverload):
         return func._schema.is_mutable
-    return isinstance(func, torch._ops.OpOverloadPacket) and func._qualified_op_name.endswith("_")
+    return (
+        isinstance(func, torch._ops.OpOverloadPacket)
+        and inplace_base_name(func._qualified_op_name) is not None
+    )
 
 
 class AcquisitionMode(TorchFunctionMode):
@@ -273,14 +275,14 @@ class AcquisitionMode(TorchFunctionMode):
         """An in-place method made functional (``x.add_(1)``), a library's operator, or an error."""
         state = self.state
         name = getattr(func, "__name__", "")
-        if name.endswith("_") and not name.endswith("__"):
+        if inplace_base_name(name) is not None:
             base = _inplace_base(name)
             if base is not None:
                 result = self._call(func, base, (state.inplace.read_for_write(args[0]), *args[1:]), kwargs)
                 return state.inplace.rebind(args[0], result, describe(func))
         if (
             name.startswith("_foreach_")
-            and name.endswith("_")
+            and inplace_base_name(name)
             and args
             and isinstance(args[0], (list, tuple))
         ):
@@ -424,10 +426,10 @@ class AcquisitionMode(TorchFunctionMode):
         into its tensor; the list itself, as eager returns. Where a written tensor is also read
         by a later position (``_foreach_addcmul_([y, z], [w, w], [z, y])``, a tensor listed
         twice), one tensor at a time, in order, as eager's kernel writes them."""
-        target = TORCH_TO_THUNDER.get(getattr(torch, name[:-1], None))
+        target = out_of_place(func)
         if target is None:
             raise UnsupportedOpError(
-                f"thunder: {describe(func)} is not supported (no thunder op for torch.{name[:-1]})"
+                f"thunder: {describe(func)} is not supported (no thunder op for torch.{inplace_base_name(name)})"
                 + at(user_location())
             )
         written = args[0]
@@ -495,7 +497,7 @@ class AcquisitionMode(TorchFunctionMode):
                 inputs.guard_attr(t, "grad", None)
                 self.state.grads[key] = None
             else:
-                p = inputs.tensor(real, f"{t.name}_grad", Unpack(t, "attr", "grad"))
+                p = inputs.tensor(real, f"{t.name}_grad", Unpack(t, ATTR, "grad"))
                 inputs.seen.setdefault(id(real), p)
                 self.state.grads[key] = p
         grad = self.state.grads[key]

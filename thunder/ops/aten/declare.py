@@ -13,7 +13,7 @@ import torch
 from thunder.core.symbol import Symbol, register
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import alias
+from thunder.ops.langs import alias, inplace_base_name
 from thunder.ops.meta import is_tensor
 
 A = torch.ops.aten
@@ -71,7 +71,8 @@ def written_value(overload) -> Symbol | None:
     if sym is not None:
         return sym
     op = overload._schema.name.split("::", 1)[1]
-    twin = getattr(getattr(A, op[:-1], None), overload._overloadname, None) if op.endswith("_") else None
+    base = inplace_base_name(op)
+    twin = getattr(getattr(A, base, None), overload._overloadname, None) if base is not None else None
     return ATEN.get(twin) if isinstance(twin, torch._ops.OpOverload) else None
 
 

@@ -11,26 +11,28 @@ import torch.nn.functional as F
 from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import alias, first_is_tensor, torchsymbol
+from thunder.ops.langs import alias, first_is_tensor, resolve_path, torchsymbol
 from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, dtype_of, is_tensor, result_dtype
+from thunder.ops.prims.elementwise import ELEMENTWISE
 
 T = torch.Tensor
 
 
 # -- unary: the op is the prim -------------------------------------------------------------
 def _torch_unary(prim: Symbol, *more_torch_fns) -> Symbol:
-    """``ltorch.<name>``: the prim of the same name, for ``torch.<name>`` and ``Tensor.<name>``."""
-    name = prim.name
+    """``ltorch.<name>``: the prim of the same name, for the torch callable the prim declares
+    (``torch.<name>``), and ``Tensor.<name>`` where there is one."""
+    name, path = prim.name, ELEMENTWISE[prim].torch
 
     def op(a):
         return prim(a)
 
     op.__name__ = name
-    op.__doc__ = f"torch.{name}"
-    fns = [getattr(torch, name)]
+    op.__doc__ = path
+    fns = [resolve_path(path)]
     if hasattr(T, name):
         fns.append(getattr(T, name))
-    return torchsymbol(*fns, *more_torch_fns, torch_impl=f"torch.{name}", tags=(Tag.ELEMENTWISE,))(op)
+    return torchsymbol(*fns, *more_torch_fns, torch_impl=path, tags=(Tag.ELEMENTWISE,))(op)
 
 
 abs = _torch_unary(prims.abs, T.__abs__)

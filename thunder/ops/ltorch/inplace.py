@@ -7,6 +7,7 @@ or maps an in-place torch callable.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -129,6 +130,32 @@ def setitem(a, key, value):
     return write_indexed(a, key, value, False, "Tensor.__setitem__")
 
 
+@dataclasses.dataclass(frozen=True)
+class _At:
+    """A dimension indexed by an int."""
+
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Range:
+    """A dimension indexed by a slice: ``n`` positions from ``start`` by ``step`` (``whole``: all
+    of it, in order), the ``pos``-th dimension of the indexed region."""
+
+    start: int
+    step: int
+    n: int
+    whole: bool
+    pos: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Gather:
+    """A dimension indexed by a tensor of indices."""
+
+    index: object
+
+
 def write_indexed(a, key, value, accumulate: bool, op: str):
     """``a[key] = value`` (``accumulate``: ``a[key] += value``, repeated indices adding up)."""
     key = static_index(key, device_of(a))
@@ -152,21 +179,21 @@ def write_indexed(a, key, value, accumulate: bool, op: str):
             continue
         size = s[dim]
         if isinstance(k, int):
-            parts.append(("int", int_index(k, size, dim, op)))
+            parts.append(_At(int_index(k, size, dim, op)))
         elif isinstance(k, slice):
             start, stop, step = k.indices(size)
             if step < 1:
                 raise ShapeError(f"{op}: a slice step must be positive, got {step}")
             n = len(range(start, stop, step))
-            parts.append(("slice", (start, step, n, n == size and step == 1, len(flat))))
+            parts.append(_Range(start, step, n, n == size and step == 1, len(flat)))
             region.append(n)
             flat.append(n)
         elif is_tensor(k):
-            if in_place and not any(kind == "tensor" for kind, _ in parts):
+            if in_place and not any(isinstance(p, _Gather) for p in parts):
                 b_pos = len(flat)
                 region.extend(bshape)
                 flat.extend(bshape)
-            parts.append(("tensor", wrap_index(k, size)))
+            parts.append(_Gather(wrap_index(k, size)))
         else:
             raise ShapeError(f"{op}: unsupported index {k!r} of type {type(k).__name__}")
         dim += 1
@@ -174,26 +201,27 @@ def write_indexed(a, key, value, accumulate: bool, op: str):
     if 0 in region:
         return a  # an empty region: nothing is written
     v = _as_value(value, region, dt, dev, op)
-    if all(kind == "slice" and info[3] for kind, info in parts):  # a[:] = v, a[..., None] = v
+    if all(isinstance(p, _Range) and p.whole for p in parts):  # a[:] = v, a[..., None] = v
         v = prims.reshape(v, s) if shape_of(v) != s else v
         return prims.add(a, v) if accumulate else v
     if shape_of(v) != flat:
         v = prims.reshape(v, flat)
     # prims.index_put indexes the leading dims; trailing whole-dimension slices stay implicit
-    while parts and parts[-1][0] == "slice" and parts[-1][1][3]:
+    while parts and isinstance(parts[-1], _Range) and parts[-1].whole:
         parts.pop()
     explicit = len(flat) - (dim - len(parts))
     indices = []
-    for kind, info in parts:
-        if kind == "int":
-            indices.append(prims.full((1,) * explicit, info, dtype=torch.int64, device=dev))
-        elif kind == "slice":
-            start, step, n, _, pos = info
-            it = prims.iota(n, start=start, step=step, dtype=torch.int64, device=dev)
+    for part in parts:
+        if isinstance(part, _At):
+            indices.append(prims.full((1,) * explicit, part.index, dtype=torch.int64, device=dev))
+        elif isinstance(part, _Range):
+            n, pos = part.n, part.pos
+            it = prims.iota(n, start=part.start, step=part.step, dtype=torch.int64, device=dev)
             indices.append(
                 prims.broadcast_in_dim(it, tuple(n if i == pos else 1 for i in range(explicit)), (pos,))
             )
         else:
+            info = part.index
             ks = shape_of(info)
             lo = b_pos + len(bshape) - len(ks)  # aligned on the right within B
             shape = tuple(

@@ -4,12 +4,13 @@ and device."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import torch
 
 from thunder.core.proxies import TensorProxy
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import Symbol, SymbolTable
 from thunder.core.tags import Tag
 from thunder.ops.meta import (
     ShapeError,
@@ -34,6 +35,37 @@ class Rule(enum.Enum):
     REAL = "real"  # the real part's dtype of a complex input
 
 
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    """What the executors that run an elementwise prim need to know of it, declared with it
+    (``ELEMENTWISE``), so that none of them lists the prims again or assumes a name:
+
+    - ``torch``: the torch callable computing it, by its path (``torch.<name>`` by default);
+    - ``nvfuser``: nvFuser's op (its own name by default: ``clone`` is nvFuser's ``set``);
+    - ``number_second``: (binary) the torch callable takes a Python number as its second
+      operand (``torch.add(t, 2)``); else it takes tensors only (``torch.maximum``);
+    - ``keeps_integers``: integer inputs come back unchanged (``floor`` of an int tensor);
+    - ``on_truth_values``: it computes on its operands' truth values (``logical_and``).
+    """
+
+    rule: Rule
+    torch: str
+    nvfuser: str
+    number_second: bool = True
+    keeps_integers: bool = False
+    on_truth_values: bool = False
+
+
+ELEMENTWISE = SymbolTable(
+    "elementwise prims' declarations", hint="declare it in thunder/ops/prims/elementwise.py"
+)
+
+
+def _declare(sym: Symbol, rule: Rule, torch_path: str | None, nvfuser: str | None, **facts) -> Symbol:
+    ELEMENTWISE[sym] = Elementwise(rule, torch_path or f"torch.{sym.name}", nvfuser or sym.name, **facts)
+    return sym
+
+
 # -- elementwise unary --------------------------------------------------------------------
 def _unary_meta(name: str, rule: Rule):
     def meta(a):
@@ -52,22 +84,25 @@ def _unary_meta(name: str, rule: Rule):
     return meta
 
 
-def elementwise_unary(name: str, rule: Rule) -> Symbol:
+def elementwise_unary(
+    name: str, rule: Rule, *, torch: str | None = None, nvfuser: str | None = None, **facts
+) -> Symbol:
     # The FLOAT functions (exp, erf, roots, ...) cost far more per element than arithmetic:
     # tagged TRANSCENDENTAL, they are not recomputed in a backward to save memory (remat.py).
     costly = (Tag.TRANSCENDENTAL,) if rule is Rule.FLOAT else ()
-    return _prim(name, _unary_meta(name, rule), Tag.ELEMENTWISE, Tag.UNARY, *costly)
+    sym = _prim(name, _unary_meta(name, rule), Tag.ELEMENTWISE, Tag.UNARY, *costly)
+    return _declare(sym, rule, torch, nvfuser, **facts)
 
 
 abs = elementwise_unary("abs", Rule.SAME)
 neg = elementwise_unary("neg", Rule.SAME)
 sign = elementwise_unary("sign", Rule.SAME)
-floor = elementwise_unary("floor", Rule.SAME)
-ceil = elementwise_unary("ceil", Rule.SAME)
-round = elementwise_unary("round", Rule.SAME)
-trunc = elementwise_unary("trunc", Rule.SAME)
+floor = elementwise_unary("floor", Rule.SAME, keeps_integers=True)
+ceil = elementwise_unary("ceil", Rule.SAME, keeps_integers=True)
+round = elementwise_unary("round", Rule.SAME, keeps_integers=True)
+trunc = elementwise_unary("trunc", Rule.SAME, keeps_integers=True)
 bitwise_not = elementwise_unary("bitwise_not", Rule.SAME)
-clone = elementwise_unary("clone", Rule.SAME)
+clone = elementwise_unary("clone", Rule.SAME, nvfuser="set")
 exp = elementwise_unary("exp", Rule.FLOAT)
 exp2 = elementwise_unary("exp2", Rule.FLOAT)
 expm1 = elementwise_unary("expm1", Rule.FLOAT)
@@ -100,7 +135,7 @@ isnan = elementwise_unary("isnan", Rule.BOOL)
 isinf = elementwise_unary("isinf", Rule.BOOL)
 isfinite = elementwise_unary("isfinite", Rule.BOOL)
 signbit = elementwise_unary("signbit", Rule.BOOL)
-logical_not = elementwise_unary("logical_not", Rule.BOOL)
+logical_not = elementwise_unary("logical_not", Rule.BOOL, on_truth_values=True)
 real = elementwise_unary("real", Rule.REAL)
 imag = elementwise_unary("imag", Rule.REAL)
 
@@ -132,8 +167,11 @@ def _binary_meta(name: str, rule: Rule):
     return meta
 
 
-def elementwise_binary(name: str, rule: Rule) -> Symbol:
-    return _prim(name, _binary_meta(name, rule), Tag.ELEMENTWISE, Tag.BINARY)
+def elementwise_binary(
+    name: str, rule: Rule, *, torch: str | None = None, nvfuser: str | None = None, **facts
+) -> Symbol:
+    sym = _prim(name, _binary_meta(name, rule), Tag.ELEMENTWISE, Tag.BINARY)
+    return _declare(sym, rule, torch, nvfuser, **facts)
 
 
 add = elementwise_binary("add", Rule.SAME)
@@ -143,8 +181,8 @@ floor_divide = elementwise_binary("floor_divide", Rule.SAME)
 remainder = elementwise_binary("remainder", Rule.SAME)
 fmod = elementwise_binary("fmod", Rule.SAME)
 pow = elementwise_binary("pow", Rule.SAME)
-maximum = elementwise_binary("maximum", Rule.SAME)
-minimum = elementwise_binary("minimum", Rule.SAME)
+maximum = elementwise_binary("maximum", Rule.SAME, number_second=False)
+minimum = elementwise_binary("minimum", Rule.SAME, number_second=False)
 bitwise_and = elementwise_binary("bitwise_and", Rule.SAME)
 bitwise_or = elementwise_binary("bitwise_or", Rule.SAME)
 bitwise_xor = elementwise_binary("bitwise_xor", Rule.SAME)
@@ -152,17 +190,20 @@ bitwise_left_shift = elementwise_binary("bitwise_left_shift", Rule.SAME)
 bitwise_right_shift = elementwise_binary("bitwise_right_shift", Rule.SAME)
 copysign = elementwise_binary("copysign", Rule.SAME)
 div = elementwise_binary("div", Rule.FLOAT)
-atan2 = elementwise_binary("atan2", Rule.FLOAT)
-hypot = elementwise_binary("hypot", Rule.FLOAT)
+atan2 = elementwise_binary("atan2", Rule.FLOAT, number_second=False)
+hypot = elementwise_binary("hypot", Rule.FLOAT, number_second=False)
 eq = elementwise_binary("eq", Rule.BOOL)
 ne = elementwise_binary("ne", Rule.BOOL)
 lt = elementwise_binary("lt", Rule.BOOL)
 le = elementwise_binary("le", Rule.BOOL)
 gt = elementwise_binary("gt", Rule.BOOL)
 ge = elementwise_binary("ge", Rule.BOOL)
-logical_and = elementwise_binary("logical_and", Rule.BOOL)
-logical_or = elementwise_binary("logical_or", Rule.BOOL)
-logical_xor = elementwise_binary("logical_xor", Rule.BOOL)
+logical_and = elementwise_binary("logical_and", Rule.BOOL, number_second=False, on_truth_values=True)
+logical_or = elementwise_binary("logical_or", Rule.BOOL, number_second=False, on_truth_values=True)
+# (nvFuser has no logical_xor; on truth values it is "not equal")
+logical_xor = elementwise_binary(
+    "logical_xor", Rule.BOOL, nvfuser="ne", number_second=False, on_truth_values=True
+)
 
 
 def _where_meta(cond, a, b):
