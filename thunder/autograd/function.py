@@ -39,6 +39,7 @@ from thunder.autograd.backwards_from_inputs import (
 from thunder.autograd.call import apply_of, entry_call
 from thunder.autograd.entry import SharedEntry
 from thunder.autograd.held_gradients import HeldGradients
+from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.trace import Trace
 from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.ops.autocast import autocast_state
@@ -75,9 +76,12 @@ def without_autocast(fn: Callable) -> Callable:
 def no_grad_computation(trace: Trace) -> Callable:
     """The computation callable of an entry without a backward: traced with grad on, it runs
     under ``torch.no_grad()`` so that torch's autograd records nothing (thunder's backward
-    traces are the one source of gradients)."""
+    traces are the one source of gradients). Where no tensor of the program requires grad (the
+    prologue checks that no input does; no op makes one that does), torch's autograd records
+    nothing anyway, and the program runs as it is: entering and leaving ``no_grad`` costs about
+    as much as a small op."""
     fn = trace.python_callable()
-    if not trace.grad_enabled:
+    if not trace.grad_enabled or not _requires_grad_anywhere(trace):
         return fn
 
     def computation(*args):
@@ -85,6 +89,14 @@ def no_grad_computation(trace: Trace) -> Callable:
             return fn(*args)
 
     return computation
+
+
+def _requires_grad_anywhere(trace: Trace) -> bool:
+    """Whether an argument of ``trace``, or a value one of its BoundSymbols makes, requires grad."""
+    values = list(trace.args)
+    for b in trace.bound_symbols:
+        values += proxies_in(b.output)
+    return any(isinstance(p, TensorProxy) and p.meta_requires_grad for p in values)
 
 
 class CotangentMismatchError(TypeError):
