@@ -69,10 +69,10 @@ NVF_LEGACY_PKGS := "torch==2.9.*" "nvfuser-cu128-torch29==0.2.35.*" numpy
 	touch $@
 
 check-nvfuser: .venv-nvfuser/.installed
-	PYTHONPATH=$(CURDIR) .venv-nvfuser/bin/python tests/nvfuser_check.py --api nvfuser_direct
+	PYTHONPATH=$(CURDIR) .venv-nvfuser/bin/python tests/support/nvfuser_check.py --api nvfuser_direct
 
 check-nvfuser-legacy: .venv-nvfuser-legacy/.installed
-	PYTHONPATH=$(CURDIR) .venv-nvfuser-legacy/bin/python tests/nvfuser_check.py --api nvfuser
+	PYTHONPATH=$(CURDIR) .venv-nvfuser-legacy/bin/python tests/support/nvfuser_check.py --api nvfuser
 
 clean:
 	rm -rf $(VENV) .venv-nvfuser .venv-nvfuser-legacy

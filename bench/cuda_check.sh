@@ -33,11 +33,11 @@ timeout 300 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests
 # notebook 06 on the device (needs nbclient and ipykernel; its outputs say which device ran it)
 timeout 180 $py - <<'PYEOF' 2>&1 | tee "$out/notebook06.log"
 import sys
-sys.path.insert(0, "tests/explorer")
+sys.path.insert(0, "tests")
 from pathlib import Path
-import test_notebooks as T
-nb = T.run_notebook(Path("notebooks/06_fusion_and_cuda.ipynb"), timeout=170)
-print("errors:", T._errors(nb))
+from support.notebooks import notebook_errors, run_notebook
+nb = run_notebook(Path("notebooks/06_fusion_and_cuda.ipynb"), timeout=170)
+print("errors:", notebook_errors(nb))
 for c in nb.cells:
     for o in c.get("outputs", []):
         if o.get("output_type") == "stream":

@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, _ROOT)
-from tests.distributed_harness import run_ranks  # noqa: E402
-from tests.test_models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
+sys.path[:0] = [_ROOT, os.path.join(_ROOT, "tests")]
+from support.distributed import run_ranks  # noqa: E402
+from support.models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
 
 FORMS = ("eager", "jit(DDP)", "DDP(jit)")
 

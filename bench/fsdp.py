@@ -25,11 +25,11 @@ import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
-from distributed_harness import run_ranks  # noqa: E402
+from support.distributed import run_ranks  # noqa: E402
 
 
 def _model(blocks: int, reshard: bool):
-    from test_models import GPT  # (the GPT of the tests, at benchmark size)
+    from support.models import GPT  # (the GPT of the tests, at benchmark size)
     from torch.distributed.fsdp import fully_shard
 
     torch.manual_seed(0)

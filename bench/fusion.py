@@ -89,7 +89,7 @@ class Softmax(nn.Module):
 
 def programs() -> dict:
     """name -> (make model and input); seeded, so every process makes the same ones."""
-    from test_models import GPT, Block
+    from support.models import GPT, Block
 
     return {
         "chain [256,256]": lambda: (Chain(), torch.randn(256, 256)),

@@ -19,7 +19,7 @@ import torch
 import thunder
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from test_models import GPT  # noqa: E402
+from support.models import GPT  # noqa: E402
 
 
 def per_call_us(f, *args, repeat: int = 9, number: int = 500) -> float:

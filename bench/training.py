@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from test_models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
+from support.models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
 
 import thunder  # noqa: E402
 from thunder.executors.inductor import executor as torchcompileex  # noqa: E402

@@ -1,4 +1,4 @@
-"""Every aten symbol against eager PyTorch, from the aten op database (``tests/aten_opdb.py``).
+"""Every aten symbol against eager PyTorch, from the aten op database (``tests/support/aten_opdb.py``).
 
 For each entry, dtype and sample: ``thunder.jit`` of the ``torch.ops.aten`` overload equals
 eager; the traces pass ``verify``; the aten symbol is in the first trace; the decomposition
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from aten_opdb import OPS
-from opdb import Maker, OpInfo
-from test_ops import _compare, _grads, _split_tensors, _tol
+from support.aten_opdb import OPS
+from support.compare import compare, grads_of, split_tensors, tolerance
+from support.opdb import Maker, OpInfo
 
 import thunder
 from thunder.core.tags import Tag
@@ -46,7 +46,7 @@ def _prims_only(trace: Trace) -> Trace:
 
 
 def _check(info: OpInfo, dtype, sample) -> None:
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
     what = f"{info.id} {dtype} {sample}"
 
     def call(*ts):
@@ -57,7 +57,7 @@ def _check(info: OpInfo, dtype, sample) -> None:
     got = jfn(*[t.clone() for t in tensors])
     args, kwargs = rebuild([t.clone() for t in tensors])
     expected = info.op(*args, **kwargs)
-    _compare(info, dtype, sample, got, expected, what)
+    compare(info, dtype, sample, got, expected, what)
     traces = thunder.last_traces(jfn)
     for t in traces:
         verify(t)
@@ -72,7 +72,7 @@ def _check(info: OpInfo, dtype, sample) -> None:
     cargs, eargs = entry.prologue(*[t.clone() for t in tensors])
     out = prims_trace.python_callable()(*cargs)
     out = out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
-    _compare(info, dtype, sample, out, expected, f"{what} (decomposition)")
+    compare(info, dtype, sample, out, expected, f"{what} (decomposition)")
 
 
 @pytest.mark.parametrize("info", OPS, ids=lambda o: o.id)
@@ -86,32 +86,32 @@ def test_aten_op(info: OpInfo):
 def test_aten_op_grad(info: OpInfo):
     """Gradients through the compiled program (the aten ops run whole) equal eager's."""
     sample = info.samples(Maker(torch.float64))[0]
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
 
     def call(*ts):
         args, kwargs = rebuild(ts)
         return info.op(*args, **kwargs)
 
     try:
-        expected = _grads(info.op, tensors, rebuild, 0)
+        expected = grads_of(info.op, tensors, rebuild, 0)
     except RuntimeError as e:  # eager cannot differentiate this sample (an in-place write into a leaf)
         pytest.skip(f"eager autograd refuses: {e}")
     if expected is None or all(g is None for g in expected):
         pytest.skip("not differentiable")
-    got = _grads(
-        lambda *a, **k: thunder.jit(call)(*_split_tensors(type(sample)(a, k))[0]), tensors, rebuild, 0
+    got = grads_of(
+        lambda *a, **k: thunder.jit(call)(*split_tensors(type(sample)(a, k))[0]), tensors, rebuild, 0
     )
     for g, e in zip(got, expected):
         g = torch.zeros_like(e) if g is None and e is not None else g
         e = torch.zeros_like(g) if e is None and g is not None else e
         if g is not None:
-            torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
+            torch.testing.assert_close(g, e, equal_nan=True, **tolerance(info, torch.float64))
 
 
 def test_every_aten_symbol_has_an_op_database_entry():
     covered = {o.name for o in OPS}
     missing = sorted(s.name for s in aten.symbols() if s.name not in covered)
-    assert not missing, f"aten symbols without an entry in tests/aten_opdb.py: {missing}"
+    assert not missing, f"aten symbols without an entry in tests/support/aten_opdb.py: {missing}"
 
 
 def test_aten_symbols_print_and_run_as_torch_names_them():

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.distributed as dist
-
-from tests.distributed_harness import run_ranks
+from support.distributed import run_ranks
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 

@@ -6,36 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from support.custom_ops import scaled_rows
 
 import thunder
 from thunder.core.tags import Tag
 from thunder.ops.custom import CustomOpError
-
-
-@torch.library.custom_op("thunder_test::scaled_rows", mutates_args=())
-def scaled_rows(x: torch.Tensor, scale: torch.Tensor, k: int) -> torch.Tensor:
-    return x[:k] * scale
-
-
-@scaled_rows.register_fake
-def _(x, scale, k):
-    return x.new_empty((k, *x.shape[1:]))
-
-
-def _scaled_rows_backward(ctx, grad):
-    x, scale = ctx.saved_tensors
-    gx = torch.zeros_like(x)
-    gx[: ctx.k] = grad * scale
-    return gx, (grad * x[: ctx.k]).sum(), None
-
-
-def _scaled_rows_setup(ctx, inputs, output):
-    x, scale, k = inputs
-    ctx.save_for_backward(x, scale)
-    ctx.k = k
-
-
-scaled_rows.register_autograd(_scaled_rows_backward, setup_context=_scaled_rows_setup)
 
 
 @torch.library.custom_op("thunder_test::pair", mutates_args=())

@@ -17,9 +17,8 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from support.distributed import run_ranks
 from torch import nn
-
-from tests.distributed_harness import run_ranks
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 

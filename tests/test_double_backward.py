@@ -420,7 +420,7 @@ def _two_tensor(*shape):
 
 
 def _scale_tensor(*shape):
-    from subclass_examples import scale_tensor
+    from support.subclasses import scale_tensor
 
     return scale_tensor(*shape, dtype=D, requires_grad=True)
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
-from test_ops import _split_tensors, _tol
+from support.checks import assert_not_recorded_by_torch
+from support.compare import split_tensors, tolerance
+from support.opdb import OPS, Maker, OpInfo, S
 
 import thunder
 from thunder.core.pytree import tree_flatten
@@ -35,21 +36,9 @@ def _differentiable(result) -> list[torch.Tensor]:
     return [o for o in tree_flatten(result)[0] if isinstance(o, torch.Tensor) and o.requires_grad]
 
 
-def assert_not_recorded_by_torch(outs, leaves) -> None:
-    """The outputs hang off thunder's autograd.Function, directly above the inputs: torch's
-    autograd recorded none of the forward's ops."""
-    ids = {id(t) for t in leaves}
-    for o in outs:
-        node = o.grad_fn
-        assert node is not None and type(node).__name__.startswith("ThunderAutogradFunction_"), node
-        for nxt, _ in node.next_functions:
-            if nxt is not None:
-                assert type(nxt).__name__ == "AccumulateGrad" and id(nxt.variable) in ids, nxt
-
-
 def _check_grads(info: OpInfo, sample: S) -> bool:
     """Compare one sample; False when eager cannot differentiate it."""
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
 
     def call(*ts):
         args, kwargs = rebuild(ts)
@@ -96,7 +85,7 @@ def _check_grads(info: OpInfo, sample: S) -> bool:
         if g is None or e is None:
             assert (g if e is None else e) is None or not (g if e is None else e).any()
             continue
-        torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
+        torch.testing.assert_close(g, e, equal_nan=True, **tolerance(info, torch.float64))
     return True
 
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 import transformers
-from tiny_gpt2 import tiny_gpt2_config
+from support.tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.tags import Tag

@@ -7,7 +7,7 @@ no bias gradient's sum is a stretch of its own."""
 from __future__ import annotations
 
 import torch
-from test_models import GPT  # tests/ is on sys.path
+from support.models import GPT
 
 import thunder
 from thunder.core.tags import Tag

@@ -10,8 +10,8 @@ import re
 
 import pytest
 import torch
-from opdb import OPS, Maker  # tests/ is on sys.path
-from test_ops import _split_tensors
+from support.compare import split_tensors
+from support.opdb import OPS, Maker
 from torch import nn
 
 import thunder
@@ -524,7 +524,7 @@ def _write_after(info, rebuild, which):
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("info, which", list(_op_cases()))
 def test_ops_raise_at_backward_exactly_when_eager_does(info, which):
-    tensors, rebuild = _split_tensors(info.samples(Maker(torch.float64))[0])
+    tensors, rebuild = split_tensors(info.samples(Maker(torch.float64))[0])
     if not any(t.is_floating_point() for t in tensors):
         pytest.skip("no floating input")
     fn = _write_after(info, rebuild, which)
@@ -627,7 +627,7 @@ def _inplace_cases():
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("info, method, later", list(_inplace_cases()))
 def test_inplace_ops_raise_at_backward_exactly_when_eager_does(info, method, later):
-    tensors, rebuild = _split_tensors(info.samples(Maker(torch.float64))[0])
+    tensors, rebuild = split_tensors(info.samples(Maker(torch.float64))[0])
     if not tensors or not tensors[0].is_floating_point():
         pytest.skip("the written tensor is not floating")
 

@@ -8,29 +8,12 @@ import threading
 
 import pytest
 import torch
+from support.checks import no_proxies
 
 import thunder
 from thunder.core.errors import UnsupportedValueError
 from thunder.core.printing import class_name
-from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
-
-
-def _no_proxies(obj, seen=None) -> bool:
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return True
-    seen.add(id(obj))
-    if isinstance(obj, TensorProxy) or type(obj).__module__.startswith("thunder"):
-        return False
-    if isinstance(obj, torch.Tensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return all(_no_proxies(x, seen) for x in obj)
-    if isinstance(obj, dict):
-        return all(_no_proxies(x, seen) for x in obj.values())
-    d = getattr(obj, "__dict__", None)
-    return d is None or all(_no_proxies(x, seen) for x in d.values())
 
 
 def _verify_all(jfn):
@@ -100,7 +83,7 @@ def test_objects_made_inside_are_rebuilt_without_init():
     for layer, ref in zip(cache.layers, expected.layers):
         assert list(vars(layer)) == list(vars(ref)) and layer.ready
         torch.testing.assert_close(layer.keys, ref.keys)
-    assert _no_proxies(cache)
+    assert no_proxies(cache)
     assert str(thunder.last_epilogue_traces(jfn)[-1]) == EPILOGUE.format(
         layer=class_name(Layer), cache=class_name(Cache)
     )
@@ -149,7 +132,7 @@ def test_slots_cycles_and_shared_references_are_kept():
     assert type(root.slotted).__slots__ == ("a", "b", "unset") and root.slotted.b == "b"
     torch.testing.assert_close(root.slotted.a, ref.slotted.a)
     assert not hasattr(root.slotted, "unset")
-    assert _no_proxies(root)
+    assert no_proxies(root)
     epi = str(thunder.last_epilogue_traces(jfn)[-1])
     assert "pythonex.object_setattr(" in epi  # the cycle's back reference, set once both exist
     _verify_all(jfn)
@@ -181,7 +164,7 @@ def test_bound_methods_and_input_objects_inside_made_objects():
     m = thunder.jit(f)(box, torch.ones(2))
     assert m.box is box and box.made is m
     assert m.scale.__self__ is m and torch.equal(m.scale(), torch.full((2,), 4.0))
-    assert _no_proxies(m)
+    assert no_proxies(m)
 
 
 def test_what_cannot_be_rebuilt_is_a_clear_error_with_the_line_that_made_it():

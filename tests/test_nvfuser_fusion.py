@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_models import MLP, Block
+from support.models import MLP, Block
 
 import thunder
 from thunder.core.tags import Tag

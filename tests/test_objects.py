@@ -12,34 +12,16 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from support.checks import no_proxies
 
 import thunder
 from thunder.core.errors import DataDependentError, UnsupportedOpError, UnsupportedValueError
-from thunder.core.proxies import TensorProxy
 from thunder.core.verify import verify
 
 
 def _verify_all(jfn):
     for t in thunder.last_traces(jfn) + thunder.last_prologue_traces(jfn) + thunder.last_epilogue_traces(jfn):
         verify(t)
-
-
-def _no_proxies(obj, seen=None):
-    """No proxy anywhere in ``obj``'s attributes and containers."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return True
-    seen.add(id(obj))
-    if isinstance(obj, TensorProxy) or type(obj).__module__.startswith("thunder"):
-        return False
-    if isinstance(obj, torch.Tensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return all(_no_proxies(x, seen) for x in obj)
-    if isinstance(obj, dict):
-        return all(_no_proxies(x, seen) for x in obj.values())
-    d = getattr(obj, "__dict__", None)
-    return d is None or all(_no_proxies(x, seen) for x in d.values())
 
 
 class KVCache:
@@ -342,7 +324,7 @@ def test_module_attribute_and_buffer_writes_in_forward():
         torch.testing.assert_close(m.running, me.running)
         torch.testing.assert_close(m.last, me.last)
         assert "running" in m._buffers and type(m.running) is torch.Tensor
-        assert _no_proxies(m)
+        assert no_proxies(m)
     epi = str(thunder.last_epilogue_traces(jm)[-1])
     assert "pythonex.python_setattr(module, 'running', running)" in epi
     assert "pythonex.python_setattr(module, 'last', last)" in epi
@@ -376,7 +358,7 @@ def test_module_lists_and_dicts_changed_in_place_in_forward():
         assert m.seen == me.seen
         assert list(m.cache) == ["cpu"] and type(m.cache["cpu"]) is torch.Tensor
         torch.testing.assert_close(m.cache["cpu"], me.cache["cpu"])
-        assert _no_proxies(m)
+        assert no_proxies(m)
     m.cache.clear()  # the user empties the cache: an entry that fills it again
     me.cache.clear()
     with torch.no_grad():
@@ -480,7 +462,7 @@ def test_module_argument_state_is_swapped_and_written_back():
     x = torch.randn(2, 3)
     jfn = thunder.jit(f)
     torch.testing.assert_close(jfn(m, x), m.lin(x) * 2)
-    assert m.seen == 1 and _no_proxies(m)
+    assert m.seen == 1 and no_proxies(m)
     assert "t_model_lin_weight = m_model_lin._parameters['weight']" in str(
         thunder.last_prologue_traces(jfn)[-1]
     )
@@ -505,7 +487,7 @@ def _assert_unchanged(box, snap):
     assert vars(box).keys() == attrs.keys()
     assert all(vars(box)[k] is v for k, v in attrs.items())
     assert torch.equal(box.t, t) and box.items == items
-    assert _no_proxies(box)
+    assert no_proxies(box)
 
 
 def test_unsupported_op_after_setattr_leaves_the_object_as_it_was():
@@ -565,7 +547,7 @@ def test_failed_module_forward_restores_the_module():
     b = m.b
     with pytest.raises(UnsupportedOpError):
         thunder.jit(m)(torch.ones(2))
-    assert m.n == 0 and m.b is b and "tmp" not in vars(m) and _no_proxies(m)
+    assert m.n == 0 and m.b is b and "tmp" not in vars(m) and no_proxies(m)
 
 
 def test_wrapped_inputs_cannot_be_copied_while_traced():

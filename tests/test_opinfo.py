@@ -1,4 +1,4 @@
-"""PyTorch's OpInfo samples through ``thunder.jit``, against eager (``tests/opinfo_map.py``).
+"""PyTorch's OpInfo samples through ``thunder.jit``, against eager (``tests/support/opinfo_map.py``).
 
 For every OpInfo entry that has a thunder op, each sample (CPU, float64, requiring grad) is
 run compiled and eagerly: the forward values and their strides, which outputs require grad, the gradients
@@ -19,7 +19,7 @@ import os
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from opinfo_map import RANDOM, declared, entry_id, layout, op_db, thunder_op  # tests/ is on sys.path
+from support.opinfo_map import RANDOM, declared, entry_id, layout, op_db, thunder_op
 
 import thunder
 

@@ -1,4 +1,4 @@
-"""Every torch-language op against eager PyTorch, from the op database (``tests/opdb.py``).
+"""Every torch-language op against eager PyTorch, from the op database (``tests/support/opdb/``).
 
 For each entry, dtype and sample: ``thunder.jit`` of the torch call equals eager; the traces
 pass ``verify``; the ltorch symbol is in the first trace; and the decomposition alone (the
@@ -15,49 +15,17 @@ import types
 
 import pytest
 import torch
-from opdb import OPS, Maker, OpInfo, S  # tests/ is on sys.path
+from support.compare import compare, grads_of, split_tensors, tolerance
+from support.opdb import OPS, Maker, OpInfo, S
 
 import thunder
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import tree_flatten
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.verify import verify
 from thunder.executors import pythonex, torchex
 from thunder.executors.claim import claim
 from thunder.ops.langs import all_symbols
-
-TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-7, 1e-7), torch.bfloat16: (1e-2, 1.6e-2)}
-
-
-def _tol(info: OpInfo, dtype) -> dict:
-    atol, rtol = (info.tol or {}).get(dtype) or TOL.get(dtype, (0, 0))
-    return {"atol": atol, "rtol": rtol}
-
-
-def _split_tensors(sample: S):
-    """(tensors, rebuild): the sample's tensors become jit inputs; the rest stays constant."""
-    leaves, spec = tree_flatten((sample.args, sample.kwargs))
-    pos = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
-
-    def rebuild(tensors):
-        filled = list(leaves)
-        for i, t in zip(pos, tensors):
-            filled[i] = t
-        return tree_unflatten(filled, spec)
-
-    return [leaves[i] for i in pos], rebuild
-
-
-def _compare(info: OpInfo, dtype, sample: S, got, expected, what: str) -> None:
-    if info.values:
-        torch.testing.assert_close(
-            got, expected, equal_nan=True, **_tol(info, dtype), msg=lambda m: f"{what}: {m}"
-        )
-        return
-    for g, e in zip(tree_flatten(got)[0], tree_flatten(expected)[0]):
-        assert (g.shape, g.dtype, g.device) == (e.shape, e.dtype, e.device), what
-    if info.check is not None:
-        assert info.check(got, sample), f"{what}: the values fail the op's check"
 
 
 def _walk(bsyms):
@@ -91,7 +59,7 @@ def _run_decomposition(jfn, tensors):
 
 
 def _check_sample(info: OpInfo, fn, dtype, sample: S, *, decomposition: bool = True) -> None:
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
     what = f"{info.id} {dtype} {sample}"
 
     def call(*ts):
@@ -102,7 +70,7 @@ def _check_sample(info: OpInfo, fn, dtype, sample: S, *, decomposition: bool = T
     got = jfn(*tensors)
     args, kwargs = rebuild([t.clone() for t in tensors])
     expected = (info.ref or fn)(*args, **kwargs)
-    _compare(info, dtype, sample, got, expected, what)
+    compare(info, dtype, sample, got, expected, what)
     traces = thunder.last_traces(jfn)
     for t in traces:
         verify(t)
@@ -114,12 +82,12 @@ def _check_sample(info: OpInfo, fn, dtype, sample: S, *, decomposition: bool = T
             f"{what}: ltorch.{info.name} is not in the trace:\n{first}"
         )
     if decomposition:
-        _compare(info, dtype, sample, _run_decomposition(jfn, tensors), expected, f"{what} (decomposition)")
+        compare(info, dtype, sample, _run_decomposition(jfn, tensors), expected, f"{what} (decomposition)")
 
 
 def _on(sample: S, device: str) -> S:
     """The sample with every tensor moved to ``device``."""
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
     args, kwargs = rebuild([t.to(device) for t in tensors])
     return S(args, kwargs)
 
@@ -150,7 +118,7 @@ def test_op_cuda(info: OpInfo):
 def test_every_ltorch_symbol_has_an_op_database_entry():
     covered = {o.name for o in OPS}
     missing = sorted(s.name for s in all_symbols() if s.name not in covered)
-    assert not missing, f"ltorch ops without an entry in tests/opdb.py: {missing}"
+    assert not missing, f"ltorch ops without an entry in tests/support/opdb/: {missing}"
 
 
 def test_op_database_names_real_symbols():
@@ -182,18 +150,6 @@ def test_getitem_with_a_bool_mask_is_a_clear_error():
         jfn(torch.randn(3, 4))
 
 
-def _grads(fn, tensors, rebuild, cotangent_seed: int):
-    leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in tensors]
-    args, kwargs = rebuild(leaves)
-    out = [o for o in tree_flatten(fn(*args, **kwargs))[0] if isinstance(o, torch.Tensor) and o.requires_grad]
-    if not out:
-        return None
-    gen = torch.Generator().manual_seed(cotangent_seed)
-    total = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in out)
-    total.backward()
-    return [t.grad for t in leaves if t.requires_grad]
-
-
 @pytest.mark.filterwarnings("ignore:size_average and reduce args")
 @pytest.mark.parametrize(
     "info", [o for o in OPS if torch.float64 in o.dtypes and o.values], ids=lambda o: o.id
@@ -204,7 +160,7 @@ def test_op_grad(info: OpInfo):
     if info.cuda:
         pytest.skip("needs CUDA")
     sample = info.samples(Maker(torch.float64))[0]
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
 
     def call(*ts):
         args, kwargs = rebuild(ts)
@@ -215,21 +171,21 @@ def test_op_grad(info: OpInfo):
         assert torch.autograd.gradcheck(thunder.jit(call), tuple(leaves))
         return
     try:
-        expected = _grads(info.ref or info.op, tensors, rebuild, 0)
+        expected = grads_of(info.ref or info.op, tensors, rebuild, 0)
     except (RuntimeError, NotImplementedError) as e:  # eager cannot differentiate this sample
         pytest.skip(f"eager autograd refuses: {e}")
     if expected is None or all(g is None for g in expected):
         pytest.skip("not differentiable")
-    got = _grads(lambda *a, **k: thunder.jit(call)(*_split_tensors(S(a, k))[0]), tensors, rebuild, 0)
+    got = grads_of(lambda *a, **k: thunder.jit(call)(*split_tensors(S(a, k))[0]), tensors, rebuild, 0)
 
     def decomposed(*a, **k):
-        ts = _split_tensors(S(a, k))[0]
+        ts = split_tensors(S(a, k))[0]
         jfn = thunder.jit(call)
         jfn(*ts)
         return _run_decomposition(jfn, ts)
 
     # the prims alone (what a backward built from per-prim rules differentiates) agree too
-    got_prims = _grads(decomposed, tensors, rebuild, 0)
+    got_prims = grads_of(decomposed, tensors, rebuild, 0)
     checked = (("compiled", got),) + ((("decomposition", got_prims),) if not info.rule_only_grad else ())
     for what, grads in checked:
         for g, e in zip(grads or [None] * len(expected), expected):
@@ -238,7 +194,7 @@ def test_op_grad(info: OpInfo):
             e = torch.zeros_like(g) if e is None and g is not None else e
             if g is not None:
                 torch.testing.assert_close(
-                    g, e, equal_nan=True, **_tol(info, torch.float64), msg=lambda m, w=what: f"{w}: {m}"
+                    g, e, equal_nan=True, **tolerance(info, torch.float64), msg=lambda m, w=what: f"{w}: {m}"
                 )
 
 
@@ -285,10 +241,10 @@ def test_ops_take_their_operands_by_keyword():
         if info.cuda or not info.values or info.ref is not None:  # (a ref: eager's op differs)
             continue
         sample = info.samples(Maker(info.dtypes[0], "cpu"))[0]
-        tensors, rebuild = _split_tensors(sample)
+        tensors, rebuild = split_tensors(sample)
         for pos, kw in _keyword_forms(info.op, sample.args, sample.kwargs):
             call_form = S(pos, kw)
-            ts, rb = _split_tensors(call_form)
+            ts, rb = split_tensors(call_form)
             try:
                 a, k = rb([t.clone() for t in ts])
                 expected = info.op(*a, **k)
@@ -300,7 +256,7 @@ def test_ops_take_their_operands_by_keyword():
                 return op(*a, **k)
 
             got = thunder.jit(call)(*[t.clone() for t in ts])
-            _compare(info, info.dtypes[0], call_form, got, expected, f"{info.id} by keyword {sorted(kw)}")
+            compare(info, info.dtypes[0], call_form, got, expected, f"{info.id} by keyword {sorted(kw)}")
             checked.append(info.id)
             break
     assert len(checked) > 150, checked
@@ -333,7 +289,7 @@ def _elementwise_nan_samples():
         sample = info.samples(
             Maker(torch.float32 if torch.float32 in info.dtypes else info.dtypes[0], "cpu")
         )[0]
-        tensors, rebuild = _split_tensors(sample)
+        tensors, rebuild = split_tensors(sample)
         out.append((info, [_with_nan_and_inf(t) for t in tensors], rebuild))
     return out
 
@@ -381,5 +337,9 @@ def test_elementwise_ops_keep_nan_and_inf(executor):
             assert not torch.equal(g.isnan(), expected.isnan()), f"{info.id} no longer differs: undeclare it"
             continue
         torch.testing.assert_close(
-            g, expected, equal_nan=True, **_tol(info, torch.float32), msg=lambda m, i=info: f"{i.id}: {m}"
+            g,
+            expected,
+            equal_nan=True,
+            **tolerance(info, torch.float32),
+            msg=lambda m, i=info: f"{i.id}: {m}",
         )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from opdb import OPS, Maker, S  # tests/ is on sys.path
-from test_ops import _grads, _split_tensors, _tol
+from support.compare import grads_of, split_tensors, tolerance
+from support.opdb import OPS, Maker, S
 
 import thunder
 from thunder.core.pytree import tree_flatten, tree_unflatten
@@ -197,7 +197,7 @@ def _check_op(info) -> list[str]:
     """Gradients of ``info``'s op followed by ``sin``, every prim fused (and so every output
     the fused backward can recompute recomputed), equal eager's; the values recomputed."""
     sample = info.samples(Maker(torch.float64))[0]
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
     op = _then_sin(info.op)
 
     def call(*ts):
@@ -205,18 +205,18 @@ def _check_op(info) -> list[str]:
         return op(*args, **kwargs)
 
     try:
-        expected = _grads(_then_sin(info.ref or info.op), tensors, rebuild, 0)
+        expected = grads_of(_then_sin(info.ref or info.op), tensors, rebuild, 0)
     except (RuntimeError, NotImplementedError) as e:
         pytest.skip(f"eager autograd refuses: {e}")
     if expected is None or all(g is None for g in expected):
         pytest.skip("not differentiable")
     jfn = thunder.jit(call, executors=[FusesAll()])
-    got = _grads(lambda *a, **k: jfn(*_split_tensors(S(a, k))[0]), tensors, rebuild, 0)
+    got = grads_of(lambda *a, **k: jfn(*split_tensors(S(a, k))[0]), tensors, rebuild, 0)
     for g, e in zip(got or [None] * len(expected), expected):
         g = torch.zeros_like(e) if g is None and e is not None else g
         e = torch.zeros_like(g) if e is None and g is not None else e
         if g is not None:
-            torch.testing.assert_close(g, e, equal_nan=True, **_tol(info, torch.float64))
+            torch.testing.assert_close(g, e, equal_nan=True, **tolerance(info, torch.float64))
     for t in thunder.last_traces(jfn) + thunder.last_backward_traces(jfn):
         verify(t)
     return thunder.last_traces(jfn)[-1].info.rematerialized

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from test_models import GPT  # tests/ is on sys.path
+from support.models import GPT
 from torch import nn
 
 import thunder

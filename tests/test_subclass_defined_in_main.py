@@ -7,7 +7,7 @@ import sys
 import types
 
 import torch
-from subclass_examples import ScaleTensor, scale_tensor
+from support.subclasses import ScaleTensor, scale_tensor
 
 import thunder
 

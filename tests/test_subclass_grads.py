@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from subclass_examples import DequantizingTensor, ScaleTensor, scale_tensor  # tests/ is on sys.path
+from support.subclasses import DequantizingTensor, ScaleTensor, scale_tensor
 from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder

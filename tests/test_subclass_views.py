@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from subclass_examples import scale_tensor  # tests/ is on sys.path
-from test_subclass_inplace import assert_no_proxy, assert_same, check, copy, two
+from support.subclass_checks import assert_no_proxy, assert_same, check, copy, two
+from support.subclasses import scale_tensor
 from torch.testing._internal.two_tensor import TwoTensor
 
 import thunder

@@ -1,7 +1,7 @@
 """Tensor wrapper subclasses (seed 002): subclass inputs and outputs, ``__torch_dispatch__``
 resolved at trace time, the flattening pass, and clear errors for what is not supported.
 
-The subclasses: ``ScaleTensor`` (tests/subclass_examples.py: data and a scale) and torch's
+The subclasses: ``ScaleTensor`` (tests/support/subclasses.py: data and a scale) and torch's
 ``TwoTensor`` (two inner tensors, every op applied to both).
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from subclass_examples import (
+from support.subclass_checks import assert_flat, walk
+from support.subclasses import (
     BranchyTensor,
     DequantizingTensor,
     I0Tensor,
@@ -57,21 +58,6 @@ def assert_same(got, expected) -> None:
             assert_same(g, e)
     else:
         torch.testing.assert_close(got, expected)
-
-
-def _walk(bsyms):
-    for b in bsyms:
-        yield b
-        yield from _walk(b.subsymbols)
-
-
-def assert_flat(trace) -> None:
-    """No subclass value or subclass op anywhere in ``trace``."""
-    for b in _walk(trace.bound_symbols):
-        assert not b.has_tag(Tag.TENSOR_SUBCLASS), f"a subclass op is left: {b.sym.id}"
-        for p in proxies_in((b.args, b.kwargs, b.output)):
-            assert not isinstance(p, SubclassProxy), f"{b.sym.id} still uses the subclass value {p.name}"
-    assert not any(isinstance(p, SubclassProxy) for p in proxies_in((trace.args, trace.output)))
 
 
 def check(fn, *args):
@@ -367,7 +353,7 @@ def _at_boundary(b) -> bool:
 def assert_flat_inside(trace) -> None:
     """No subclass op; subclass values only where autograd hands instances over: flattened at
     the start of the trace, rebuilt at its end."""
-    for b in _walk(trace.bound_symbols):
+    for b in walk(trace.bound_symbols):
         assert not b.has_tag(Tag.TENSOR_SUBCLASS), f"a subclass op is left: {b.sym.id}"
         if not _at_boundary(b):
             for p in proxies_in((b.args, b.kwargs, b.output)):
@@ -629,7 +615,7 @@ def test_a_dispatch_calling_an_aten_op_thunder_lacks_is_a_clear_error():
     assert "I0Tensor.__torch_dispatch__ calls aten.i0.default" in msg
     assert "thunder/ops/aten/" in msg and "tests/aten_opdb.py" in msg  # where ops are added
     assert "test_subclasses.py" in msg and "x.cos()" in msg  # the user's line
-    assert "subclass_examples.py" in msg and "torch.ops.aten.i0.default(x)" in msg  # the subclass's
+    assert "support/subclasses.py" in msg and "torch.ops.aten.i0.default(x)" in msg  # the subclass's
 
 
 def test_a_dispatch_with_data_dependent_control_flow_is_a_clear_error():

@@ -15,9 +15,9 @@ import warnings
 
 import pytest
 import torch
-from opdb import OPS, Maker  # tests/ is on sys.path
-from test_models import GPT, MLP, Block
-from tiny_gpt2 import tiny_gpt2_config
+from support.models import GPT, MLP, Block
+from support.opdb import OPS, Maker
+from support.tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.proxies import TensorProxy
@@ -530,10 +530,10 @@ if os.environ.get("THUNDER_EVERY_OP") != "1":
 def test_op_database_through_torchcompile(info):
     """Each op (float32, first sample) with the torch.compile executor equals eager; even
     alone (its regions of one op are compiled here, not left to torch)."""
-    from test_ops import _compare, _split_tensors
+    from support.compare import compare, split_tensors
 
     sample = info.samples(Maker(torch.float32))[0]
-    tensors, rebuild = _split_tensors(sample)
+    tensors, rebuild = split_tensors(sample)
 
     def fn(*ts):
         args, kwargs = rebuild(ts)
@@ -543,7 +543,7 @@ def test_op_database_through_torchcompile(info):
     expected = (info.ref or info.op)(*sample.args, **sample.kwargs)
     torch.manual_seed(0)
     jfn = thunder.jit(fn, executors=[EveryRegion("torchcompile")])
-    _compare(info, torch.float32, sample, jfn(*tensors), expected, f"{info.id} through torchcompile")
+    compare(info, torch.float32, sample, jfn(*tensors), expected, f"{info.id} through torchcompile")
     _verify(jfn)
 
 
@@ -555,7 +555,7 @@ class EveryRegion(TorchCompileExecutor):
 
 
 def test_a_library_operator_stays_outside_and_independent_work_joins_across_it():
-    from test_custom_ops import scaled_rows
+    from support.custom_ops import scaled_rows
 
     def fn(x, s):
         a = x.sin() * 2

@@ -10,10 +10,9 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from test_grad import assert_not_recorded_by_torch
-from test_models import GPT, MLP, Block, SmallCNN
-from test_objects import _no_proxies
-from tiny_gpt2 import tiny_gpt2_config
+from support.checks import assert_not_recorded_by_torch, no_proxies
+from support.models import GPT, MLP, Block, SmallCNN
+from support.tiny_gpt2 import tiny_gpt2_config
 
 import thunder
 from thunder.core.verify import verify
@@ -242,7 +241,7 @@ def test_gpt2_with_eager_attention_trains_over_calls_that_change_state_and_recor
     assert len(records) == len(ref_records) == 4
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
-    assert _no_proxies(model) and _no_proxies(records)
+    assert no_proxies(model) and no_proxies(records)
     assert all(type(r) is torch.Tensor for r in records)
     forwards = [str(t) for t in thunder.last_traces(jm)]
     assert any("torchex.batched_matmul" in t for t in forwards)

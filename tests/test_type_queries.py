@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 import torch
-from subclass_examples import ScaleTensor, scale_tensor  # tests/ is on sys.path
+from support.subclasses import ScaleTensor, scale_tensor
 
 import thunder
 

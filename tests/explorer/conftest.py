@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from explorer_builders import sin_container, small_fn, tagged_passes
+from support.explorer_builders import sin_container, small_fn, tagged_passes
 
 import thunder
 

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 import torch
-from explorer_builders import hand_trace
-from subclass_examples import scale_tensor
+from support.explorer_builders import hand_trace
+from support.subclasses import scale_tensor
 
 import explorer.views.graph as graph
 import thunder

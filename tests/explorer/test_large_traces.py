@@ -10,7 +10,7 @@ import re
 
 import pytest
 import torch
-from explorer_builders import Stack, many_ops
+from support.explorer_builders import Stack, many_ops
 
 import thunder
 from explorer.model.compilation import model_of

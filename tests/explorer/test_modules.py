@@ -9,8 +9,8 @@ import re
 
 import pytest
 import torch
-from explorer_builders import many_ops, tiny_llama
-from test_models import GPT
+from support.explorer_builders import many_ops, tiny_llama
+from support.models import GPT
 
 import thunder
 from explorer.model.compilation import model_of

@@ -8,8 +8,8 @@ import re
 
 import pytest
 import torch
-from explorer_builders import _sym
-from test_models import GPT, MLP
+from support.explorer_builders import make_symbol
+from support.models import GPT, MLP
 
 import explorer
 import thunder
@@ -250,19 +250,23 @@ def _fused_pair() -> TraceModel:
     x = fw.tensor((2,), torch.float32, "cpu", name="x")
     t0 = fw.tensor((2,), torch.float32, "cpu")
     t1 = fw.tensor((2,), torch.float32, "cpu")
-    sin = BoundSymbol(_sym("sin", "torch"), (x,), {}, t0, tags=frozenset({Tag.SAVED_FOR_BACKWARD}))
-    exp = BoundSymbol(_sym("exp", "torch"), (t0,), {}, t1)
+    sin = BoundSymbol(make_symbol("sin", "torch"), (x,), {}, t0, tags=frozenset({Tag.SAVED_FOR_BACKWARD}))
+    exp = BoundSymbol(make_symbol("exp", "torch"), (t0,), {}, t1)
     fw.args, fw.output, fw.bound_symbols = [x], ((t1,), (x, t0)), [sin, exp]
     fw.info.saved_for_backward = ["x", "t0"]
     bw = Trace("backward")
     g = bw.tensor((2,), torch.float32, "cpu", name="g_t1")
     t2, t3, t4 = (bw.tensor((2,), torch.float32, "cpu", name=f"t{i}") for i in (2, 3, 4))
     parts = [
-        BoundSymbol(_sym("exp", "torch"), (t0,), {}, t2, info=BoundSymbolInfo(differentiates=("t1",))),
-        BoundSymbol(_sym("mul", "torch"), (g, t2), {}, t3, info=BoundSymbolInfo(differentiates=("t1",))),
-        BoundSymbol(_sym("cos", "torch"), (x,), {}, t4, info=BoundSymbolInfo(differentiates=("t0",))),
+        BoundSymbol(make_symbol("exp", "torch"), (t0,), {}, t2, info=BoundSymbolInfo(differentiates=("t1",))),
+        BoundSymbol(
+            make_symbol("mul", "torch"), (g, t2), {}, t3, info=BoundSymbolInfo(differentiates=("t1",))
+        ),
+        BoundSymbol(make_symbol("cos", "torch"), (x,), {}, t4, info=BoundSymbolInfo(differentiates=("t0",))),
     ]
-    fusion = BoundSymbol(_sym("fusion0", "torchcompile", tags=(Tag.FUSION,)), (x, t0, g), {}, (t3, t4), parts)
+    fusion = BoundSymbol(
+        make_symbol("fusion0", "torchcompile", tags=(Tag.FUSION,)), (x, t0, g), {}, (t3, t4), parts
+    )
     bw.args, bw.output, bw.bound_symbols = [x, t0, g], (t4,), [fusion]
     bw.info.saved_for_backward = ["x", "t0"]
     return TraceModel.from_traces({"computation": [fw], "backward": [bw]})

@@ -6,14 +6,14 @@ import random
 import re
 
 import pytest
-from explorer_builders import _sym, hand_trace
+from support.explorer_builders import hand_trace, make_symbol
 
 from explorer.model.traces import TraceModel
 from explorer.views.text import diff_text, source_diff
 from thunder.core.symbol import BoundSymbol
 
-TWICE = _sym("twice", "test")
-MARK = _sym("mark", "test")
+TWICE = make_symbol("twice", "test")
+MARK = make_symbol("mark", "test")
 
 
 def _body(trace) -> list[str]:

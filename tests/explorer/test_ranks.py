@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import torch
-from explorer_builders import small_fn
+from support.explorer_builders import small_fn
 
 import explorer
 import thunder
@@ -25,8 +25,8 @@ from explorer.views.graph import graph_dot
 from explorer.views.html import model_html
 from explorer.views.ranks import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
 
-WORKER = pathlib.Path(__file__).with_name("rank_worker.py")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "support" / "rank_worker.py"
 
 
 def _free_port() -> int:

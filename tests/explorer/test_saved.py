@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from explorer_builders import Stack, small_fn, tagged_passes
+from support.explorer_builders import Stack, small_fn, tagged_passes
 
 import thunder
 from explorer.measure.runner import measure

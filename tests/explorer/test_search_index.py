@@ -6,7 +6,7 @@ import os
 
 import pytest
 import torch
-from explorer_builders import many_ops
+from support.explorer_builders import many_ops
 
 import thunder
 from explorer.model import search_index

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import torch
-from explorer_builders import _sym, hand_trace
+from support.explorer_builders import hand_trace, make_symbol
 
 import thunder
 from explorer.model.compilation import model_of
@@ -153,7 +153,7 @@ def test_details_list_a_few_hundred_inputs():
     xs = [t.tensor((2,), torch.float32, "cpu") for _ in range(LISTED_PROXIES + 5)]
     t.args = xs
     out = t.tensor((2,), torch.float32, "cpu")
-    t.bound_symbols = [BoundSymbol(_sym("fused", "test"), tuple(xs), {}, out)]
+    t.bound_symbols = [BoundSymbol(make_symbol("fused", "test"), tuple(xs), {}, out)]
     t.output = out
     s = TraceModel.from_trace(t).series["computation"]
     html = details_html(s.final.nodes[0], s)

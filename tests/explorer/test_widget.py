@@ -6,7 +6,7 @@ import re
 
 import pytest
 import torch
-from explorer_builders import SMALL_FN_LINE
+from support.explorer_builders import SMALL_FN_LINE
 
 import explorer
 from explorer.model.compilation import model_of

@@ -2,7 +2,7 @@
 times its lines and saves its rank with ``explorer.save_rank``; next to that file it writes
 what its own (live) model renders, for the test to compare the loaded model's views with.
 
-    python rank_worker.py RANK WORLD_SIZE PORT FOLDER
+    python tests/support/rank_worker.py RANK WORLD_SIZE PORT FOLDER
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Run by ``make check-nvfuser`` in its own Python 3.12 venv (torch 2.10 + nvFuser)
 ``pytest`` (the file name keeps it out of collection). It traces on CPU tensors: a fusion
 definition needs no device. Traced:
 
-- every op of the op database (``opdb.py``), first sample, every dtype the op lists;
-- the 4-layer MLP, the GPT-style block and the small GPT of ``test_models.py``, forward, and
+- every op of the op database (``tests/support/opdb/``), first sample, every dtype the op lists;
+- the 4-layer MLP, the GPT-style block and the small GPT of ``tests/support/models.py``, forward, and
   their backward traces whenever thunder makes them (``model_cases``: nothing else to add
   for backward), and a long chain of ops; compiled with nvFuser's previewing executor, so
   that the backward recomputes what it would with nvFuser on CUDA (``transforms/remat.py``).
@@ -17,7 +17,7 @@ checks reshapes and broadcasts), from the printed repro (which must define the i
 fusion), and the whole repro must compile. Input descriptors are compared with nvFuser's own
 ``compute_tensor_descriptor``. Exits 1 on any definition nvFuser rejects or disagrees with.
 
-    python tests/nvfuser_check.py [--api nvfuser_direct|nvfuser] [--op NAME ...] [-v]
+    python tests/support/nvfuser_check.py [--api nvfuser_direct|nvfuser] [--op NAME ...] [-v]
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # opdb, test_models
+sys.path.insert(
+    0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)  # tests/: support.opdb, support.models
 
 import torch  # noqa: E402
 
@@ -95,7 +97,7 @@ def _split_tensors(args, kwargs):
 
 
 def op_cases(names: set[str] | None, errors: list):
-    from opdb import OPS, Maker
+    from support.opdb import OPS, Maker
 
     for info in OPS:
         if info.cuda or (names and info.name not in names and info.id not in names):
@@ -125,7 +127,7 @@ def _chain(x):
 def model_cases():
     """Forward traces, and backward traces whenever thunder makes them; and a chain long
     enough (12,000 definition calls in bfloat16) to pass the older module's default limit."""
-    from test_models import GPT, MLP, Block
+    from support.models import GPT, MLP, Block
 
     torch.manual_seed(0)
     for name, model, inputs in (

@@ -39,7 +39,7 @@ def many_ops(x, n: int):
     return x
 
 
-def _sym(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
+def make_symbol(name: str, module: str = "test", *, tags=(), executor=None, meta=None) -> Symbol:
     # not registered: these symbols exist only in hand-built traces
     return Symbol(name, module, meta=meta or (lambda *a, **k: None), tags=tags, executor=executor)
 
@@ -54,34 +54,41 @@ def tagged_passes() -> list[Trace]:
     t1 = t.tensor((2, 3), torch.float32, "cpu")
     a0 = t.tensor((2, 3), torch.float32, "cpu", name="a")
     flat = BoundSymbol(
-        _sym("flatten_tensor_subclass", "prims"),
+        make_symbol("flatten_tensor_subclass", "prims"),
         (x,),
         {},
         (a0,),
         tags=frozenset({Tag.FLATTEN_TENSOR_SUBCLASS}),
     )
-    aten = BoundSymbol(_sym("add", "aten"), (a0, 1), {}, t0)
+    aten = BoundSymbol(make_symbol("add", "aten"), (a0, 1), {}, t0)
     unflat = BoundSymbol(
-        _sym("unflatten_tensor_subclass", "prims"),
+        make_symbol("unflatten_tensor_subclass", "prims"),
         (t0,),
         {},
         t0,
         tags=frozenset({Tag.UNFLATTEN_TENSOR_SUBCLASS}),
     )
-    sub_add = BoundSymbol(_sym("MyTensorSubclass.torch.add", "ltorch"), (x, 1), {}, t0, [flat, aten, unflat])
-    mul = BoundSymbol(_sym("mul", "ltorch"), (t0, 2), {}, t1)
+    sub_add = BoundSymbol(
+        make_symbol("MyTensorSubclass.torch.add", "ltorch"), (x, 1), {}, t0, [flat, aten, unflat]
+    )
+    mul = BoundSymbol(make_symbol("mul", "ltorch"), (t0, 2), {}, t1)
     obj = AnyProxy("any0", MyContainer)
     new = BoundSymbol(
-        _sym("construct", "prims", tags=(Tag.DATACLASS_NEW,)), (MyContainer,), {"res": t1, "num": 1}, obj
+        make_symbol("construct", "prims", tags=(Tag.DATACLASS_NEW,)),
+        (MyContainer,),
+        {"res": t1, "num": 1},
+        obj,
     )
-    wb = BoundSymbol(_sym("python_setattr", "prims", tags=(Tag.WRITEBACK,)), (x, "cache", t1), {}, None)
+    wb = BoundSymbol(
+        make_symbol("python_setattr", "prims", tags=(Tag.WRITEBACK,)), (x, "cache", t1), {}, None
+    )
     t.bound_symbols = [sub_add, mul, new, wb]
     t.output = obj
 
     t2 = t.derive("fuse")
     t2.provenance = Provenance("fuse", 0.001)
     fusion = BoundSymbol(
-        _sym("nvFusion0", "nvfuser", executor="nvfuser", tags=(Tag.FUSION,)),
+        make_symbol("nvFusion0", "nvfuser", executor="nvfuser", tags=(Tag.FUSION,)),
         (x,),
         {},
         t1,

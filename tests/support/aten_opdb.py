@@ -2,13 +2,13 @@
 
 An entry names the symbol (``add.Tensor``), the ``torch.ops.aten`` overload user code calls
 (run under ``thunder.jit`` and eagerly as the reference), the dtypes to try and samples, as
-in ``tests/opdb.py`` (whose ``Maker`` and ``S`` it uses).
+in ``tests/support/opdb/`` (whose ``Maker`` and ``S`` it uses).
 """
 
 from __future__ import annotations
 
 import torch
-from opdb import FLOAT, INT, NUM, POS, UNIT, OpInfo, b8, binary, f32, f64, i64, one, s, unary
+from support.opdb import FLOAT, INT, NUM, POS, UNIT, OpInfo, b8, binary, f32, f64, i64, one, s, unary
 
 from thunder.ops import aten
 
