@@ -34,12 +34,12 @@ test: system $(STAMP)
 # Every op of the op database through the torch.compile executor (about 8 minutes; `make test`
 # takes every tenth op, and every elementwise op with NaN and inf).
 check-torchcompile: $(STAMP)
-	THUNDER_EVERY_OP=1 $(VPY) -m pytest -q tests/test_torchcompile.py -k op_database
+	THUNDER_EVERY_OP=1 $(VPY) -m pytest -q tests/executors/inductor/test_torchcompile.py -k op_database
 
 # Every sample of every PyTorch OpInfo entry that has a thunder op (forward, gradients, in-place
 # variants) against eager; `make test` takes the first two samples of each entry.
 check-opinfo: $(STAMP)
-	THUNDER_ALL_OPINFO=1 $(VPY) -m pytest -q tests/test_opinfo.py
+	THUNDER_ALL_OPINFO=1 $(VPY) -m pytest -q tests/ops/test_opinfo.py
 
 lint: $(STAMP)
 	$(VPY) -m ruff check thunder explorer tests bench

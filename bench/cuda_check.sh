@@ -19,16 +19,18 @@ print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
 from thunder.executors.nvfuser.executor import executor
 print("nvfuser:", executor.unavailable_reason() or "available")
 EOF
-timeout 150 $py -m pytest -q -p no:cacheprovider -p no:logging -rs tests/test_cuda.py tests/test_models.py \
+timeout 150 $py -m pytest -q -p no:cacheprovider -p no:logging -rs tests/runtime/test_cuda.py tests/models/test_models.py \
   2>&1 | tee "$out/cuda_tests.log"
 timeout 240 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda \
-  tests/test_nvfuser_fusion.py tests/test_nvfuser_translate.py tests/test_torchcompile.py \
+  tests/executors/nvfuser/test_nvfuser_fusion.py tests/executors/nvfuser/test_nvfuser_translate.py \
+  tests/executors/inductor/test_torchcompile.py \
   2>&1 | tee "$out/cuda_fusion_tests.log"
 timeout 240 $py bench/fusion.py --device cuda --number 20 --repeat 10 \
   --programs "GELU MLP" "layer norm" "softmax" "GPT block" 2>&1 | grep -v '^DEBUG' | tee "$out/fusion_cuda.log"
 timeout 60 $py bench/overhead.py --no-compile 2>&1 | tee "$out/overhead.log"
-timeout 300 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests/explorer tests/test_subclasses.py \
-  tests/test_collectives.py tests/test_ddp.py tests/test_fsdp.py \
+timeout 300 $py -m pytest -q -p no:cacheprovider -p no:logging -rs -m cuda tests/explorer \
+  tests/frontend/subclasses/test_subclasses.py tests/frontend/distributed/test_collectives.py \
+  tests/frontend/distributed/test_ddp.py tests/frontend/distributed/test_fsdp.py \
   2>&1 | tee "$out/cuda_explorer_tests.log"
 # notebook 06 on the device (needs nbclient and ipykernel; its outputs say which device ran it)
 timeout 180 $py - <<'PYEOF' 2>&1 | tee "$out/notebook06.log"

@@ -1,9 +1,14 @@
 """Shared test set-up: every trace a test makes is verified after every pass; the
 torch.compile executor compiles on the calling thread (so that a test's calls run Inductor's
 code, not the torch calls that run while a helper process compiles), except in the tests of
-compiling in the background (tests/test_torchcompile.py), which turn it on themselves; and
-with Inductor's Python wrapper, quicker to compile (tests/test_torchcompile.py, which the
-every-op run ``make check-torchcompile`` is, turns the C++ wrapper users get back on)."""
+compiling in the background (tests/executors/inductor/test_torchcompile.py), which turn it on
+themselves; and with Inductor's Python wrapper, quicker to compile
+(tests/executors/inductor/test_torchcompile.py, which the every-op run
+``make check-torchcompile`` is, turns the C++ wrapper users get back on).
+
+``tests/`` is on ``sys.path`` (``pythonpath`` in pyproject.toml): the helpers in
+``tests/support/`` are imported as ``support.models``, ``support.opdb``, ...; see
+tests/README.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The tutorial notebooks (``notebooks/``): run one top to bottom in a fresh kernel, list its
-errors, and strip what reads only with a kernel. ``tests/explorer/test_notebooks.py``
+errors, and strip what reads only with a kernel. ``tests/explorer/notebook/test_notebooks.py``
 runs them; this file, as a script, regenerates their committed outputs after changing a
 notebook or the explorer::
 

@@ -25,7 +25,7 @@ from explorer.views.graph import graph_dot
 from explorer.views.html import model_html
 from explorer.views.ranks import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]  # tests/explorer/measure/ -> the repository
 WORKER = ROOT / "tests" / "support" / "rank_worker.py"
 
 

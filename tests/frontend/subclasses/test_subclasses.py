@@ -585,7 +585,7 @@ def test_a_gradient_of_a_third_class_is_a_clear_error():
     out = thunder.jit(lambda x: x * 2)(x)
     cot = ScaleTensor(torch.randn(3, 3), torch.tensor(3.0)).requires_grad_()  # of the class: fine
     assert_same(torch.autograd.grad(out, x, cot, retain_graph=True)[0], torch.autograd.grad(x * 2, x, cot)[0])
-    # a plain gradient: a backward traced for it (tests/test_subclass_grads.py)
+    # a plain gradient: a backward traced for it (tests/frontend/subclasses/test_subclass_grads.py)
     assert_same(torch.autograd.grad(out, x, torch.ones(3, 3), retain_graph=True)[0], torch.full((3, 3), 2.0))
     with pytest.raises(CotangentMismatchError, match="expected a ScaleTensor, got TwoTensor"):
         torch.autograd.grad(out, x, TwoTensor(torch.ones(3, 3), torch.ones(3, 3)))
@@ -628,9 +628,9 @@ def test_a_dispatch_with_data_dependent_control_flow_is_a_clear_error():
 
 
 def test_in_place_ops_on_subclasses_run_as_in_eager():
-    """(More in tests/test_subclass_inplace.py.) ScaleTensor's dispatch computes an in-place op
-    on a temporary, so eager's ``x.add_(1)`` leaves ``x`` as it was and returns it; a write into
-    an inner tensor reaches the caller's object."""
+    """(More in tests/frontend/subclasses/test_subclass_inplace.py.) ScaleTensor's dispatch
+    computes an in-place op on a temporary, so eager's ``x.add_(1)`` leaves ``x`` as it was and
+    returns it; a write into an inner tensor reaches the caller's object."""
     x = scale_tensor(3)
     before = x._x.clone()
     assert thunder.jit(lambda x: x.add_(1))(x) is x

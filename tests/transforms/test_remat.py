@@ -4,8 +4,8 @@ its input and saved statistics) are not saved, and gradients stay eager's.
 
 A test-only fusion executor (``FusesAll``, or one that declines some prims) runs each region's
 torch program, so nothing is compiled here; the torch.compile executor's backward is checked
-against eager in ``test_torchcompile.py``. Without a fusion executor only cheap elementwise
-values are recomputed (``test_grad.py``).
+against eager in ``tests/executors/inductor/test_torchcompile.py``. Without a fusion executor
+only cheap elementwise values are recomputed (``test_grad.py``).
 """
 
 from __future__ import annotations

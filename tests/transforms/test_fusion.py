@@ -3,7 +3,7 @@ op outside them, and take exactly what crosses their boundary.
 
 A test-only fusion executor (``Fuses``) takes a chosen set of prims and runs each region's
 torch program, so structures can be forced without compiling anything; the torch.compile
-executor's regions are checked in ``test_torchcompile.py``.
+executor's regions are checked in ``tests/executors/inductor/test_torchcompile.py``.
 """
 
 from __future__ import annotations

@@ -431,7 +431,7 @@ _UNSUPPORTED_VIEW = "thunder refuses in-place writes into this view (not a versi
 _THUNDER_ONLY = (
     "a thunder op with no eager counterpart, called directly: eager runs it on real tensors, which "
     "fails, where the jitted call records it (its eager behaviour is checked through y.detach() writes "
-    "in tests/test_views_writes.py)"
+    "in tests/frontend/torch_calls/test_views_writes.py)"
 )
 _FOREACH_SAVES = (
     "eager's _foreach_* backward node saves every input, also the tensors whose gradient reads none"
