@@ -261,3 +261,26 @@ def test_folders_stay_small():
             counts[str(path.parent.relative_to(ROOT))] += 1
     large = {d: n for d, n in counts.items() if n > MAX_MODULES_PER_FOLDER and d not in LARGE_FOLDERS}
     assert not large, f"folders of more than {MAX_MODULES_PER_FOLDER} modules (make sub-folders): {large}"
+
+
+# Test folders with no source folder of the same path: helpers, whole models, the executor
+# registry's own tests (``tests/executors`` holds no module: see tests/README.md), the browser.
+NOT_MIRRORED = {"support", "support/opdb", "models", "executors/registry", "explorer/browser"}
+
+
+def test_tests_mirror_the_source():
+    tests = ROOT / "tests"
+    folders = {str(p.relative_to(tests)) for p in tests.rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    unmatched = []
+    for folder in sorted(folders - NOT_MIRRORED):
+        source = ROOT / folder if folder.startswith("explorer") else ROOT / "thunder" / folder
+        if not (source.is_dir() and any(source.glob("*.py"))):
+            unmatched.append(folder)
+    assert not unmatched, (
+        f"test folders with no source folder of their path (see tests/README.md): {unmatched}"
+    )
+    # and each package of the source with tests of its own has its folder
+    for package in ("core", "ops", "frontend", "transforms", "executors", "autograd", "runtime", "dynamo"):
+        assert (tests / package).is_dir(), package
+    for package in ("model", "measure", "views", "notebook"):
+        assert (tests / "explorer" / package).is_dir(), package

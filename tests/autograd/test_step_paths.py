@@ -125,3 +125,24 @@ def test_under_a_functorch_transform_the_function_applies_as_torch_does():
     jf(x, w).backward()
     with pytest.raises(RuntimeError, match="setup_context"):
         torch.func.grad(lambda w: jf(x, w))(w.detach())
+
+
+def test_a_program_with_nothing_to_differentiate_runs_without_no_grad():
+    """Called with grad mode on, a program none of whose tensors requires grad runs as its own
+    compiled code (no ``torch.no_grad()`` around it), and its results are eager's: no history."""
+    x = torch.randn(3)
+    jfn = thunder.jit(lambda x: x * 2 + 1)
+    for _ in range(2):
+        out = jfn(x)
+        assert torch.equal(out, x * 2 + 1) and not out.requires_grad and out.grad_fn is None
+    entry = thunder.compile_stats(jfn).entries[-1]
+    assert hasattr(entry.computation, "__thunder_program__")  # the trace's callable itself
+
+    # a value made inside that requires grad: autograd would record, so no_grad stays around it
+    def made(x):
+        w = torch.ones(3, requires_grad=True)
+        return (x * w).detach(), w.requires_grad
+
+    jmade = thunder.jit(made)
+    assert jmade(x)[1] is True and torch.equal(jmade(x)[0], made(x)[0])
+    assert not hasattr(thunder.compile_stats(jmade).entries[-1].computation, "__thunder_program__")

@@ -14,7 +14,7 @@ pass through the op, and a program that never calls backward, are unaffected, as
 
 Thunder's rules read what eager saves for most ops (an op-database test checks every op);
 the ops where they knowingly differ are listed, with the reason, in
-``tests/test_inplace_autograd.py`` (``KNOWN_DIFFERENCES``). Writes by the caller after the
+``tests/autograd/test_inplace_autograd.py`` (``KNOWN_DIFFERENCES``). Writes by the caller after the
 call are torch's own check of what the compiled function saved
 (``thunder/autograd/function.py``). One more known difference: the compiled backward is
 one node, run whole, so ``torch.autograd.grad(loss, inputs=[w])`` raises when an op whose

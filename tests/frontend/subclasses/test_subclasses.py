@@ -613,7 +613,7 @@ def test_a_dispatch_calling_an_aten_op_thunder_lacks_is_a_clear_error():
         jfn(I0Tensor(torch.rand(3)))
     msg = str(e.value)
     assert "I0Tensor.__torch_dispatch__ calls aten.i0.default" in msg
-    assert "thunder/ops/aten/" in msg and "tests/aten_opdb.py" in msg  # where ops are added
+    assert "thunder/ops/aten/" in msg and "tests/support/aten_opdb.py" in msg  # where ops are added
     assert "test_subclasses.py" in msg and "x.cos()" in msg  # the user's line
     assert "support/subclasses.py" in msg and "torch.ops.aten.i0.default(x)" in msg  # the subclass's
 

@@ -12,7 +12,7 @@ for most, the check's own first test word for word; for a class's attributes and
 function's defaults, the case where every value is the very object recorded. Where it is
 false the check runs as before (its own shortcut, then the full test and the error that
 names what differs). The printed trace
-(``str(trace)``, the explorer) shows the calls alone. ``tests/test_prologue_shortcuts.py``
+(``str(trace)``, the explorer) shows the calls alone. ``tests/executors/python/test_prologue_shortcuts.py``
 holds each shortcut to its check on values that pass and values that fail.
 """
 

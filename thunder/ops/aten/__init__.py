@@ -15,7 +15,7 @@ The operators are declared by section: ``elementwise`` (with matrix products), `
 views with several outputs, the scatters that invert views), ``reductions`` (with indexing),
 ``foreach``; ``declare`` holds how one is declared. To add an operator: declare it in its
 section with ``@aten(torch.ops.aten.<op>.<overload>)`` and add an entry to
-``tests/aten_opdb.py``.
+``tests/support/aten_opdb.py``.
 
 Printed traces import this package as ``aten`` and read ``aten.add.Tensor``: a name that is not
 bound here resolves to the op's overloads (``__getattr__``), so this module binds no name that

@@ -23,7 +23,7 @@ ATEN: dict = {}
 # op name -> {overload name: symbol}: ``aten.add.Tensor`` in printed traces resolves here
 PACKETS: dict[str, types.SimpleNamespace] = {}
 
-ADD_AN_OP = "aten operators are declared in thunder/ops/aten/ (with an entry in tests/aten_opdb.py)"
+ADD_AN_OP = "aten operators are declared in thunder/ops/aten/ (with an entry in tests/support/aten_opdb.py)"
 
 _OVERLOAD = "the overload itself"
 
