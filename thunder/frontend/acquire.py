@@ -18,7 +18,6 @@ from torch.nn.modules import module as module_hooks
 
 from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
-from thunder.core.overlap import overlaps
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
@@ -27,6 +26,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions
+from thunder.executors.python.overlap import overlaps
 from thunder.frontend.distributed.collectives import finish_pending
 from thunder.frontend.distributed.ddp import DataParallelCall, data_parallel
 from thunder.frontend.distributed.fsdp import Sharding

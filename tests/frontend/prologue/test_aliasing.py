@@ -131,7 +131,7 @@ def test_only_written_arguments_must_not_overlap():
 
 def test_the_overlap_test_is_exact():
     """Against the sets of elements, over views of one storage with assorted strides."""
-    from thunder.core.overlap import overlaps
+    from thunder.executors.python.overlap import overlaps
 
     gen = torch.Generator().manual_seed(0)
     base = torch.empty(60)

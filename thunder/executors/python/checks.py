@@ -14,8 +14,8 @@ import operator
 import torch
 from torch.nn.modules import module as _module_module
 
-from thunder.core.overlap import overlaps
 from thunder.core.subclass import same_context, subclass_of
+from thunder.executors.python.overlap import overlaps
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
 from thunder.ops.collectives import group_of
