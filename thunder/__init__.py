@@ -54,14 +54,21 @@ def jit(
     *,
     executors: Sequence[str | Executor] | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
+    dynamic: bool | None = None,
 ):
     """Compile ``fn`` (a function or an ``nn.Module``); see ``thunder.last_traces``.
 
     ``cache_size``: how many compiled entries are kept; beyond it the least recently used
     one is dropped (a call that needs it again traces again).
+
+    ``dynamic``: sizes that change between calls. ``None`` (default): the first call is
+    specialised; when a call misses only because a tensor's size differs, that dimension is a
+    symbol (``s0``) in the new entry, which then serves every size the prologue's relations
+    allow. ``True``: every dimension is a symbol from the first call. ``False``: every size is
+    specialised. Sizes 0 and 1 always are.
     """
     if isinstance(fn, torch.nn.Module):
-        return ThunderModule(fn, executors=executors, cache_size=cache_size)
+        return ThunderModule(fn, executors=executors, cache_size=cache_size, dynamic=dynamic)
     if not callable(fn):
         raise TypeError(f"thunder.jit expects a function or an nn.Module, got {type(fn).__qualname__}")
-    return ThunderFunction(fn, executors=executors, cache_size=cache_size)
+    return ThunderFunction(fn, executors=executors, cache_size=cache_size, dynamic=dynamic)

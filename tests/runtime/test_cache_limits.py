@@ -21,7 +21,8 @@ def scale(x, n):
 
 
 def test_the_cache_keeps_the_least_recently_used_entries_out():
-    jfn = thunder.jit(lambda x: x + 1, cache_size=2)
+    # (sizes specialised, so that each size makes an entry)
+    jfn = thunder.jit(lambda x: x + 1, cache_size=2, dynamic=False)
     a, b, c = torch.ones(1), torch.ones(2), torch.ones(3)
     jfn(a), jfn(b), jfn(a)  # a is now the most recently used
     jfn(c)  # evicts b
@@ -34,7 +35,7 @@ def test_the_cache_keeps_the_least_recently_used_entries_out():
 
 
 def test_a_default_limit_bounds_every_function():
-    jfn = thunder.jit(lambda x: x * 2)
+    jfn = thunder.jit(lambda x: x * 2, dynamic=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for n in range(1, DEFAULT_CACHE_SIZE + 5):
@@ -43,15 +44,30 @@ def test_a_default_limit_bounds_every_function():
 
 
 def test_a_decoding_loop_of_growing_lengths_compiles_each_length_once():
-    # a default-cache decode makes one entry per sequence length; a second sequence of the same
-    # lengths must hit every one (a smaller limit evicted each length before its reuse)
-    jfn = thunder.jit(lambda x: x.cumsum(0))
+    # with sizes specialised, a default-cache decode makes one entry per sequence length; a second
+    # sequence of the same lengths must hit every one (a smaller limit evicted each length before
+    # its reuse)
+    jfn = thunder.jit(lambda x: x.cumsum(0), dynamic=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(2):
             for n in range(1, 33):
                 jfn(torch.ones(n))
     assert thunder.compile_stats(jfn).cache_misses == 32
+
+
+def test_a_decoding_loop_of_growing_lengths_compiles_twice():
+    # by default the length becomes a symbol once it has changed: size 1 (specialised, as 0 and 1
+    # always are), then one entry for every length from 2 on, even past the cache's limit
+    jfn = thunder.jit(lambda x: x.cumsum(0) * x.shape[0], cache_size=4)
+    for _ in range(2):
+        for n in range(1, 200):
+            x = torch.randn(n)
+            torch.testing.assert_close(jfn(x), x.cumsum(0) * n)
+    stats = thunder.compile_stats(jfn)
+    assert stats.cache_misses == 2 and stats.entries[-1].symbols == {
+        "s0": "x.shape[0]: 1 in an earlier call, 2 in this one"
+    }
 
 
 def test_an_entry_tried_in_vain_fails_on_the_arguments_before_module_state():

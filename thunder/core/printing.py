@@ -22,6 +22,7 @@ import re
 import torch
 
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, proxies_in
+from thunder.core.symbolic import SizeRelations
 from thunder.core.tags import Tag
 
 # printed module name -> the module to import under that name (``ltorch`` -> thunder.ops.ltorch);
@@ -99,6 +100,11 @@ class Printer:
             return _DTYPES.get(x, str(x))
         if isinstance(x, torch.device):
             return f"torch.device({str(x)!r})"
+        if t is SizeRelations:
+            return repr(x.sources())
+        if t is torch.SymInt or t is torch.SymBool:  # a symbolic size: its expression (``2*s0 + 1``)
+            text = str(x)
+            return text if text.isidentifier() or text.lstrip("-").isdigit() else f"({text})"
         if isinstance(x, torch.Size):  # not a tuple: a prologue compares the type too
             return f"torch.Size({self.value(list(x))})"
         if t is list:

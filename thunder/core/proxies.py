@@ -126,6 +126,19 @@ _DEVICES: dict = {}
 _INT = frozenset({int})
 
 
+def _size(d):
+    if isinstance(d, torch.SymInt):
+        known = d.node.maybe_as_int()
+        return d if known is None else known
+    return int(d)
+
+
+def _symbols_of(x) -> list:
+    """The symbol proxies a symbolic size reads (its node's ``proxies``; none for torch's own)."""
+    read = getattr(x.node, "proxies", None)
+    return read() if read is not None else []
+
+
 class TensorProxy(torch.Tensor, Proxy):
     """A tensor with metadata only. ``name`` is unique within its trace."""
 
@@ -146,8 +159,9 @@ class TensorProxy(torch.Tensor, Proxy):
         t._thunder_name = name
         # shape, dtype and device never change (a proxy never reaches the dispatcher): kept
         # as plain attributes, read by every meta function and printed on every line
-        # the sizes torch accepted, as Python ints (usually they are already)
-        t.meta_shape = shape if set(map(type, shape)) <= _INT else tuple(map(int, shape))
+        # the sizes torch accepted, as Python ints (usually they are already); a symbolic size
+        # (a ``torch.SymInt`` of thunder/core/symbolic.py) stays one
+        t.meta_shape = shape if set(map(type, shape)) <= _INT else tuple(map(_size, shape))
         t.meta_dtype = dtype
         t.meta_device = device
         t._type_string = None
@@ -263,6 +277,12 @@ def _collect(x, out: list) -> None:
         out.append(x)
     elif t in _PLAIN:
         return
+    elif t is torch.SymInt or t is torch.SymBool:  # a symbolic size: the symbols it reads
+        out.extend(_symbols_of(x))
+    elif t is torch.Size:
+        for v in x:
+            if type(v) is torch.SymInt:
+                out.extend(_symbols_of(v))
     else:
         out.extend(p for p in tree_leaves(x) if isinstance(p, Proxy))
 

@@ -40,6 +40,7 @@ from thunder.executors.python.checks import (
     check_not_leaf,
     check_process_group,
     check_same_storage,
+    check_sizes,
     check_state,
     check_storage_offset,
     check_strides,
@@ -76,6 +77,7 @@ from thunder.executors.python.unpacking import (
     unpack_item,
     unpack_local_shard,
     unpack_param,
+    unpack_size,
     unpack_submodule,
 )
 from thunder.executors.registry import register_executor
@@ -136,6 +138,7 @@ for _prim, _fn, _fmt in (
     (pyops.unpack_param, unpack_param, "{c}._parameters[{k}]"),
     (pyops.unpack_buffer, unpack_buffer, "{c}._buffers[{k}]"),
     (pyops.unpack_submodule, unpack_submodule, "{c}._modules[{k}]"),
+    (pyops.unpack_size, unpack_size, "{c}.shape[{k}]"),
 ):
     _register(_prim, _fn, printer=_unpack_printer(_fmt))
 
@@ -162,6 +165,7 @@ for _prim, _fn in (
     (pyops.check_is_param, check_is_param),
     (pyops.check_tensor_value, check_tensor_value),
     (pyops.check_int_compare, check_int_compare),
+    (pyops.check_sizes, check_sizes),
     (pyops.python_setattr, python_setattr),
     (pyops.python_setitem, python_setitem),
     (pyops.python_delattr, python_delattr),

@@ -23,6 +23,7 @@ from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import SizeEnv
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.versions import Versions
@@ -75,6 +76,7 @@ class Acquired:
     computation: Trace
     epilogue: Trace
     written_numbers: frozenset = frozenset()  # number literals the function wrote back
+    sizes: SizeEnv | None = None  # the symbolic sizes and the relations the traces relied on
 
 
 class Acquisition:
@@ -83,10 +85,11 @@ class Acquisition:
     (``ModuleShadows``) and tensor-subclass values (``Subclasses``); itself, what user code did
     with the values it met (metadata it read, tensors it reached outside its arguments)."""
 
-    def __init__(self, dynamic: frozenset = frozenset()):
+    def __init__(self, dynamic: tuple = (frozenset(), None)):
         self.computation = Trace("computation", tags=("computation",))
         self.computation.source_finder = lambda: user_location(3)
-        self.inputs = Inputs(self.computation, dynamic)
+        numbers, dims = dynamic
+        self.inputs = Inputs(self.computation, numbers, SizeEnv() if dims is not None else None, dims)
         self.versions = Versions()  # storages and version counters, for autograd's check of saved values
         self.views = Views(self.inputs, self.versions)
         self.sharding = Sharding(self)  # modules sharded with FSDP2 (frontend/distributed/fsdp.py)
@@ -179,16 +182,25 @@ def _compiling_flag():
 
 
 def acquire(
-    fn, args: tuple, kwargs: dict, *, module: torch.nn.Module | None = None, dynamic: frozenset = frozenset()
+    fn,
+    args: tuple,
+    kwargs: dict,
+    *,
+    module: torch.nn.Module | None = None,
+    dynamic: frozenset = frozenset(),
+    dynamic_dims=None,
 ) -> Acquired:
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
-    ``dynamic``: names of int inputs to trace as values, see ``frontend/stand_ins/counters.py``)."""
+    ``dynamic``: names of int inputs to trace as values, see ``frontend/stand_ins/counters.py``;
+    ``dynamic_dims``: which dimensions of a tensor input are symbols, ``.dims(name, shape)``
+    (``thunder/runtime/dynamic.py``; the symbols: ``Acquired.sizes``, ``thunder/core/symbolic.py``))."""
+    variables = (dynamic, dynamic_dims)
     try:
-        return _acquire(fn, args, kwargs, module, dynamic)
+        return _acquire(fn, args, kwargs, module, variables)
     except UnrebuildableError as e:
-        raise _with_creation_site(e, fn, args, kwargs, module, dynamic) from None
+        raise _with_creation_site(e, fn, args, kwargs, module, variables) from None
     except NumpyRandomLoaded:  # (loaded by this trace: traced again with it guarded)
-        return acquire(fn, args, kwargs, module=module, dynamic=dynamic)
+        return acquire(fn, args, kwargs, module=module, dynamic=dynamic, dynamic_dims=dynamic_dims)
     except HostRandomUsed:
         pass
     # traced once more, under a line tracer that finds the draw (too slow to keep on); a second
@@ -196,7 +208,7 @@ def acquire(
     calls = RandomCalls()
     try:
         with calls:
-            return _acquire(fn, args, kwargs, module, dynamic)
+            return _acquire(fn, args, kwargs, module, variables)
     except HostRandomUsed as e:
         raise HostRandomUsed(f"{e}" + at(calls.site)) from None
 
@@ -307,6 +319,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         comp.info.versions = state.versions
     used = _used_inputs(comp, state)
     comp.args = used
+    if state.inputs.sizes is not None:
+        comp.info.symbols = tuple(state.inputs.sizes.symbols)
     if replica is not None:
         comp.info.data_parallel = replica.record(used)
     names = {p.name for p in used}
@@ -314,7 +328,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
-    return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers))
+    return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers), state.inputs.sizes)
 
 
 def collect_writebacks(state: Acquisition) -> list[Write]:
@@ -421,4 +435,7 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
         names.update(p.name for p in bsym.flat_proxy_args)
     names.update(p.name for p in tree_leaves(comp.output) if isinstance(p, (TensorProxy, NumberProxy)))
     names |= state.subclasses.captured_inside  # tensors a subclass's dispatch used
-    return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs if p.name in names]
+    # every symbolic size: a line a pass makes later (a decomposition) may compute with any of them
+    sizes = list(state.inputs.sizes.symbols.values()) if state.inputs.sizes is not None else []
+    names |= {p.name for p in sizes}
+    return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs + sizes if p.name in names]

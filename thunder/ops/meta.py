@@ -23,9 +23,43 @@ def is_tensor(x) -> bool:
 
 
 def is_number(x) -> bool:
-    """A Python number, or a ``NumberProxy`` (an int input that changes between calls, taken
-    by an elementwise op as its number operand: ``torch.mul(x, i0)``)."""
-    return isinstance(x, (Number, NumberProxy))
+    """A Python number, a ``NumberProxy`` (an int input that changes between calls, taken
+    by an elementwise op as its number operand: ``torch.mul(x, i0)``), or a symbolic size
+    (``torch.add(t, s0)``, thunder/core/symbolic.py)."""
+    return isinstance(x, (Number, NumberProxy, torch.SymInt))
+
+
+def as_size(s):
+    """A size argument as an ``int``, or a symbolic size as itself (thunder/core/symbolic.py)."""
+    if type(s) is int:
+        return s
+    if isinstance(s, torch.SymInt):
+        known = s.node.maybe_as_int()
+        return s if known is None else known
+    return int(s)
+
+
+def slice_bounds(k: slice, size) -> tuple:
+    """``k.indices(size)``, also where ``size`` or a bound is a symbolic size: each comparison
+    the clamping makes is recorded (``s0 - 1 < 0`` is known false, a size at least 2)."""
+    if type(size) is int and all(type(v) is int or v is None for v in (k.start, k.stop, k.step)):
+        return k.indices(size)
+    if not all(v is None or isinstance(v, (int, torch.SymInt)) for v in (k.start, k.stop, k.step)):
+        return k.indices(int(size))  # (a tensor as a bound: its value, read as Python reads it)
+    step = 1 if k.step is None else k.step
+    if not bool(step > 0):  # (negative steps: Python's own rules, at this call's values)
+        return slice(*(None if v is None else int(v) for v in (k.start, k.stop, k.step))).indices(int(size))
+
+    def clamp(v, default):
+        if v is None:
+            return default
+        if bool(v < 0):
+            v = v + size
+            if bool(v < 0):
+                return 0
+        return size if bool(v > size) else v
+
+    return clamp(k.start, 0), clamp(k.stop, size), step
 
 
 def shape_of(x) -> tuple[int, ...]:
@@ -109,6 +143,8 @@ def category(dtype: torch.dtype) -> int:
 def _number_dtype(x) -> torch.dtype:
     if isinstance(x, NumberProxy):
         x = x.value  # (its type is checked by the prologue: the dtype holds on every call)
+    if isinstance(x, torch.SymInt):
+        return torch.int64
     if isinstance(x, bool):
         return torch.bool
     if isinstance(x, int):

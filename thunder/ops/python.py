@@ -62,6 +62,8 @@ unpack_buffer = _python_prim(
 unpack_submodule = _python_prim(
     "unpack_submodule", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",)
 )
+# ``s0 = x.shape[0]``: a dynamic dimension's size (a symbol of thunder/core/symbolic.py)
+unpack_size = _python_prim("unpack_size", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",))
 
 
 def _no_output(*args, **kwargs):
@@ -101,6 +103,10 @@ check_process_group = _python_prim("check_process_group", _no_output, Tag.PROLOG
 # ``check_dtensor_shard(p, '0', (33, 8))``: ``p`` is a DTensor sharded on dim 0 (``Shard(0)``)
 # over the 1-D mesh of process group '0', of global shape (33, 8) (thunder/frontend/distributed/fsdp.py)
 check_dtensor_shard = _python_prim("check_dtensor_shard", _no_output, Tag.PROLOGUE_CHECK)
+# ``check_sizes({'s0': s0, 's1': s1}, ('s0 >= 2', 's1 >= 2', 's0 != s1'))``: every relation between the
+# symbolic sizes the traces relied on (a ``SizeRelations``, read when printed: relations found
+# by passes after acquisition are there too)
+check_sizes = _python_prim("check_sizes", _no_output, Tag.PROLOGUE_CHECK)
 
 
 class TensorChecks:

@@ -34,6 +34,7 @@ from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import SizeEnv
 from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors.base import Executor
@@ -47,6 +48,7 @@ from thunder.ops.autocast import autocast_state
 from thunder.ops.python import tensor_check_line
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.runtime.collective_plan import check_plan
+from thunder.runtime.dynamic import SizePolicy
 from thunder.transforms.batch_checks import batch_tensor_checks
 from thunder.transforms.dce import dce
 from thunder.transforms.ddp import average_gradients, taken_gradients
@@ -83,6 +85,10 @@ class CacheEntry:
     # a backward that averages gradients across ranks (DistributedDataParallel): its variants
     # for parameters that already hold a .grad, with their traces (``held_gradients.traces``)
     held_gradients: HeldGradients | None = None
+    # its symbolic sizes and the relations between them its traces relied on (None: none)
+    sizes: SizeEnv | None = None
+    # each symbol's size and why it became symbolic (``s0``: ``x.shape[0]``, and the miss)
+    symbols: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -206,8 +212,16 @@ class ThunderFunction:
         executors=None,
         module: torch.nn.Module | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        dynamic: bool | None = None,
     ):
+        if dynamic not in (None, True, False):
+            raise ValueError(f"thunder.jit: dynamic must be None, True or False, got {dynamic!r}")
         self.fn = fn
+        # sizes that change between calls: None marks a dimension symbolic once a call misses on
+        # its size alone (as torch.compile's automatic dynamic shapes), True makes every
+        # dimension symbolic from the first call, False keeps every size specialised
+        self.dynamic = dynamic
+        self._sizes = SizePolicy(every_dim=dynamic is True)  # (see thunder/runtime/dynamic.py)
         self.module = module
         self.executors = resolve_executors(executors)
         self._cache = Cache(cache_size)
@@ -274,11 +288,61 @@ class ThunderFunction:
             executors=self.executors,
             module=copy.deepcopy(self.module, memo),
             cache_size=self._cache.limit,
+            dynamic=self.dynamic,
         )
 
     def _repr_pretty_(self, p, cycle) -> None:
         # IPython shows the last computation trace; the explorer, once imported, adds HTML
         p.text(text_of(self))
+
+    def _traced(self, args: tuple, kwargs: dict):
+        """Acquisition and the passes, with the dynamic dimensions' sizes as symbols (what the
+        ``SizePolicy`` answers); where that fails (code that needs a size's value in a way
+        thunder cannot record), again with every size specialised, and those dimensions kept
+        specialised from then on."""
+        if self.dynamic is False:
+            return self._acquired_and_passed(args, kwargs, None)
+        policy = self._sizes
+        policy.begin()
+        try:
+            done = self._acquired_and_passed(args, kwargs, policy)
+        except Exception:
+            if not policy.failed():  # (no symbol in it: the code's own error)
+                raise
+            return self._acquired_and_passed(args, kwargs, None)
+        if done[0].sizes is not None:  # a use needed a symbol's value: the entry pinned it
+            policy.pinned(done[0].sizes)
+        return done
+
+    def _acquired_and_passed(self, args: tuple, kwargs: dict, dims):
+        t0 = time.perf_counter()
+        try:
+            acquired = acquire(
+                self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic), dynamic_dims=dims
+            )
+        except Exception:
+            if not self._dynamic:
+                raise
+            # a counter traced as a value reached code that needs a plain number (a C torch
+            # function such as torch.arange parses its arguments before thunder sees them):
+            # trace again with every number specialised, and keep them so
+            before = set(self._dynamic), set(self._static)
+            self._static |= self._dynamic
+            self._dynamic.clear()
+            t0 = time.perf_counter()
+            try:
+                acquired = acquire(
+                    self.fn, args, kwargs, module=self.module, dynamic=frozenset(), dynamic_dims=dims
+                )
+            except Exception:  # the code's own error (also with the numbers specialised): they stay values
+                self._dynamic, self._static = before
+                raise
+        acquired.computation.provenance = None
+        bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
+        history = History.start(bundle, time.perf_counter() - t0)
+        ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
+        final = run_pipeline(bundle, PIPELINE, ctx, history)
+        return acquired, final, ctx, history, dims
 
     def compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         """Trace for these inputs, run the passes and add the result to the cache."""
@@ -294,28 +358,7 @@ class ThunderFunction:
                 self._dynamic.update(e.written_numbers - self._static)
         autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
         t0 = time.perf_counter()
-        try:
-            acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset(self._dynamic))
-        except Exception:
-            if not self._dynamic:
-                raise
-            # a counter traced as a value reached code that needs a plain number (a C torch
-            # function such as torch.arange parses its arguments before thunder sees them):
-            # trace again with every number specialised, and keep them so
-            before = set(self._dynamic), set(self._static)
-            self._static |= self._dynamic
-            self._dynamic.clear()
-            t0 = time.perf_counter()
-            try:
-                acquired = acquire(self.fn, args, kwargs, module=self.module, dynamic=frozenset())
-            except Exception:  # the code's own error (also with the numbers specialised): they stay values
-                self._dynamic, self._static = before
-                raise
-        acquired.computation.provenance = None
-        bundle = TraceBundle(acquired.prologue, acquired.computation, acquired.epilogue)
-        history = History.start(bundle, time.perf_counter() - t0)
-        ctx = PassContext(self.executors, subclass_dispatch=SUBCLASS_DISPATCH)
-        final = run_pipeline(bundle, PIPELINE, ctx, history)
+        acquired, final, ctx, history, dims = self._traced(args, kwargs)
         check_plan((final.computation, final.backward), self.__name__)  # the same collectives on every rank
         grad_error = ctx.grad_error
         double, entry_ref = None, []  # (the entry, once made: the double backward's traces go on it)
@@ -369,6 +412,8 @@ class ThunderFunction:
             pass_times=history.pass_times,
             written_numbers=acquired.written_numbers,
             held_gradients=held,
+            sizes=acquired.sizes,
+            symbols=self._symbol_notes(acquired.sizes),
         )
         if double is not None:
             entry_ref.append(weakref.ref(entry))
@@ -385,6 +430,16 @@ class ThunderFunction:
                 stacklevel=3,
             )
         return entry
+
+    def _symbol_notes(self, sizes: SizeEnv | None) -> dict[str, str]:
+        """Each symbol's size (``x.shape[0]``) and why it is one."""
+        if sizes is None:
+            return {}
+        notes = {}
+        for sym, (name, d) in sizes.origin.items():
+            why = self._sizes.note(name, d)
+            notes[sym] = f"{name}.shape[{d}]" + (f": {why}" if why else "")
+        return notes
 
 
 def _saved_names(final: TraceBundle) -> list[str]:

@@ -25,10 +25,19 @@ _tracing_state = torch._C._get_tracing_state
 class ThunderModule(torch.nn.Module):
     """``thunder.jit(module)``: calls run the compiled forward; parameters stay the module's."""
 
-    def __init__(self, module: torch.nn.Module, *, executors=None, cache_size: int = DEFAULT_CACHE_SIZE):
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        *,
+        executors=None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        dynamic: bool | None = None,
+    ):
         super().__init__()
         self._model = module
-        self._jfn = ThunderFunction(module, executors=executors, module=module, cache_size=cache_size)
+        self._jfn = ThunderFunction(
+            module, executors=executors, module=module, cache_size=cache_size, dynamic=dynamic
+        )
         # loaded as a part of an enclosing module, the module's own keys reach it under "_model."
         self.register_load_state_dict_pre_hook(_prefixed_state)
 
@@ -94,7 +103,10 @@ class ThunderModule(torch.nn.Module):
         unpack the original module's parameters, so they are not copied)."""
         jfn = self._jfn
         new = ThunderModule(
-            copy.deepcopy(self._model, memo), executors=jfn.executors, cache_size=jfn._cache.limit
+            copy.deepcopy(self._model, memo),
+            executors=jfn.executors,
+            cache_size=jfn._cache.limit,
+            dynamic=jfn.dynamic,
         )
         new.training = self.training
         return new

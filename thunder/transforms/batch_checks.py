@@ -22,26 +22,33 @@ its tensor: every other line (a check of a module or of global state, of strides
 value, the return) comes after the checks before it, as it did. So the order in which an
 entry that does not fit fails stays the acquisition's (the arguments first: a decoding loop
 tries entries made for other cache lengths, each failing at the argument's shape before it
-checks any module). A check with no other to join keeps its line as it was.
+checks any module). A check with no other to join keeps its line as it was, as does the check
+of a tensor with symbolic sizes (``check_tensor(x, (s0, 8), ...)``: torch's C++ check would hold
+it to the sizes of the call that made it).
 """
 
 from __future__ import annotations
 
 from thunder.core.proxies import proxies_in
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import sizes_are_static
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.ops import python as pyops
 
 
+def _batched(bsym: BoundSymbol) -> bool:
+    return bsym.sym is pyops.check_tensor and sizes_are_static(bsym.args[1])
+
+
 def batch_tensor_checks(trace: Trace) -> Trace:
-    if sum(b.sym is pyops.check_tensor for b in trace.bound_symbols) < 2:
+    if sum(_batched(b) for b in trace.bound_symbols) < 2:
         return trace
     new: list[BoundSymbol] = []
     pending: list[BoundSymbol] = []
     names: set[str] = set()  # the tensors of ``pending``
     for bsym in trace.bound_symbols:
-        if bsym.sym is pyops.check_tensor:
+        if _batched(bsym):
             pending.append(bsym)
             names.add(bsym.args[0].name)
             continue

@@ -40,7 +40,7 @@ def split_forward_backward(joint: Trace) -> tuple[Trace, Trace]:
         p.name for b in bw_bsyms for p in proxies_in((b.args, b.kwargs))
     }
     # (and what a backward of the backward reads saved: transforms/double_backward.py)
-    wanted = (used - defined) | set(joint.info.kept_for_double_backward)
+    wanted = (used - defined) | set(joint.info.kept_for_double_backward) | set(joint.info.symbols)
     saved, seen = [], set()
     for p in proxies_in(fw_args) + [p for b in fw_bsyms for p in proxies_in(b.output)]:
         if p.name in wanted and p.name not in seen:

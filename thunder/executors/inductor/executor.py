@@ -67,6 +67,7 @@ from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import THUNDER_DIR
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
+from thunder.core.symbolic import has_symbols
 from thunder.core.tags import Tag
 from thunder.executors.base import Drawing
 from thunder.executors.claim import claim
@@ -158,6 +159,10 @@ class TorchCompileExecutor(FusionExecutor):
             return why
         if prim.sym not in FUSED:
             return f"{prim.sym.id} is not in the torch.compile executor's table"
+        if has_symbols((prim.args, prim.kwargs)) or any(
+            isinstance(x, TensorProxy) and has_symbols(x.meta_shape) for x in tree_leaves(prim.output)
+        ):
+            return "its sizes are symbolic (they change between calls); Inductor compiles fixed sizes here"
         for x in tree_leaves((prim.args, prim.kwargs, prim.output)):
             if isinstance(x, NumberProxy):
                 return f"{x.name} is a number that changes between calls; each value would compile again"

@@ -37,6 +37,7 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable
+from thunder.core.symbolic import has_symbols
 from thunder.core.tags import Tag
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
@@ -117,6 +118,10 @@ def unsupported_reason(bsym: BoundSymbol) -> str | None:
     entry = TRANSLATIONS.get(bsym.sym)
     if entry is None:
         return UNSUPPORTED.get(bsym.sym, "no nvFuser translation")
+    if has_symbols((bsym.args, bsym.kwargs)) or any(
+        isinstance(x, TensorProxy) and has_symbols(x.meta_shape) for x in tree_leaves(bsym.output)
+    ):
+        return "symbolic sizes (they change between calls) are not translated"
     for x in tree_leaves((bsym.args, bsym.kwargs, bsym.output)):
         reason = _leaf_reason(x)
         if reason is not None:

@@ -85,6 +85,16 @@ def _check_tensor(t, shape, dtype, device, requires_grad):
 _DEVICES: dict[str, torch.device] = {}
 
 
+def check_sizes(symbols: dict, relations: tuple[str, ...]) -> None:
+    """Every relation between the symbolic sizes (``symbols``: name -> this call's size) the
+    compilation relied on holds (``relations``: Python expressions over the names, printed from
+    a ``SizeRelations``); the error names the first that does not."""
+    for r in relations:
+        if not eval(r, {"max": max, "min": min, "__builtins__": {}}, symbols):  # (printed by thunder)
+            at = ", ".join(f"{n} = {v}" for n, v in symbols.items())
+            raise PrologueCheckFailed(f"expected {r} ({at})")
+
+
 def check_tensors(checks, *ts):
     """``check_tensor`` of each of ``ts`` against ``checks.metas``, in one call (a model's
     prologue checks one tensor per parameter). Once they have passed in full, torch's

@@ -131,6 +131,11 @@ def _literal(bsym, p) -> str:
     return f"{p.builtin(type)}({p.value(x)}) is {p.value(type(value))} and {p.value(x)} == {p.value(value)}"
 
 
+def _sizes(bsym, p) -> str:
+    _, relations = bsym.args
+    return " and ".join(f"({r})" for r in relations.sources()) or "True"
+
+
 # check prim -> its shortcut's printer
 SHORTCUTS = {
     pyops.check_module: _module,
@@ -148,4 +153,5 @@ SHORTCUTS = {
     pyops.check_strides: _strides,
     pyops.check_type: _type,
     pyops.check_literal: _literal,
+    pyops.check_sizes: _sizes,
 }

@@ -20,6 +20,10 @@ def unpack_item(container, key):
     return container[key]
 
 
+def unpack_size(t, dim):
+    return t.shape[dim]
+
+
 def unpack_attr(container, name):
     return getattr(container, name)
 

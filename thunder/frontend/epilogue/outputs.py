@@ -41,10 +41,11 @@ import torch
 from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.printing import MODULE_PATHS
-from thunder.core.proxies import AnyProxy, Proxy, TensorProxy
+from thunder.core.proxies import AnyProxy, Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten
 from thunder.core.subclass import proxy_of
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import has_symbols
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.frontend.prologue.inputs import is_constant_object
@@ -208,6 +209,12 @@ class _Builder:
         if isinstance(v, DynamicNumber):  # a counter: computed by the program, or an input as is
             p = v.proxy
             return self.input_object(p) if p.name in self._input_names else self.output(p)
+        if has_symbols(v) and isinstance(v, (torch.SymInt, torch.SymBool, torch.Size)):
+            # a size, or a shape, that changes between calls: computed from the symbols it reads
+            # (``s0``), which the prologue hands the epilogue; it prints as its expression
+            for p in proxies_in(v):
+                self.input_object(p)
+            return v
         if isinstance(v, _CONSTANTS):
             return v
         key = id(v)

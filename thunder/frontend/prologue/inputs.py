@@ -23,13 +23,14 @@ from thunder.core.errors import UnsupportedValueError
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import SizeEnv, SizeRelations
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
 from thunder.frontend.prologue.checks import PrologueChecks
 from thunder.frontend.stand_ins.containers import is_container_method
 from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper, make_wrapper
-from thunder.frontend.stand_ins.unpack import ATTR, ITEM, Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, ITEM, SIZE, Unpack
 from thunder.frontend.subclasses.instances import subclass_input
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
@@ -51,10 +52,21 @@ LITERAL_TYPES = (
 class Inputs:
     """Collects input proxies with their provenance while the computation is traced."""
 
-    def __init__(self, computation: Trace, dynamic: frozenset = frozenset()):
+    def __init__(
+        self,
+        computation: Trace,
+        dynamic: frozenset = frozenset(),
+        sizes: SizeEnv | None = None,
+        dynamic_dims=None,
+    ):
         self.computation = computation
         # names of number inputs read as DynamicNumbers (counters that changed between calls)
         self.dynamic = dynamic
+        # the symbolic sizes of the compilation (thunder/core/symbolic.py), and which dimensions
+        # of a tensor input are symbols: ``dynamic_dims.dims(name, shape)`` (thunder/runtime/dynamic.py)
+        self.sizes = sizes
+        self.dynamic_dims = dynamic_dims
+        self.symbols: dict[str, list[NumberProxy]] = {}  # a tensor's name -> the symbols of its sizes
         # id(a globals dict or closure cell the code reads) -> the name of its check's holder
         self.global_holders: dict[int, str] = {}
         self.number_inputs: list[NumberProxy] = []  # their proxies
@@ -110,7 +122,11 @@ class Inputs:
             if self.on_subclass is not None:
                 self.on_subclass(proxy_of(instance))
             return instance
-        p = TensorProxy(self._name(path, "t"), tuple(t.shape), t.dtype, t.device, t.requires_grad)
+        name = self._name(path, "t")
+        shape = self._shape(name, t)
+        p = TensorProxy(name, shape, t.dtype, t.device, t.requires_grad)
+        for d, sym in self.symbols.get(name, ()):  # ``s0 = x.shape[0]``
+            self.sources[sym.name] = (sym, Unpack(p, SIZE, d), t.shape[d])
         if isinstance(t, torch.nn.Parameter):
             p._is_param = (
                 True  # ``isinstance(p, nn.Parameter)`` answers as for ``t`` (frontend/effects/type_reads.py)
@@ -118,6 +134,25 @@ class Inputs:
         self.sources[p.name] = (p, unpack, t)
         self.tensor_inputs.append(p)
         return p
+
+    def _shape(self, name: str, t: torch.Tensor) -> tuple:
+        """``t``'s shape, with a symbol for each dynamic dimension of the input ``name`` (not
+        for sizes 0 and 1, which stay specialised)."""
+        if self.dynamic_dims is None or self.sizes is None:
+            return tuple(t.shape)
+        dims = self.dynamic_dims.dims(name, tuple(t.shape))
+        if not dims:
+            return tuple(t.shape)
+        shape, made = list(t.shape), []
+        for d in range(len(shape)):
+            if d in dims and shape[d] >= 2:
+                sym = NumberProxy(self.computation.make_name("s"), shape[d])
+                self.prologue.names.add(sym.name)
+                shape[d] = self.sizes.new_symbol(sym, (name, d))
+                made.append((d, sym))
+        if made:
+            self.symbols[name] = made
+        return tuple(shape)
 
     def value(self, v, path: str, unpack: Unpack, depth: int = 0, *, tensor_prefix: str = ""):
         """The value user code sees for input ``v`` (proxies for tensors, containers rebuilt,
@@ -348,6 +383,9 @@ class Inputs:
                 emit(owner)  # (an inner tensor of a subclass input: made by its value's flatten)
                 return
             src = self.sources.get(proxy.name)
+            if src is not None and src[1].via is SIZE and src[1].parent.name not in emitted:
+                emit(src[1].parent)  # its tensor first, which unpacks its sizes before its check
+                return
             emitted.add(proxy.name)
             if src is not None:  # (the root module is a name in the prologue's namespace)
                 _, unpack, real = src
@@ -362,6 +400,8 @@ class Inputs:
                     )
                 )
             if isinstance(proxy, TensorProxy):
+                for _, sym in self.symbols.get(proxy.name, ()):  # its sizes, before its check reads them
+                    emit(sym)
                 pro.bound_symbols.append(_tensor_check(proxy))
             for c in checks_by_holder.get(proxy.name, ()):
                 for other in c.args[1:]:  # an alias check names the first path's proxy
@@ -397,6 +437,13 @@ class Inputs:
         for p in epilogue_inputs:
             emit(p)
         pro.bound_symbols += self.checks.of_globals
+        if self.sizes is not None and self.sizes.symbols:  # the relations between the sizes
+            symbols = dict(self.sizes.symbols)
+            for sym in symbols.values():
+                emit(sym)
+            pro.bound_symbols.append(
+                BoundSymbol(pyops.check_sizes, (symbols, SizeRelations(self.sizes)), {}, None)
+            )
         pro.bound_symbols.append(BoundSymbol(pyops.check_grad_enabled, (torch.is_grad_enabled(),), {}, None))
         # each op's dtype depends on autocast (thunder/ops/autocast.py): a call under another state misses
         pro.bound_symbols.append(BoundSymbol(pyops.check_autocast, (autocast_state(),), {}, None))

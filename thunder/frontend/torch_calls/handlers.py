@@ -142,12 +142,13 @@ def _contiguous(mode, func, args, kwargs):
         # on eager's layout of the value, replayed
         return _laid_out(mode, func, args, kwargs)
     out = args[0]
-    if not state.views.is_contiguous(args[0]):
+    contiguous, sized = state.views.contiguity(args[0])
+    if not contiguous:
         # a copy in eager, contiguous (torch.clone alone keeps a permuted input's strides):
         # writes into it stay in it
         out = ltorch.clone(args[0], memory_format=torch.contiguous_format)
         state.layouts.record(func, args, kwargs, out)
-    if state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
+    if sized or state.views.layout_guessed(args[0]):  # a copy or not in eager: writes are refused
         state.views.guessed_layouts.update((args[0].name, out.name))
     return out
 

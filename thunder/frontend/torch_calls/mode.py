@@ -24,6 +24,7 @@ from thunder.core.errors import ThunderError, UnsupportedOpError, at, describe
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import user_location
+from thunder.core.symbolic import hints
 from thunder.core.tags import Tag
 from thunder.frontend.stand_ins.containers import is_tracked, untracked
 from thunder.frontend.stand_ins.counters import traced_operands
@@ -508,13 +509,19 @@ class AcquisitionMode(TorchFunctionMode):
         self.state.inplace.rebind(a, result, "torch.Tensor.__setitem__")
         return None
 
-    def _eager_views(self, func, args, kwargs) -> bool:
-        """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors)."""
-        m = self.state.views.meta_of(args[0])
+    def _eager_views(self, func, args, kwargs, result) -> bool:
+        """Whether eager's ``func(*args, **kwargs)`` returns a view (replayed on meta tensors).
+        Decided on symbolic sizes whose layout may differ at other sizes, writes into the
+        result are refused (the trace is made again with the sizes specialised)."""
+        m = self.state.views.meta_of(args[0], pin=False)
         if m is None:
             return True
+        if getattr(m, "sized_layout", False):
+            for leaf in tree_leaves(result):
+                if isinstance(leaf, TensorProxy):
+                    self.state.views.guessed_layouts.add(leaf.name)
         try:
-            out = func(m, *args[1:], **kwargs)
+            out = func(m, *hints(args[1:]), **hints(kwargs))
         except Exception:  # arguments that are proxies: taken as a view, as before
             return True
         root = m if m._base is None else m._base
@@ -530,7 +537,7 @@ class AcquisitionMode(TorchFunctionMode):
                 for leaf in tree_leaves(result):
                     if isinstance(leaf, TensorProxy):
                         self.state.views.guessed_layouts.add(leaf.name)
-            if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs):
+            if target in LAYOUT_VIEWS and not self._eager_views(func, args, kwargs, result):
                 return  # eager copied (reshape of a non-contiguous tensor)
 
             for i, leaf in enumerate(tree_leaves(result)):

@@ -17,6 +17,7 @@ import torch
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_unflatten
 from thunder.core.subclass import is_plain_tensor
+from thunder.core.symbolic import contiguous_strides, has_symbols, hints, specialize
 from thunder.core.versions import Versions
 
 
@@ -61,26 +62,47 @@ class Views:
             yield view
             p = view.base
 
-    def meta_of(self, p: TensorProxy):
+    def meta_of(self, p: TensorProxy, *, pin: bool = True):
         """A meta tensor laid out as eager's tensor for ``p``: its chain of views replayed
         from an input with the caller's strides (computed tensors are contiguous); None when a
-        view in the chain cannot be replayed."""
+        view in the chain cannot be replayed.
+
+        With symbolic sizes the chain is replayed at the call's sizes; a chain of contiguous
+        views is laid out alike at every size, another chain's layout may not be: its sizes are
+        pinned to this call's (``pin``), or the meta tensor says so (``sized_layout``: a
+        decision taken on it holds at these sizes only)."""
         chain = list(self.chain(p))
         if any(view.func is None for view in chain):
             return None
         p = chain[-1].base if chain else p
         src = self.inputs.sources.get(p.name)
         real = src[2] if src is not None else None
+        symbolic = has_symbols(p.meta_shape) or any(has_symbols((v.args, v.kwargs)) for v in chain)
         if isinstance(real, torch.Tensor) and is_plain_tensor(real):  # an input: as the caller laid it out
             m = torch.empty_strided(real.shape, real.stride(), device="meta")
-            self.layout_reads[p.name] = (p, real.stride())  # the prologue checks the strides
+            strides = real.stride()
+            if has_symbols(p.meta_shape):  # a contiguous input's strides follow its sizes
+                if real.is_contiguous():
+                    strides = contiguous_strides(p.meta_shape)
+                else:
+                    specialize(p.meta_shape)
+            self.layout_reads[p.name] = (p, strides)  # the prologue checks the strides
         else:
-            m = torch.empty(p.meta_shape, device="meta")
+            m = torch.empty(hints(p.meta_shape), device="meta")
+        dense = m.is_contiguous()
         try:
             for view in reversed(chain):
-                m = tree_flatten(view.func(m, *view.args, **view.kwargs))[0][view.index]
+                m = tree_flatten(view.func(m, *hints(view.args), **hints(view.kwargs)))[0][view.index]
+                dense = dense and m.is_contiguous()
         except Exception:  # arguments that are proxies (reshape_as(other)): not replayable
             return None
+        if symbolic and not dense:
+            if pin:  # the entry holds at these sizes only
+                specialize(p.meta_shape)
+                for view in chain:
+                    specialize((view.args, view.kwargs))
+            else:
+                m.sized_layout = True
         return m
 
     def root_of(self, p: TensorProxy) -> str:
@@ -116,6 +138,14 @@ class Views:
     def is_contiguous(self, p: TensorProxy) -> bool:
         m = self.meta_of(p)
         return m is None or m.is_contiguous()
+
+    def contiguity(self, p: TensorProxy) -> tuple[bool, bool]:
+        """Whether eager's tensor for ``p`` is contiguous, and whether that was decided on this
+        call's symbolic sizes (it may differ at others: ``meta_of``'s ``sized_layout``)."""
+        m = self.meta_of(p, pin=False)
+        if m is None:
+            return True, False
+        return m.is_contiguous(), getattr(m, "sized_layout", False)
 
 
 def _dense_permuted(t: torch.Tensor) -> bool:

@@ -88,6 +88,8 @@ def arange(
     _check_layout("torch.arange", layout)
     if end is None:
         start, end = 0, start
+    if any(isinstance(v, torch.SymInt) for v in (start, end, step)):  # a symbolic size as a bound
+        return _symbolic_arange(start, end, step, dtype, device)
     for name, v in (("start", start), ("end", end), ("step", step)):
         if not isinstance(v, Number) or isinstance(v, complex):
             raise ShapeError(f"torch.arange: {name} must be a real Python number, got {type(v).__name__}")
@@ -103,6 +105,22 @@ def arange(
             torch.int64 if all(isinstance(v, int) for v in (start, end, step)) else torch.get_default_dtype()
         )
     return prims.iota(length, start=start, step=step, dtype=dtype, device=_device(device))
+
+
+def _symbolic_arange(start, end, step, dtype, device):
+    """``torch.arange`` whose bounds or step are integers, some symbolic sizes
+    (thunder/core/symbolic.py): as many elements as ``range`` gives."""
+    if not all(isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in (start, end, step)):
+        raise ShapeError("torch.arange: a symbolic size with a bound or step that is not an int")
+    step = int(step) if isinstance(step, torch.SymInt) else step  # (a symbolic step: pinned)
+    if step == 0:
+        raise ShapeError("torch.arange: step must be nonzero")
+    length = (end - start + step - 1) // step if step > 0 else (start - end - step - 1) // -step
+    if length < 0:
+        raise ShapeError(
+            f"torch.arange: the range [{start}, {end}) with step {step} is empty the wrong way round"
+        )
+    return prims.iota(length, start=start, step=step, dtype=dtype or torch.int64, device=_device(device))
 
 
 @torchsymbol(torch.linspace, torch_impl="torch.linspace", tags=(Tag.FACTORY,))

@@ -20,6 +20,7 @@ from thunder.ops.meta import (
     dtype_of,
     is_tensor,
     shape_of,
+    slice_bounds,
 )
 
 T = torch.Tensor
@@ -151,12 +152,12 @@ def getitem(a, key):
         if k is None:
             continue
         size = s[dim]
-        if isinstance(k, int):
+        if isinstance(k, (int, torch.SymInt)):
             i = int_index(k, size, dim, op)
             lo.append(i), hi.append(i + 1), st.append(1)
             squeeze_dims.append(dim)
         elif isinstance(k, slice):
-            start, stop, step = k.indices(size)
+            start, stop, step = slice_bounds(k, size)
             if step < 1:
                 raise ShapeError(f"{op}: a slice step must be positive")
             stop = max(stop, start)

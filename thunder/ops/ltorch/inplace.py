@@ -74,6 +74,7 @@ from thunder.ops.meta import (
     is_tensor,
     requires_grad_of,
     shape_of,
+    slice_bounds,
 )
 
 
@@ -178,10 +179,10 @@ def write_indexed(a, key, value, accumulate: bool, op: str):
             region.append(1)
             continue
         size = s[dim]
-        if isinstance(k, int):
+        if isinstance(k, (int, torch.SymInt)):
             parts.append(_At(int_index(k, size, dim, op)))
         elif isinstance(k, slice):
-            start, stop, step = k.indices(size)
+            start, stop, step = slice_bounds(k, size)
             if step < 1:
                 raise ShapeError(f"{op}: a slice step must be positive, got {step}")
             n = len(range(start, stop, step))

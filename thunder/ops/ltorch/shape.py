@@ -14,6 +14,7 @@ from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
 from thunder.ops.meta import (
     ShapeError,
+    as_size,
     canonical_dim,
     device_of,
     dtype_of,
@@ -28,7 +29,7 @@ def _shape_arg(shape) -> tuple[int, ...]:
     """``f(2, 3)`` and ``f((2, 3))`` both give ``(2, 3)``."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    return tuple(as_size(s) for s in shape)
 
 
 def infer_shape(shape, numel: int, op: str) -> tuple[int, ...]:

@@ -1,0 +1,69 @@
+"""Symbolic sizes (``thunder/core/symbolic.py``): the expressions' normal form, what each
+comparison records, and torch's own code computing with them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thunder.core.proxies import NumberProxy, proxies_in
+from thunder.core.symbolic import (
+    SizeEnv,
+    SizeRelations,
+    evaluate,
+    expr_of,
+    hints,
+    is_symbolic,
+    source,
+)
+
+
+@pytest.fixture
+def env():
+    return SizeEnv()
+
+
+def _sym(env, name, value):
+    return env.new_symbol(NumberProxy(name, value), (f"t_{name}", 0))
+
+
+def test_expressions_are_kept_in_a_normal_form(env):
+    s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
+    assert str(s0 * 2 + 1) == "2*s0 + 1"
+    assert str((s0 + 1) * 2) == "2*s0 + 2"
+    assert str(s1 - s0) == "-s0 + s1"
+    assert str(s0 * s1) == str(s1 * s0) == "s0*s1"
+    assert s0 - s0 == 0 and not is_symbolic(s0 - s0)
+    assert str(s0 // 2) == "s0 // 2" and str(s0 % 3) == "s0 % 3"
+    assert (s0 * 2 + 1).node.hint == 11
+    assert evaluate(expr_of(s0 * s1 + s0 // 2), {"s0": 9, "s1": 3}) == 31
+
+
+def test_a_comparison_records_the_relation_it_rested_on(env):
+    s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
+    assert bool(s0 > 3) and not bool(s0 == s1) and bool(s0 % 2 == 1)
+    assert [source(r) for r in env.relations] == ["s0 > 3", "s0 != s1", "s0 % 2 == 1"]
+    # what holds for every size of at least 2 records nothing
+    assert bool(s0 + 1 > s0) and bool(s0 != 1) and bool(s0 >= 2) and not bool(s0 - 1 < 0)
+    assert len(env.relations) == 3
+    # a use that needs the number pins it
+    assert int(s0 * 2) == 10 and source(env.relations[-1]) == "2*s0 == 10" and env.specialized == {"s0"}
+    assert SizeRelations(env).sources()[:2] == ("s0 >= 2", "s1 >= 2")
+
+
+def test_torch_computes_with_them(env):
+    s0 = _sym(env, "s0", 6)
+    t = torch.empty((s0, 8), device="meta")
+    assert str(t.shape) == "torch.Size([s0, 8])" and t.stride() == (8, 1) and str(t.numel()) == "8*s0"
+    assert t.is_contiguous()
+    assert hints((s0 + 1, [s0 * 2])) == (7, [12])
+    assert [p.name for p in proxies_in((s0 * 2, torch.Size([s0, 3])))] == ["s0", "s0"]
+
+
+def test_each_symbol_is_printed_as_the_code_computes_it(env):
+    from thunder.core.printing import Printer
+
+    s0 = _sym(env, "s0", 6)
+    p = Printer()
+    assert p.value((s0 * 2 + 1, 8)) == "((2*s0 + 1), 8)" and p.value(s0) == "s0"
+    assert p.value(SizeRelations(env)) == "('s0 >= 2',)"

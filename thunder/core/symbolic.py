@@ -1,0 +1,775 @@
+"""Sizes as symbols: a dimension that changes between calls is a symbolic int (``s0``).
+
+A tensor input whose dimension is dynamic gets a proxy whose size there is a ``torch.SymInt``
+backed by a ``SizeNode``: user code reads it (``x.shape[0]``, ``x.size(1) * 2``), torch's own
+code computes with it (a wrapper tensor's strides, ``numel()``), and the meta functions pass it
+on (``f32[s0, 8]``, ``f32[2*s0 + 1]``). Each node holds an expression over the symbols (``Expr``,
+a small normal form: sums of terms with integer coefficients) and its value on the call being
+traced (the ``hint``).
+
+Where Python needs a plain answer, the answer is the hint's and the relation it rests on is
+recorded in the current ``SizeEnv``: ``if x.shape[0] > 8`` records ``s0 > 8`` (or its negation),
+a broadcast that needed equal sizes records ``s0 == s1``, ``int(n)`` records ``n == 5`` (the
+size is specialised). The prologue checks every recorded relation on every call (a call that
+violates one is a cache miss, never a wrong value), and each symbol is at least 2: sizes 0 and 1
+stay specialised, as torch.compile does, since broadcasting depends on them.
+
+A relation that holds for every value of the symbols (``s0 + 1 > s0``, ``s0 == s0``) records
+nothing: the difference of the two sides is a constant.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import NumberProxy
+
+# -- expressions -----------------------------------------------------------------------------
+# An expression is an ``int``, or an ``Expr``. ``Expr`` kinds:
+#   "sum":  c + sum(k * t for t, k in terms): ``terms`` a sorted tuple of (atom, coefficient)
+#   atoms:  ("sym", name), ("mul", a, b, ...) a product of atoms, ("floordiv", a, b),
+#           ("mod", a, b), ("max", a, b), ("min", a, b), ("pow", a, b)
+#   bools:  ("cmp", op, diff) for ``diff <op> 0``, ("and", a, b), ("or", a, b), ("not", a)
+
+
+class Expr:
+    """A symbolic expression; ``key`` is its canonical form (hashable, comparable)."""
+
+    __slots__ = ("key", "_free", "_source")
+
+    def __init__(self, key: tuple):
+        self.key = key
+        self._free = None
+        self._source = None
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Expr) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return source(self)
+
+    def free(self) -> frozenset[str]:
+        """The names of the symbols in it."""
+        if self._free is None:
+            names: set[str] = set()
+            _collect_free(self.key, names)
+            self._free = frozenset(names)
+        return self._free
+
+
+def _collect_free(key, names: set[str]) -> None:
+    if isinstance(key, tuple):
+        if key and key[0] == "sym":
+            names.add(key[1])
+            return
+        for k in key:
+            _collect_free(k, names)
+
+
+def symbol(name: str) -> Expr:
+    return _sum(((("sym", name), 1),), 0)
+
+
+def _sum(terms: tuple, const: int):
+    if not terms:
+        return const
+    if const == 0 and len(terms) == 1 and terms[0][1] == 1:
+        atom = terms[0][0]
+        return Expr(("sum", ((atom, 1),), 0))
+    return Expr(("sum", terms, const))
+
+
+def _linear(e) -> tuple[dict, int]:
+    """``e`` as (atom -> coefficient, constant)."""
+    if isinstance(e, int):
+        return {}, e
+    if e.key[0] == "sum":
+        return dict(e.key[1]), e.key[2]
+    return {e.key: 1}, 0
+
+
+def _from_linear(terms: dict, const: int):
+    kept = tuple(sorted(((a, k) for a, k in terms.items() if k != 0), key=lambda x: repr(x[0])))
+    return _sum(kept, const)
+
+
+def _atom(e) -> tuple | None:
+    """The single atom ``e`` is (coefficient 1, no constant), or None."""
+    if (
+        isinstance(e, Expr)
+        and e.key[0] == "sum"
+        and e.key[2] == 0
+        and len(e.key[1]) == 1
+        and e.key[1][0][1] == 1
+    ):
+        return e.key[1][0][0]
+    return None
+
+
+def _as_atom(e) -> tuple:
+    a = _atom(e)
+    return a if a is not None else e.key
+
+
+def add(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    ta, ca = _linear(a)
+    tb, cb = _linear(b)
+    for k, v in tb.items():
+        ta[k] = ta.get(k, 0) + v
+    return _from_linear(ta, ca + cb)
+
+
+def neg(a):
+    return mul(a, -1)
+
+
+def sub(a, b):
+    return add(a, neg(b))
+
+
+def mul(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int) or isinstance(b, int):
+        k, e = (a, b) if isinstance(a, int) else (b, a)
+        if k == 0:
+            return 0
+        terms, const = _linear(e)
+        return _from_linear({t: c * k for t, c in terms.items()}, const * k)
+    factors = sorted([*_factors(_as_atom(a)), *_factors(_as_atom(b))], key=repr)
+    return _from_linear({("mul", *factors): 1}, 0)
+
+
+def _factors(atom: tuple) -> list:
+    return list(atom[1:]) if atom[0] == "mul" else [atom]
+
+
+def _binary(op: str, a, b):
+    fn = {"floordiv": operator.floordiv, "mod": operator.mod, "max": max, "min": min, "pow": operator.pow}[op]
+    if isinstance(a, int) and isinstance(b, int):
+        return fn(a, b)
+    if op == "floordiv" and b == 1:
+        return a
+    if op == "mod" and b == 1:
+        return 0
+    if op in ("max", "min") and a == b:
+        return a
+    key_a = a if isinstance(a, int) else _as_atom(a)
+    key_b = b if isinstance(b, int) else _as_atom(b)
+    return _from_linear({(op, key_a, key_b): 1}, 0)
+
+
+def compare(op: str, a, b):
+    """``a <op> b`` as a boolean expression, or a plain bool where the difference of the two
+    sides is a constant."""
+    diff = sub(a, b)
+    if isinstance(diff, int):
+        return _CMP[op](diff, 0)
+    known = _known_sign(diff).get(op)
+    if known is not None:
+        return known
+    return Expr(("cmp", op, diff.key))
+
+
+def _known_sign(diff: Expr) -> dict[str, bool]:
+    """The outcome of comparing ``diff`` with 0 for every value of its symbols (each at least
+    2), where a sum of symbols with coefficients of one sign decides it: ``s0 - 1 > 0`` always."""
+    terms, const = diff.key[1], diff.key[2]
+    if diff.key[0] != "sum" or any(a[0] != "sym" for a, _ in terms):
+        return {}
+    if all(k > 0 for _, k in terms):
+        low = 2 * sum(k for _, k in terms) + const  # the least value
+        if low > 0:
+            return {"eq": False, "ne": True, "lt": False, "le": False, "gt": True, "ge": True}
+        if low == 0:
+            return {"lt": False, "ge": True}
+    if all(k < 0 for _, k in terms):
+        high = 2 * sum(k for _, k in terms) + const  # the greatest value
+        if high < 0:
+            return {"eq": False, "ne": True, "lt": True, "le": True, "gt": False, "ge": False}
+        if high == 0:
+            return {"gt": False, "le": True}
+    return {}
+
+
+_CMP = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+_NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+_CMP_SOURCE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def negate(e):
+    if isinstance(e, bool):
+        return not e
+    if e.key[0] == "cmp":
+        return Expr(("cmp", _NEGATED[e.key[1]], e.key[2]))
+    return Expr(("not", e.key))
+
+
+# -- evaluation and source --------------------------------------------------------------------
+def evaluate(e, values: dict[str, int]):
+    """The value of ``e`` with the symbols at ``values``."""
+    if isinstance(e, (int, bool)):
+        return e
+    return _eval(e.key, values)
+
+
+def _eval(key, values):
+    if isinstance(key, int):
+        return key
+    kind = key[0]
+    if kind == "sum":
+        return key[2] + sum(_eval(a, values) * k for a, k in key[1])
+    if kind == "sym":
+        return values[key[1]]
+    if kind == "mul":
+        out = 1
+        for f in key[1:]:
+            out *= _eval(f, values)
+        return out
+    if kind in ("floordiv", "mod", "max", "min", "pow"):
+        fn = {
+            "floordiv": operator.floordiv,
+            "mod": operator.mod,
+            "max": max,
+            "min": min,
+            "pow": operator.pow,
+        }[kind]
+        return fn(_eval(key[1], values), _eval(key[2], values))
+    if kind == "cmp":
+        return _CMP[key[1]](_eval(key[2], values), 0)
+    if kind == "and":
+        return _eval(key[1], values) and _eval(key[2], values)
+    if kind == "or":
+        return _eval(key[1], values) or _eval(key[2], values)
+    if kind == "not":
+        return not _eval(key[1], values)
+    raise AssertionError(f"unknown size expression {key!r}")
+
+
+def source(e) -> str:
+    """``e`` as Python source over the symbols' names (``2*s0 + 1``, ``s0 > 8``)."""
+    if isinstance(e, (int, bool)):
+        return repr(e)
+    if e._source is None:
+        e._source = _source(e.key)
+    return e._source
+
+
+def _source(key) -> str:
+    if isinstance(key, int):
+        return repr(key)
+    kind = key[0]
+    if kind == "sum":
+        parts = []
+        for a, k in key[1]:
+            text = _source(a)
+            if a[0] == "sum":
+                text = f"({text})"
+            if k == 1:
+                parts.append(("+", text))
+            elif k == -1:
+                parts.append(("-", text))
+            else:
+                parts.append(("-" if k < 0 else "+", f"{abs(k)}*{text}"))
+        if key[2]:
+            parts.append(("-" if key[2] < 0 else "+", str(abs(key[2]))))
+        sign, first = parts[0]
+        out = ("-" if sign == "-" else "") + first
+        for sign, text in parts[1:]:
+            out += f" {sign} {text}"
+        return out
+    if kind == "sym":
+        return key[1]
+    if kind == "mul":
+        return "*".join(_paren(f) for f in key[1:])
+    if kind in ("floordiv", "mod"):
+        return f"{_paren(key[1])} {'//' if kind == 'floordiv' else '%'} {_paren(key[2])}"
+    if kind == "pow":
+        return f"{_paren(key[1])}**{_paren(key[2])}"
+    if kind in ("max", "min"):
+        return f"{kind}({_source(key[1])}, {_source(key[2])})"
+    if kind == "cmp":
+        terms, const = dict(key[2][1]), key[2][2]
+        # ``diff <op> 0`` printed as ``lhs <op> rhs``: the positive terms left, the rest right
+        lhs = _from_linear({a: k for a, k in terms.items() if k > 0}, 0)
+        rhs = _from_linear({a: -k for a, k in terms.items() if k < 0}, -const)
+        return f"{source(lhs)} {_CMP_SOURCE[key[1]]} {source(rhs)}"
+    if kind == "and":
+        return f"({_source(key[1])}) and ({_source(key[2])})"
+    if kind == "or":
+        return f"({_source(key[1])}) or ({_source(key[2])})"
+    if kind == "not":
+        return f"not ({_source(key[1])})"
+    raise AssertionError(f"unknown size expression {key!r}")
+
+
+def _paren(key) -> str:
+    text = _source(key)
+    if isinstance(key, tuple) and key[0] in ("sum", "floordiv", "mod") and not text.isidentifier():
+        return f"({text})"
+    return text
+
+
+# -- the environment of one compilation --------------------------------------------------------
+class SizeEnv:
+    """The symbols of one compilation and the relations its traces relied on."""
+
+    def __init__(self):
+        self.symbols: dict[str, NumberProxy] = {}  # name -> its proxy (an int input of the program)
+        self.hints: dict[str, int] = {}
+        self.relations: list = []  # boolean expressions that held, in the order found
+        self._seen: set = set()
+        self.specialized: set[str] = set()  # symbols a use pinned to their value
+        self.origin: dict[str, tuple[str, int]] = {}  # symbol -> (the tensor input's name, its dimension)
+
+    def new_symbol(self, proxy: NumberProxy, origin: tuple[str, int] | None = None) -> torch.SymInt:
+        """A symbol for a size of at least 2 (``proxy``: its name and value on this call)."""
+        self.symbols[proxy.name] = proxy
+        self.hints[proxy.name] = proxy.value
+        if origin is not None:
+            self.origin[proxy.name] = origin
+        return torch.SymInt(SizeNode(symbol(proxy.name), proxy.value, self))
+
+    def record(self, relation, outcome: bool) -> None:
+        """``relation`` had the value ``outcome`` and the trace relies on it."""
+        if isinstance(relation, bool):
+            return
+        held = relation if outcome else negate(relation)
+        if isinstance(held, bool) or held in self._seen:
+            return
+        self._seen.add(held)
+        self.relations.append(held)
+
+    def specialize(self, e, value: int) -> None:
+        """A use needed the plain value of ``e``: the trace holds only where it is ``value``."""
+        if isinstance(e, int):
+            return
+        self.record(compare("eq", e, value), True)
+        if len(e.free()) == 1:  # (one symbol: the equality fixes it)
+            self.specialized |= e.free()
+
+    def proxies(self, e) -> list[NumberProxy]:
+        """The symbols' proxies ``e`` reads."""
+        if isinstance(e, int):
+            return []
+        return [self.symbols[n] for n in sorted(e.free()) if n in self.symbols]
+
+
+class SizeRelations:
+    """What a prologue's ``check_sizes`` tests: each symbol is at least 2 and every relation the
+    compilation relied on holds, read from ``env`` when printed or tested (so relations found by
+    passes after acquisition are checked too). Printed as the tuple of their sources."""
+
+    def __init__(self, env: SizeEnv):
+        self.env = env
+
+    def all(self) -> list:
+        env = self.env
+        # (each symbol is at least 2 by this very check: ``compare`` would take it as known)
+        at_least_2 = [Expr(("cmp", "ge", sub(symbol(n), 2).key)) for n in env.symbols]
+        return at_least_2 + list(env.relations)
+
+    def sources(self) -> tuple[str, ...]:
+        return tuple(source(r) for r in self.all())
+
+
+_CURRENT = threading.local()
+
+
+def current_env() -> SizeEnv | None:
+    return getattr(_CURRENT, "env", None)
+
+
+class using_env:
+    """``with using_env(env):`` relations found in the block go to ``env``."""
+
+    def __init__(self, env: SizeEnv | None):
+        self.env = env
+
+    def __enter__(self):
+        self.prev = getattr(_CURRENT, "env", None)
+        _CURRENT.env = self.env
+        return self.env
+
+    def __exit__(self, *exc):
+        _CURRENT.env = self.prev
+
+
+# -- torch's symbolic ints over the expressions -----------------------------------------------
+def _node_expr(x):
+    """The expression of a SymInt, SymBool or node (a plain number as itself)."""
+    if isinstance(x, (torch.SymInt, torch.SymBool)):
+        x = x.node
+    if isinstance(x, SizeNode):
+        return x.expr
+    if isinstance(x, (bool, int)):
+        return x
+    raise TypeError(f"thunder: a symbolic size combined with {type(x).__name__}")
+
+
+def _node_hint(x):
+    if isinstance(x, (torch.SymInt, torch.SymBool)):
+        x = x.node
+    return x.hint if isinstance(x, SizeNode) else x
+
+
+class SizeNode:
+    """The node behind a ``torch.SymInt``/``torch.SymBool`` of a symbolic size: torch calls its
+    methods for arithmetic, comparisons, and where it needs a plain value."""
+
+    def __init__(self, expr, hint, env: SizeEnv):
+        self.expr = expr
+        self.hint = hint
+        self.env = env
+
+    # what it is
+    def is_int(self) -> bool:
+        return not isinstance(self.hint, bool)
+
+    def is_bool(self) -> bool:
+        return isinstance(self.hint, bool)
+
+    def is_float(self) -> bool:
+        return False
+
+    def is_nested_int(self) -> bool:
+        return False
+
+    def is_symbolic(self) -> bool:
+        return not isinstance(self.expr, (int, bool))
+
+    def is_constant(self) -> bool:
+        return isinstance(self.expr, (int, bool))
+
+    def has_hint(self) -> bool:
+        return True
+
+    def require_hint(self, fallback=None):
+        return self.hint
+
+    def maybe_as_int(self):
+        return self.expr if isinstance(self.expr, int) and not isinstance(self.expr, bool) else None
+
+    def maybe_as_bool(self):
+        return self.expr if isinstance(self.expr, bool) else None
+
+    def constant_int(self):
+        return self.maybe_as_int()
+
+    def constant_bool(self):
+        return self.maybe_as_bool()
+
+    def wrap_int(self, v: int) -> SizeNode:
+        return SizeNode(v, v, self.env)
+
+    def wrap_bool(self, v: bool) -> SizeNode:
+        return SizeNode(v, v, self.env)
+
+    def wrap_float(self, v: float):
+        raise TypeError("thunder: a symbolic size combined with a float")
+
+    def clone(self) -> SizeNode:
+        return self
+
+    def proxies(self) -> list[NumberProxy]:
+        """The symbols' proxies it reads (what a pass sees of it in a BoundSymbol's arguments)."""
+        return self.env.proxies(self.expr)
+
+    def str(self) -> str:
+        return source(self.expr)
+
+    __str__ = str
+
+    def _graph_repr(self) -> str:
+        return self.str()
+
+    def __repr__(self) -> str:
+        return f"SizeNode({self.str()}, hint={self.hint})"
+
+    # arithmetic
+    def _op(self, other, fn, hint_fn) -> SizeNode:
+        return SizeNode(fn(self.expr, _node_expr(other)), hint_fn(self.hint, _node_hint(other)), self.env)
+
+    def add(self, other):
+        return self._op(other, add, operator.add)
+
+    def sub(self, other):
+        return self._op(other, sub, operator.sub)
+
+    def mul(self, other):
+        return self._op(other, mul, operator.mul)
+
+    def floordiv(self, other):
+        return self._op(other, lambda a, b: _binary("floordiv", a, b), operator.floordiv)
+
+    int_floordiv = floordiv
+
+    def mod(self, other):
+        return self._op(other, lambda a, b: _binary("mod", a, b), operator.mod)
+
+    def pow(self, other):
+        return self._op(other, lambda a, b: _binary("pow", a, b), operator.pow)
+
+    pow_by_natural = pow
+
+    def sym_max(self, other):
+        return self._op(other, lambda a, b: _binary("max", a, b), max)
+
+    def sym_min(self, other):
+        return self._op(other, lambda a, b: _binary("min", a, b), min)
+
+    def neg(self):
+        return SizeNode(neg(self.expr), -self.hint, self.env)
+
+    def sym_float(self):
+        raise TypeError("thunder: a symbolic size used as a float (its value would be fixed)")
+
+    def truediv(self, other):
+        raise TypeError("thunder: a symbolic size divided with / (its value would be fixed)")
+
+    # comparisons
+    def _cmp(self, other, op):
+        expr = compare(op, self.expr, _node_expr(other))
+        return SizeNode(expr, _CMP[op](self.hint, _node_hint(other)), self.env)
+
+    def eq(self, other):
+        return self._cmp(other, "eq")
+
+    def ne(self, other):
+        return self._cmp(other, "ne")
+
+    def lt(self, other):
+        return self._cmp(other, "lt")
+
+    def le(self, other):
+        return self._cmp(other, "le")
+
+    def gt(self, other):
+        return self._cmp(other, "gt")
+
+    def ge(self, other):
+        return self._cmp(other, "ge")
+
+    def and_(self, other):
+        return self._logic(other, "and")
+
+    def or_(self, other):
+        return self._logic(other, "or")
+
+    def _logic(self, other, op):
+        a, b = self.expr, _node_expr(other)
+        hint = (self.hint and _node_hint(other)) if op == "and" else (self.hint or _node_hint(other))
+        if isinstance(a, bool) or isinstance(b, bool):
+            known, rest = (a, b) if isinstance(a, bool) else (b, a)
+            if op == "and":
+                expr = rest if known else False
+            else:
+                expr = True if known else rest
+        else:
+            expr = Expr((op, a.key, b.key))
+        return SizeNode(expr, hint, self.env)
+
+    def sym_not(self):
+        return SizeNode(negate(self.expr), not self.hint, self.env)
+
+    sym_and = and_
+    sym_or = or_
+
+    def sym_ite(self, then, otherwise):
+        return then if self.bool_() else otherwise
+
+    def sym_sum(self, args):
+        out = self
+        for a in args:
+            out = out.add(a)
+        return out
+
+    def pos(self):
+        return self
+
+    def sym_int(self):
+        return self
+
+    def abs(self):
+        return self if self.bool_ge0() else self.neg()
+
+    def bool_ge0(self) -> bool:
+        return SizeNode(compare("ge", self.expr, 0), self.hint >= 0, self.env).bool_()
+
+    # layouts of symbolic sizes and strides (the outcome on this call, its relations recorded)
+    def is_contiguous(self, sizes, strides):
+        return self.wrap_bool(_is_contiguous(sizes, strides))
+
+    def is_channels_last_contiguous_2d(self, sizes, strides):
+        return self.wrap_bool(len(sizes) == 4 and _is_contiguous(*_channels_last(sizes, strides)))
+
+    def is_channels_last_contiguous_3d(self, sizes, strides):
+        return self.wrap_bool(len(sizes) == 5 and _is_contiguous(*_channels_last(sizes, strides)))
+
+    def is_channels_last_strides_2d(self, sizes, strides):
+        return self.wrap_bool(len(sizes) == 4 and _is_contiguous(*_channels_last(sizes, strides)))
+
+    def is_channels_last_strides_3d(self, sizes, strides):
+        return self.wrap_bool(len(sizes) == 5 and _is_contiguous(*_channels_last(sizes, strides)))
+
+    def is_non_overlapping_and_dense(self, sizes, strides):
+        return self.wrap_bool(_non_overlapping_and_dense(sizes, strides))
+
+    def is_non_overlapping_and_dense_indicator(self, sizes, strides):
+        return self.wrap_int(int(_non_overlapping_and_dense(sizes, strides)))
+
+    # where a plain value is needed: the hint's, and the relation it rests on recorded
+    def bool_(self) -> bool:
+        self.env.record(self.expr, self.hint)
+        return self.hint
+
+    def guard_bool(self, file=None, line=None) -> bool:
+        return self.bool_()
+
+    def expect_true(self, file=None, line=None) -> bool:
+        return self.bool_()
+
+    def guard_size_oblivious(self, file=None, line=None):
+        return self.bool_() if self.is_bool() else self.int_()
+
+    def statically_known_true(self, file=None, line=None) -> bool:
+        return self.expr is True
+
+    # (torch's "size-oblivious" tests: answered by the hint, with the relation recorded, which
+    # is as sound and rarely narrower)
+    def guard_or_false(self, file=None, line=None) -> bool:
+        return self.bool_()
+
+    def guard_or_true(self, file=None, line=None) -> bool:
+        return self.bool_()
+
+    def int_(self) -> int:
+        self.env.specialize(self.expr, self.hint)
+        return self.hint
+
+    def guard_int(self, file=None, line=None) -> int:
+        return self.int_()
+
+    def expect_size(self, file=None, line=None) -> bool:
+        return True  # (a symbol is at least 2: the prologue checks it)
+
+    def guard_float(self, file=None, line=None) -> float:
+        return float(self.int_())
+
+
+def _is_contiguous(sizes, strides) -> bool:
+    """Torch's test, on symbolic sizes (each comparison's outcome recorded)."""
+    if any(bool(s == 0) for s in sizes):
+        return True
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if bool(size != 1) and bool(stride != expected):
+            return False
+        expected = expected * size
+    return True
+
+
+def _channels_last(sizes, strides) -> tuple[list, list]:
+    order = [0, *range(2, len(sizes)), 1]
+    return [sizes[i] for i in order], [strides[i] for i in order]
+
+
+def _non_overlapping_and_dense(sizes, strides) -> bool:
+    if len(sizes) == 1:
+        return bool(strides[0] == 1) or bool(sizes[0] < 2)
+    order = sorted(range(len(sizes)), key=lambda i: (hint_of(strides[i]), hint_of(sizes[i])))
+    expected = 1
+    for i in order:
+        if bool(sizes[i] == 1):
+            continue
+        if bool(strides[i] != expected):
+            return False
+        expected = expected * sizes[i]
+    return True
+
+
+def is_symbolic(x) -> bool:
+    """A ``torch.SymInt``/``SymBool`` over symbolic sizes."""
+    return (
+        isinstance(x, (torch.SymInt, torch.SymBool)) and isinstance(x.node, SizeNode) and x.node.is_symbolic()
+    )
+
+
+def expr_of(x):
+    """The expression of a symbolic size (a plain int as itself)."""
+    return _node_expr(x)
+
+
+def hint_of(x):
+    return _node_hint(x)
+
+
+def sizes_are_static(shape: Iterable[Any]) -> bool:
+    return not any(is_symbolic(d) for d in shape)
+
+
+def has_symbols(x) -> bool:
+    """Whether a symbolic size is among the leaves of ``x`` (nested tuples, lists, dicts)."""
+    if isinstance(x, (torch.SymInt, torch.SymBool)):
+        return is_symbolic(x)
+    if isinstance(x, (tuple, list)):
+        return any(has_symbols(v) for v in x)
+    if isinstance(x, dict):
+        return any(has_symbols(v) for v in x.values())
+    if isinstance(x, slice):
+        return has_symbols((x.start, x.stop, x.step))
+    return False
+
+
+def hints(x):
+    """``x`` with each symbolic size replaced by its value on the call being traced (nothing
+    recorded: the caller decides what the result may rest on)."""
+    if isinstance(x, (torch.SymInt, torch.SymBool)):
+        return hint_of(x)
+    if isinstance(x, (tuple, list)) and not hasattr(type(x), "_fields"):
+        return type(x)(hints(v) for v in x) if type(x) in (tuple, list) else tuple(hints(v) for v in x)
+    if isinstance(x, dict):
+        return {k: hints(v) for k, v in x.items()}
+    if isinstance(x, slice):
+        return slice(hints(x.start), hints(x.stop), hints(x.step))
+    return x
+
+
+def specialize(x) -> None:
+    """Pin every symbolic size among the leaves of ``x`` to its value (the relations recorded)."""
+    if isinstance(x, torch.SymInt):
+        int(x)
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            specialize(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            specialize(v)
+    elif isinstance(x, slice):
+        specialize((x.start, x.stop, x.step))
+
+
+def contiguous_strides(shape) -> tuple:
+    """The strides of a contiguous tensor of ``shape`` (expressions of symbolic sizes)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step = step * d
+    return tuple(reversed(strides))

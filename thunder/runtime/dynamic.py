@@ -1,0 +1,71 @@
+"""Which sizes a compilation traces as symbols: the policy users know from torch.compile.
+
+``thunder.jit(fn, dynamic=None)`` (the default) specialises the first call. Every later trace
+compares each tensor input's sizes with those the same input (by its name: ``x``,
+``t_cache_layers_0_keys``) had in the calls traced before; a dimension whose size differs is a
+symbol (``s0``) from then on, for every input where it differs at once (a decoder's cache
+grows in every layer alike), so the third length is already a hit. ``dynamic=True`` makes every
+dimension a symbol from the first call; ``dynamic=False`` keeps every size specialised.
+
+Sizes 0 and 1 stay specialised (broadcasting depends on them). A dimension whose symbol a trace
+could not keep (code that needs its value in a way thunder cannot record: the trace is made
+again with every size specialised) or had to pin to its value (a use that needs the number,
+``int(n)``) stays specialised from then on: it would only make entries that hold for one size.
+"""
+
+from __future__ import annotations
+
+_ALL_DIMS = frozenset(range(64))
+
+
+class SizePolicy:
+    """What ``dims`` answers for each tensor input while a trace is acquired (``acquire``'s
+    ``dynamic_dims``), and what the traces taught it."""
+
+    def __init__(self, every_dim: bool = False):
+        self.every_dim = every_dim  # ``dynamic=True``
+        self.seen: dict[str, tuple[int, ...]] = {}  # tensor input name -> its sizes when last traced
+        self.dynamic: dict[str, set[int]] = {}  # ... -> its dimensions that became symbols
+        self.static: dict[str, set[int]] = {}  # ... -> its dimensions kept specialised
+        self.why: dict[tuple[str, int], str] = {}  # (name, dimension) -> why it became a symbol
+        self.handed_out: list[tuple[str, int]] = []  # what the trace being acquired made symbols
+
+    def begin(self) -> None:
+        """A trace begins."""
+        self.handed_out = []
+
+    def dims(self, name: str, shape: tuple[int, ...]) -> frozenset[int]:
+        """The dimensions of the tensor input ``name`` of ``shape`` to trace as symbols."""
+        seen = self.seen.get(name)
+        self.seen[name] = shape
+        if self.every_dim:
+            dims = _ALL_DIMS
+        else:
+            dims = self.dynamic.setdefault(name, set())
+            if seen is not None and len(seen) == len(shape):
+                for d, (before, now) in enumerate(zip(seen, shape)):
+                    if before != now and d not in dims:
+                        dims.add(d)
+                        self.why[(name, d)] = f"{before} in an earlier call, {now} in this one"
+        out = frozenset(d for d in dims if d < len(shape)) - self.static.get(name, set())
+        self.handed_out += [(name, d) for d in out if shape[d] >= 2]
+        return out
+
+    def failed(self) -> bool:
+        """The trace with symbols failed: keep what it made symbols specialised. Whether there
+        were any (else the failure is the code's own)."""
+        for name, d in self.handed_out:
+            self.static.setdefault(name, set()).add(d)
+        return bool(self.handed_out)
+
+    def pinned(self, sizes) -> None:
+        """A trace pinned symbols to their values (``SizeEnv.specialized``)."""
+        for sym in sizes.specialized:
+            name, d = sizes.origin[sym]
+            self.static.setdefault(name, set()).add(d)
+
+    def note(self, name: str, d: int) -> str:
+        """Why ``name``'s dimension ``d`` is a symbol."""
+        if self.every_dim:
+            return "every dimension is symbolic (dynamic=True)"
+        return self.why.get((name, d), "")
