@@ -16,6 +16,7 @@ import thunder
 from explorer.measure.runner import instrument
 from explorer.model.memory import MemoryProfile
 from thunder.core.proxies import proxies_in
+from thunder.core.symbolic import concrete
 from thunder.executors.python.checks import PrologueCheckFailed
 
 
@@ -43,8 +44,9 @@ def measure_memory(
             result = thunder_callable(comp)(*cargs)
         outs, saved = result
         target = bws[-1]
+        sizes = {a.name: v for a, v in zip(target.args, saved) if type(v) is int}  # (symbols: this call's)
         grads = [
-            torch.ones(tuple(q.meta_shape), dtype=q.meta_dtype, device=q.meta_device)
+            torch.ones(concrete(tuple(q.meta_shape), sizes), dtype=q.meta_dtype, device=q.meta_device)
             for q in proxies_in(target.args)[len(saved) :]
         ]
         target_args = [*saved, *grads]

@@ -21,6 +21,8 @@ import time
 import torch
 
 from explorer.model.traces import TraceModel
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbolic import concrete
 from thunder.core.tags import Tag
 from thunder.executors.registry import wait_for_compilations
 
@@ -197,7 +199,8 @@ def measure(
             out = fns["computation"](*cargs)
             if backward is not None:  # the forward returns (outputs, saved for backward)
                 with torch.no_grad():
-                    fns["backward"](*out[1], *_ones(backward.args[len(out[1]) :]))
+                    sizes = {a.name: v for a, v in zip(backward.args, out[1]) if type(v) is int}
+                    fns["backward"](*out[1], *_ones(backward.args[len(out[1]) :], sizes))
             if "epilogue" in fns:
                 fns["epilogue"](*out, *eargs)
             if on_cuda:
@@ -215,10 +218,13 @@ def measure(
     return Measurement(times, device, runs - 1, note)
 
 
-def _ones(cotangents) -> list:
-    """A cotangent of ones for each of the backward's cotangent inputs (its proxies' metadata)."""
+def _ones(cotangents, sizes: dict[str, int]) -> list:
+    """A cotangent of ones for each of the backward's cotangent inputs (its proxies' metadata;
+    symbolic sizes at this call's ``sizes``)."""
     return [
-        torch.ones(p.shape, dtype=p.dtype, device=p.device) if hasattr(p, "shape") else None
+        torch.ones(concrete(tuple(p.meta_shape), sizes), dtype=p.meta_dtype, device=p.meta_device)
+        if isinstance(p, TensorProxy)
+        else None
         for p in cotangents
     ]
 

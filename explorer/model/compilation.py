@@ -10,6 +10,7 @@ computation) and ``backward_of_backward`` (its own backward). Traces, lists of t
 from __future__ import annotations
 
 from explorer.model.traces import TRACE_KINDS, CacheEntryInfo, TraceModel
+from thunder.core.symbolic import SizeRelations
 
 
 class NotCompiledError(TypeError):
@@ -77,6 +78,13 @@ def model_of_jit(jfn, *, entry: int | None = None) -> TraceModel:
                 miss_reasons=list(getattr(e, "miss_reasons", None) or []),
                 inputs=inputs,
                 computation_lines=len(final.bound_symbols) if final is not None else 0,
+                symbols=dict(getattr(e, "symbols", None) or {}),
+                relations=_relations(getattr(e, "sizes", None)),
             )
         )
     return model
+
+
+def _relations(sizes) -> list[str]:
+    """What an entry's prologue checks of its symbolic sizes (``s0 >= 2``, ``s0 % 2 == 0``)."""
+    return list(SizeRelations(sizes).sources()) if sizes is not None and sizes.symbols else []

@@ -33,6 +33,7 @@ from explorer.model.passes import PassModel
 from explorer.model.traces import TraceModel, collector_paused
 from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.subclass import SubclassProxy
+from thunder.core.symbolic import hint_of, hints
 from thunder.core.tags import Tag
 from thunder.executors.registry import find_executor
 
@@ -63,8 +64,8 @@ def tensor_bytes(p) -> int:
     if not isinstance(p, TensorProxy):
         return 0
     n = 1
-    for s in p.meta_shape:
-        n *= s
+    for s in p.meta_shape:  # (a symbolic size: at the size of the call traced)
+        n *= s if type(s) is int else hint_of(s)
     return n * p.meta_dtype.itemsize
 
 
@@ -149,7 +150,7 @@ class _MetaViews:
     def meta(self, p):
         m = self.metas.get(p.name)
         if m is None:
-            shape = tuple(p.meta_shape)
+            shape = hints(tuple(p.meta_shape))
             m = self.metas[p.name] = torch.empty_strided(
                 shape, _contiguous(shape), dtype=p.meta_dtype, device="meta"
             )

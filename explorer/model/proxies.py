@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from thunder.core.proxies import AnyProxy, NumberProxy, Proxy, TensorProxy, dtype_short
 from thunder.core.pytree import tree_leaves
 from thunder.core.subclass import SubclassProxy
+from thunder.core.symbolic import size_source
 
 
 def _is_proxy(x) -> bool:
@@ -35,7 +36,7 @@ class ProxyInfo:
     @staticmethod
     def of(p) -> ProxyInfo:
         if isinstance(p, TensorProxy):
-            shape = list(p.meta_shape)
+            shape = [d if type(d) is int else size_source(d) for d in p.meta_shape]  # (``s0``: a symbol)
             info = ProxyInfo(
                 p.name,
                 "tensor",

@@ -52,6 +52,10 @@ class CacheEntryInfo:
     miss_reasons: list[str]
     inputs: list[str]
     computation_lines: int
+    # its symbolic sizes: symbol -> the size it stands for and why (``x.shape[0]: 4 in an earlier
+    # call, 5 in this one``), and the relations between them its prologue checks
+    symbols: dict[str, str] = dataclasses.field(default_factory=dict)
+    relations: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(eq=False)

@@ -422,7 +422,9 @@ def has_module_scopes(model: TraceModel) -> bool:
 
 def _entry_label(e) -> str:
     why = "; ".join(e.miss_reasons) if e.miss_reasons else "first compilation"
-    return f"{e.index}: ({', '.join(e.inputs)}) - {why}"
+    sizes = ", ".join(f"{s} = {what.split(':')[0]}" for s, what in e.symbols.items())
+    sizes = f" [{sizes}]" if sizes else ""
+    return f"{e.index}: ({', '.join(e.inputs)}){sizes} - {why}"
 
 
 def _option_label(n: Node) -> str:

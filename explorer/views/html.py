@@ -359,13 +359,20 @@ def cache_html(model: TraceModel) -> str:
         why = "<br>".join(escape(r) for r in e.miss_reasons) or '<span class="note">first compilation</span>'
         cur = " (shown)" if model.entry_index is not None and e.index == model.entry_index else ""
         inputs = ", ".join(escape(i) for i in e.inputs)
-        rows.append(f"<tr><td>{e.index}{cur}</td><td><code>{inputs}</code></td><td>{why}</td></tr>")
+        sizes = "<br>".join(f"<code>{escape(s)}</code> = {escape(what)}" for s, what in e.symbols.items())
+        if e.relations:
+            sizes += "<br>checked: <code>" + escape(" and ".join(e.relations)) + "</code>"
+        sizes = sizes or '<span class="note">none</span>'
+        rows.append(
+            f"<tr><td>{e.index}{cur}</td><td><code>{inputs}</code></td><td>{why}</td><td>{sizes}</td></tr>"
+        )
     parts = [
         "<details><summary><b>cache</b> "
         f'<span class="note">{len(model.entries)} compiled entr{"y" if len(model.entries) == 1 else "ies"}'
         "</span></summary>",
         '<table class="kv"><tr><th>entry</th><th>computation inputs</th>'
-        "<th>why it was compiled (the prologue check of each older entry that failed)</th></tr>",
+        "<th>why it was compiled (the prologue check of each older entry that failed)</th>"
+        "<th>symbolic sizes (which dimension, since which miss) and the relations checked</th></tr>",
         "".join(rows),
         "</table>",
     ]

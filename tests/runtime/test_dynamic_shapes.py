@@ -170,3 +170,17 @@ def test_training_on_batches_of_their_own_length_matches_eager():
         for p, q in zip(model.parameters(), eager.parameters()):
             torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
     assert thunder.compile_stats(jmodel).cache_misses <= 3
+
+
+def test_a_string_made_of_a_size_is_its_number_on_every_call():
+    out: list = []
+
+    def fn(x):
+        out.append(f"n={x.shape[0]}, m={x.shape[1]}")
+        out.append(str(x.shape))
+        return x * 2
+
+    jfn = thunder.jit(fn)
+    for n in (2, 3, 4, 5):
+        jfn(torch.ones(n, n + 1))
+    assert out == [s for n in (2, 3, 4, 5) for s in (f"n={n}, m={n + 1}", f"torch.Size([{n}, {n + 1}])")]

@@ -22,7 +22,7 @@ import re
 import torch
 
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, proxies_in
-from thunder.core.symbolic import SizeRelations
+from thunder.core.symbolic import SizeRelations, size_source
 from thunder.core.tags import Tag
 
 # printed module name -> the module to import under that name (``ltorch`` -> thunder.ops.ltorch);
@@ -103,7 +103,7 @@ class Printer:
         if t is SizeRelations:
             return repr(x.sources())
         if t is torch.SymInt or t is torch.SymBool:  # a symbolic size: its expression (``2*s0 + 1``)
-            text = str(x)
+            text = size_source(x)
             return text if text.isidentifier() or text.lstrip("-").isdigit() else f"({text})"
         if isinstance(x, torch.Size):  # not a tuple: a prologue compares the type too
             return f"torch.Size({self.value(list(x))})"

@@ -133,6 +133,12 @@ def _size(d):
     return int(d)
 
 
+def _symbol_source(d) -> str:
+    """A symbolic size's expression (thunder/core/symbolic.py); ``str`` of anything else."""
+    source = getattr(getattr(d, "node", None), "source", None)
+    return source() if source is not None else str(d)
+
+
 def _symbols_of(x) -> list:
     """The symbol proxies a symbolic size reads (its node's ``proxies``; none for torch's own)."""
     read = getattr(x.node, "proxies", None)
@@ -222,7 +228,7 @@ class TensorProxy(torch.Tensor, Proxy):
     def type_string(self) -> str:
         s = self._type_string
         if s is None:
-            shape = ", ".join(str(d) for d in self.meta_shape)
+            shape = ", ".join(str(d) if type(d) is int else _symbol_source(d) for d in self.meta_shape)
             s = self._type_string = f"{device_str(self.meta_device)} {dtype_short(self.meta_dtype)}[{shape}]"
         return s
 

@@ -183,23 +183,57 @@ def compare(op: str, a, b):
 
 def _known_sign(diff: Expr) -> dict[str, bool]:
     """The outcome of comparing ``diff`` with 0 for every value of its symbols (each at least
-    2), where a sum of symbols with coefficients of one sign decides it: ``s0 - 1 > 0`` always."""
-    terms, const = diff.key[1], diff.key[2]
-    if diff.key[0] != "sum" or any(a[0] != "sym" for a, _ in terms):
+    2), where bounds decide it: ``s0 - 1 > 0``, ``s0 // 2 != 0`` always."""
+    if diff.key[0] != "sum":
         return {}
-    if all(k > 0 for _, k in terms):
-        low = 2 * sum(k for _, k in terms) + const  # the least value
+    low = _lower_bound(diff.key)
+    if low is not None:
         if low > 0:
             return {"eq": False, "ne": True, "lt": False, "le": False, "gt": True, "ge": True}
         if low == 0:
             return {"lt": False, "ge": True}
-    if all(k < 0 for _, k in terms):
-        high = 2 * sum(k for _, k in terms) + const  # the greatest value
-        if high < 0:
+    high = _lower_bound(neg(diff).key) if isinstance(neg(diff), Expr) else None
+    if high is not None:  # (the least value of -diff)
+        if high > 0:
             return {"eq": False, "ne": True, "lt": True, "le": True, "gt": False, "ge": False}
         if high == 0:
             return {"gt": False, "le": True}
     return {}
+
+
+def _lower_bound(key) -> int | None:
+    """The least value of an expression over symbols of at least 2, where its parts give one
+    (sums with coefficients of one sign, products and quotients by positive constants)."""
+    if isinstance(key, int):
+        return key
+    kind = key[0]
+    if kind == "sym":
+        return 2
+    if kind == "sum":
+        total = key[2]
+        for atom, k in key[1]:
+            low = _lower_bound(atom)
+            if low is None or k < 0:
+                return None
+            total += k * low
+        return total
+    if kind == "mul":
+        out = 1
+        for f in key[1:]:
+            low = _lower_bound(f)
+            if low is None or low < 0:
+                return None
+            out *= low
+        return out
+    if kind == "floordiv" and isinstance(key[2], int) and key[2] > 0:
+        low = _lower_bound(key[1])
+        return None if low is None else low // key[2]
+    if kind == "mod" and isinstance(key[2], int) and key[2] > 0:
+        return 0
+    if kind == "max":
+        lows = [_lower_bound(k) for k in key[1:]]
+        return max((x for x in lows if x is not None), default=None)
+    return None
 
 
 _CMP = {
@@ -328,6 +362,10 @@ def _paren(key) -> str:
 
 
 # -- the environment of one compilation --------------------------------------------------------
+class SymbolicSizeError(RuntimeError):
+    """A relation between symbolic sizes that no prologue would check."""
+
+
 class SizeEnv:
     """The symbols of one compilation and the relations its traces relied on."""
 
@@ -338,6 +376,9 @@ class SizeEnv:
         self._seen: set = set()
         self.specialized: set[str] = set()  # symbols a use pinned to their value
         self.origin: dict[str, tuple[str, int]] = {}  # symbol -> (the tensor input's name, its dimension)
+        # set once the prologue that checks the relations is compiled: a relation found later (a
+        # backward made on demand) would go unchecked, and is an error instead
+        self.frozen = False
 
     def new_symbol(self, proxy: NumberProxy, origin: tuple[str, int] | None = None) -> torch.SymInt:
         """A symbol for a size of at least 2 (``proxy``: its name and value on this call)."""
@@ -354,6 +395,11 @@ class SizeEnv:
         held = relation if outcome else negate(relation)
         if isinstance(held, bool) or held in self._seen:
             return
+        if self.frozen:
+            raise SymbolicSizeError(
+                f"thunder: a trace made after its entry's prologue relies on {source(held)}, a relation "
+                "between symbolic sizes the prologue does not check; compile with thunder.jit(..., dynamic=False)"
+            )
         self._seen.add(held)
         self.relations.append(held)
 
@@ -492,8 +538,14 @@ class SizeNode:
         """The symbols' proxies it reads (what a pass sees of it in a BoundSymbol's arguments)."""
         return self.env.proxies(self.expr)
 
-    def str(self) -> str:
+    def source(self) -> str:
+        """The expression, as the printed programs compute it (``2*s0 + 1``)."""
         return source(self.expr)
+
+    def str(self) -> str:
+        # what ``str(n)``, ``f"{n}"`` and ``repr(n)`` give user code: the number, which the
+        # trace then holds for this size only (a string made while tracing is a constant)
+        return str(self.bool_() if self.is_bool() else self.int_())
 
     __str__ = str
 
@@ -501,7 +553,7 @@ class SizeNode:
         return self.str()
 
     def __repr__(self) -> str:
-        return f"SizeNode({self.str()}, hint={self.hint})"
+        return f"SizeNode({self.source()}, hint={self.hint})"
 
     # arithmetic
     def _op(self, other, fn, hint_fn) -> SizeNode:
@@ -705,6 +757,13 @@ def _non_overlapping_and_dense(sizes, strides) -> bool:
     return True
 
 
+def size_source(x) -> str:
+    """A size as the printed programs write it: a symbolic size's expression, else ``str``."""
+    if isinstance(x, (torch.SymInt, torch.SymBool)) and isinstance(x.node, SizeNode):
+        return x.node.source()
+    return str(x)
+
+
 def is_symbolic(x) -> bool:
     """A ``torch.SymInt``/``SymBool`` over symbolic sizes."""
     return (
@@ -749,6 +808,23 @@ def hints(x):
         return {k: hints(v) for k, v in x.items()}
     if isinstance(x, slice):
         return slice(hints(x.start), hints(x.stop), hints(x.step))
+    return x
+
+
+def concrete(x, values: dict[str, int]):
+    """``x`` with each symbolic size evaluated at ``values`` (symbol name -> size; a symbol not
+    there at its value on the call traced): a shape for a call's own sizes, nothing recorded."""
+    if isinstance(x, (torch.SymInt, torch.SymBool)):
+        node = x.node
+        if isinstance(node, SizeNode):
+            return evaluate(node.expr, {**node.env.hints, **values})
+        return hint_of(x)
+    if isinstance(x, (tuple, list)):
+        return (
+            type(x)(concrete(v, values) for v in x)
+            if type(x) in (tuple, list)
+            else tuple(concrete(v, values) for v in x)
+        )
     return x
 
 

@@ -403,7 +403,7 @@ class ThunderFunction:
             computation_traces=history.traces["computation"],
             epilogue_traces=history.traces["epilogue"],
             backward_traces=history.traces["backward"],
-            prologue=final.prologue.python_callable(),
+            prologue=_prologue_callable(final.prologue, acquired.sizes),
             computation=computation,
             epilogue=None
             if _is_identity(final.epilogue, final.computation, final.backward is not None)
@@ -440,6 +440,14 @@ class ThunderFunction:
             why = self._sizes.note(name, d)
             notes[sym] = f"{name}.shape[{d}]" + (f": {why}" if why else "")
         return notes
+
+
+def _prologue_callable(prologue: Trace, sizes: SizeEnv | None) -> Callable:
+    """The compiled prologue; from then on no relation between symbolic sizes can be added."""
+    fn = prologue.python_callable()
+    if sizes is not None:
+        sizes.frozen = True
+    return fn
 
 
 def _saved_names(final: TraceBundle) -> list[str]:
