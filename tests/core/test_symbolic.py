@@ -71,3 +71,35 @@ def test_each_symbol_is_printed_as_the_code_computes_it(env):
     p = Printer()
     assert p.value((s0 * 2 + 1, 8)) == "((2*s0 + 1), 8)" and p.value(s0) == "s0"
     assert p.value(SizeRelations(env)) == "('s0 >= 2',)"
+
+
+def test_the_printed_source_computes_what_the_expression_is(env):
+    """Every expression, printed as the programs print it and run by Python, gives its value
+    (``-(s0 // 2)`` is not ``-s0 // 2``)."""
+    import random
+
+    rng = random.Random(0)
+    s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
+    ops = [
+        lambda a, b: a + b,
+        lambda a, b: a - b,
+        lambda a, b: a * b,
+        lambda a, b: a // 2,
+        lambda a, b: -a // 3,
+        lambda a, b: a % 3,
+        lambda a, b: -a,
+        lambda a, b: 2 * a - b + 1,
+        lambda a, b: torch.sym_max(a, b),
+        lambda a, b: (a * b) // 2,
+        lambda a, b: (a * b) % (b + 1),
+        lambda a, b: (a * a * b) // (b * b + 1),
+    ]
+    for _ in range(400):
+        e = rng.choice([s0, s1])
+        for _ in range(rng.randint(1, 4)):
+            e = rng.choice(ops)(e, rng.choice([s0, s1, 3]))
+        if not is_symbolic(e):
+            continue
+        for values in ({"s0": 2, "s1": 9}, {"s0": 11, "s1": 4}, {"s0": 6, "s1": 6}):
+            text = size_source(e)
+            assert eval(text, {"max": max, "min": min}, dict(values)) == evaluate(expr_of(e), values), text

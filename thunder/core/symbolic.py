@@ -314,7 +314,9 @@ def _source(key) -> str:
         parts = []
         for a, k in key[1]:
             text = _source(a)
-            if a[0] == "sum":
+            if a[0] in ("sum", "floordiv", "mod", "pow") and k != 1:
+                text = f"({text})"  # (``2*(s0 // 2)``, ``-(s0 % 3)``: as the expression means)
+            elif a[0] == "sum":
                 text = f"({text})"
             if k == 1:
                 parts.append(("+", text))
@@ -355,8 +357,13 @@ def _source(key) -> str:
 
 
 def _paren(key) -> str:
+    """An operand of ``*``, ``//``, ``%`` or ``**``: in parentheses unless a name or a number."""
     text = _source(key)
-    if isinstance(key, tuple) and key[0] in ("sum", "floordiv", "mod") and not text.isidentifier():
+    if (
+        isinstance(key, tuple)
+        and key[0] in ("sum", "floordiv", "mod", "mul", "pow")
+        and not text.isidentifier()
+    ):
         return f"({text})"
     return text
 
