@@ -376,3 +376,26 @@ def test_what_the_pieces_no_longer_check_is_guarded_by_dynamo():
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, model(x.double()))
     assert len(cf.pieces) == 4 and all(p.dynamo_prologue is not None for p in cf.pieces)
+
+
+def test_dynamic_pieces_compile_once_for_every_size():
+    """``thunderfx(fn, dynamic=True)``: Dynamo's graphs are symbolic (sizes come in as int
+    arguments, ``s77``), and thunder takes those ints and every tensor dimension as symbols: each
+    piece compiles once over calls of six sizes, with eager's values."""
+
+    def fn(x, w):
+        y = torch.relu(x @ w)
+        if y.sum() > 0:  # a graph break
+            y = y * 2
+        return y.view(x.shape[0], -1).softmax(-1)
+
+    w = torch.randn(8, 4)
+    cfn = thunderfx(fn, dynamic=True)
+    for n in (3, 5, 7, 9, 11, 13):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(cfn(x, w), fn(x, w))
+    assert len(cfn.pieces) == 2 and not cfn.fallbacks
+    for p in cfn.pieces:
+        stats = thunder.compile_stats(p.jfn)
+        assert stats.cache_misses == 1 and p.calls == 6
+        assert any("L_x_.shape[0]" in s or "L_y_.shape[0]" in s for s in stats.entries[0].symbols.values())

@@ -166,3 +166,34 @@ def test_a_thread_never_sees_another_threads_trace():
         t.join(10)
     torch.testing.assert_close(results["traced"], m.fc(x3))
     assert thunder.compile_stats(jm).cache_misses == 2
+
+
+def test_a_call_tries_only_the_entries_of_its_key():
+    # 24 entries (two ranks of 12 dtypes): a call tries the prologues of its own key's entries
+    # alone, however many others there are
+    jfn = thunder.jit(lambda x: x + 1, dynamic=False)
+    dtypes = [torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.int16]
+    dtypes += [torch.int32, torch.int64, torch.uint8, torch.complex64, torch.complex128, torch.bool]
+    xs = [torch.ones((2,) * rank, dtype=dt) for rank in (1, 2) for dt in dtypes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x in xs:
+            jfn(x)
+    stats = thunder.compile_stats(jfn)
+    assert len(stats.entries) == 24
+    tried = []
+
+    def counted(prologue):
+        def run(*args, **kwargs):
+            tried.append(prologue)
+            return prologue(*args, **kwargs)
+
+        return run
+
+    for e in stats.entries:
+        e.prologue = counted(e.prologue)
+    for x in xs:
+        tried.clear()
+        torch.testing.assert_close(jfn(x), x + 1)
+        assert len(tried) == 1
+    assert stats.cache_misses == 24

@@ -133,7 +133,9 @@ class ThunderCompiler:
         try:
             inspect.signature(thunder.jit).bind(None, **jit_options)
         except TypeError as e:
-            raise TypeError(f"ThunderCompiler: {e} (thunder.jit's options: executors, cache_size)") from None
+            raise TypeError(
+                f"ThunderCompiler: {e} (thunder.jit's options: executors, cache_size, dynamic)"
+            ) from None
         resolve_executors(jit_options.get("executors"))  # an unknown or unavailable executor: now
         self.jit_options = jit_options
         self.pieces: list[Piece] = []

@@ -27,7 +27,9 @@ class ThunderFX:
             raise TypeError(f"thunderfx expects a function or an nn.Module, got {type(fn).__qualname__}")
         self.fn = fn
         self.backend = ThunderCompiler(**jit_options)
-        self.compiled = torch.compile(fn, backend=self.backend)
+        # ``dynamic=True``: Dynamo's graphs are symbolic too (sizes as int arguments, which
+        # thunder takes as symbols), so each piece compiles once for every size
+        self.compiled = torch.compile(fn, backend=self.backend, dynamic=jit_options.get("dynamic"))
         self.calls = 0
         self._last: list[int] = []
         self._skipped: dict[tuple, SkippedFrame] = {}

@@ -28,7 +28,8 @@ class SizePolicy:
         self.dynamic: dict[str, set[int]] = {}  # ... -> its dimensions that became symbols
         self.static: dict[str, set[int]] = {}  # ... -> its dimensions kept specialised
         self.why: dict[tuple[str, int], str] = {}  # (name, dimension) -> why it became a symbol
-        self.handed_out: list[tuple[str, int]] = []  # what the trace being acquired made symbols
+        # what the trace being acquired made symbols: (name, dimension), (name, None) for an int
+        self.handed_out: list[tuple[str, int | None]] = []
 
     def begin(self) -> None:
         """A trace begins."""
@@ -51,6 +52,14 @@ class SizePolicy:
         self.handed_out += [(name, d) for d in out if shape[d] >= 2]
         return out
 
+    def int_argument(self, name: str) -> bool:
+        """Whether the int argument ``name`` (of at least 2) is a symbol: with ``dynamic=True``
+        (``thunderfx(fn, dynamic=True)``: Dynamo's graphs take their sizes as int arguments)."""
+        if not self.every_dim or None in self.static.get(name, ()):
+            return False
+        self.handed_out.append((name, None))
+        return True
+
     def failed(self) -> bool:
         """The trace with symbols failed: keep what it made symbols specialised. Whether there
         were any (else the failure is the code's own)."""
@@ -64,7 +73,7 @@ class SizePolicy:
             name, d = sizes.origin[sym]
             self.static.setdefault(name, set()).add(d)
 
-    def note(self, name: str, d: int) -> str:
+    def note(self, name: str, d: int | None) -> str:
         """Why ``name``'s dimension ``d`` is a symbol."""
         if self.every_dim:
             return "every dimension is symbolic (dynamic=True)"

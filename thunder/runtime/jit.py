@@ -245,7 +245,7 @@ class ThunderFunction:
 
     def _call(self, *args, **kwargs):
         self.stats.calls += 1
-        order = self._cache.order
+        order = self._cache.candidates(args, kwargs)
         for entry in reversed(order):
             try:
                 cargs, eargs = entry.prologue(*args, **kwargs)
@@ -259,12 +259,14 @@ class ThunderFunction:
                 return out[0]
             return entry.epilogue(*out, *eargs)
         with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
+            # (the entries not tried: made by another thread meanwhile, or filed under other keys)
             for entry in reversed([e for e in self._cache.order if all(e is not o for o in order)]):
                 try:
                     cargs, eargs = entry.prologue(*args, **kwargs)
                 except Exception:
                     continue
                 self.stats.cache_hits += 1
+                self._cache.file(entry, args, kwargs)
                 break
             else:
                 self.stats.cache_misses += 1
@@ -419,7 +421,7 @@ class ThunderFunction:
             entry_ref.append(weakref.ref(entry))
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._serial = self._serial or any(Tag.WRITEBACK in b.tags for b in final.epilogue.bound_symbols)
-        self._cache.add(entry)
+        self._cache.add(entry, args, kwargs)
         n = self.stats.cache_misses
         if n % RECOMPILE_WARNING == 0:
             kept = f"; {self._cache.limit} entries are kept" if n >= self._cache.limit else ""
@@ -438,7 +440,7 @@ class ThunderFunction:
         notes = {}
         for sym, (name, d) in sizes.origin.items():
             why = self._sizes.note(name, d)
-            notes[sym] = f"{name}.shape[{d}]" + (f": {why}" if why else "")
+            notes[sym] = (name if d is None else f"{name}.shape[{d}]") + (f": {why}" if why else "")
         return notes
 
 

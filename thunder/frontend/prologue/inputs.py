@@ -154,6 +154,20 @@ class Inputs:
             self.symbols[name] = made
         return tuple(shape)
 
+    def _int_symbol(self, path: str) -> bool:
+        """Whether the int argument at ``path`` is a symbol (``dynamic_dims.int_argument``)."""
+        ask = getattr(self.dynamic_dims, "int_argument", None)
+        return self.sizes is not None and ask is not None and ask(sanitize_name(path or "i"))
+
+    def _symbolic_int(self, v: int, path: str, unpack: Unpack):
+        """An int argument as a symbolic size (``s0 = args[1]``, checked to be an int of at
+        least 2): a graph Dynamo traced with symbolic shapes takes its sizes as such arguments."""
+        sym = NumberProxy(self.computation.make_name("s"), v)
+        self.prologue.names.add(sym.name)
+        self.sources[sym.name] = (sym, unpack, v)
+        self.checks.add_check(pyops.check_type, sym, int)
+        return self.sizes.new_symbol(sym, (sanitize_name(path or "i"), None))
+
     def value(self, v, path: str, unpack: Unpack, depth: int = 0, *, tensor_prefix: str = ""):
         """The value user code sees for input ``v`` (proxies for tensors, containers rebuilt,
         wrappers for objects). A tensor or object met a second time (by another path) is the
@@ -168,6 +182,8 @@ class Inputs:
         if isinstance(v, LITERAL_TYPES) or _is_literal(v):
             if is_counter(v) and sanitize_name(path or "i") in self.dynamic:
                 return self.dynamic_number(v, path, unpack)
+            if type(v) is int and v >= 2 and self._int_symbol(path):
+                return self._symbolic_int(v, path, unpack)
             p = NumberProxy(self._name(path or "i", "i"), v) if isinstance(v, (int, float)) else None
             holder = p or AnyProxy(self._name(path or "p", "p"), type(v))
             self.sources[holder.name] = (holder, unpack, v)
