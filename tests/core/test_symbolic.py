@@ -41,6 +41,21 @@ def test_expressions_are_kept_in_a_normal_form(env):
     assert evaluate(expr_of(s0 * s1 + s0 // 2), {"s0": 9, "s1": 3}) == 31
 
 
+def test_products_expand_and_a_common_factor_cancels(env):
+    s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
+    assert size_source((s0 * 2 + 1) * s1) == "2*s0*s1 + s1"
+    assert size_source((s0 * 6) * s1 // (s0 * 3)) == "2*s1"  # exact: the quotient
+    assert (s0 * s1 * 4 + s0 * 2) % (s0 * 2) == 0  # (a constant: no relation needed)
+    assert size_source(-(-(3 * s0) // s0)) == "3"  # the pieces of split(3*s0, s0)
+    assert size_source(s0 * s1 // (2 * s0)) == "s1 // 2"  # s0 > 0 cancels
+    assert size_source((s0 + 3) // s0) == "(s0 + 3) // s0" and size_source(s1 // s0) == "s1 // s0"
+    assert not env.relations
+    for a, b in ((5, 7), (2, 9), (12, 3)):
+        values = {"s0": a, "s1": b}
+        assert evaluate(expr_of(s0 * s1 // (2 * s0)), values) == (a * b) // (2 * a)
+        assert evaluate(expr_of((s0 * 2 + 1) * s1), values) == (2 * a + 1) * b
+
+
 def test_a_comparison_records_the_relation_it_rested_on(env):
     s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
     assert bool(s0 > 3) and not bool(s0 == s1) and bool(s0 % 2 == 1)

@@ -12,6 +12,7 @@ from support.checks import no_proxies
 from support.models import GPT
 
 import thunder
+from thunder.core.symbolic import size_source
 
 
 def _calls(jfn, fn, sizes, make):
@@ -170,6 +171,27 @@ def test_training_on_batches_of_their_own_length_matches_eager():
         for p, q in zip(model.parameters(), eager.parameters()):
             torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
     assert thunder.compile_stats(jmodel).cache_misses <= 3
+
+
+def test_split_by_a_symbolic_size():
+    def fn(x, w):
+        q, k, v = (x @ w).split(x.shape[1], dim=1)  # 3*s split by s: three pieces for every s
+        first, *_ = x.split(3)  # pieces of 3 rows: how many depends on the size
+        return q + k * v, first * 2
+
+    jfn = thunder.jit(fn, dynamic=True)
+    for n, d in ((8, 4), (7, 5), (8, 6)):
+        x, w = torch.randn(n, d), torch.randn(d, 3 * d)
+        for got, want in zip(jfn(x, w), fn(x, w)):
+            torch.testing.assert_close(got, want)
+    assert thunder.compile_stats(jfn).cache_misses == 1
+    (entry,) = thunder.compile_stats(jfn).entries
+    relations = entry.sizes.relations
+    assert relations and all(size_source(r) != "s1 == 4" for r in relations)  # (d stays a symbol)
+    x, w = torch.randn(10, 4), torch.randn(4, 12)  # four pieces of rows: its relation fails
+    for got, want in zip(jfn(x, w), fn(x, w)):
+        torch.testing.assert_close(got, want)
+    assert thunder.compile_stats(jfn).cache_misses == 2
 
 
 def test_a_string_made_of_a_size_is_its_number_on_every_call():

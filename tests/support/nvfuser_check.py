@@ -5,10 +5,13 @@ Run by ``make check-nvfuser`` in its own Python 3.12 venv (torch 2.10 + nvFuser)
 definition needs no device. Traced:
 
 - every op of the op database (``tests/support/opdb/``), first sample, every dtype the op lists;
+  and again, first dtype, with symbolic sizes (``thunder.jit(..., dynamic=True)``: ``f32[s0, 8]``,
+  sizes in the ops' arguments become nvFuser scalar ops over the symbols, inputs of the fusion);
 - the 4-layer MLP, the GPT-style block and the small GPT of ``tests/support/models.py``, forward, and
   their backward traces whenever thunder makes them (``model_cases``: nothing else to add
   for backward), and a long chain of ops; compiled with nvFuser's previewing executor, so
-  that the backward recomputes what it would with nvFuser on CUDA (``transforms/remat.py``).
+  that the backward recomputes what it would with nvFuser on CUDA (``transforms/remat.py``);
+  the three models again with symbolic sizes.
 
 Each final trace is flattened to prims; each run of consecutive prims nvFuser can take
 becomes a fusion, defined four ways: with symbolic extents (nvFuser's values must have the
@@ -40,9 +43,10 @@ sys.path.insert(
 import torch  # noqa: E402
 
 import thunder  # noqa: E402
-from thunder.core.proxies import NumberProxy, TensorProxy  # noqa: E402
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
+from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in  # noqa: E402
+from thunder.core.pytree import tree_flatten, tree_unflatten  # noqa: E402
 from thunder.core.symbol import Symbol  # noqa: E402
+from thunder.core.symbolic import hints  # noqa: E402
 from thunder.core.tags import Tag  # noqa: E402
 from thunder.executors.nvfuser import (  # noqa: E402
     contiguous_descriptor,
@@ -96,14 +100,14 @@ def _split_tensors(args, kwargs):
     return [leaves[i] for i in pos], call_with
 
 
-def op_cases(names: set[str] | None, errors: list):
+def op_cases(names: set[str] | None, errors: list, *, dynamic: bool = False):
     from support.opdb import OPS, Maker
 
     for info in OPS:
         if info.cuda or (names and info.name not in names and info.id not in names):
             continue
-        for dtype in info.dtypes:
-            name = f"{info.id} {str(dtype).replace('torch.', '')}"
+        for dtype in info.dtypes[:1] if dynamic else info.dtypes:
+            name = f"{info.id} {str(dtype).replace('torch.', '')}" + (" symbolic" if dynamic else "")
             try:
                 sample = info.samples(Maker(dtype))[0]
                 try:  # this venv's older torch may lack the op for the dtype (CPU bfloat16 trace)
@@ -111,7 +115,7 @@ def op_cases(names: set[str] | None, errors: list):
                 except (NotImplementedError, RuntimeError):
                     continue
                 tensors, call_with = _split_tensors(sample.args, sample.kwargs)
-                jfn = thunder.jit(call_with(info.op))
+                jfn = thunder.jit(call_with(info.op), dynamic=dynamic or None)
                 jfn(*tensors)
                 yield Case(name, thunder.last_traces(jfn)[-1])
             except Exception as e:
@@ -126,17 +130,21 @@ def _chain(x):
 
 def model_cases():
     """Forward traces, and backward traces whenever thunder makes them; and a chain long
-    enough (12,000 definition calls in bfloat16) to pass the older module's default limit."""
+    enough (12,000 definition calls in bfloat16) to pass the older module's default limit;
+    the models with symbolic sizes too."""
     from support.models import GPT, MLP, Block
 
     torch.manual_seed(0)
-    for name, model, inputs in (
-        ("MLP (4 layers)", MLP(), (torch.randn(8, 32),)),
-        ("GPT block", Block(), (torch.randn(2, 8, 32),)),
-        ("GPT (2 blocks)", GPT(), (torch.randint(0, 50, (2, 8)),)),
-        ("4000 sin in a row", _chain, (torch.randn(3, dtype=torch.bfloat16),)),
+    for name, model, inputs, dynamic in (
+        ("MLP (4 layers)", MLP(), (torch.randn(8, 32),), None),
+        ("GPT block", Block(), (torch.randn(2, 8, 32),), None),
+        ("GPT (2 blocks)", GPT(), (torch.randint(0, 50, (2, 8)),), None),
+        ("4000 sin in a row", _chain, (torch.randn(3, dtype=torch.bfloat16),), None),
+        ("MLP (4 layers) symbolic", MLP(), (torch.randn(8, 32),), True),
+        ("GPT block symbolic", Block(), (torch.randn(2, 8, 32),), True),
+        ("GPT (2 blocks) symbolic", GPT(), (torch.randint(0, 50, (2, 8)),), True),
     ):
-        jm = thunder.jit(model, executors=[nvfuserex.preview()])
+        jm = thunder.jit(model, executors=[nvfuserex.preview()], dynamic=dynamic)
         jm(*inputs)
         yield Case(f"{name} forward", thunder.last_traces(jm)[-1])
         backward = thunder.last_backward_traces(jm)
@@ -157,7 +165,8 @@ def flatten(bsyms):
 
 
 def _proxies(x) -> list:
-    return [p for p in tree_leaves(x) if isinstance(p, (TensorProxy, NumberProxy))]
+    """The proxies ``x`` reads: the symbols of its symbolic sizes too."""
+    return [p for p in proxies_in(x) if isinstance(p, (TensorProxy, NumberProxy))]
 
 
 def regions(trace, tally: Tally):
@@ -207,7 +216,7 @@ def check_region(module, api, members, inputs, outputs) -> None:
     compile(fusion_repro(members, inputs, outputs, api=api), "<repro>", "exec")
     for p in inputs:
         if isinstance(p, TensorProxy):
-            shape = list(p.meta_shape)
+            shape = list(hints(tuple(p.meta_shape)))  # (symbolic sizes at the call's values)
             strides = list(torch.empty(shape, device="meta").stride())
             theirs = [list(x) for x in module.compute_tensor_descriptor(shape, strides)]
             ours = contiguous_descriptor(shape)
@@ -272,6 +281,9 @@ def main(argv=None) -> int:
     tally, trace_errors = Tally(), []
     cases = list(op_cases(set(args.op) if args.op else None, trace_errors))
     print(f"op database: {len(cases)} traces (first sample of each op, every dtype it lists)")
+    symbolic = list(op_cases(set(args.op) if args.op else None, trace_errors, dynamic=True))
+    print(f"op database with symbolic sizes: {len(symbolic)} traces (first sample, first dtype)")
+    cases += symbolic
     for case in cases:
         run_case(module, args.api, case, tally, args.verbose)
     if not args.op:

@@ -146,8 +146,20 @@ def mul(a, b):
             return 0
         terms, const = _linear(e)
         return _from_linear({t: c * k for t, c in terms.items()}, const * k)
-    factors = sorted([*_factors(_as_atom(a)), *_factors(_as_atom(b))], key=repr)
-    return _from_linear({("mul", *factors): 1}, 0)
+    # a product of sums, expanded: (2*s0 + 1) * s1 is 2*s0*s1 + s1
+    ta, ca = _linear(a)
+    tb, cb = _linear(b)
+    out: dict = {}
+    for x, kx in ta.items():
+        for y, ky in tb.items():
+            atom = ("mul", *sorted([*_factors(x), *_factors(y)], key=repr))
+            out[atom] = out.get(atom, 0) + kx * ky
+        if cb:
+            out[x] = out.get(x, 0) + kx * cb
+    if ca:
+        for y, ky in tb.items():
+            out[y] = out.get(y, 0) + ca * ky
+    return _from_linear(out, ca * cb)
 
 
 def _factors(atom: tuple) -> list:
@@ -162,11 +174,56 @@ def _binary(op: str, a, b):
         return a
     if op == "mod" and b == 1:
         return 0
+    if op in ("floordiv", "mod"):
+        cancelled = _cancel(a, b)
+        if cancelled is not None:
+            quotient, exact = cancelled
+            if exact:
+                return quotient if op == "floordiv" else 0
+            if op == "floordiv":  # (k*X*Y) // (m*X) is (k*Y) // m for X > 0
+                a, b = quotient
     if op in ("max", "min") and a == b:
         return a
     key_a = a if isinstance(a, int) else _as_atom(a)
     key_b = b if isinstance(b, int) else _as_atom(b)
     return _from_linear({(op, key_a, key_b): 1}, 0)
+
+
+def _cancel(a, b):
+    """``a`` divided by ``b`` where ``b`` is a multiple of a product of symbols (each at least
+    2, so positive) that every term of ``a`` holds: ``(q, True)`` where the division is exact
+    (``(6*s0*s1) // (3*s0)`` is ``2*s1``), else ``((a', k), False)`` with the product cancelled
+    (``(s0*s1) // (2*s0)`` is ``s1 // 2``); None where nothing cancels."""
+    terms_b, const_b = _linear(b)
+    if const_b != 0 or len(terms_b) > 1 if terms_b else const_b <= 0:
+        return None
+    if terms_b:
+        ((atom_b, k_b),) = terms_b.items()
+        common = _factors(atom_b)
+        if k_b <= 0 or any(f[0] != "sym" for f in common):
+            return None
+    else:
+        k_b, common = const_b, []
+    terms_a, const_a = _linear(a)
+    if common and const_a != 0:
+        return None
+    rest: dict = {}
+    for atom, k in terms_a.items():
+        factors = _factors(atom)
+        for f in common:
+            if f not in factors:
+                return None
+            factors.remove(f)
+        key = ("mul", *factors) if len(factors) > 1 else factors[0] if factors else None
+        if key is None:
+            const_a += k
+        else:
+            rest[key] = rest.get(key, 0) + k
+    if all(k % k_b == 0 for k in rest.values()) and const_a % k_b == 0:
+        return _from_linear({t: k // k_b for t, k in rest.items()}, const_a // k_b), True
+    if not common:
+        return None
+    return (_from_linear(rest, const_a), k_b), False
 
 
 def compare(op: str, a, b):
@@ -258,7 +315,8 @@ def negate(e):
 
 # -- evaluation and source --------------------------------------------------------------------
 def evaluate(e, values: dict[str, int]):
-    """The value of ``e`` with the symbols at ``values``."""
+    """The value of ``e`` with the symbols at ``values`` (ints, or torch's symbolic ints: the
+    Inductor executor builds its own symbolic sizes from ours this way)."""
     if isinstance(e, (int, bool)):
         return e
     return _eval(e.key, values)
@@ -281,8 +339,8 @@ def _eval(key, values):
         fn = {
             "floordiv": operator.floordiv,
             "mod": operator.mod,
-            "max": max,
-            "min": min,
+            "max": torch.sym_max,  # (symbolic ints too: no comparison that would guard)
+            "min": torch.sym_min,
             "pow": operator.pow,
         }[kind]
         return fn(_eval(key[1], values), _eval(key[2], values))
@@ -785,6 +843,18 @@ def expr_of(x):
 
 def hint_of(x):
     return _node_hint(x)
+
+
+def symbol_name(x) -> str | None:
+    """The name of the symbol a size is (``s0``), None for any other size (4, ``2*s0``)."""
+    atom = _atom(expr_of(x))
+    return atom[1] if atom is not None and atom[0] == "sym" else None
+
+
+def same_size(a, b) -> bool:
+    """Whether two sizes are the same expression (``s0`` and ``s0``, 4 and 4), without recording
+    a relation: a comparison that would need one (``s0`` and ``s1``) is False."""
+    return expr_of(a) == expr_of(b)
 
 
 def sizes_are_static(shape: Iterable[Any]) -> bool:

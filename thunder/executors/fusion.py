@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 
 from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.printing import Printer, output_str, type_comment
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, Symbol, common_scope
+from thunder.core.symbolic import sizes_are_static
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.executors.base import Executor
@@ -110,7 +111,10 @@ class FusionExecutor(Executor):
 
     # -- regions ------------------------------------------------------------------------------
     def region_bsym(self, region: Region, tags: frozenset = frozenset()) -> BoundSymbol:
-        """The BoundSymbol that runs ``region``: ``Tag.FUSION``, its members as subsymbols."""
+        """The BoundSymbol that runs ``region``: ``Tag.FUSION``, its members as subsymbols.
+        A symbolic size its prims read and its members' arguments do not (``reshape(t, -1)``
+        becomes ``prims.reshape(t, (s0*s1,))``) is an input too."""
+        region = with_prim_symbols(region)
         sym = Symbol(
             region.name,
             self.name,
@@ -132,6 +136,24 @@ class FusionExecutor(Executor):
             tags=frozenset({Tag.FUSION}) | tags,
             info=BoundSymbolInfo(claimed_by=self.name),
         )
+
+
+def with_prim_symbols(region: Region) -> Region:
+    """``region`` with each symbol its prims read that is none of its inputs added to them."""
+    symbolic = any(
+        isinstance(p, NumberProxy) or (isinstance(p, TensorProxy) and not sizes_are_static(p.meta_shape))
+        for p in region.inputs
+    )
+    if not symbolic:
+        return region
+    have = {p.name for p in region.inputs}
+    extra = []
+    for prim in region.prims:
+        for p in proxies_in((prim.args, prim.kwargs)):
+            if isinstance(p, NumberProxy) and p.name not in have:
+                have.add(p.name)
+                extra.append(p)
+    return dataclasses.replace(region, inputs=[*region.inputs, *extra]) if extra else region
 
 
 def print_region(bsym: BoundSymbol, printer: Printer) -> str:

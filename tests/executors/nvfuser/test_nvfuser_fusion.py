@@ -70,6 +70,30 @@ def test_nvfuser_partitioning_respects_what_it_declines():
     )
 
 
+def _symbolic(x, w, ids):
+    y = torch.relu(x @ w)
+    z = y.reshape(x.shape[0] * 2, -1) * 2  # a size the program computes: 2*s0
+    e = torch.nn.functional.embedding(ids, w.t())  # a size read from a tensor: s4*s5
+    return z, e.sum(-1)
+
+
+def test_nvfuser_regions_with_symbolic_sizes_serve_every_size():
+    ex = preview()
+    jfn = thunder.jit(_symbolic, executors=[ex], dynamic=True)
+    for n, m in ((4, 6), (6, 10), (9, 4)):
+        args = (torch.randn(n, 8), torch.randn(8, m), torch.randint(0, m, (3, n)))
+        for got, want in zip(jfn(*args), _symbolic(*args)):
+            torch.testing.assert_close(got, want)
+    assert thunder.compile_stats(jfn).cache_misses == 1
+    text = "\n".join(r.sym.impl.repro() for r in _regions(jfn))
+    # the symbols the ops' arguments use are scalar inputs; sizes computed from them are
+    # nvFuser scalar ops; a symbol only a tensor's shape holds is read from that tensor
+    assert "fd.define_scalar(None, dtype=DataType.Int)  # s0" in text
+    assert "fd.ops.mul(" in text and "fd.ops.reshape(" in text and "fd.ops.size(" in text
+    assert "shape=[-1, -1]" in text  # symbolic extents
+    assert "torch.testing.make_tensor((4, 8)" in text  # example inputs at the sizes of the call traced
+
+
 def test_the_default_executors_say_whether_nvfuser_is_in():
     from thunder.executors.registry import default_executors
 
@@ -106,6 +130,19 @@ def test_nvfuser_runs_regions_on_cuda(name):
     assert region.sym.name == "nvFusion0" and len(region.sym.impl.definitions) == 1
     jfn(torch.randn(shape, device="cuda"))  # the same signature: no new definition
     assert len(region.sym.impl.definitions) == 1
+
+
+@pytest.mark.cuda
+def test_nvfuser_runs_a_symbolic_region_at_every_size_on_cuda():
+    _nvfuser_on_cuda()
+    jfn = thunder.jit(_symbolic, executors=["nvfuser"], dynamic=True)
+    for n, m in ((4, 6), (6, 10), (9, 4)):
+        args = (torch.randn(n, 8, device="cuda"), torch.randn(8, m, device="cuda"))
+        args += (torch.randint(0, m, (3, n), device="cuda"),)
+        for got, want in zip(jfn(*args), _symbolic(*args)):
+            torch.testing.assert_close(got, want)
+    assert thunder.compile_stats(jfn).cache_misses == 1
+    assert all(len(r.sym.impl.definitions) == 1 for r in _regions(jfn))
 
 
 @pytest.mark.cuda

@@ -1,5 +1,6 @@
 """Compiling one program with Inductor, in this process or in the helper process
-(``worker.py``): the settings Inductor's cache keys include, as the caller has them
+(``worker.py``), for fixed sizes or for symbolic ones (``SymbolicMeta``: one compiled function
+serves every size its guards admit): the settings Inductor's cache keys include, as the caller has them
 (``compile_settings``) and applied in the helper (``apply_settings``), and the compilation
 itself (``compile_program``), the same on both sides so that what the helper compiles is
 what the caller then loads from Inductor's on-disk caches; and the length-prefixed pickles
@@ -8,12 +9,16 @@ nobody: ``python -m`` runs it fresh."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import pickle
+import re
 import struct
 import sys
 
 import torch
+
+from thunder.core.symbolic import evaluate
 
 try:  # one C++ call that checks many tensors' metadata (what Dynamo's tensor guards use)
     from torch._C._dynamo.guards import TensorGuards
@@ -78,12 +83,56 @@ def apply_settings(settings: dict) -> None:
             setattr(torch.backends.cuda.matmul, name, value)
 
 
-def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = None):
+@dataclasses.dataclass(frozen=True)
+class SymbolicMeta:
+    """The inputs of a region whose sizes are symbolic: ``inputs`` as a fixed-size ``meta`` has
+    them (shape, strides, dtype, device, requires_grad), except that a size or a stride may be
+    an expression over the symbols (``thunder.core.symbolic.Expr``) and that an int input is
+    the name of its symbol (every symbol the tensors' sizes read is one); ``hints`` is each
+    symbol's value on the call that asked for the compilation, as (name, value) pairs."""
+
+    inputs: tuple
+    hints: tuple
+
+    def devices(self) -> list:
+        return [m[3] for m in self.inputs if not isinstance(m, str)]
+
+
+class Guarded:
+    """Inductor's function for symbolic sizes and the sizes it holds for: ``accepts(args)``
+    tests the guards Inductor's tracing and compilation put on the symbols (each symbol's
+    range, a size it specialised, a divisibility a kernel relies on) at the call's values of
+    the int inputs (at ``positions``); ``guards`` is their text."""
+
+    __slots__ = ("fn", "positions", "check", "guards", "_last")
+
+    def __init__(self, fn, positions: tuple, check, guards: str):
+        self.fn = fn
+        self.positions = positions
+        self.check = check
+        self.guards = guards
+        self._last = None  # the values last accepted
+
+    def accepts(self, args) -> bool:
+        values = tuple(args[i] for i in self.positions)
+        if values == self._last:
+            return True
+        if self.check is None or self.check(*values):
+            self._last = values
+            return True
+        return False
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+def compile_program(program, meta, grad: bool, cpp_wrapper: bool | None = None):
     """Inductor's function for ``program`` (a function of torch calls) on inputs of
-    ``meta`` (shape, strides, dtype, device, requires_grad each) in grad mode ``grad``: traced
-    by ``make_fx`` on fake tensors (nothing is computed, static shapes), compiled by
-    ``compile_fx``; with whether its wrapper is C++. The helper process runs this too, for the
-    same result in the caches.
+    ``meta`` (shape, strides, dtype, device, requires_grad each; or a ``SymbolicMeta``) in grad
+    mode ``grad``: traced by ``make_fx`` on fake tensors (nothing is computed; static shapes, or
+    torch's symbolic ints made from ours), compiled by ``compile_fx``; with whether its wrapper
+    is C++. For a ``SymbolicMeta`` the function is a ``Guarded``. The helper process runs this
+    too, for the same result in the caches.
 
     On CPU the function Inductor writes around its kernels (allocating buffers, calling the
     matmuls and the C++ kernels, freeing them) is C++ too (``cpp_wrapper``): its Python form
@@ -92,9 +141,8 @@ def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = 
     everywhere with ``WRAPPER["cpp"]`` off). ``cpp_wrapper`` True or False asks for that
     wrapper only (what the helper found works)."""
     if cpp_wrapper is None:
-        cpp_wrapper = WRAPPER["cpp"] and all(
-            torch.device(device).type == "cpu" for _, _, _, device, _ in meta
-        )
+        devices = meta.devices() if isinstance(meta, SymbolicMeta) else [m[3] for m in meta]
+        cpp_wrapper = WRAPPER["cpp"] and all(torch.device(device).type == "cpu" for device in devices)
         if cpp_wrapper:
             try:
                 return _compile(program, meta, grad, cpp_wrapper=True), True
@@ -103,7 +151,7 @@ def compile_program(program, meta: list, grad: bool, cpp_wrapper: bool | None = 
     return _compile(program, meta, grad, cpp_wrapper=cpp_wrapper), cpp_wrapper
 
 
-def _compile(program, meta: list, grad: bool, *, cpp_wrapper: bool):
+def _compile(program, meta, grad: bool, *, cpp_wrapper: bool):
     from torch._functorch import config as functorch_config
     from torch._guards import TracingContext, tracing
     from torch._inductor import config as inductor_config
@@ -112,14 +160,22 @@ def _compile(program, meta: list, grad: bool, *, cpp_wrapper: bool):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    with fake_mode:
-        fakes = [
-            torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
-            for shape, stride, dtype, device, rg in meta
-        ]
-    with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
-        gm = make_fx(program)(*fakes)
+    symbolic = isinstance(meta, SymbolicMeta)
+    # (no duck sizing: two sizes equal on this call are not the same symbol unless ours are)
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv(duck_shape=False))
+    if symbolic:
+        symbols = {name: _symbol(fake_mode.shape_env, name, hint) for name, hint in meta.hints}
+        fakes = _symbolic_inputs(fake_mode, meta, symbols)
+        with torch.no_grad():
+            gm = make_fx(program, tracing_mode="symbolic")(*fakes)
+    else:
+        with fake_mode:
+            fakes = [
+                torch.empty_strided(shape, stride, dtype=dtype, device=device).requires_grad_(rg)
+                for shape, stride, dtype, device, rg in meta
+            ]
+        with fake_mode, torch.no_grad():  # the graph is the forward; Inductor derives a backward
+            gm = make_fx(program)(*fakes)
     _views_as_reshapes(gm)
     # Inductor's on-disk caches (its FX graph cache, AOTAutograd's cache) take a graph only
     # with the shape environment of a tracing context's fake mode; the grad mode of the call
@@ -137,7 +193,57 @@ def _compile(program, meta: list, grad: bool, *, cpp_wrapper: bool):
             size_asserts=TensorGuards is None, reorder_for_locality=False, cpp_wrapper=cpp_wrapper
         ),
     ):
-        return compile_fx(gm, fakes)
+        fn = compile_fx(gm, fakes)
+    if not symbolic:
+        return fn
+    positions = tuple(i for i, m in enumerate(meta.inputs) if isinstance(m, str))
+    sizes = [fakes[i] for i in positions]
+    return Guarded(fn, positions, *_guards(fake_mode.shape_env, sizes, [meta.inputs[i] for i in positions]))
+
+
+def _symbol(shape_env, name: str, hint: int):
+    """Torch's symbolic int for our symbol ``name`` (a dynamic size, at least 2 as ours)."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+    source = ConstantSource(name)
+    sym = shape_env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+    return shape_env.create_symintnode(sym, hint=hint, source=source)
+
+
+def _symbolic_inputs(fake_mode, meta: SymbolicMeta, symbols: dict) -> list:
+    """The fake inputs of ``meta``: tensors whose sizes and strides are torch's symbolic ints
+    computed from ``symbols`` as our expressions say, and the symbols themselves."""
+    fakes = []
+    for m in meta.inputs:
+        if isinstance(m, str):
+            fakes.append(symbols[m])
+            continue
+        shape, stride, dtype, device, rg = m
+        with fake_mode:
+            fake = torch.empty_strided(
+                [evaluate(d, symbols) for d in shape],
+                [evaluate(d, symbols) for d in stride],
+                dtype=dtype,
+                device=device,
+            )
+        fakes.append(fake.requires_grad_(rg))
+    return fakes
+
+
+def _guards(shape_env, sizes: list, names: list[str]) -> tuple:
+    """A function of the symbols' values that holds where the compiled code is valid (None
+    when nothing is assumed), and its text (``s1 == s2 and 2 <= s0 and s0 <= 2048``): every
+    guard the shape environment holds, written by torch over the int inputs ``sizes``, whose
+    symbols are ``names``."""
+    from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+
+    code = shape_env.produce_guards_expression(sizes)
+    if not code:
+        return None, ""
+    source = re.sub(r"L\['t(\d+)'\]", lambda m: names[int(m.group(1))], code)
+    check = eval(f"lambda {', '.join(names)}: {source}", dict(SYMPY_INTERP))
+    return check, source
 
 
 def _views_as_reshapes(gm) -> None:

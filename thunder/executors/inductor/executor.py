@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import dataclasses
 import functools
 import os
 import pickle
@@ -63,17 +64,18 @@ from collections.abc import Callable
 import torch
 
 from thunder.core.printing import Printer
-from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
 from thunder.core.source import THUNDER_DIR
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
-from thunder.core.symbolic import has_symbols
+from thunder.core.symbolic import contiguous_strides, expr_of, has_symbols
 from thunder.core.tags import Tag
 from thunder.executors.base import Drawing
 from thunder.executors.claim import claim
 from thunder.executors.fusion import FusionExecutor, Region, prims_of
 from thunder.executors.inductor.compile import (
     WRAPPER,
+    SymbolicMeta,
     TensorGuards,
     compile_program,
     compile_settings,
@@ -159,10 +161,6 @@ class TorchCompileExecutor(FusionExecutor):
             return why
         if prim.sym not in FUSED:
             return f"{prim.sym.id} is not in the torch.compile executor's table"
-        if has_symbols((prim.args, prim.kwargs)) or any(
-            isinstance(x, TensorProxy) and has_symbols(x.meta_shape) for x in tree_leaves(prim.output)
-        ):
-            return "its sizes are symbolic (they change between calls); Inductor compiles fixed sizes here"
         for x in tree_leaves((prim.args, prim.kwargs, prim.output)):
             if isinstance(x, NumberProxy):
                 return f"{x.name} is a number that changes between calls; each value would compile again"
@@ -188,8 +186,25 @@ class TorchCompileExecutor(FusionExecutor):
             return "a region of one op that torch runs whole has nothing to fuse"
         return super().region_reason(region)
 
+    def region_bsym(self, region: Region, tags: frozenset = frozenset()) -> BoundSymbol:
+        """A region whose sizes are symbolic also takes each symbol its inputs' sizes read
+        (``TorchCompile0(x, w, s0)``): Inductor's code receives them as int inputs."""
+        return super().region_bsym(_with_size_inputs(region), tags)
+
     def compile_region(self, region: Region) -> InductorRegion:
         return InductorRegion(region)
+
+
+def _with_size_inputs(region: Region) -> Region:
+    have = {p.name for p in region.inputs}
+    extra = []
+    for p in region.inputs:
+        if isinstance(p, TensorProxy) and has_symbols(p.meta_shape):
+            for s in proxies_in(p.meta_shape):
+                if s.name not in have:
+                    have.add(s.name)
+                    extra.append(s)
+    return dataclasses.replace(region, inputs=[*region.inputs, *extra]) if extra else region
 
 
 _background = {"on": True}
@@ -270,11 +285,15 @@ class _Helper:
 def _prepare_loading() -> None:
     """Meanwhile, here: import Inductor and let it probe the CPU's vector instructions (by
     compiling small programs), which loading the first compiled region would otherwise do
-    (seconds). Neither traces anything."""
-    import torch._inductor.compile_fx  # noqa: F401
-    from torch._inductor import cpu_vec_isa
+    (seconds). Neither traces anything. Only a head start: where it fails (the interpreter
+    shutting down meanwhile refuses imports), loading does it."""
+    try:
+        import torch._inductor.compile_fx  # noqa: F401
+        from torch._inductor import cpu_vec_isa
 
-    cpu_vec_isa.valid_vec_isa_list()
+        cpu_vec_isa.valid_vec_isa_list()
+    except Exception:
+        pass
 
 
 _helper = _Helper()
@@ -317,6 +336,12 @@ class InductorRegion:
     ready; ``last`` is the grad mode, a ``TensorGuards`` of the inputs, the compiled
     function of the last call that ran one and the outputs it lays out otherwise than eager
     (``_moves``), checked first. Outputs leave the region with eager's strides.
+
+    A region whose sizes are symbolic (``symbolic``: its int inputs are the symbols) compiles
+    once for every size: its signature is the grad mode and each input's layout (row-major,
+    another dense order, or fixed strides), and ``variants`` holds, per signature, the
+    compiled functions (``Guarded``: each valid where Inductor's guards on the sizes hold,
+    tried in order; a size none admits compiles another, up to ``MAX_VARIANTS``).
     """
 
     def __init__(self, region: Region):
@@ -328,13 +353,20 @@ class InductorRegion:
         self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), fallback_executors())
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
-        self.compiling: dict[tuple, tuple[concurrent.futures.Future, list]] = {}
+        self.compiling: dict[tuple, tuple[concurrent.futures.Future, object]] = {}
         self.lock = threading.Lock()
         self.last: tuple | None = None
         self.region = region
         self.eager_strides: dict[tuple, list] = {}  # input strides -> each output's in eager
+        self.tensors = tuple(i for i, p in enumerate(region.inputs) if isinstance(p, TensorProxy))
+        self.symbolic = len(self.tensors) < len(region.inputs) or any(
+            has_symbols(region.inputs[i].meta_shape) for i in self.tensors
+        )
+        self.variants: dict[tuple, list[_Variant]] = {}
 
     def __call__(self, *args):
+        if self.symbolic:
+            return self._call_symbolic(args)
         last = self.last
         if last is not None and last[0] is torch.is_grad_enabled() and last[1].check(*args):
             out = last[2](*args)
@@ -359,9 +391,81 @@ class InductorRegion:
         # the grad mode are not.
         fn = self.compiled.get(key)
         if fn is None:
-            fn = self._start(key, args)
+            fn = self._start(
+                key, args, lambda: [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
+            )
         return fn
 
+    # -- symbolic sizes ------------------------------------------------------------------------
+    def _call_symbolic(self, args):
+        # (sizes need no check of their own: the prologue checked the program's inputs against
+        # the symbols, and the ops' meta functions give every size of the region's inputs)
+        key = (torch.is_grad_enabled(), tuple(_layout_key(args[i]) for i in self.tensors))
+        variant = self._variant(key, args)
+        if variant is None:  # (compiling meanwhile)
+            out = self.program(*args)
+            variant = _Variant(self.program, None)
+        else:
+            out = variant.fn(*args)
+        if variant.moves is None:
+            variant.moves = self._moves_by_order(key, args, out)
+        if variant.moves:
+            out = _reordered(out, variant.moves)
+        return out[0] if self.single else tuple(out)
+
+    def _variant(self, key: tuple, args) -> _Variant | None:
+        """The compiled function of ``key`` whose guards admit ``args``, else None (the torch
+        calls run) while one that does is compiled."""
+        variants = self.variants.get(key, ())
+        for v in variants:
+            if v.accepts(args):
+                return v
+        job = self.compiling.get(key)
+        if job is not None:
+            if not job[0].done():
+                return None
+            self._load(key)
+            return self._variant(key, args)
+        if len(variants) >= MAX_VARIANTS:  # (no more compilations: the torch calls, from now on)
+            variants.append(_Variant(self.program, _everything))
+            return variants[-1]
+        fn = self._start(key, args, lambda: self._symbolic_meta(key, args))
+        return None if fn is self.program else self._variant(key, args)
+
+    def _symbolic_meta(self, key: tuple, args) -> SymbolicMeta:
+        """The inputs' metadata with the sizes as expressions over the symbols and the strides
+        their layouts give (``_layout_key``), at this call's values of the symbols."""
+        inputs = list(self.region.inputs)
+        layouts = dict(zip(self.tensors, key[1]))
+        meta = []
+        for i, (p, a) in enumerate(zip(inputs, args)):
+            if i not in layouts:
+                meta.append(p.name)
+                continue
+            shape = tuple(expr_of(d) for d in p.meta_shape)
+            strides = tuple(expr_of(d) for d in _strides(p.meta_shape, layouts[i], a))
+            meta.append((shape, strides, a.dtype, a.device, a.requires_grad))
+        hints = tuple(sorted((p.name, int(args[i])) for i, p in enumerate(inputs) if i not in layouts))
+        return SymbolicMeta(tuple(meta), hints)
+
+    def _moves_by_order(self, key: tuple, args, out) -> tuple:
+        """``_moves`` for a symbolic region: eager's order of each output's dimensions (the same
+        for every size of a signature), where Inductor's differs."""
+        expected = self.eager_strides.get(key)
+        if expected is None:
+            expected = self.eager_strides[key] = _eager_strides(self.region, args)
+        moves = []
+        for i, (o, stride) in enumerate(zip(out, expected)):
+            if stride is None:
+                continue
+            order = _dense_order(o.shape, stride)
+            if order is not None and _layout(o.shape, o.stride()) != _layout(
+                o.shape, _ordered_strides(o.shape, order)
+            ):
+                moves.append((i, order))
+        return tuple(moves)
+
+    # -- compiling -----------------------------------------------------------------------------
     def _moves(self, key: tuple, args, out) -> tuple:
         """The outputs laid out otherwise than eager's, with eager's strides: a region's ops run
         as prims (``softmax`` as its steps), and Inductor picks layouts of its own, where
@@ -377,7 +481,7 @@ class InductorRegion:
             if stride is not None and _layout(o.shape, o.stride()) != _layout(o.shape, stride)
         )
 
-    def _start(self, key: tuple, args):
+    def _start(self, key: tuple, args, meta_of: Callable):
         """Inductor's function for ``key`` when it is compiled (here, or loaded once the helper
         process has compiled it), else the torch calls while the helper compiles."""
         job = self.compiling.get(key)
@@ -385,15 +489,14 @@ class InductorRegion:
             if not job[0].done():
                 return self.program
             return self._load(key)
-        # the metadata now (the inputs may change meanwhile)
-        meta = [(a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args]
+        meta = meta_of()  # the metadata now (the inputs may change meanwhile)
         # compiled here when asked, when the results must not depend on when a compilation
         # ends (deterministic algorithms), for CUDA (the helper would need a CUDA context of
         # its own), when the program cannot go to another process
         background = (
             _background["on"]
             and not torch.are_deterministic_algorithms_enabled()
-            and all(a.device.type == "cpu" for a in args)
+            and all(args[i].device.type == "cpu" for i in self.tensors)
         )
         program = self._shipped if background else None
         if program is not None:
@@ -408,8 +511,33 @@ class InductorRegion:
                     else:
                         _waiting.add(self)
         if program is None:
-            fn = self.compiled[key] = self._compile(meta, key[0])
+            # (a fixed signature that fails raises, as before; symbolic sizes fall back to torch)
+            return self._store(key, self._compile_or_warn(meta, key[0], raising=not self.symbolic))
+        return self.program
+
+    def _store(self, key: tuple, fn):
+        """``fn`` compiled for ``key``: the function of a fixed signature, or one more variant
+        of a symbolic one (the torch calls where the compilation failed: for every size)."""
+        if not self.symbolic:
+            self.compiled[key] = fn
             return fn
+        variant = _Variant(fn, fn.accepts if fn is not self.program else _everything)
+        self.variants.setdefault(key, []).append(variant)
+        return fn
+
+    def _compile_or_warn(
+        self, meta, grad: bool, cpp_wrapper: bool | None = None, error: str | None = None, *, raising=False
+    ):
+        """Inductor's function, or the torch calls with a warning where it could not compile
+        (an error instead, with ``raising``)."""
+        if error is None:
+            try:
+                return self._compile(meta, grad, cpp_wrapper)
+            except RuntimeError as e:  # (its message names the region)
+                if raising:
+                    raise
+                error = str(e)
+        warnings.warn(f"{error}\nthe region keeps running as these torch calls", stacklevel=4)
         return self.program
 
     @functools.cached_property
@@ -428,24 +556,17 @@ class InductorRegion:
         with self.lock:
             job = self.compiling.pop(key, None)
             if job is None:
-                return self.compiled[key]
+                return self.compiled.get(key, self.program)
             error = job[0].result()
             if error is not None:
                 error = (
                     f"thunder: torch.compile (Inductor) could not compile {self.name}, a region of {self.size} "
                     f"operations{self.where}: {error}\nThe region as torch calls:\n{self.trace}"
                 )
-            else:
-                try:
-                    self.compiled[key] = self._compile(job[1], key[0], getattr(job[0], "cpp_wrapper", None))
-                except RuntimeError as e:  # (its message names the region)
-                    error = str(e)
-            if error is not None:
-                warnings.warn(f"{error}\nthe region keeps running as these torch calls", stacklevel=3)
-                self.compiled[key] = self.program
+            fn = self._compile_or_warn(job[1], key[0], getattr(job[0], "cpp_wrapper", None), error)
             if not self.compiling:
                 _waiting.discard(self)
-            return self.compiled[key]
+            return self._store(key, fn)
 
     def finish(self, timeout: float | None = None) -> None:
         """Wait for this region's compilations in the helper and load them."""
@@ -466,7 +587,90 @@ class InductorRegion:
             ) from e
 
     def __repr__(self) -> str:
-        return f"<{self.name}: Inductor region of {self.size} operations, {len(self.compiled)} compiled>"
+        n = sum(len(v) for v in self.variants.values()) if self.symbolic else len(self.compiled)
+        return f"<{self.name}: Inductor region of {self.size} operations, {n} compiled>"
+
+
+# the most functions a symbolic region compiles for one signature (sizes Inductor's guards split)
+MAX_VARIANTS = 4
+
+
+class _Variant:
+    """One compiled function of a symbolic region's signature: ``accepts(args)`` whether it is
+    valid for the call's sizes; ``moves``: the outputs to lay out as eager (once known)."""
+
+    __slots__ = ("fn", "accepts", "moves")
+
+    def __init__(self, fn, accepts):
+        self.fn = fn
+        self.accepts = accepts
+        self.moves = None
+
+
+def _everything(args) -> bool:
+    return True
+
+
+def _layout_key(a: torch.Tensor):
+    """How ``a`` is laid out, in terms that hold for every size: None for row-major;
+    ``("order", dims, expanded)`` for another dense layout (its dimensions from outermost to
+    innermost, size-1 ones left out, and those expanded with stride 0); else ``("strides",
+    strides)``, these strides exactly."""
+    if a.is_contiguous():
+        return None
+    shape, stride = a.shape, a.stride()
+    order = _dense_order(shape, stride)
+    if order is None:
+        return ("strides", tuple(stride))
+    return ("order", order, tuple(d for d in order if stride[d] == 0))
+
+
+def _dense_order(shape, stride) -> tuple | None:
+    """The dimensions of size other than 1 from outermost to innermost when ``stride`` lays
+    ``shape`` out densely (expanded dimensions, stride 0, allowed), else None."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -stride[d])
+    step = 1
+    for d in reversed(dims):
+        if stride[d] == 0:
+            continue
+        if stride[d] != step:
+            return None
+        step *= shape[d]
+    return tuple(dims)
+
+
+def _ordered_strides(shape, order: tuple, expanded: tuple = ()) -> list:
+    """The strides that lay ``shape`` out densely in ``order`` (1 for dimensions left out)."""
+    strides = [1] * len(shape)
+    step = 1
+    for d in reversed(order):
+        if d in expanded:
+            strides[d] = 0
+            continue
+        strides[d] = step
+        step = step * shape[d]
+    return strides
+
+
+def _strides(shape: tuple, layout, a: torch.Tensor) -> tuple:
+    """The strides, symbolic where the sizes are, of an input of ``shape`` (symbolic ints) laid
+    out as ``layout`` says (``a``: the tensor of this call)."""
+    if layout is None:
+        return contiguous_strides(shape)
+    if layout[0] == "strides":
+        return layout[1]
+    strides = _ordered_strides(shape, layout[1], layout[2])
+    return tuple(s if d in layout[1] else a.stride(d) for d, s in enumerate(strides))
+
+
+def _reordered(out, moves: tuple) -> list:
+    """``out`` with each output named in ``moves`` copied into eager's order of dimensions."""
+    out = list(out)
+    for i, order in moves:
+        o = out[i]
+        stride = _ordered_strides(o.shape, order)
+        out[i] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+    return out
 
 
 def _eager_strides(region: Region, args) -> list:
@@ -479,7 +683,7 @@ def _eager_strides(region: Region, args) -> list:
     try:
         program = claim(region.trace(prims=False), fallback_executors()).python_callable()
         mode = FakeTensorMode()
-        fakes = [mode.from_tensor(a) for a in args]
+        fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
         with mode, torch.no_grad():
             outs = program(*fakes)
         return [o.stride() if is_non_overlapping_and_dense_or_false(o) else None for o in outs]

@@ -21,6 +21,7 @@ from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic import expr_of, hint_of, hints, is_symbolic, symbol_name
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES, NUMBER_DTYPES, api_name, load, new_definition
 from thunder.executors.nvfuser.translate import TRANSLATIONS, unsupported_reason
 
@@ -42,8 +43,9 @@ class TensorDescriptor:
 
 def contiguous_descriptor(shape: Sequence[int], *, static: bool = False) -> TensorDescriptor:
     """A row-major tensor of ``shape``; extents stay symbolic unless ``static`` (nvFuser
-    takes no static extent 0, so an empty dimension stays symbolic)."""
-    dims = tuple(int(s) for s in shape)
+    takes no static extent 0, so an empty dimension stays symbolic), and a symbolic size of
+    the trace (``s0``, at least 2) always does."""
+    dims = tuple(-1 if is_symbolic(s) else int(s) for s in shape)
     return TensorDescriptor(
         tuple(s if s == 1 or (static and s > 1) else -1 for s in dims),
         tuple(None if s == 1 else True for s in dims),
@@ -60,9 +62,19 @@ class Emitter:
 
     def __init__(self):
         self._values: dict[str, object] = {}
+        self._sizes: dict = {}  # a size expression's key -> its fusion scalar
+        self._extents: dict[str, tuple] = {}  # symbol -> (an input tensor's value, the dimension it sizes)
 
     def bind(self, proxy, value) -> None:
         self._values[proxy.name] = value
+
+    def note_extents(self, proxy: TensorProxy, value) -> None:
+        """The input ``proxy`` (``value`` in the fusion) has a symbol as the size of these
+        dimensions: a symbol that is no input of the fusion is read from it (``fd.ops.size``)."""
+        for d, size in enumerate(proxy.meta_shape):
+            name = symbol_name(size)
+            if name is not None:
+                self._extents.setdefault(name, (value, d))
 
     def get(self, proxy):
         if not isinstance(proxy, (TensorProxy, NumberProxy)):
@@ -74,6 +86,53 @@ class Emitter:
                 f"thunder: {proxy.name} is used in the fusion but is neither one of its inputs "
                 "nor made by an earlier member"
             ) from None
+
+    def size(self, x):
+        """A size as a fusion value: an int as itself; a symbolic one (``2*s0 + 1``) as nvFuser
+        scalar ops over the symbols, which are inputs of the fusion (each expression once)."""
+        e = expr_of(x)
+        if isinstance(e, int):
+            return e
+        return self._size(e.key, x.node.env)
+
+    def _size(self, key, env):
+        if isinstance(key, int):
+            return self.constant(key, torch.int64)
+        v = self._sizes.get(key)
+        if v is not None:
+            return v
+        kind = key[0]
+        if kind == "sym":
+            proxy = env.symbols[key[1]]
+            if proxy.name in self._values or key[1] not in self._extents:
+                v = self.get(proxy)
+            else:
+                tensor, d = self._extents[key[1]]
+                v = self.op("size", tensor, dim=d, scalar=True)
+        elif kind == "sum":
+            v = self.constant(key[2], torch.int64) if key[2] or not key[1] else None
+            for atom, k in key[1]:
+                term = self._size(atom, env)
+                if k != 1:
+                    term = self.op("mul", term, self.constant(k, torch.int64), scalar=True)
+                v = term if v is None else self.op("add", v, term, scalar=True)
+        elif kind == "mul":
+            v = self._size(key[1], env)
+            for f in key[2:]:
+                v = self.op("mul", v, self._size(f, env), scalar=True)
+        else:  # sizes are not negative: C's division and remainder are Python's
+            name = {"floordiv": "div", "mod": "fmod", "max": "maximum", "min": "minimum", "pow": "pow"}[kind]
+            v = self.op(name, self._size(key[1], env), self._size(key[2], env), scalar=True)
+        self._sizes[key] = v
+        return v
+
+    def sizes(self, x):
+        """``x`` (an op's argument: lists nested) with each symbolic size as a fusion value."""
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.sizes(v) for v in x)
+        if is_symbolic(x):
+            return self.size(x)
+        return x
 
     def begin(self, bsym: BoundSymbol) -> None:
         """Called before ``bsym`` is translated."""
@@ -123,6 +182,7 @@ class FusionEmitter(Emitter):
         return self.fd.define_scalar(_number_as(value, dtype), dtype=self._dtype(dtype))
 
     def op(self, name: str, *args, outputs: int = 1, scalar: bool = False, **kwargs):
+        args, kwargs = self.sizes(args), {k: self.sizes(v) for k, v in kwargs.items()}
         fn = getattr(self.fd.ops, name)
         result = fn(*(self._arg(a) for a in args), **{k: self._arg(v) for k, v in kwargs.items()})
         return tuple(result) if outputs > 1 else result
@@ -145,7 +205,10 @@ class FusionEmitter(Emitter):
                 f"thunder: nvFuser made {proxy.name} as {value.dtype()}, thunder says {proxy.meta_dtype}"
             )
         extents = [str(v) for v in value.shape()]  # the extents nvFuser knows print as numbers
-        if any(got.isdigit() and int(got) != want for got, want in zip(extents, proxy.meta_shape)):
+        if any(
+            got.isdigit() and type(want) is int and int(got) != want
+            for got, want in zip(extents, proxy.meta_shape)
+        ):
             raise TranslationError(
                 f"thunder: nvFuser made {proxy.name} of shape {extents}, thunder says {list(proxy.meta_shape)}"
             )
@@ -201,6 +264,7 @@ class ScriptEmitter(Emitter):
 
     def note_index(self, proxy, extent: int) -> None:
         if isinstance(proxy, TensorProxy):
+            extent = hint_of(extent)  # (for example inputs: the sizes of the call traced)
             self._indexed[proxy.name] = min(self._indexed.get(proxy.name, extent), extent)
 
     def index_extents(self) -> dict[str, int]:
@@ -246,6 +310,7 @@ class ScriptEmitter(Emitter):
         return v
 
     def op(self, name: str, *args, outputs: int = 1, scalar: bool = False, **kwargs):
+        args, kwargs = self.sizes(args), {k: self.sizes(v) for k, v in kwargs.items()}
         results = tuple(self._new("S" if scalar else "T") for _ in range(outputs))
         self._emit(", ".join(r.name for r in results), f"fd.ops.{name}", args, kwargs)
         return results if outputs > 1 else results[0]
@@ -291,6 +356,7 @@ def emit_region(
     for p, d in zip(inputs, descriptors):
         if isinstance(p, TensorProxy):
             em.bind(p, em.define_tensor(p, d or contiguous_descriptor(p.meta_shape, static=static_shapes)))
+            em.note_extents(p, em.get(p))
         elif isinstance(p, NumberProxy):
             em.bind(p, em.define_scalar(p))
         else:
@@ -405,7 +471,7 @@ def _example(proxy, d: TensorDescriptor | None, index_extents: dict[str, int]) -
     if isinstance(proxy, NumberProxy):
         return repr(proxy.value)
     p = Printer()
-    shape = proxy.meta_shape
+    shape = hints(tuple(proxy.meta_shape))  # (symbolic sizes: those of the call traced)
     order = list(range(len(shape)))
     if d is not None and d.stride_order:  # make it in memory order, then view it logically
         order = sorted(order, key=lambda i: -d.stride_order[i])

@@ -37,7 +37,7 @@ import torch
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol, SymbolTable
-from thunder.core.symbolic import has_symbols
+from thunder.core.symbolic import is_symbolic, same_size, size_source
 from thunder.core.tags import Tag
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES
 from thunder.ops import prims
@@ -118,10 +118,6 @@ def unsupported_reason(bsym: BoundSymbol) -> str | None:
     entry = TRANSLATIONS.get(bsym.sym)
     if entry is None:
         return UNSUPPORTED.get(bsym.sym, "no nvFuser translation")
-    if has_symbols((bsym.args, bsym.kwargs)) or any(
-        isinstance(x, TensorProxy) and has_symbols(x.meta_shape) for x in tree_leaves(bsym.output)
-    ):
-        return "symbolic sizes (they change between calls) are not translated"
     for x in tree_leaves((bsym.args, bsym.kwargs, bsym.output)):
         reason = _leaf_reason(x)
         if reason is not None:
@@ -160,13 +156,29 @@ def operand(em, x, dtype: torch.dtype, shape: tuple[int, ...]):
     if is_tensor(x):
         v = cast(em, em.get(x), dtype_of(x), dtype)
         s = shape_of(x)
-        if tuple(s) != tuple(shape):
+        if len(s) != len(shape) or not all(map(same_size, s, shape)):
+            if any(is_symbolic(d) for d in shape):
+                # symbolic extents come from the other operands: nvFuser broadcasts a size-1
+                # dimension by itself, and the missing leading ones are added as broadcasts
+                # (the symbols of ``shape`` need not be inputs of the fusion)
+                if len(s) < len(shape):
+                    v = em.op(
+                        "broadcast", v, is_broadcast_dim=[True] * (len(shape) - len(s)) + [False] * len(s)
+                    )
+                return v
             dims = list(range(len(shape) - len(s), len(shape)))
             v = em.op("broadcast_in_dim", v, shape=list(shape), broadcast_dims=dims)
         return v
     if isinstance(x, NumberProxy):
         return em.op("cast", em.get(x), dtype=dtype, scalar=True)
+    if is_symbolic(x):  # a size computed from the symbols (inputs of the fusion)
+        return em.op("cast", em.size(x), dtype=dtype, scalar=True)
     return em.constant(x, dtype)
+
+
+def _text(sizes) -> str:
+    """Sizes as a message writes them (``(s0, 8)``): a symbolic size's expression, not its value."""
+    return "(" + ", ".join(size_source(s) for s in sizes) + ("," if len(sizes) == 1 else "") + ")"
 
 
 def cast(em, v, have: torch.dtype, want: torch.dtype):
@@ -287,7 +299,7 @@ def _slice(em, bsym):
 def _slice_check(bsym) -> str | None:
     strides = _slice_strides(bsym)
     if any(s != 1 for s in strides):
-        return f"nvFuser slices with step 1 only (this one steps by {tuple(strides)})"
+        return f"nvFuser slices with step 1 only (this one steps by {_text(strides)})"
     return None
 
 
@@ -425,9 +437,9 @@ def _take_along_axis(em, bsym):
 def _take_along_axis_check(bsym):
     a, index, dim = bsym.args
     sa, si = shape_of(a), shape_of(index)
-    if len(sa) != len(si) or any(x != y for i, (x, y) in enumerate(zip(sa, si)) if i != dim):
+    if len(sa) != len(si) or any(not same_size(x, y) for i, (x, y) in enumerate(zip(sa, si)) if i != dim):
         return (
-            f"index shape {tuple(si)} differs from the input's {tuple(sa)} outside dimension {dim}; "
+            f"index shape {_text(si)} differs from the input's {_text(sa)} outside dimension {dim}; "
             "nvFuser's take_along_axis does not broadcast"
         )
     return None
@@ -453,7 +465,7 @@ def _index_copy_check(bsym):
 
 def _topk(em, bsym):
     a, k, dim, largest, is_sorted = bsym.args
-    kv = em.get(k) if isinstance(k, NumberProxy) else em.constant(k, torch.int64)
+    kv = operand(em, k, torch.int64, ())
     return em.op("topk", em.get(a), kv, dim=dim, largest=bool(largest), sorted=bool(is_sorted), outputs=2)
 
 

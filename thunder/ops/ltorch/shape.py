@@ -285,7 +285,15 @@ def _slice_dim(a, dim: int, start: int, stop: int, step: int = 1):
 def split(a, split_size_or_sections, dim: int = 0):
     s = shape_of(a)
     d = canonical_dim(dim, len(s), "torch.split")
-    if isinstance(split_size_or_sections, int):
+    if isinstance(split_size_or_sections, torch.SymInt) or (
+        isinstance(split_size_or_sections, int) and isinstance(s[d], torch.SymInt)
+    ):
+        # a symbolic size: the number of pieces must be a number (``3*s0`` split by ``s0`` is
+        # 3 for every s0; ``s0`` split by 4 records the relation its count rests on)
+        n = split_size_or_sections
+        count = int(-(-s[d] // n))
+        sizes = [min(n, s[d] - i * n) for i in range(count)] or [0]
+    elif isinstance(split_size_or_sections, int):
         n = split_size_or_sections
         sizes = [min(n, s[d] - i) for i in range(0, s[d], n)] or [0]
     else:
