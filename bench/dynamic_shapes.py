@@ -1,7 +1,10 @@
-"""Programs whose sizes change between calls, measured in one run: eager, thunder.jit and
-torch.compile, each over the same sequence of calls (CPU time of the whole sequence,
-compilations included: "first pass"), and the same sequence again ("again"); ratios to eager's
-time for the sequence, and how many times each compiled.
+"""Programs whose sizes change between calls, measured in one run: eager, thunder.jit (torch
+executor), thunder.jit with the torch.compile executor (Inductor regions with symbolic sizes)
+and torch.compile, each over the same sequence of calls (CPU time of the whole sequence,
+compilations included: "first pass"; for thunder + Inductor the CPU time of its helper process,
+which compiles the regions, is added), and the same sequence again ("again", after the helper's
+compilations are loaded); ratios to eager's time for the sequence, and how many times each
+compiled (thunder: cache entries; torch.compile: Dynamo's graphs).
 
 Programs (tiny configurations, one thread):
 
@@ -126,6 +129,8 @@ PROGRAMS = {
 def _compiled(model, runner: str):
     if runner == "thunder":
         return thunder.jit(model)
+    if runner == "thunder+inductor":
+        return thunder.jit(model, executors=["torchcompile", "torch"])
     torch._dynamo.reset()
     if hasattr(model, "generate"):  # transformers: the forward compiled, generate() as it is
         model = _fresh(model)
@@ -140,8 +145,20 @@ def _fresh(model):
     return copy.deepcopy(model)
 
 
+def _helper_cpu() -> float:
+    """CPU seconds the Inductor helper process has used (0 where none runs)."""
+    from thunder.executors.inductor import executor as torchcompileex
+
+    proc = torchcompileex._helper.proc
+    if proc is None or proc.poll() is not None:
+        return 0.0
+    with open(f"/proc/{proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _compilations(runner: str, m) -> str:
-    if runner == "thunder":
+    if runner.startswith("thunder"):
         return str(thunder.compile_stats(m).cache_misses)
     if runner == "torch.compile":
         from torch._dynamo.utils import counters
@@ -160,7 +177,7 @@ def main() -> None:
     import transformers
 
     transformers.logging.set_verbosity_error()
-    runners = ["thunder"] + ([] if opts.no_compile else ["torch.compile"])
+    runners = ["thunder"] + ([] if opts.no_compile else ["thunder+inductor", "torch.compile"])
     print(f"torch {torch.__version__}, 1 thread; CPU seconds of the whole sequence, ratio to eager's")
     print(
         f"{'program':22} {'eager s':>8} "
@@ -177,7 +194,13 @@ def main() -> None:
                 from torch._dynamo.utils import counters
 
                 counters.clear()
+            helper = _helper_cpu()
             first = _cpu(lambda m=m, run=run: run(m))
+            if runner == "thunder+inductor":
+                from thunder.executors.registry import wait_for_compilations
+
+                # loading what the helper compiled is this process's, the compiling the helper's
+                first += _cpu(wait_for_compilations) + _helper_cpu() - helper
             again = min(_cpu(lambda m=m, run=run: run(m)) for _ in range(2))
             cells.append(
                 f"{first:8.2f} ({first / eager:6.2f}x) {again:6.2f} ({again / eager:4.2f}x) {_compilations(runner, m):>8}"

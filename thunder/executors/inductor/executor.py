@@ -12,6 +12,12 @@ input (torch builds without ``TensorGuards``: a dictionary lookup of the strides
 Inductor's asserts). With inputs that require grad, Inductor's compiled function is
 differentiable (it compiles the backward too).
 
+A region whose sizes are symbolic (a trace of ``thunder.jit(fn, dynamic=True)``, or a dimension
+that changed between calls) compiles once for every size: the symbols are int inputs of the
+region (``TorchCompile0(x, w, s0, s1)``), ``make_fx`` traces it on fake tensors whose sizes are
+torch's symbolic ints made from ours, and Inductor's guards on them (a range, a size it
+specialised) are checked on each call, a size they do not admit compiling another function.
+
 Compiling starts on a region's first call with a signature, when real inputs give it. By
 default a helper process compiles (``thunder/executors/inductor/worker.py``) while the region
 runs as its torch calls (the torch executor's kernels, eager's results): a first call costs

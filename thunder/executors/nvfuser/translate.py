@@ -12,6 +12,10 @@ bfloat16/float16, as torch's kernels do) and broadcast to the output shape, numb
 constants of that dtype, and the result is cast to the output's dtype. The result dtype the
 emitter expects from nvFuser is checked against nvFuser's own answer where it gives one.
 
+Symbolic sizes (``f32[s0, 8]``) stay symbolic extents of the definition; a size an op takes
+(``prims.reshape(t, (2*s0, 4))``) becomes scalar ops over the symbols, which are scalar inputs
+of the fusion or read from an input tensor (``fd.ops.size``): ``Emitter.size`` in ``define.py``.
+
 Before::
 
     t1 = prims.mul(t0, 2.5)  # t0: "bf16[3, 4]"
