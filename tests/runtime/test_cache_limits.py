@@ -169,8 +169,8 @@ def test_a_thread_never_sees_another_threads_trace():
 
 
 def test_a_call_tries_only_the_entries_of_its_key():
-    # 24 entries (two ranks of 12 dtypes): a call tries the prologues of its own key's entries
-    # alone, however many others there are
+    # 24 entries (two ranks of 12 dtypes): a call tries the most recently used entry, then the
+    # prologues of its own key's entries alone, however many others there are
     jfn = thunder.jit(lambda x: x + 1, dynamic=False)
     dtypes = [torch.float16, torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.int16]
     dtypes += [torch.int32, torch.int64, torch.uint8, torch.complex64, torch.complex128, torch.bool]
@@ -195,5 +195,9 @@ def test_a_call_tries_only_the_entries_of_its_key():
     for x in xs:
         tried.clear()
         torch.testing.assert_close(jfn(x), x + 1)
-        assert len(tried) == 1
+        assert len(tried) == 2  # the previous call's entry, then this key's one
+    for _ in range(3):
+        tried.clear()
+        jfn(xs[-1])
+        assert len(tried) == 1  # the same inputs again: the most recent entry fits
     assert stats.cache_misses == 24

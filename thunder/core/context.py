@@ -16,6 +16,8 @@ class _Local(threading.local):
 
 
 _local = _Local()
+# (read as ``tracing.trace`` where a function call's cost matters: a cached call's first test)
+tracing = _local
 
 
 def current_trace():

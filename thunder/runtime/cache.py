@@ -1,7 +1,8 @@
 """The cache of one jitted function: bounded, least recently used entry evicted, and safe
 to call from several threads.
 
-A call tries the entries most recently used first (``Cache.order``, a tuple replaced as a
+A call tries first the entry of the last hit (``Cache.last``: a call like the one before costs one
+prologue), then the entries most recently used first (``Cache.order``, a tuple replaced as a
 whole, so a reader never sees it half changed); a hit on an entry that is not the most
 recent one moves it to the end. With more than a few entries a call tries only those made for
 calls of its key (``call_key``: what every prologue checks of the arguments first, their types,
@@ -55,6 +56,7 @@ class Cache:
         self.limit = limit
         self.entries: list = []  # in compile order
         self.order: tuple = ()  # most recently used last
+        self.last = None  # the entry of the last hit or the last one added
         self.keyed: dict[tuple, tuple] = {}  # call key -> its entries, most recently used last
         self._keys: dict[int, set] = {}  # id(entry) -> its keys
         self.lock = threading.RLock()
@@ -102,6 +104,7 @@ class Cache:
                     else:
                         del self.keyed[key]
             self.evicted += len(evicted)
+            self.last = entry
             self.file(entry, args, kwargs or {})
             return evicted
 

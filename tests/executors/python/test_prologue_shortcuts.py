@@ -256,3 +256,30 @@ def test_an_argument_named_as_a_builtin_the_program_prints_shadows_none():
     assert "float('-inf')" in str(thunder.last_traces(jg)[-1]) and "_float" not in str(
         thunder.last_traces(jg)[-1]
     )
+
+
+def test_a_lone_tensor_s_check_is_one_guard_that_still_catches_every_change():
+    # a function of one tensor: its check's shortcut is a C++ guard made when it first passed
+    jfn = thunder.jit(lambda x: x * 2 + 1)
+    x = torch.randn(3, 4)
+    jfn(x)
+    prologue = jfn._cache.last.prologue
+    assert "_x_guard.check(x)" in prologue.__thunder_program__.source
+    prologue(x)  # (the first pass in full makes the guard)
+    with _counted_checks() as calls:
+        prologue(x)
+        prologue(torch.randn(3, 4))
+        prologue(torch.randn(4, 3).t())  # (strides are not the check's: a trace that reads them checks them)
+    assert sum(calls.values()) == 0, calls
+    for other in (torch.randn(4, 3), x.double(), x.clone().requires_grad_(), x[None], 3.0, [x]):
+        with pytest.raises(PrologueCheckFailed):
+            prologue(other)
+    # what the guard holds beyond the check (the class, the dispatch keys) falls back to the check
+    with torch.inference_mode():
+        y = torch.randn(3, 4)
+    p = nn.Parameter(torch.randn(3, 4), requires_grad=False)
+    with _counted_checks() as calls:
+        for t in (y, p):
+            torch.testing.assert_close(jfn(t), t * 2 + 1)
+    assert calls["check_tensor"] == 2
+    assert thunder.compile_stats(jfn).cache_misses == 1

@@ -85,6 +85,32 @@ def _check_tensor(t, shape, dtype, device, requires_grad):
 _DEVICES: dict[str, torch.device] = {}
 
 
+class TensorGuard:
+    """One plain tensor's ``check_tensor`` as one C++ call, the shortcut of its line in the
+    compiled prologue (``shortcuts.py``): ``check`` is first the full test and, once a tensor
+    has passed it, the ``check`` of torch's ``TensorGuards`` made from that tensor (its class,
+    shape, dtype, device, requires_grad and dispatch keys; not its strides). False where the
+    guard does not hold: the line's ``check_tensor`` then decides, and names what differs."""
+
+    __slots__ = ("check", "meta")
+
+    def __init__(self, shape, dtype, device, requires_grad):
+        self.meta = (shape, dtype, device, requires_grad)
+        self.check = self._first
+
+    def _first(self, t) -> bool:
+        try:
+            check_tensor(t, *self.meta)
+        except PrologueCheckFailed:
+            return False
+        if _TensorGuards is not None:
+            shape = self.meta[0]
+            self.check = _TensorGuards(
+                t, dynamic_dims_sizes=[list(shape)], dynamic_dims_strides=[[None] * len(shape)]
+            ).check
+        return True
+
+
 def check_sizes(symbols: dict, relations: tuple[str, ...]) -> None:
     """Every relation between the symbolic sizes (``symbols``: name -> this call's size) the
     compilation relied on holds (``relations``: Python expressions over the names, printed from

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module as _module_module
 
+from thunder.core.symbolic import sizes_are_static
 from thunder.executors.python import checks
 from thunder.ops import python as pyops
 
@@ -66,7 +67,11 @@ def _defaults(bsym, p) -> str | None:
 
 
 def _tensor(bsym, p) -> str | None:
-    """``check_tensor``'s first test (a plain tensor of the traced metadata)."""
+    """``check_tensor``'s first test (a plain tensor of the traced metadata): a ``TensorGuard``
+    of the line where the sizes are numbers, the test in Python where they are symbols."""
+    if sizes_are_static(bsym.args[1]):
+        guard = p.name_object(checks.TensorGuard(*bsym.args[1:]), f"_{bsym.args[0].name}_guard")
+        return f"{guard}.check({p.value(bsym.args[0])})"
     t, shape, dtype, device, requires_grad = (p.value(a) for a in bsym.args)
     types = p.name_object(checks._TENSOR_TYPES, "_tensor_types")
     dev = p.name_object(checks._device(bsym.args[3]), f"_device_{bsym.args[3].replace(':', '_')}")
@@ -113,7 +118,8 @@ def _autocast(bsym, p) -> str | None:
 
 def _default_dtype(bsym, p) -> str:
     (dtype,) = bsym.args
-    return f"{p.name_object(torch.get_default_dtype, '_get_default_dtype')}() is {p.value(dtype)}"
+    named = p.name_object(dtype, "_" + str(dtype).removeprefix("torch."))  # (a global, not an attribute)
+    return f"{p.name_object(torch.get_default_dtype, '_get_default_dtype')}() is {named}"
 
 
 def _strides(bsym, p) -> str:
