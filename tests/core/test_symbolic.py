@@ -12,6 +12,7 @@ from thunder.core.symbolic import (
     SizeRelations,
     evaluate,
     expr_of,
+    fold,
     hints,
     is_symbolic,
     size_source,
@@ -118,3 +119,56 @@ def test_the_printed_source_computes_what_the_expression_is(env):
         for values in ({"s0": 2, "s1": 9}, {"s0": 11, "s1": 4}, {"s0": 6, "s1": 6}):
             text = size_source(e)
             assert eval(text, {"max": max, "min": min}, dict(values)) == evaluate(expr_of(e), values), text
+
+
+def test_fold_computes_a_size_in_another_domain_each_part_once(env):
+    # (the nvFuser executor folds sizes into its scalar ops; here into strings and ints)
+    s0, s1 = _sym(env, "s0", 5), _sym(env, "s1", 7)
+    made = []
+
+    def op(name):
+        def f(*args):
+            made.append(name)
+            return f"{name}({', '.join(map(str, args))})"
+
+        return f
+
+    size = (s0 * 2 + 1) * (s1 // 2) + torch.sym_max(s0, s1) % 3
+    memo = {}
+    text = fold(
+        expr_of(size),
+        symbol=str,
+        number=str,
+        add=op("add"),
+        scale=op("scale"),
+        mul=op("mul"),
+        binary=lambda name, a, b: op(name)(a, b),
+        memo=memo,
+    )
+    assert eval(
+        text,
+        {
+            "add": int.__add__,
+            "scale": int.__mul__,
+            "mul": int.__mul__,
+            "floordiv": int.__floordiv__,
+            "mod": int.__mod__,
+            "max": max,
+            "s0": 5,
+            "s1": 7,
+        },
+    ) == evaluate(expr_of(size), {"s0": 5, "s1": 7})
+    count = len(made)
+    fold(
+        expr_of(size),
+        symbol=str,
+        number=str,
+        add=op("add"),
+        scale=op("scale"),
+        mul=op("mul"),
+        binary=lambda name, a, b: op(name)(a, b),
+        memo=memo,
+    )
+    assert len(made) == count  # (each part once: the memo holds them all)
+    with pytest.raises(ValueError, match="relation"):
+        fold(expr_of(s0 > 3), symbol=str, number=str, add=None, scale=None, mul=None, binary=None)

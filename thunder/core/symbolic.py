@@ -355,6 +355,45 @@ def _eval(key, values):
     raise AssertionError(f"unknown size expression {key!r}")
 
 
+def fold(e, *, symbol, number, add, scale, mul, binary, memo: dict | None = None):
+    """The size expression ``e`` (an ``Expr`` over the symbols) computed in another domain (the
+    nvFuser executor's scalar ops): ``symbol(name)`` and ``number(n)`` make its leaves; ``add(a,
+    b)``, ``scale(a, k)`` (``a`` times the int ``k``), ``mul(a, b)`` and ``binary(op, a, b)``
+    (``op`` one of ``floordiv``, ``mod``, ``max``, ``min``, ``pow``) combine them. Each
+    subexpression is computed once (``memo``: what was computed, kept across calls)."""
+    memo = {} if memo is None else memo
+
+    def rec(key):
+        if isinstance(key, int):
+            return number(key)
+        v = memo.get(key)
+        if v is not None:
+            return v
+        kind = key[0]
+        if kind == "sym":
+            v = symbol(key[1])
+        elif kind == "sum":
+            v = number(key[2]) if key[2] or not key[1] else None
+            for atom, k in key[1]:
+                term = rec(atom) if k == 1 else scale(rec(atom), k)
+                v = term if v is None else add(v, term)
+        elif kind == "mul":
+            v = rec(key[1])
+            for f in key[2:]:
+                v = mul(v, rec(f))
+        elif kind in _BINARY:
+            v = binary(kind, rec(key[1]), rec(key[2]))
+        else:
+            raise ValueError(f"fold: {source(Expr(key))} is a relation, not a size")
+        memo[key] = v
+        return v
+
+    return rec(e) if isinstance(e, int) else rec(e.key)
+
+
+_BINARY = ("floordiv", "mod", "max", "min", "pow")
+
+
 def source(e) -> str:
     """``e`` as Python source over the symbols' names (``2*s0 + 1``, ``s0 > 8``)."""
     if isinstance(e, (int, bool)):

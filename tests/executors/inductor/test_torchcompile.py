@@ -247,7 +247,7 @@ def test_the_helper_process_fills_the_caches_the_calling_thread_loads_from(
     jm = thunder.jit(model, executors=["torchcompile"])
     x = torch.randn(2, 8, 32)
     other = torch.compile(lambda t: t.sin() + 1, backend="eager")
-    hits = counters["aot_autograd"]["autograd_cache_hit"]
+    hits = counters["inductor"]["fxgraph_cache_hit"]
     for _ in range(3):
         out = jm(x)
         out.sum().backward()
@@ -256,7 +256,9 @@ def test_the_helper_process_fills_the_caches_the_calling_thread_loads_from(
     assert torchcompileex._waiting  # still compiling (a fresh cache takes seconds)
     torchcompileex.wait()
     assert not torchcompileex._waiting
-    assert counters["aot_autograd"]["autograd_cache_hit"] - hits == 2  # forward and backward region
+    # forward and backward region: thunder differentiates, so Inductor gets two inference graphs,
+    # which AOTAutograd traces again here and Inductor's own cache gives compiled
+    assert counters["inductor"]["fxgraph_cache_hit"] - hits == 2
     model.zero_grad()
     out = jm(x)
     out.sum().backward()
@@ -288,11 +290,11 @@ def _record_wrappers(monkeypatch, cpp_fails: bool) -> list:
 
     real, asked = compile_fx_module.compile_fx, []
 
-    def recording(gm, example_inputs):
+    def recording(gm, example_inputs, **kwargs):
         asked.append(inductor_config.cpp_wrapper)
         if cpp_fails and inductor_config.cpp_wrapper:
             raise NotImplementedError("no C++ wrapper for this")
-        return real(gm, example_inputs)
+        return real(gm, example_inputs, **kwargs)
 
     monkeypatch.setattr(compile_fx_module, "compile_fx", recording)
     return asked

@@ -21,9 +21,12 @@ from thunder.core.printing import Printer, bsym_line
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import BoundSymbol
-from thunder.core.symbolic import expr_of, hint_of, hints, is_symbolic, symbol_name
+from thunder.core.symbolic import expr_of, fold, hint_of, hints, is_symbolic, symbol_name
 from thunder.executors.nvfuser.loader import DATATYPE_NAMES, NUMBER_DTYPES, api_name, load, new_definition
 from thunder.executors.nvfuser.translate import TRANSLATIONS, unsupported_reason
+
+# a size expression's operation -> nvFuser's scalar op
+_SIZE_OPS = {"floordiv": "div", "mod": "fmod", "max": "maximum", "min": "minimum", "pow": "pow"}
 
 
 class TranslationError(RuntimeError):
@@ -93,38 +96,29 @@ class Emitter:
         e = expr_of(x)
         if isinstance(e, int):
             return e
-        return self._size(e.key, x.node.env)
+        env = x.node.env
+        i64 = torch.int64
 
-    def _size(self, key, env):
-        if isinstance(key, int):
-            return self.constant(key, torch.int64)
-        v = self._sizes.get(key)
-        if v is not None:
-            return v
-        kind = key[0]
-        if kind == "sym":
-            proxy = env.symbols[key[1]]
-            if proxy.name in self._values or key[1] not in self._extents:
-                v = self.get(proxy)
-            else:
-                tensor, d = self._extents[key[1]]
-                v = self.op("size", tensor, dim=d, scalar=True)
-        elif kind == "sum":
-            v = self.constant(key[2], torch.int64) if key[2] or not key[1] else None
-            for atom, k in key[1]:
-                term = self._size(atom, env)
-                if k != 1:
-                    term = self.op("mul", term, self.constant(k, torch.int64), scalar=True)
-                v = term if v is None else self.op("add", v, term, scalar=True)
-        elif kind == "mul":
-            v = self._size(key[1], env)
-            for f in key[2:]:
-                v = self.op("mul", v, self._size(f, env), scalar=True)
-        else:  # sizes are not negative: C's division and remainder are Python's
-            name = {"floordiv": "div", "mod": "fmod", "max": "maximum", "min": "minimum", "pow": "pow"}[kind]
-            v = self.op(name, self._size(key[1], env), self._size(key[2], env), scalar=True)
-        self._sizes[key] = v
-        return v
+        def symbol(name):
+            proxy = env.symbols[name]
+            if proxy.name in self._values or name not in self._extents:
+                return self.get(proxy)
+            tensor, d = self._extents[name]
+            return self.op("size", tensor, dim=d, scalar=True)
+
+        def binary(op, a, b):  # (sizes are not negative: C's division and remainder are Python's)
+            return self.op(_SIZE_OPS[op], a, b, scalar=True)
+
+        return fold(
+            e,
+            symbol=symbol,
+            number=lambda n: self.constant(n, i64),
+            add=lambda a, b: self.op("add", a, b, scalar=True),
+            scale=lambda a, k: self.op("mul", a, self.constant(k, i64), scalar=True),
+            mul=lambda a, b: self.op("mul", a, b, scalar=True),
+            binary=binary,
+            memo=self._sizes,
+        )
 
     def sizes(self, x):
         """``x`` (an op's argument: lists nested) with each symbolic size as a fusion value."""
