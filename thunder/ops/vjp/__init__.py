@@ -37,6 +37,8 @@ when this package imports it; a new rule goes into its family's module:
   ``AUGMENTED`` forward);
 - ``attention``: ``scaled_dot_product_attention``;
 - ``collectives``: the collectives, FSDP's ``unshard`` and ``NO_TORCH_GRADIENT``;
+- ``subgradients``: where eager picks one subgradient (ties of ``max``/``min`` with ``dim``,
+  ``kthvalue``, ``median``; ``clamp``, ``hardtanh``, ``relu6`` at their bounds; ``fmax``/``fmin``);
 - ``custom``: ``custom_op_rule``, the rule of a custom operator.
 """
 
@@ -53,6 +55,7 @@ from thunder.ops.vjp import (  # noqa: F401
     normalization,
     reductions,
     shape,
+    subgradients,
 )
 from thunder.ops.vjp.collectives import NO_TORCH_GRADIENT
 from thunder.ops.vjp.custom import custom_op_rule

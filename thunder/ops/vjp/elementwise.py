@@ -265,20 +265,21 @@ def _pow(g, out, a, b):
     return ga, gb
 
 
-def _extremum(take_a):
-    """maximum/minimum: the gradient goes to the chosen argument, split evenly on ties."""
+def _extremum(loses):
+    """maximum/minimum, as eager's formula: the gradient goes to each argument unless it lost
+    (``loses(a, b)``), halved on ties; a NaN loses to nothing, so both arguments get it whole."""
 
     def rule(g, out, a, b):
         half = prims.where(prims.eq(a, b), prims.div(g, 2), g)
-        ga = prims.where(take_a(a, b), half, 0) if _tensor(a) else None
-        gb = prims.where(take_a(b, a), half, 0) if _tensor(b) else None
+        ga = prims.where(loses(a, b), 0, half) if _tensor(a) else None
+        gb = prims.where(loses(b, a), 0, half) if _tensor(b) else None
         return ga, gb
 
     return rule
 
 
-VJPS[prims.maximum] = _extremum(prims.ge)
-VJPS[prims.minimum] = _extremum(prims.le)
+VJPS[prims.maximum] = _extremum(prims.lt)
+VJPS[prims.minimum] = _extremum(prims.gt)
 
 
 @rule_for(prims.atan2)

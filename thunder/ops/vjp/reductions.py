@@ -19,11 +19,13 @@ def _sum(g, out, a, dims, *, dtype=None):
 
 @rule_for(prims.amax, prims.amin)
 def _amax(g, out, a, dims):
-    """The gradient is shared evenly by the elements equal to the extremum (as torch)."""
+    """The gradient is shared evenly by the elements equal to the extremum, as eager's
+    ``(g / count) * hit`` (a row whose extremum is NaN has no element equal to it: NaN
+    throughout, as eager's)."""
     shape, kept = shape_of(a), kept_dims(shape_of(a), dims)
-    hit = prims.eq(a, expand_back(out, shape, kept))
-    count = prims.sum(prims.convert_element_type(hit, dtype_of(g)), dims)
-    return prims.where(hit, expand_back(prims.div(g, count), shape, kept), 0), None
+    hit = prims.convert_element_type(prims.eq(a, expand_back(out, shape, kept)), dtype_of(g))
+    count = prims.sum(hit, dims)
+    return prims.mul(expand_back(prims.div(g, count), shape, kept), hit), None
 
 
 @rule_for(prims.prod)
