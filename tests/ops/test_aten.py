@@ -16,6 +16,7 @@ from support.compare import compare, grads_of, split_tensors, tolerance
 from support.opdb import Maker, OpInfo
 
 import thunder
+from thunder.core.errors import UnsupportedOpError
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
 from thunder.core.verify import verify
@@ -127,5 +128,5 @@ def test_aten_symbols_print_and_run_as_torch_names_them():
 
 def test_an_aten_op_without_a_symbol_is_a_clear_error():
     jfn = thunder.jit(lambda a: torch.ops.aten.i0.default(a))
-    with pytest.raises(NotImplementedError, match=r"torch\.ops\.aten\.i0\.default is not supported"):
+    with pytest.raises(UnsupportedOpError, match=r"torch\.ops\.aten\.i0\.default is not supported"):
         jfn(torch.rand(3))

@@ -194,6 +194,10 @@ op(
     lambda m: [s(m(3, 4), dtype=f64), s(m(3, 4), dtype=torch.int32), s(m(3, 4)), s(m(3, 4), device="cpu")],
     ALL,
 )
+op(A.to.dtype, lambda m: [s(m(3, 4), torch.int32), s(m(2, 3), torch.int64, False, True)], FLOAT)
+op(A.to.dtype, lambda m: [s(m(3, 4), f32)], (f32,), variant="same", noop=True)
+op(A.to.dtype_layout, lambda m: [s(m(3, 4), dtype=torch.int32), s(m(2, 3), device="cpu", copy=True)], FLOAT)
+op(A.to.dtype_layout, lambda m: [s(m(3, 4), dtype=f32, device="cpu")], (f32,), variant="same", noop=True)
 op(A.copy_.default, lambda m: [s(m(3, 4), m(4, dtype=f64)), s(m(3, 4), m(3, 1))], ALL)
 # the same shape and dtype: the value after the copy is the source itself, nothing to compute
 op(A.copy_.default, lambda m: [s(m(3, 4), m(3, 4))], ALL, variant="same", noop=True)

@@ -15,8 +15,10 @@ class ThunderError(RuntimeError):
     """Base class of thunder's tracing errors."""
 
 
-class UnsupportedOpError(ThunderError, NotImplementedError):
-    pass
+class UnsupportedOpError(ThunderError):
+    """An op thunder cannot trace. Not a ``NotImplementedError``: a library whose
+    ``__torch_function__`` or ``__torch_dispatch__`` falls back on that exception (torchao's NF4
+    calls itself again) would swallow the error that says which op is missing."""
 
 
 class DataDependentError(ThunderError):

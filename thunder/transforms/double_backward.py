@@ -76,7 +76,7 @@ def output_names(bsym: BoundSymbol) -> tuple[str, ...]:
     return tuple(p.name for p in proxies_in(bsym.output))
 
 
-class DoubleBackwardUnsupported(ThunderError, NotImplementedError):
+class DoubleBackwardUnsupported(ThunderError):
     """A program whose backward thunder cannot differentiate; the message says why."""
 
 

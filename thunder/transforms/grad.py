@@ -59,7 +59,7 @@ from thunder.transforms.subclass_grad import (
 )
 
 
-class NoVJPError(ThunderError, NotImplementedError):
+class NoVJPError(ThunderError):
     """A value that needs a gradient comes out of a prim with no VJP rule."""
 
 

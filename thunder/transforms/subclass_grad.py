@@ -45,7 +45,7 @@ from thunder.ops.langs import PROPERTY_TO_THUNDER, TORCH_TO_THUNDER, property_na
 from thunder.ops.ltorch.inplace import PIECE_WRITES, VIEW_WRITES
 
 
-class SubclassGradError(ThunderError, NotImplementedError):
+class SubclassGradError(ThunderError):
     """A subclass op whose gradient thunder cannot trace."""
 
 

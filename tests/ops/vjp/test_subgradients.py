@@ -58,6 +58,9 @@ CASES = {
     "fmax": lambda t: torch.fmax(t, torch.full_like(t, 2.0)),
     "fmin": lambda t: torch.fmin(torch.full_like(t, 1.0), t),
     "relu": lambda t: torch.relu(t),
+    "threshold": lambda t: F.threshold(t, 1.0, -5.0),
+    "cummax": lambda t: torch.cummax(t, 1).values,
+    "max_pool1d": lambda t: F.max_pool1d(t[None], 2, 1)[0],
     "maximum": lambda t: torch.maximum(t, torch.ones_like(t)),
     "minimum of NaNs": lambda t: torch.minimum(t.flip(1), t),
 }

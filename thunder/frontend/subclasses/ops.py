@@ -206,6 +206,9 @@ class SubclassOps:
         results = []
         for v in leaves:
             if isinstance(v, TensorProxy):
+                # what it holds now: a result the dispatch wrote in place (``y = torch.mm(x, w.a);
+                # y += 1; return y``) is the value written, not the one the write replaced
+                v = self.state.inplace.current(v)
                 if any(v is x for x in inputs):
                     raise UnsupportedOpError(
                         f"thunder: {call.what} returns its argument {v.name} unchanged; ops on tensor "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from thunder.core.errors import UnsupportedOpError
 from thunder.core.symbol import Symbol
 from thunder.ops import langs
 
@@ -59,7 +60,7 @@ def _packet(packet):
         overload = getattr(packet, torch._C._jit_resolve_packet(packet._qualified_op_name, *args, **kwargs))
         sym = ATEN.get(overload)
         if sym is None:
-            raise NotImplementedError(f"thunder has no symbol for {overload}; {ADD_AN_OP}")
+            raise UnsupportedOpError(f"thunder has no symbol for {overload}; {ADD_AN_OP}")
         return sym(*args, **kwargs)
 
     return call

@@ -154,6 +154,36 @@ def _to_copy_default(
     return prims.clone(a) if out is a else out
 
 
+# ``x.to(dtype)`` in a dispatch: ``x`` itself where nothing changes (an alias, as eager's),
+# else ``_to_copy``'s value
+@aten(A.to.dtype, tags=(Tag.CAST,))
+def to_dtype(a, dtype, non_blocking=False, copy=False, memory_format=None):
+    if dtype is dtype_of(a) and not copy:
+        return a
+    return _to_copy_default.decomposition(a, dtype=dtype)
+
+
+@aten(A.to.dtype_layout, tags=(Tag.CAST,))
+def to_dtype_layout(
+    a,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    non_blocking=False,
+    copy=False,
+    memory_format=None,
+):
+    _check_layout("aten.to", layout)
+    same = (dtype is None or dtype is dtype_of(a)) and (
+        device is None or torch.device(device) == device_of(a)
+    )
+    if same and not copy:
+        return a
+    return _to_copy_default.decomposition(a, dtype=dtype, device=device)
+
+
 # ``dst.copy_(src)`` as a value: what ``dst`` holds afterwards (the caller rebinds ``dst``);
 # no torch_impl, since torch's copy_ would write into its argument
 @aten(A.copy_.default, tags=(Tag.COPY,), torch_impl=None)
