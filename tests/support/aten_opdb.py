@@ -69,6 +69,37 @@ op(A.acosh.default, unary(low=1.1, high=5.0), FLOAT)
 op(A.polygamma.default, lambda m: [s(1, m(3, 4, **POS)), s(2, m(2, 3, **POS))], (f32, f64))
 op(A.round.default, unary(), FLOAT)
 op(A.bitwise_not.default, unary(), INT + (b8,))
+for _packet in (
+    A.bitwise_and,
+    A.bitwise_or,
+    A.bitwise_xor,
+    A.__and__,
+    A.__or__,
+    A.__xor__,
+):
+    op(_packet.Tensor, binary(scalar=False), INT + (b8,))
+    op(_packet.Scalar, lambda m: [s(m(3, 4), 6), s(m(2, 3), 1)], INT)
+
+
+def _shifts(m):
+    return [
+        s(m(3, 4, low=0, high=64), m(3, 4, low=0, high=4)),
+        s(m(2, 3, low=0, high=64), m(3, low=0, high=3)),
+    ]
+
+
+def _shifts_by_a_number(m):
+    return [s(m(3, 4, low=0, high=64), 2), s(m(2, 3, low=0, high=64), 4)]
+
+
+for _packet, _by_number in (
+    (A.__rshift__, "Scalar"),
+    (A.__lshift__, "Scalar"),
+    (A.bitwise_right_shift, "Tensor_Scalar"),
+    (A.bitwise_left_shift, "Tensor_Scalar"),
+):
+    op(_packet.Tensor, _shifts, INT)
+    op(getattr(_packet, _by_number), _shifts_by_a_number, INT)
 for _o in (A.logical_not, A.isnan, A.isinf, A.isfinite, A.signbit):
     op(_o.default, unary(), NUM)
 for _p in ("eq", "ne", "lt", "le", "gt", "ge"):
@@ -96,6 +127,28 @@ op(A.clamp.default, lambda m: [s(m(3, 4), -1, 1), s(m(3, 4), None, 0), s(m(3, 4)
 # -- matrix products ------------------------------------------------------------------------
 MM_TOL = {torch.bfloat16: (3e-2, 3e-2)}
 op(A.mm.default, lambda m: [s(m(3, 4), m(4, 5)), s(m(1, 3), m(3, 1))], FLOAT, tol=MM_TOL)
+op(A._int_mm.default, lambda m: [s(m(17, 8), m(8, 9)), s(m(32, 16), m(16, 24))], (torch.int8,))
+op(
+    A._int_mm.default,
+    lambda m: [s(m(17, 8, dtype=torch.uint8), m(8, 9, dtype=torch.int8))],
+    (torch.int8,),
+    variant="uint8",
+)
+
+
+def _scaled_mm(m):
+    e4m3 = torch.float8_e4m3fn
+    a, b = m(16, 32).to(e4m3), m(8, 32).to(e4m3).t()  # (eager's kernel takes its second operand so)
+    scale_a, scale_b = torch.tensor(0.5), torch.tensor(2.0)
+    return [
+        s(a, b, scale_a, scale_b, out_dtype=torch.float32),
+        s(a, b, scale_a, scale_b, out_dtype=torch.bfloat16),
+        s(a, b, scale_a, scale_b, m(8), out_dtype=torch.float32),
+    ]
+
+
+op(A._scaled_mm.default, _scaled_mm, (f32,), tol=MM_TOL)
+
 op(A.bmm.default, lambda m: [s(m(2, 3, 4), m(2, 4, 5))], FLOAT, tol=MM_TOL)
 op(
     A.addmm.default,
@@ -201,6 +254,11 @@ op(A.to.dtype_layout, lambda m: [s(m(3, 4), dtype=f32, device="cpu")], (f32,), v
 op(A.copy_.default, lambda m: [s(m(3, 4), m(4, dtype=f64)), s(m(3, 4), m(3, 1))], ALL)
 # the same shape and dtype: the value after the copy is the source itself, nothing to compute
 op(A.copy_.default, lambda m: [s(m(3, 4), m(3, 4))], ALL, variant="same", noop=True)
+op(
+    A.full_like.default,
+    lambda m: [s(m(3, 4), 2.5), s(m(3, 4), 7, dtype=torch.int32), s(m(2, 3), -1.0, dtype=f64)],
+    ALL,
+)
 op(A.zeros_like.default, lambda m: [s(m(3, 4)), s(m(3, 4), dtype=f64)], ALL)
 op(A.fill.Scalar, lambda m: [s(m(3, 4), m.scalar()), s(m(2), 0)], ALL)
 op(A.fill.Tensor, lambda m: [s(m(3, 4), m()), s(m(2), torch.tensor(1, dtype=f64))], ALL)

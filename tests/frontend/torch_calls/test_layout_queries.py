@@ -246,3 +246,28 @@ def test_a_layout_the_program_chooses_is_the_returned_tensor_s(f):
     assert got.stride() == expected.stride()
     assert got.is_contiguous() == expected.is_contiguous()
     torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+def test_a_value_that_reaches_an_input_twice_has_eager_s_layout(transposed):
+    # ``x * x.abs().max()`` reaches x twice (a diamond in the dataflow, not a cycle): float8
+    # training's scaling asks for the stride of such a value
+    def f(x):
+        y = x * x.abs().max()
+        return y + y.stride()[0] + 10 * y.stride()[1], y.is_contiguous()
+
+    x = torch.randn(4, 3).t() if transposed else torch.randn(3, 4)
+    got, want = thunder.jit(f)(x), f(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1]
+
+
+def test_the_layout_of_an_inner_tensor_a_dispatch_computed_is_eager_s():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(t):
+        z = t.t() * 2  # (the dispatch multiplies each inner tensor, laid out as t.t())
+        return z.a + z.a.stride()[0] + 10 * z.b.stride()[1]
+
+    t = TwoTensor(torch.randn(3, 4), torch.randn(3, 4))
+    torch.testing.assert_close(thunder.jit(f)(t), f(t))

@@ -342,6 +342,11 @@ class SubclassOps:
             raise type(e)(f"thunder: {func}: {e}" + where) from e
         if sym in READS_MEMORY:
             self._memory_read(func, args, kwargs, where)
+        layouts = getattr(state, "layouts", None)  # (None: after tracing)
+        if layouts is not None and not writes:
+            # how the value was made, for eager's layout of it (``data.stride()`` of an inner
+            # tensor the dispatch computed: float8 training's Float8TrainingTensor asks)
+            layouts.record(func, args, kwargs, out)
         call.recorded += 1
         call.produced.update(p.name for p in tree_leaves(out) if isinstance(p, TensorProxy))
         if writes:  # recorded as the value written, which the written proxy holds from now on

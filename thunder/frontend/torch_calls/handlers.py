@@ -136,7 +136,7 @@ def _contiguous(mode, func, args, kwargs):
         return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
     state = mode.state
     if kwargs.get("memory_format", torch.contiguous_format) is not torch.contiguous_format or (
-        state.views.layout_guessed(args[0]) and state.layouts.meta(args[0]) is not None
+        state.views.layout_guessed(args[0]) and state.layouts.meta(args[0], symbols=False) is not None
     ):
         # another layout asked for, or the layout is not the one this table assumes: decided
         # on eager's layout of the value, replayed

@@ -19,6 +19,7 @@ from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor
+from thunder.core.symbolic import is_symbolic
 from thunder.ops.langs import TORCH_TO_THUNDER
 
 
@@ -33,21 +34,34 @@ class Layouts:
         self.offset_reads: dict[str, tuple] = {}  # input name -> (proxy, offset) a storage_offset() read
 
     def record(self, func, args, kwargs, result) -> None:
-        """``result`` came from ``func(*args, **kwargs)`` (arguments as current proxies)."""
+        """``result`` came from ``func(*args, **kwargs)`` (arguments as current proxies). A
+        result that is one of the arguments (``x.reshape(x.shape)``: thunder returns ``x``) was
+        made before, by what made that argument."""
+        given = {id(a) for a in proxies_in((args, kwargs))}
         for i, leaf in enumerate(tree_leaves(result)):
             if (
                 isinstance(leaf, TensorProxy)
+                and id(leaf) not in given
                 and leaf.name not in self.made
                 and leaf.name not in self.inputs.sources
             ):
                 self.made[leaf.name] = (func, args, kwargs, i)
 
-    def meta(self, p: TensorProxy) -> torch.Tensor | None:
-        """A meta tensor laid out as eager's value for ``p``; None when it cannot be replayed."""
+    def meta(self, p: TensorProxy, *, symbols: bool = True) -> torch.Tensor | None:
+        """A meta tensor laid out as eager's value for ``p``; None when it cannot be replayed
+        (with ``symbols`` False, also where a call to replay takes a symbolic size: replaying it
+        would pin the symbol to this call's value)."""
         stack = [p]
+        waiting: set[str] = set()  # values whose arguments are being replayed first (a path)
         while stack:
             q = stack[-1]
             if q.name in self.metas:
+                stack.pop()
+                continue
+            inner = self.inputs.inner_layouts.get(q.name)
+            if inner is not None:  # an inner tensor of a subclass input (the prologue checks its strides)
+                self.metas[q.name] = inner
+                self.roots[q.name] = {q.name}
                 stack.pop()
                 continue
             src = self.inputs.sources.get(q.name)
@@ -71,11 +85,17 @@ class Layouts:
                 if isinstance(a, TensorProxy) and a.name not in self.metas
             ]
             if missing:
-                if any(a is s for a in missing for s in stack):  # (a cycle: not replayable)
+                # an argument that waits for this value is a cycle (not replayable); one that
+                # is merely pending (``x * x.abs().max()`` reaches ``x`` twice) is replayed first
+                if any(a.name in waiting for a in missing):
                     return None
+                waiting.add(q.name)
                 stack.extend(missing)
                 continue
+            waiting.discard(q.name)
             leaves, spec = tree_flatten((args, kwargs))
+            if not symbols and any(is_symbolic(v) for v in leaves if not isinstance(v, TensorProxy)):
+                return None
             a, k = tree_unflatten(
                 [self.metas[v.name] if isinstance(v, TensorProxy) else v for v in leaves], spec
             )
@@ -116,6 +136,13 @@ def rests_on_inputs(state, p: TensorProxy, *, offset: bool = False) -> None:
     """An answer was given from eager's layout of ``p`` (``Layouts.meta``): the prologue checks
     the strides (and, with ``offset``, the storage offsets) of the inputs it was replayed from."""
     for name in state.layouts.roots[p.name]:
+        if name in state.inputs.inner_layouts:  # (its strides are checked already; not its offset)
+            if offset:
+                raise UnsupportedOpError(
+                    f"thunder: the storage offset of {p.name}, made from {name}, an inner tensor of a tensor "
+                    "subclass input, is not followed by thunder's checks; not supported" + at(user_location())
+                )
+            continue
         proxy, _, real = state.inputs.sources[name]
         state.views.layout_reads[name] = (proxy, real.stride())
         if offset:

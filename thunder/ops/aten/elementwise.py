@@ -3,11 +3,13 @@ torch-language op's decomposition)."""
 
 from __future__ import annotations
 
+import torch
+
 from thunder.core.symbol import Symbol
 from thunder.core.tags import Tag
 from thunder.ops import ltorch, prims
 from thunder.ops.aten.declare import A, _alpha, aten
-from thunder.ops.meta import ShapeError, shape_of
+from thunder.ops.meta import ShapeError, dtype_of, shape_of
 
 
 # -- elementwise ----------------------------------------------------------------------------
@@ -117,6 +119,38 @@ isfinite_default = _aten_unary(A.isfinite.default, prims.isfinite)
 signbit_default = _aten_unary(A.signbit.default, prims.signbit)
 
 
+# the bit operations (NF4's dispatch unpacks two 4-bit codes from a byte with them), their
+# dunder spellings and shifts: the torch-language op's decomposition (its promotion and its
+# shift by a number)
+def _aten_as(overload, op: Symbol) -> Symbol:
+    def fn(a, b):
+        return op.decomposition(a, b)
+
+    fn.__name__ = f"{overload._schema.name.split('::')[1]}_{overload._overloadname}"
+    return aten(overload, tags=(Tag.ELEMENTWISE,))(fn)
+
+
+for _name, _op in (
+    ("bitwise_and", ltorch.bitwise_and),
+    ("bitwise_or", ltorch.bitwise_or),
+    ("bitwise_xor", ltorch.bitwise_xor),
+    ("__and__", ltorch.bitwise_and),
+    ("__or__", ltorch.bitwise_or),
+    ("__xor__", ltorch.bitwise_xor),
+):
+    for _overload in ("Tensor", "Scalar"):
+        _aten_as(getattr(getattr(A, _name), _overload), _op)
+for _name, _op in (("__rshift__", ltorch.bitwise_right_shift), ("__lshift__", ltorch.bitwise_left_shift)):
+    for _overload in ("Tensor", "Scalar"):
+        _aten_as(getattr(getattr(A, _name), _overload), _op)
+for _name, _op in (
+    ("bitwise_right_shift", ltorch.bitwise_right_shift),
+    ("bitwise_left_shift", ltorch.bitwise_left_shift),
+):
+    for _overload in ("Tensor", "Tensor_Scalar"):
+        _aten_as(getattr(getattr(A, _name), _overload), _op)
+
+
 # (digamma's backward takes polygamma of a subclass value; the order n first, as aten's)
 @aten(A.polygamma.default, tags=(Tag.ELEMENTWISE,))
 def polygamma_default(n, a):
@@ -198,6 +232,41 @@ def mm_default(a, b):
     _ndim("mm", "self", a, 2)
     _ndim("mm", "mat2", b, 2)
     return prims.matmul(a, b)
+
+
+@aten(A._int_mm.default, tags=(Tag.MATMUL,))
+def _int_mm_default(a, b):
+    """int8 (or, on CPU, uint8) @ int8 -> int32 (torchao's dynamic int8 activations): the
+    product of the operands as int32, exact (sums of products wrap in int32 as the kernel's do)."""
+    _ndim("_int_mm", "self", a, 2)
+    _ndim("_int_mm", "mat2", b, 2)
+    if dtype_of(a) not in (torch.int8, torch.uint8) or dtype_of(b) is not torch.int8:
+        raise ShapeError(
+            f"aten._int_mm: expected an int8 (or uint8) matrix times an int8 one, got {dtype_of(a)} and {dtype_of(b)}"
+        )
+    i32 = torch.int32
+    return prims.matmul(prims.convert_element_type(a, i32), prims.convert_element_type(b, i32))
+
+
+@aten(A._scaled_mm.default, tags=(Tag.MATMUL,))
+def _scaled_mm_default(
+    a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False
+):
+    """The float8 product torchao's float8 training runs: ``(a * scale_a) @ (b * scale_b)`` in
+    float32 (plus ``bias``), in ``out_dtype`` (``a``'s dtype when not given). The torch executor
+    runs eager's kernel; this is its value for the others."""
+    _ndim("_scaled_mm", "self", a, 2)
+    _ndim("_scaled_mm", "mat2", b, 2)
+    if scale_result is not None:
+        raise ShapeError("aten._scaled_mm: scale_result is not supported")
+    f32 = torch.float32
+    out = prims.matmul(
+        prims.mul(prims.convert_element_type(a, f32), prims.convert_element_type(scale_a, f32)),
+        prims.mul(prims.convert_element_type(b, f32), prims.convert_element_type(scale_b, f32)),
+    )
+    if bias is not None:
+        out = prims.add(out, prims.convert_element_type(bias, f32))
+    return prims.convert_element_type(out, out_dtype or dtype_of(a))
 
 
 @aten(A.bmm.default, tags=(Tag.MATMUL,))

@@ -198,6 +198,13 @@ def _like(value):
     return op
 
 
+@aten(A.full_like.default, tags=(Tag.FACTORY,))
+def full_like_default(
+    a, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    return ltorch.full_like.decomposition(a, fill_value, dtype=dtype, layout=layout, device=device)
+
+
 zeros_like_default = aten(A.zeros_like.default, tags=(Tag.FACTORY,))(_like(0))
 ones_like_default = aten(A.ones_like.default, tags=(Tag.FACTORY,))(_like(1))
 # (uninitialised memory has no defined value: zeros are a faithful one, as ltorch.empty_like's)
