@@ -157,3 +157,35 @@ def test_spectral_norm_trains_as_eager(which):
         torch.testing.assert_close(p.grad, q.grad, msg=n)
     for (n, b), (_, q) in zip(model.named_buffers(), ref.named_buffers()):
         torch.testing.assert_close(b, q, msg=n)
+
+
+RESULTS = {
+    "max dim": lambda t: torch.max(t, 1),
+    "min method": lambda t: t.min(0, keepdim=True),
+    "sort": lambda t: torch.sort(t, descending=True),
+    "topk": lambda t: torch.topk(t, 2),
+    "kthvalue": lambda t: torch.kthvalue(t, 2),
+    "median dim": lambda t: torch.median(t, 1),
+    "aminmax": lambda t: torch.aminmax(t, dim=0),
+    "cummax": lambda t: torch.cummax(t, 1),
+    "cummin": lambda t: torch.cummin(t, 0),
+    "nested": lambda t: {"m": torch.max(t, 0), "s": [torch.sort(t)]},
+}
+
+
+@pytest.mark.parametrize("mode", ["jit", "grad", "thunderfx"])
+@pytest.mark.parametrize("name", list(RESULTS))
+def test_results_of_several_values_are_eager_s_class(name, mode):
+    # torch.return_types.max and friends, as eager returns them (type(), isinstance, repr)
+    from thunder.dynamo import thunderfx
+
+    fn = RESULTS[name]
+    x = torch.randn(3, 4, requires_grad=mode == "grad")
+    jfn = thunderfx(fn) if mode == "thunderfx" else thunder.jit(fn)
+    got, want = jfn(x), fn(x)
+    assert repr(type(got)) == repr(type(want))
+    flat_got = got["s"][0] if isinstance(got, dict) else got
+    flat_want = want["s"][0] if isinstance(want, dict) else want
+    assert type(flat_got) is type(flat_want)
+    for g, w in zip(flat_got, flat_want):
+        torch.testing.assert_close(g, w)

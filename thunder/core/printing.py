@@ -118,6 +118,10 @@ class Printer:
         if isinstance(x, type):
             return self.name_object(x, class_name(x))
         if isinstance(x, tuple) and hasattr(t, "_fields"):
+            eager = getattr(t, "__torch_return_type__", None)
+            if eager is not None:  # (an op's result: eager's class, a structseq built from a tuple)
+                cls = self.name_object(eager, class_name(eager))
+                return f"{cls}((" + "".join(f"{self.value(v)}, " for v in x) + "))"
             cls = self.name_object(t, class_name(t))
             return f"{cls}(" + ", ".join(f"{f}={self.value(v)}" for f, v in zip(t._fields, x)) + ")"
         if dataclasses.is_dataclass(x):

@@ -13,6 +13,7 @@ does: ``if b == 0``), so the trace holds for every value of the same type.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
 
 import torch
@@ -67,6 +68,15 @@ def torchsymbol(
         return sym
 
     return deco
+
+
+def result_type(name: str, fields: list[str]) -> type:
+    """The namedtuple a torch-language op returns in traces (``max`` -> values, indices); the
+    compiled code builds eager's class for it (``torch.return_types.max``, its
+    ``__torch_return_type__``), so a caller's ``type(out)`` and ``isinstance`` see eager's."""
+    cls = namedtuple(name, fields)
+    cls.__torch_return_type__ = getattr(torch.return_types, name, None)
+    return cls
 
 
 def inplace_base_name(name: str) -> str | None:

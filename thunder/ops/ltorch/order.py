@@ -14,22 +14,21 @@ elements.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from numbers import Number
 
 import torch
 
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import torchsymbol
+from thunder.ops.langs import result_type, torchsymbol
 from thunder.ops.ltorch.reductions import keep_dims
 from thunder.ops.ltorch.shape import _slice_dim
 from thunder.ops.meta import ShapeError, canonical_dim, device_of, dtype_of, is_tensor, shape_of
 
 T = torch.Tensor
 
-median_result = namedtuple("median", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+median_result = result_type("median", ["values", "indices"])
+kthvalue_result = result_type("kthvalue", ["values", "indices"])
 
 
 def _rank_index(a, d: int, k: int):

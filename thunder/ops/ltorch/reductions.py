@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections import namedtuple
 
 import torch
 import torch.nn.functional as F
 
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import torchsymbol
+from thunder.ops.langs import result_type, torchsymbol
 from thunder.ops.ltorch.factories import in_graph_of
 from thunder.ops.meta import (
     LOW_PRECISION_DTYPES,
@@ -32,8 +31,8 @@ from thunder.ops.meta import (
 T = torch.Tensor
 
 # What ``torch.max(x, dim)`` returns: a pair readable as ``.values`` / ``.indices``.
-max_result = namedtuple("max", ["values", "indices"])
-min_result = namedtuple("min", ["values", "indices"])
+max_result = result_type("max", ["values", "indices"])
+min_result = result_type("min", ["values", "indices"])
 
 
 def reduction_dims(a, dim, op: str) -> tuple[int, ...]:
@@ -172,7 +171,7 @@ def amin(a, dim=(), keepdim: bool = False):
     return _extremum(prims.amin, a, dim, keepdim, "torch.amin")
 
 
-aminmax_result = namedtuple("aminmax", ["min", "max"])
+aminmax_result = result_type("aminmax", ["min", "max"])
 
 
 @torchsymbol(torch.aminmax, T.aminmax, torch_impl="torch.aminmax", tags=(Tag.REDUCTION,))
@@ -418,7 +417,7 @@ def logsumexp(a, dim, keepdim: bool = False):
     return _maybe_keep(_cast(out, back), a, dims, keepdim)
 
 
-topk_result = namedtuple("topk", ["values", "indices"])
+topk_result = result_type("topk", ["values", "indices"])
 
 
 @torchsymbol(torch.topk, T.topk, torch_impl="torch.topk", tags=(Tag.REDUCTION,))
@@ -438,7 +437,7 @@ def topk(a, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     return topk_result(values, indices)
 
 
-sort_result = namedtuple("sort", ["values", "indices"])
+sort_result = result_type("sort", ["values", "indices"])
 
 
 @torchsymbol(torch.sort, T.sort, torch_impl="torch.sort", tags=(Tag.REDUCTION,))

@@ -12,13 +12,11 @@ is the running extremum and index torch's kernel keeps.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import torch
 
 from thunder.core.tags import Tag
 from thunder.ops import prims
-from thunder.ops.langs import torchsymbol
+from thunder.ops.langs import result_type, torchsymbol
 from thunder.ops.ltorch.elementwise import logaddexp_core
 from thunder.ops.meta import LOW_PRECISION_DTYPES, ShapeError, canonical_dim, device_of, dtype_of, shape_of
 
@@ -78,8 +76,8 @@ def logcumsumexp(a, dim: int):
     return out if dt not in LOW_PRECISION_DTYPES else prims.convert_element_type(out, dt)
 
 
-cummax_result = namedtuple("cummax", ["values", "indices"])
-cummin_result = namedtuple("cummin", ["values", "indices"])
+cummax_result = result_type("cummax", ["values", "indices"])
+cummin_result = result_type("cummin", ["values", "indices"])
 
 
 def _cum_extremum(a, dim: int, largest: bool, op: str):
