@@ -2,8 +2,9 @@
 then a copy), ``unsafe_split``/``unsafe_chunk``, ``split_with_sizes``, ``fliplr``/``flipud``,
 ``msort``, ``linalg.diagonal``/``linalg.vecdot``, ``constant_pad_nd``, ``sum_to_size``, the
 integer casts, and the identities of real tensors (``positive``, ``conj``, ``resolve_conj``,
-``resolve_neg``, ``real``). Each is an adapter mapped with ``alias``: its trace shows the ops
-it is made of.
+``resolve_neg``, ``real``), and the C spellings torch.compile's Dynamo records for a Python
+function (``torch._C._nn.pad`` for ``F.pad``, ``torch.rms_norm`` for ``F.rms_norm``). Each is an
+adapter mapped with ``alias``: its trace shows the ops it is made of.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from thunder.ops.langs import alias
-from thunder.ops.ltorch import casts, factories, matrix, nn, reductions, shape
+from thunder.ops.ltorch import casts, factories, matrix, nn, normalization, reductions, shape
 from thunder.ops.ltorch import elementwise as ew
 from thunder.ops.ltorch.resample import tensor_unfold
 from thunder.ops.meta import ShapeError, dtype_of, shape_of
@@ -139,4 +140,15 @@ alias(
         (), s, dtype=dtype or torch.get_default_dtype(), device=device
     ),
     torch.scalar_tensor,
+)
+
+
+# what Dynamo records for F.pad and F.rms_norm (tests/dynamo/test_recorded_spellings.py walks
+# the graphs Dynamo makes of the torch.nn.functional calls for any target without an op)
+alias(lambda input, pad, mode="constant", value=None: nn.pad(input, pad, mode, value), torch._C._nn.pad)
+alias(
+    lambda input, normalized_shape, weight=None, eps=None: normalization.rms_norm(
+        input, normalized_shape, weight, eps
+    ),
+    torch.rms_norm,
 )
