@@ -112,3 +112,26 @@ def test_foreach_scalars_tensor_of_the_wrong_length_is_a_clear_error():
     params = [torch.ones(2), torch.ones(3)]
     with pytest.raises(Exception, match=r"one value per tensor \(2\), got shape \(3,\)"):
         thunder.jit(lambda p: torch._foreach_addcdiv_(p, p, p, torch.ones(3)))(params)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_clip_grad_norm_s_foreach_path_equals_eager(norm_type):
+    # torch.nn.utils.clip_grad_norm_(..., foreach=True): _foreach_norm, then _foreach_mul_ of the grads
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    ref = copy.deepcopy(model)
+
+    def clip(params):
+        return torch.nn.utils.clip_grad_norm_(params, 0.5, norm_type=norm_type, foreach=True)
+
+    jclip = thunder.jit(clip)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        for m in (model, ref):
+            m.zero_grad()
+            m(x).square().sum().backward()
+        torch.testing.assert_close(jclip(list(model.parameters())), clip(list(ref.parameters())))
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)

@@ -329,9 +329,14 @@ op(A._log_softmax.default, lambda m: [s(m(3, 4), -1, False)], FLOAT, tol=RED_TOL
 # -- foreach (a subclass's dispatch receives them for torch._foreach_add_ and the like) -----
 def _foreach_samples(overload):
     """One sample from the overload's schema: a list of two positive tensors for each tensor
-    list, a number for each number, a number per tensor for each list of numbers."""
+    list, a number for each number, a number per tensor for each list of numbers, None for an
+    optional dtype."""
     values = {"List[Tensor]": lambda m: [m(3, low=0.5, high=2.0), m(2, 4, low=0.5, high=2.0)]}
-    values |= {"number": lambda m: 0.5, "List[number]": lambda m: [0.5, 0.25]}
+    values |= {
+        "number": lambda m: 0.5,
+        "List[number]": lambda m: [0.5, 0.25],
+        "Optional[int]": lambda m: None,
+    }
     positional = [a for a in overload._schema.arguments if not a.kwarg_only]
     return lambda m: [s(*(values[str(a.type)](m) for a in positional))]
 

@@ -40,6 +40,17 @@ for _n in "clamp_min clamp_max".split():
 for _n in "sqrt neg abs exp reciprocal sign".split():
     op(f"foreach_{_n}", getattr(torch, f"_foreach_{_n}"), lambda m: [s(_tensor_list(m, **POS))], (f32, f64))
 op(
+    "foreach_norm",
+    torch._foreach_norm,
+    lambda m: [
+        s(_tensor_list(m)),
+        s(_tensor_list(m), 1),
+        s(_tensor_list(m), float("inf")),
+        s(_tensor_list(m), 3.0, dtype=torch.float64),
+    ],
+    (f32, f64),
+)
+op(
     "foreach_lerp",
     torch._foreach_lerp,
     lambda m: [

@@ -1,7 +1,8 @@
 """The ``torch._foreach_*`` ops optimizers use: one elementwise op over each tensor of a list
 (``_foreach_add(tensors, other)``: ``other`` a list of tensors or numbers, one number, or one
 tensor), returning a tuple as eager does. Their in-place forms (``_foreach_add_``) are these,
-written back into each tensor by the frontend.
+written back into each tensor by the frontend. ``_foreach_norm`` (clip_grad_norm_'s foreach
+path) is each tensor's ``vector_norm``, with its gradient.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 from thunder.core.tags import Tag
 from thunder.ops.langs import torchsymbol
 from thunder.ops.ltorch import elementwise as ew
-from thunder.ops.ltorch import shape
+from thunder.ops.ltorch import reductions, shape
 from thunder.ops.meta import ShapeError, shape_of
 
 
@@ -97,3 +98,11 @@ foreach_abs = _foreach("abs", ew.abs, 0)
 foreach_exp = _foreach("exp", ew.exp, 0)
 foreach_reciprocal = _foreach("reciprocal", ew.reciprocal, 0)
 foreach_sign = _foreach("sign", ew.sign, 0)
+
+
+@torchsymbol(
+    torch._foreach_norm, torch_impl="torch._foreach_norm", tags=(Tag.REDUCTION,), name="foreach_norm"
+)
+def foreach_norm(tensors, ord=2, dtype=None):
+    """torch._foreach_norm: the vector norm of each tensor (0-d each), as a tuple."""
+    return tuple(reductions.vector_norm(t, ord, dtype=dtype) for t in tensors)
