@@ -33,3 +33,8 @@ def test_a_fallback_on_not_implemented_error_does_not_swallow_the_missing_op():
     assert f(x) == 1.0  # eager: the lower median of the numbers
     with pytest.raises(UnsupportedOpError, match="nanmedian"):
         thunder.jit(f)(x)
+
+
+def test_torch_vmap_inside_is_thunder_s_error():
+    with pytest.raises(UnsupportedOpError, match="vmap"):
+        thunder.jit(lambda x: torch.vmap(torch.sin)(x))(torch.randn(3))

@@ -135,3 +135,13 @@ def test_clip_grad_norm_s_foreach_path_equals_eager(norm_type):
         torch.testing.assert_close(jclip(list(model.parameters())), clip(list(ref.parameters())))
         for p, q in zip(model.parameters(), ref.parameters()):
             torch.testing.assert_close(p.grad, q.grad)
+
+
+def test_foreach_pow_of_a_number_to_each_tensor():
+    a, b = torch.randn(3), torch.randn(2, 2)
+
+    def fn(a, b):
+        return torch._foreach_pow(2.0, [a, b])
+
+    for got, want in zip(thunder.jit(fn)(a, b), fn(a, b)):
+        torch.testing.assert_close(got, want)

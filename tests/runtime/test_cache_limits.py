@@ -5,6 +5,7 @@ one jitted module never see each other's tracing."""
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 import warnings
 
@@ -115,6 +116,19 @@ def test_the_recompile_warning_repeats_with_the_failing_check():
     assert "compiled 8 times" in messages[0] and "check_literal(n, " in messages[0]
     assert "compiled 16 times; 16 entries are kept" in messages[1] and "check_literal(n, " in messages[1]
     assert "got 15" in messages[1]
+
+
+def test_the_recompile_warning_points_at_the_user_s_call():
+    # a function's call and a module's (whose call goes through nn.Module's frames): the line here
+    jfn, jm = thunder.jit(scale, dynamic=False), thunder.jit(torch.nn.Linear(3, 3), dynamic=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(8):
+            jfn(torch.ones(i + 1), 2)
+            jm(torch.ones(i + 1, 3))
+    found = [(w.filename, w.lineno) for w in caught if "compiled" in str(w.message)]
+    here = inspect.getsourcelines(test_the_recompile_warning_points_at_the_user_s_call)[1]
+    assert found == [(__file__, here + 6), (__file__, here + 7)]
 
 
 def test_deepcopy_of_a_jitted_module_is_independent():

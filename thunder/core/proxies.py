@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 import torch
 
+from thunder.core.errors import UnsupportedOpError
 from thunder.core.pytree import LEAF_TYPES, tree_leaves
 from thunder.core.source import user_location
 
@@ -194,7 +195,7 @@ class TensorProxy(torch.Tensor, Proxy):
                 return out
         loc = user_location()
         where = f"\n  at {loc.filename}:{loc.lineno} in {loc.function}: {loc.line()}" if loc else ""
-        raise RuntimeError(
+        raise UnsupportedOpError(
             f"thunder: the proxy tensor reached torch's dispatcher through {func}. This happens when "
             "torch runs an operation below its Python API, where thunder cannot see it (torch.vmap, "
             "functorch transforms, C++ extensions); it is not supported." + where

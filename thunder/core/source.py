@@ -71,3 +71,12 @@ def frame_location(f) -> SourceLocation | None:
             return SourceLocation(code.co_filename, f.f_lineno, code.co_name)
         f = f.f_back
     return None
+
+
+def user_stacklevel() -> int:
+    """``warnings.warn``'s ``stacklevel`` that names the innermost frame neither thunder's nor
+    torch's, counted from the function calling this (1 where it is itself the user's)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and _skipped(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level

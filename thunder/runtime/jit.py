@@ -32,6 +32,7 @@ from thunder.core.context import tracing
 from thunder.core.passinfo import SubclassDispatch
 from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
+from thunder.core.source import user_stacklevel
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import SizeEnv
@@ -462,7 +463,7 @@ class ThunderFunction:
                 f"thunder: {self.__name__} has been compiled {n} times{kept}; the check that keeps failing: "
                 f"{keeps_failing(checks)}. A value that changes on every call "
                 "(a Python int counter, a new shape) makes every call trace again.",
-                stacklevel=3,
+                stacklevel=user_stacklevel(),  # (the user's call, however deep thunder's frames)
             )
         return entry
 

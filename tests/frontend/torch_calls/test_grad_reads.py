@@ -127,3 +127,29 @@ def test_hooks_on_tensors_inside_are_refused_with_the_line(hook):
     with pytest.raises(UnsupportedOpError, match=f"torch.Tensor.{hook} inside the compiled function") as e:
         thunder.jit(f)(torch.randn(3), torch.randn(3, requires_grad=True))
     assert "test_grad_reads.py" in str(e.value)
+
+
+# -- is_leaf and grad_fn: eager's answers -------------------------------------------------------
+def _branches(x):
+    y = x * 2
+    a = y * 3 if not y.is_leaf else y * 4
+    b = a + 1 if y.grad_fn is not None else a - 1
+    c = b * 5 if x.is_leaf else b * 6
+    return c
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_is_leaf_and_grad_fn_answer_as_eager(grad):
+    jfn = thunder.jit(_branches)
+    for requires_grad, leaf in ((True, True), (False, True), (True, False), (True, True)):
+        base = torch.randn(3, requires_grad=requires_grad)
+        x = base if leaf else base * 1  # (a non-leaf input that requires grad)
+        with torch.set_grad_enabled(grad):
+            torch.testing.assert_close(jfn(x), _branches(x))
+
+
+def test_a_computed_value_s_grad_fn_has_a_name_and_says_what_it_lacks():
+    x = torch.randn(3, requires_grad=True)
+    assert thunder.jit(lambda t: (t * 2).grad_fn.name() == "ThunderBackward")(x)
+    with pytest.raises(UnsupportedOpError, match="next_functions"):
+        thunder.jit(lambda t: (t * 2).grad_fn.next_functions)(x)

@@ -29,7 +29,7 @@ _METADATA_METHODS = {
 }  # fmt: skip
 _METADATA_PROPERTIES = {
     "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "layout",
-    "is_sparse", "is_quantized", "is_leaf", "names", "is_nested", "itemsize", "is_mps", "grad_fn",
+    "is_sparse", "is_quantized", "names", "is_nested", "itemsize", "is_mps",
 }  # fmt: skip
 # Plain Python values made by torch callables that the mode also sees.
 # Need a tensor's value, which tracing does not have.

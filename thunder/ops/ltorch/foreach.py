@@ -49,6 +49,14 @@ def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None
     op = f"torch._foreach_{name}"
 
     def impl(tensors, *operands, **kwargs):
+        if (
+            name == "pow"
+            and not isinstance(tensors, (list, tuple))
+            and operands
+            and isinstance(operands[0], (list, tuple))
+        ):
+            # ``_foreach_pow(2.0, [a, b])``: a number to the power of each tensor
+            return tuple(fn(tensors, t) for t in operands[0])
         if scalar is not None and len(operands) == n_operands + 1:
             *operands, kwargs[scalar] = operands
         if len(operands) != n_operands:
