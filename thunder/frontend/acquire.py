@@ -19,7 +19,7 @@ from torch.nn.modules import module as module_hooks
 from thunder.core.context import tracectx
 from thunder.core.errors import UnrebuildableError, UnsupportedValueError, at
 from thunder.core.proxies import AnyProxy, NumberProxy, TensorProxy
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import SubclassProxy, is_plain_tensor, proxy_of
 from thunder.core.symbol import BoundSymbol
@@ -61,7 +61,7 @@ from thunder.frontend.torch_calls.mode import AcquisitionMode
 from thunder.frontend.torch_calls.torch_state import TorchState
 from thunder.frontend.torch_calls.value_reads import value_reads
 from thunder.frontend.torch_calls.views import Views
-from thunder.ops import prims
+from thunder.ops import ltorch, prims
 from thunder.ops import python as pyops
 
 # what thunder keeps on a tensor proxy (any other attribute was set by the user's code)
@@ -273,7 +273,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                     traced_functions(comp),
                     AcquisitionMode(state),
                     value_reads(state),
-                    python_calls(state.python_calls),
+                    python_calls(state.python_calls, state.inplace.current),
                     param_reads(state),
                     type_queries(reads),
                     state.torch_state,
@@ -302,6 +302,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         state.shadows.finish()
         if replica is not None:
             replica.finish()
+        _snapshot_printed_inputs(state)
         _write_back_inputs(state)
         _guard_written_inputs(state)
         guard_param_reads(state)
@@ -364,6 +365,28 @@ def _container_writes(copy, holder, before: list) -> list[Write]:
     out: list[Write] = [DelItem(holder, k) for k in old if k not in copy]
     out += [SetItem(holder, k, v) for k, v in copy.items() if old.get(k, _ABSENT) is not v]
     return out
+
+
+def _snapshot_printed_inputs(state: Acquisition) -> None:
+    """An input a print (a log record, a warning) showed before the function wrote it in place:
+    the print shows a copy taken before the write-back (``print(x); x.add_(1)``: the value ``x``
+    had), as eager's print did; one copy per input, outside autograd."""
+    written = {id(p) for p in state.inputs.tensor_inputs if state.inplace.current(p) is not p}
+    if not written:
+        return
+    copies: dict[int, TensorProxy] = {}
+
+    def snapshot(v):
+        if not (isinstance(v, TensorProxy) and id(v) in written):
+            return v
+        if id(v) not in copies:
+            with torch.no_grad():
+                copies[id(v)] = ltorch.clone(v)
+        return copies[id(v)]
+
+    state.python_calls[:] = [
+        (fn, tree_map(snapshot, args), tree_map(snapshot, kwargs)) for fn, args, kwargs in state.python_calls
+    ]
 
 
 def _write_back_inputs(state: Acquisition) -> None:

@@ -294,3 +294,43 @@ def test_a_log_record_names_the_line_that_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="thunder_test_print_targets"):
         eager, jitted = run(f), run(thunder.jit(f))
     assert jitted == eager and len(eager) == 6 and eager[0][1] == os.path.basename(__file__)
+
+
+# -- a print shows the value as it is at the print ---------------------------------------------
+_LOG = logging.getLogger("thunder.test.prints")
+
+
+def _writes_between_prints(x):
+    print("before", x)
+    x.add_(1)
+    print("between", x, [x])
+    _LOG.warning("logged %s", x)
+    x.mul_(2)
+    print("after", x)
+    return x * 3
+
+
+def _without_autograd(text: str) -> str:
+    # (eager's and thunder's graph nodes have other names: the values are compared)
+    import re
+
+    return re.sub(r",\s*(grad_fn=<[^>]*>|requires_grad=True)", "", text)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["plain", "non-leaf requiring grad"])
+def test_prints_around_in_place_writes_show_the_value_at_each_print(capsys, caplog, grad):
+    jfn = thunder.jit(_writes_between_prints)
+    for call in range(3):
+        base = torch.full((2,), float(call), requires_grad=grad)
+        x, y = base * 1, base.detach() * 1  # (a non-leaf input may be written in place)
+        with caplog.at_level(logging.WARNING, logger="thunder.test.prints"):
+            caplog.clear()
+            want_out = _writes_between_prints(y)
+            want = capsys.readouterr().out, caplog.text  # (formatted as each record was emitted)
+            caplog.clear()
+            got_out = jfn(x)
+            got = capsys.readouterr().out, caplog.text
+        assert _without_autograd(got[0]) == want[0]
+        assert _without_autograd(got[1]).split("logged")[1] == want[1].split("logged")[1]
+        torch.testing.assert_close(got_out.detach(), want_out)
+        torch.testing.assert_close(x.detach(), y)

@@ -44,7 +44,8 @@ import warnings
 import torch
 
 from thunder.core.errors import DataDependentError, UnsupportedValueError, at
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_map
 from thunder.core.source import user_location
 from thunder.frontend.effects.c_objects import is_stand_in
 from thunder.frontend.effects.callers import made_by_the_program
@@ -108,7 +109,7 @@ def _print(real):
             return real(*args, **kwargs)
         file = kwargs.pop("file", None)
         _no_proxy_text(*args, *kwargs.values())
-        args = tuple(_as_recorded(a) for a in args)
+        args = tuple(_now(_as_recorded(a)) for a in args)
         if isinstance(file, ObjectWrapper):  # an input: the file each call passes
             kwargs["file"], file = file, None
         calls.append(_with_constants(_printer(real, file), args, kwargs))
@@ -225,7 +226,7 @@ def _log(real):
         if not _shown(self, level) and _has_proxy_text(msg, *args):
             return None  # (a debug record formatting a tensor, not shown at this level: dropped)
         _no_proxy_text(msg, *args)
-        args = tuple(_as_recorded(a) for a in args)
+        args = tuple(_now(_as_recorded(a)) for a in args)
         for _ in range(max(stacklevel, 1) - 1):  # (the line logging's own findCaller names)
             f = f.f_back if f.f_back is not None else f
         emit = functools.partial(_emit, self, (f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
@@ -375,12 +376,28 @@ _PATCHES = ProcessPatches(lambda: _TARGETS)
 
 
 @contextlib.contextmanager
-def python_calls(calls: list):
-    """While this thread traces, the user's prints, warnings and log records go to ``calls``."""
+def python_calls(calls: list, current=None):
+    """While this thread traces, the user's prints, warnings and log records go to ``calls``;
+    ``current(p)``: the value a tensor holds at this point of the program (an in-place write
+    since gives a new one), which a print shows."""
     with _PATCHES, _STREAMS:
-        outer = getattr(_LOCAL, "calls", None), getattr(_LOCAL, "streams", {})
+        outer = (
+            getattr(_LOCAL, "calls", None),
+            getattr(_LOCAL, "streams", {}),
+            getattr(_LOCAL, "current", None),
+        )
         _LOCAL.calls, _LOCAL.streams = calls, {"stdout": sys.stdout, "stderr": sys.stderr}
+        _LOCAL.current = current
         try:
             yield
         finally:
-            _LOCAL.calls, _LOCAL.streams = outer
+            _LOCAL.calls, _LOCAL.streams, _LOCAL.current = outer
+
+
+def _now(v):
+    """``v`` with each tensor as the value it holds now (``print(x); x.add_(1); print(x)``:
+    the second print shows the value written)."""
+    current = getattr(_LOCAL, "current", None)
+    if current is None:
+        return v
+    return tree_map(lambda x: current(x) if isinstance(x, TensorProxy) else x, v)

@@ -98,6 +98,9 @@ class _Builder:
         self._seen_inputs: set[str] = set()
         self._memo: dict[int, object] = {}  # id(value) -> what it was built as (keeps aliasing)
         self._renamed: set[int] = set()
+        # building a print's arguments: each tensor is the value recorded at the print, not
+        # the one its object holds at the end (``PythonCall.step``)
+        self.recorded_values = False
         inputs = getattr(state, "inputs", None)
         self._input_names = set(inputs.sources) if inputs is not None else set()
         self._chain: list = []  # the values being built, outermost first (for errors)
@@ -189,6 +192,8 @@ class _Builder:
         if isinstance(v, TensorProxy):
             if v.name in self._input_names:
                 # an input tensor is returned as itself: in-place writes reached it already
+                return self.output(v)
+            if self.recorded_values:  # (a print's argument: the value it had at the print)
                 return self.output(v)
             cur = self.state.inplace.current(v) if hasattr(self.state, "inplace") else v
             aliased = self._view_of_written_input(cur)

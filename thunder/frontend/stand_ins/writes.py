@@ -30,6 +30,8 @@ from thunder.ops import python as pyops
 class EpilogueSteps(Protocol):
     """What a write needs from the epilogue being built (``frontend/epilogue/outputs.py``)."""
 
+    recorded_values: bool  # (building a print's arguments: tensors as recorded)
+
     def input_object(self, holder) -> Any: ...
 
     def build(self, value, path: str, name: str | None = None) -> Any: ...
@@ -191,6 +193,11 @@ class PythonCall(Write):
 
     def step(self, epilogue: EpilogueSteps) -> BoundSymbol:
         name = getattr(self.fn, "__qualname__", "call")
-        built = [epilogue.build(a, f"the argument {i} of {name}") for i, a in enumerate(self.args)]
-        kw = {k: epilogue.build(a, f"the argument {k} of {name}") for k, a in self.kwargs.items()}
+        # (each tensor as it was at the call: the frontend recorded that value, not the object's last)
+        epilogue.recorded_values = True
+        try:
+            built = [epilogue.build(a, f"the argument {i} of {name}") for i, a in enumerate(self.args)]
+            kw = {k: epilogue.build(a, f"the argument {k} of {name}") for k, a in self.kwargs.items()}
+        finally:
+            epilogue.recorded_values = False
         return BoundSymbol(pyops.python_call, (self.fn, *built), kw, None)
