@@ -50,8 +50,11 @@ def _series(values: list[int], points: int) -> list[tuple[int, int]]:
     return out
 
 
-def plot_svg(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
-    """Live bytes after each line as an inline SVG (computed solid, measured dashed)."""
+def plot_svg(prof: MemoryProfile, *, link_prefix: str | None = None) -> str:
+    """Live bytes after each line as an inline SVG (computed solid, measured dashed); with
+    ``link_prefix``, the peak's marker links to its row (a standalone page: JupyterLab's link
+    handling rejects an anchor inside an SVG and shows the output as an error, so a notebook's
+    view links from ``peak_link_html`` beside the plot instead)."""
     computed = [r.live for r in prof.rows]
     measured = [r.measured or 0 for r in prof.rows] if prof.measured else None
     n = max(len(computed), 1)
@@ -95,17 +98,30 @@ def plot_svg(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
     if prof.rows:
         px, py = x(prof.peak_index), y(prof.peak)
         tip = escape(f"peak {fmt_bytes(prof.peak)} after line {prof.peak_index}: {prof.peak_line}")
+        opening, closing = '<g class="peak">', "</g>"
+        if link_prefix is not None:
+            opening = f'<a class="peak" href="#{_anchor(link_prefix, prof, prof.peak_index)}">'
+            closing = "</a>"
         parts.append(
-            f'<a class="peak" href="#{_anchor(anchor_prefix, prof, prof.peak_index)}">'
-            f"<title>{tip}</title>"
+            opening + f"<title>{tip}</title>"
             f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{PAD_T}" y2="{PAD_T + h}" stroke="#e53935" '
             f'stroke-dasharray="2 2"/><circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="#e53935"/>'
             + (f'<text x="{px - 6:.1f}" text-anchor="end"' if px > WIDTH / 2 else f'<text x="{px + 6:.1f}"')
             + f' y="{PAD_T + 10}" font-size="11" fill="#e53935">'
-            f"peak {fmt_bytes(prof.peak)} (line {prof.peak_index})</text></a>"
+            f"peak {fmt_bytes(prof.peak)} (line {prof.peak_index})</text>" + closing
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def peak_link_html(prof: MemoryProfile, *, anchor_prefix: str = "") -> str:
+    """A link from the plot to the peak's row of the lines (an HTML anchor, which notebooks take)."""
+    if not prof.rows:
+        return ""
+    return (
+        f'<div class="cap"><a class="peak" href="#{_anchor(anchor_prefix, prof, prof.peak_index)}">'
+        f"peak {fmt_bytes(prof.peak)} after line {prof.peak_index}</a></div>"
+    )
 
 
 def _rows_shown(prof: MemoryProfile) -> list[int]:
@@ -236,12 +252,16 @@ def summary_html(prof: MemoryProfile) -> str:
     )
 
 
-def memory_section_html(prof: MemoryProfile, p: PassModel | None = None, *, anchor_prefix: str = "") -> str:
-    """The memory view of one trace (to be placed inside an element of class ``thx``)."""
+def memory_section_html(
+    prof: MemoryProfile, p: PassModel | None = None, *, anchor_prefix: str = "", standalone: bool = False
+) -> str:
+    """The memory view of one trace (to be placed inside an element of class ``thx``);
+    ``standalone``: a page of its own (the report), where the plot's peak links to its row."""
     return (
         f'<div class="mem"><style>{MEMORY_CSS}</style>'
         + summary_html(prof)
-        + plot_svg(prof, anchor_prefix=anchor_prefix)
+        + plot_svg(prof, link_prefix=anchor_prefix if standalone else None)
+        + ("" if standalone else peak_link_html(prof, anchor_prefix=anchor_prefix))
         + modules_html(prof)
         + saved_html(prof)
         + "<details open><summary>Lines</summary>"

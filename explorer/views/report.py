@@ -154,7 +154,7 @@ def _memory_section(model: TraceModel, kinds: list[str], comparison) -> str:
             why = escape(f"{type(e).__name__}: {e}")
             out.append(f'<div class="note">memory of the {escape(k)} trace: {why}</div>')
             continue
-        out.append(memory_section_html(prof, model.series[k].final, anchor_prefix="r"))
+        out.append(memory_section_html(prof, model.series[k].final, anchor_prefix="r", standalone=True))
     if comparison is not None:
         out.append(
             '<div class="hd">what if another executor ran it</div>' + comparison_table_html(comparison)
