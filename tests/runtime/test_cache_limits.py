@@ -118,6 +118,21 @@ def test_the_recompile_warning_repeats_with_the_failing_check():
     assert "got 15" in messages[1]
 
 
+def test_an_entry_used_again_is_not_the_one_evicted():
+    # six entries of six keys; the first is used again (found among its key's entries), then a
+    # seventh is made: the least recently used goes, not the one just used
+    jfn = thunder.jit(lambda x: x + 1, cache_size=6, dynamic=False)
+    xs = [torch.ones((2,) * rank, dtype=dt) for dt in (torch.float32, torch.float64) for rank in (1, 2, 3)]
+    for x in xs:
+        jfn(x)
+    jfn(xs[0])
+    jfn(xs[0])
+    jfn(torch.ones(2, dtype=torch.int32))
+    misses = thunder.compile_stats(jfn).cache_misses
+    jfn(xs[0])
+    assert thunder.compile_stats(jfn).cache_misses == misses
+
+
 def test_the_recompile_warning_points_at_the_user_s_call():
     # a function's call and a module's (whose call goes through nn.Module's frames): the line here
     jfn, jm = thunder.jit(scale, dynamic=False), thunder.jit(torch.nn.Linear(3, 3), dynamic=False)

@@ -283,7 +283,7 @@ class ThunderFunction:
                 cargs, eargs = entry.prologue(*args, **kwargs)
             except Exception:  # a failed check, or inputs it cannot even unpack (a missing submodule)
                 continue
-            if entry is not order[-1]:
+            if entry is not self._cache.order[-1]:  # (the least recently used is evicted first)
                 self._cache.touch(entry)
             self._cache.last = entry
             self.stats.cache_hits += 1
