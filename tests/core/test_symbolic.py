@@ -135,40 +135,24 @@ def test_fold_computes_a_size_in_another_domain_each_part_once(env):
 
     size = (s0 * 2 + 1) * (s1 // 2) + torch.sym_max(s0, s1) % 3
     memo = {}
-    text = fold(
-        expr_of(size),
-        symbol=str,
-        number=str,
-        add=op("add"),
-        scale=op("scale"),
-        mul=op("mul"),
-        binary=lambda name, a, b: op(name)(a, b),
-        memo=memo,
-    )
-    assert eval(
-        text,
-        {
-            "add": int.__add__,
-            "scale": int.__mul__,
-            "mul": int.__mul__,
-            "floordiv": int.__floordiv__,
-            "mod": int.__mod__,
-            "max": max,
-            "s0": 5,
-            "s1": 7,
-        },
-    ) == evaluate(expr_of(size), {"s0": 5, "s1": 7})
+
+    def folded():
+        return fold(
+            expr_of(size),
+            symbol=str,
+            number=str,
+            add=op("add"),
+            scale=op("scale"),
+            mul=op("mul"),
+            binary=lambda name, a, b: op(name)(a, b),
+            memo=memo,
+        )
+
+    ints = {"add": int.__add__, "scale": int.__mul__, "mul": int.__mul__, "floordiv": int.__floordiv__}
+    ints |= {"mod": int.__mod__, "max": max, "s0": 5, "s1": 7}
+    assert eval(folded(), ints) == evaluate(expr_of(size), {"s0": 5, "s1": 7})
     count = len(made)
-    fold(
-        expr_of(size),
-        symbol=str,
-        number=str,
-        add=op("add"),
-        scale=op("scale"),
-        mul=op("mul"),
-        binary=lambda name, a, b: op(name)(a, b),
-        memo=memo,
-    )
+    folded()
     assert len(made) == count  # (each part once: the memo holds them all)
     with pytest.raises(ValueError, match="relation"):
         fold(expr_of(s0 > 3), symbol=str, number=str, add=None, scale=None, mul=None, binary=None)

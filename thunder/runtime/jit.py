@@ -242,23 +242,7 @@ class ThunderFunction:
         if self._serial:  # an epilogue writes Python state (``self.calls += 1``): one call at a time
             with self._cache.lock:
                 return self._call(args, kwargs, None)
-        # ``_run``'s steps, written out here: a cached call's cost is counted in function calls
-        entry = self._cache.last
-        if entry is not None:
-            try:
-                cargs, eargs = entry.prologue(*args, **kwargs)
-            except Exception:
-                return self._call(args, kwargs, entry)
-            stats = self.stats
-            stats.calls += 1
-            stats.cache_hits += 1
-            out = entry.computation(*cargs)
-            return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
-        return self._call(args, kwargs, None)
-
-    def _run(self, *args, **kwargs):
-        """A call neither serial nor inside another trace (a ``ThunderModule``'s, which tested
-        both): the most recently used entry first, in the fewest steps, then ``_call``."""
+        # the entry of the last hit first, in this frame: a cached call's cost is counted in calls
         entry = self._cache.last
         if entry is not None:
             try:

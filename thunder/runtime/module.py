@@ -83,7 +83,7 @@ class ThunderModule(torch.nn.Module):
         jfn = d["_jfn"]
         if jfn._serial or "forward" in d or has_backward_hooks(jfn.module):
             return self.forward(*args, **kwargs)
-        return jfn._run(*args, **kwargs)  # (``forward``'s common path, without its frame)
+        return jfn.__call__(*args, **kwargs)  # (``forward``'s common path, without its frame)
 
     def forward(self, *args, **kwargs):
         if current_trace() is not None:
@@ -93,7 +93,7 @@ class ThunderModule(torch.nn.Module):
         jfn = self.__dict__["_jfn"]
         model = jfn.module  # (the module itself, as ``self._model``, without nn.Module's __getattr__)
         # (``ThunderFunction.__call__`` holds the cache's lock for a serial call)
-        call = jfn if jfn._serial else jfn._run
+        call = jfn.__call__
         if has_backward_hooks(model):  # its own: around the program (frontend/modules/backward_hooks.py)
             return call_with_backward_hooks(model, call, args, kwargs)
         return call(*args, **kwargs)

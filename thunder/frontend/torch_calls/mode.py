@@ -30,6 +30,7 @@ from thunder.frontend.stand_ins.containers import is_tracked, untracked
 from thunder.frontend.stand_ins.counters import traced_operands
 from thunder.frontend.stand_ins.unpack import ATTR, Unpack
 from thunder.frontend.torch_calls import keywords
+from thunder.frontend.torch_calls.autograd_history import history
 from thunder.frontend.torch_calls.handlers import _AFTER_RESOLVING, _BEFORE_RESOLVING, _METADATA_PROPERTIES
 from thunder.frontend.torch_calls.max_norm import max_norm_call, renormed_lookup
 from thunder.frontend.torch_calls.torch_state import default_dtype_read
@@ -461,7 +462,7 @@ class AcquisitionMode(TorchFunctionMode):
                 self.state.touched[id(t)] = t
             return getattr(torch.Tensor, name).__get__(t)
         if name in ("is_leaf", "grad_fn") and isinstance(t, TensorProxy):
-            return self._history(name, self.state.resolve(t))
+            return history(self.state, name, self.state.resolve(t))
         if name == "grad":
             if isinstance(t, torch.Tensor) and not isinstance(t, TensorProxy):
                 t = self.state.capture(t)  # a real tensor reached through an object (an optimizer's params)
@@ -484,23 +485,6 @@ class AcquisitionMode(TorchFunctionMode):
         raise UnsupportedOpError(
             f"thunder: the tensor property .{name} is not supported" + at(user_location())
         )
-
-    def _history(self, name: str, t: TensorProxy):
-        """``t.is_leaf`` and ``t.grad_fn`` as eager answers them: a value computed here is a
-        leaf, without a ``grad_fn``, exactly when it does not require grad; an input's answer
-        is its tensor's, which the prologue checks on every call (a tensor made by an op and a
-        leaf both require grad)."""
-        src = self.state.inputs.sources.get(t.name)
-        if src is not None:
-            real = src[2]
-            leaf = bool(real.is_leaf)
-            self.state.inputs.guard_attr(t, "is_leaf", leaf)
-        else:
-            self.state.touched[id(t)] = t
-            leaf = not t.requires_grad
-        if name == "is_leaf":
-            return leaf
-        return None if leaf else TracedGradFn(t.name)
 
     def _grad(self, t):
         """``t.grad``: for an input, its ``.grad`` as the call begins (None, which the prologue
@@ -589,27 +573,3 @@ def _foreach_reads_its_writes(written, others, kwargs, root_of) -> bool:
             if isinstance(x, TensorProxy) and where.get(root_of(x), j) < j:
                 return True
     return False
-
-
-class TracedGradFn:
-    """What ``t.grad_fn`` of a value computed while tracing answers where eager's is a node of
-    its autograd graph: thunder's backward differentiates the whole program, so there is no
-    node per op; ``is not None`` tests and ``name()`` work, anything else says so."""
-
-    __slots__ = ("of",)
-
-    def __init__(self, of: str):
-        self.of = of
-
-    def name(self) -> str:
-        return "ThunderBackward"
-
-    def __repr__(self) -> str:
-        return f"<thunder's backward of {self.of}>"
-
-    def __getattr__(self, attr):
-        raise UnsupportedOpError(
-            f"thunder: {attr!r} of the grad_fn of {self.of}: a value computed in a thunder.jit function has no "
-            "autograd node of its own (thunder differentiates the whole program); only `grad_fn is None` tests "
-            "and grad_fn.name() are supported" + at(user_location())
-        )

@@ -40,22 +40,18 @@ def _per_tensor_scalars(scalars, n: int, op: str, what: str) -> list:
     return [shape.select(scalars, 0, i) for i in range(n)]
 
 
-def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None):
+def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None, number_first: bool = False):
     """``ltorch.foreach_<name>`` for ``torch._foreach_<name>``: ``fn`` over each tensor and
     the matching entries of the ``n_operands`` operands after the list; ``scalar`` names a
     trailing number argument that may also be a list of numbers, one per tensor
-    (``_foreach_addcdiv(params, a, b, step_sizes)``)."""
+    (``_foreach_addcdiv(params, a, b, step_sizes)``); ``number_first``: a number may come
+    first and the list second (``_foreach_pow(2.0, tensors)``)."""
     torch_fn = getattr(torch, f"_foreach_{name}")
     op = f"torch._foreach_{name}"
 
     def impl(tensors, *operands, **kwargs):
-        if (
-            name == "pow"
-            and not isinstance(tensors, (list, tuple))
-            and operands
-            and isinstance(operands[0], (list, tuple))
-        ):
-            # ``_foreach_pow(2.0, [a, b])``: a number to the power of each tensor
+        if number_first and not isinstance(tensors, (list, tuple)) and operands:
+            # ``_foreach_pow(2.0, [a, b])``: the number with each tensor
             return tuple(fn(tensors, t) for t in operands[0])
         if scalar is not None and len(operands) == n_operands + 1:
             *operands, kwargs[scalar] = operands
@@ -96,7 +92,7 @@ foreach_minimum = _foreach(
 )
 foreach_clamp_min = _foreach("clamp_min", ew.clamp_min, 1)
 foreach_clamp_max = _foreach("clamp_max", ew.clamp_max, 1)
-foreach_pow = _foreach("pow", ew.pow, 1)
+foreach_pow = _foreach("pow", ew.pow, 1, number_first=True)
 foreach_lerp = _foreach("lerp", ew.lerp, 2)
 foreach_addcmul = _foreach("addcmul", ew.addcmul, 2, scalar="value")
 foreach_addcdiv = _foreach("addcdiv", ew.addcdiv, 2, scalar="value")
