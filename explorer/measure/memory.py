@@ -3,7 +3,9 @@
 ``measure_memory`` records the change per line: torch's profiler memory figures on CPU
 (``profile_memory=True``), and ``torch.cuda.memory_allocated()`` after each line on CUDA (that
 path is written for CUDA and tested only where CUDA is present); ``attach_measurement`` puts
-them beside the computed figures of a ``MemoryProfile`` (``explorer.model.memory``).
+them beside the computed figures of a ``MemoryProfile`` (``explorer.model.memory``). The run
+leaves the user's state as it was (``explorer.measure.hands_off``): what the program writes in
+place (an input, a BatchNorm's running statistics) and the RNGs it draws from are put back.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import torch
 
 import thunder
+from explorer.measure.hands_off import Snapshot
 from explorer.measure.runner import instrument
 from explorer.model.memory import MemoryProfile
 from thunder.core.proxies import proxies_in
@@ -30,6 +33,14 @@ def measure_memory(
     after each line (written for CUDA, run only where it is present). Returns (None, why)
     when there is nothing to measure with."""
     kwargs = kwargs or {}
+    snapshot = Snapshot.of(jfn, args, kwargs)
+    try:
+        return _measure(jfn, args, kwargs, kind, entry)
+    finally:
+        snapshot.restore()
+
+
+def _measure(jfn, args: tuple, kwargs: dict, kind: str, entry: int):
     e = thunder.compile_stats(jfn).entries[entry]
     cargs = _computation_args(e, args, kwargs)
     on_cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in cargs)

@@ -9,7 +9,9 @@ kernels). A fusion region is one line, so it gets one time.
 Measuring never changes the user's state: when the program writes (in-place ops into
 its inputs, module buffers or captured tensors; epilogue write-backs of attributes, a
 BatchNorm's ``num_batches_tracked``), the tensors it writes are saved before and put back
-after every run, and so are the attribute dictionaries and containers the epilogue writes.
+after every run, and so are the attribute dictionaries and containers the epilogue writes;
+after the last run everything the call could reach and the RNGs are put back as they were
+(``explorer.measure.hands_off``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 
 import torch
 
+from explorer.measure.hands_off import Snapshot
 from explorer.model.traces import TraceModel
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbolic import concrete
@@ -165,9 +168,17 @@ def measure(
     One warm-up run, then ``repeat`` runs; the fastest time of each line is kept. Fusion
     regions Inductor compiles in the background are waited for after the warm-up.
     """
+    kwargs = kwargs or {}
+    snapshot = Snapshot.of(jfn, args, kwargs)
+    try:
+        return _measure(jfn, args, kwargs, entry, repeat)
+    finally:
+        snapshot.restore()
+
+
+def _measure(jfn, args: tuple, kwargs: dict, entry: int, repeat: int) -> Measurement:
     import thunder
 
-    kwargs = kwargs or {}
     e = thunder.compile_stats(jfn).entries[entry]
     note = ""
     try:

@@ -7,9 +7,16 @@ call's time (tracing, passes and compiling included), the fastest of ``repeat`` 
 (after ``warmup`` calls once Inductor's background compilations are loaded),
 the peak memory of the final computation trace (computed, and measured where it can be: the
 profiler on CPU, the CUDA allocator on CUDA), the number of fusion regions, and whether the
-outputs match those of the first list. A list that cannot compile or run gets its error in
-its row. Module state the function writes (buffers) is not put back between lists. The view
-is ``explorer.views.whatif``; ``explorer.compare`` is the entry point.
+outputs match those of the first list (the first value that does not is named by its path,
+``explorer.measure.outputs``). A list that cannot compile or run gets its error in its row.
+
+Hands off: every list starts from the user's state and RNG state as they were
+(``explorer.measure.hands_off``: inputs, parameters, buffers such as running statistics, the
+module's attributes, the RNGs), so each list draws the same random numbers, and all of it is
+put back at the end. Each list runs twice from that state: outputs that differ between the
+two are random, and so are outputs that differ from the first list's where either program
+draws random numbers (dropout: an executor may draw them its own way); neither is a mismatch.
+The view is ``explorer.views.whatif``; ``explorer.compare`` is the entry point.
 """
 
 from __future__ import annotations
@@ -20,9 +27,12 @@ import time
 import torch
 
 import thunder
+from explorer.measure.hands_off import Snapshot, target_of
 from explorer.measure.memory import attach_measurement, measure_memory
+from explorer.measure.outputs import Difference, difference, leaves
 from explorer.model.compilation import model_of
 from explorer.model.memory import memory_of
+from thunder.core.proxies import proxies_in
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.tags import Tag
 from thunder.executors.fusion import FusionExecutor
@@ -36,17 +46,6 @@ def default_executor_lists() -> list[list[str]]:
     base = [e.name for e in all_executors() if e.runs_every_prim]
     fusers = [e for e in all_executors() if isinstance(e, FusionExecutor) and e.unavailable_reason() is None]
     return [base] + [[f.name, *base] for f in fusers]
-
-
-def target_of(obj):
-    """The function or module a jitted function was made from (``obj`` itself when it was not jitted)."""
-    model = getattr(obj, "_model", None)
-    if isinstance(model, torch.nn.Module):
-        return model
-    fn = getattr(obj, "fn", None)
-    if callable(fn) and hasattr(obj, "executors"):
-        return fn
-    return obj
 
 
 def _fresh(args, kwargs):
@@ -65,29 +64,6 @@ def _sync(values) -> None:
         torch.cuda.synchronize()
 
 
-def _difference(a, b) -> tuple[bool, float | None, str]:
-    """Whether two outputs match (as ``torch.testing.assert_close`` judges, float32 tolerances
-    loosened for fused arithmetic), their largest absolute difference, and why not."""
-    la, lb = tree_leaves(a), tree_leaves(b)
-    if len(la) != len(lb):
-        return False, None, f"{len(la)} output values against {len(lb)}"
-    worst = 0.0
-    for x, y in zip(la, lb):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype:
-                return False, None, f"{x.dtype}{list(x.shape)} against {y.dtype}{list(y.shape)}"
-            if x.numel():
-                d = (x.detach().double() - y.detach().double()).abs().max().item()
-                worst = max(worst, d)
-            try:
-                torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-4, atol=1e-5, equal_nan=True)
-            except AssertionError as e:
-                return False, worst, str(e).splitlines()[0]
-        elif x != y:
-            return False, None, f"{x!r} against {y!r}"
-    return True, worst, ""
-
-
 def _finish_regions(jx) -> None:
     """Wait for the background compilations of ``jx``'s own fusion regions (not those other
     compiled functions started) and load them, so that the next calls run them."""
@@ -101,6 +77,54 @@ def _finish_regions(jx) -> None:
 
 def _fusion_regions(trace) -> int:
     return sum(1 for b in trace.bound_symbols if Tag.FUSION in b.tags or Tag.FUSION in b.sym.tags)
+
+
+def _draws(trace) -> str | None:
+    """The first line of ``trace`` that draws random numbers (dropout), as it prints; None."""
+    for b in trace.bound_symbols:
+        if b.draws():
+            return f"{b.sym.name} ({', '.join(p.name for p in proxies_in(b.output))})"
+    return None
+
+
+def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, warmup: int):
+    """Compile ``target`` with ``row``'s executors and run it: the first call, the timed calls,
+    and a second call from the same state and RNG that says whether its outputs are random.
+    Every run that is compared starts from the user's state (``snapshot``) and RNG state."""
+    snapshot.restore()
+    a, k = _fresh(args, kwargs)
+    jx = thunder.jit(target, executors=row.executors)
+    t0 = time.perf_counter()
+    out = jx(*a, **k)
+    _sync(out)
+    row.first_call_seconds = time.perf_counter() - t0
+    first = leaves(out)
+    t0 = time.perf_counter()
+    _finish_regions(jx)  # its regions Inductor compiles in the background
+    row.background_compile_seconds = time.perf_counter() - t0
+    for _ in range(warmup):  # (a region's first compiled calls load it and start its threads)
+        _sync(jx(*a, **k))
+    best = float("inf")
+    for _ in range(max(repeat, 1)):
+        t0 = time.perf_counter()
+        again = jx(*a, **k)
+        _sync(again)
+        best = min(best, time.perf_counter() - t0)
+    row.seconds = best
+    snapshot.restore()  # the same state, inputs and RNG as the first call: the same outputs?
+    a, k = _fresh(args, kwargs)
+    second = leaves(jx(*a, **k))
+    same = difference(first, second)
+    if not same.matched:
+        row.random = True
+        row.note = _join(row.note, f"two runs from the same inputs and RNG state differ ({same.describe()})")
+    snapshot.restore()
+    a, k = _fresh(args, kwargs)
+    return jx, first, a, k
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def compare(
@@ -120,57 +144,59 @@ def compare(
         raise ValueError("explorer: compare needs at least one list of executors, e.g. [['torch']]")
     target = target_of(obj)
     rows: list[WhatIfRow] = []
-    reference = None
+    reference: tuple[WhatIfRow, list] | None = None
     device = "cpu"
-    for names in lists:
-        row = WhatIfRow(names)
-        rows.append(row)
-        a, k = _fresh(args, kwargs)
-        try:
-            jx = thunder.jit(target, executors=names)
-            t0 = time.perf_counter()
-            out = jx(*a, **k)
-            _sync(out)
-            row.first_call_seconds = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            _finish_regions(jx)  # its regions Inductor compiles in the background
-            row.background_compile_seconds = time.perf_counter() - t0
-            for _ in range(warmup):  # (a region's first compiled calls load it and start its threads)
-                _sync(jx(*a, **k))
-            best = float("inf")
-            for _ in range(max(repeat, 1)):
-                t0 = time.perf_counter()
-                again = jx(*a, **k)
-                _sync(again)
-                best = min(best, time.perf_counter() - t0)
-            row.seconds = best
-        except Exception as e:
-            row.error = f"{type(e).__name__}: {e}"
-            continue
-        if any(isinstance(t, torch.Tensor) and t.is_cuda for t in tree_leaves(out)):
-            device = torch.cuda.get_device_name()
-        m = model_of(jx)
-        final = m.series["computation"].final
-        row.fusion_regions = _fusion_regions(final.trace)
-        row.lines = sum(1 for n in final.nodes if "del" not in n.tags)
-        prof = memory_of(m, "computation")
-        row.peak_bytes = prof.peak
-        if measure:
+    snapshot = Snapshot.of(obj, args, kwargs)
+    try:
+        for names in lists:
+            row = WhatIfRow(names)
+            rows.append(row)
             try:
-                live, where = measure_memory(jx, a, k, "computation")
-                attach_measurement(prof, live, where)
-                row.measured_peak_bytes = prof.measured_peak
+                jx, out, a, k = _run(row, target, args, kwargs, snapshot, repeat, warmup)
             except Exception as e:
-                row.note = f"memory not measured: {type(e).__name__}: {e}"
-        if reference is None:
-            reference = out
-            row.matched, row.max_abs_diff = True, 0.0
-        else:
-            row.matched, row.max_abs_diff, why = _difference(reference, out)
-            if why:
-                row.note = "; ".join(x for x in (row.note, why) if x)
+                row.error = f"{type(e).__name__}: {e}"
+                continue
+            if any(isinstance(t, torch.Tensor) and t.is_cuda for _, t in out):
+                device = torch.cuda.get_device_name()
+            m = model_of(jx)
+            final = m.series["computation"].final
+            row.fusion_regions = _fusion_regions(final.trace)
+            row.lines = sum(1 for n in final.nodes if "del" not in n.tags)
+            row.draws = _draws(final.trace)
+            prof = memory_of(m, "computation")
+            row.peak_bytes = prof.peak
+            if measure:
+                try:
+                    live, where = measure_memory(jx, a, k, "computation")
+                    attach_measurement(prof, live, where)
+                    row.measured_peak_bytes = prof.measured_peak
+                except Exception as e:
+                    row.note = _join(row.note, f"memory not measured: {type(e).__name__}: {e}")
+            if reference is None:
+                reference = (row, out)
+                row.matched, row.max_abs_diff = (None, None) if row.random else (True, 0.0)
+                continue
+            _judge(row, reference[0], difference(reference[1], out))
+    finally:
+        snapshot.restore()
     title = getattr(target, "__qualname__", None) or type(target).__qualname__
     return Comparison(title, rows, max(repeat, 1), device)
+
+
+def _judge(row: WhatIfRow, first: WhatIfRow, d: Difference) -> None:
+    """Whether ``row``'s outputs match the first list's: values that differ where either
+    program draws random numbers (or either list's own runs differ) are random, not a mismatch."""
+    row.max_abs_diff = d.max_abs
+    if d.matched:
+        row.matched = True
+        return
+    random = row.random or first.random or row.draws or first.draws
+    if random and d.abs_error is not None:  # (the same shapes and dtypes, other numbers)
+        row.matched, row.random = None, True
+        why = f"the program draws random numbers ({random})" if isinstance(random, str) else "the runs differ"
+        row.note = _join(row.note, f"outputs are random: {why}; {d.describe()}")
+        return
+    row.matched, row.difference = False, d
 
 
 # -- plain data -------------------------------------------------------------------------------
@@ -188,8 +214,11 @@ class WhatIfRow:
     measured_peak_bytes: int | None = None
     fusion_regions: int | None = None
     lines: int | None = None
-    matched: bool | None = None
+    matched: bool | None = None  # None: not run, or its outputs are random
     max_abs_diff: float | None = None
+    difference: Difference | None = None  # where the outputs first differ from the first list's
+    random: bool = False  # outputs that depend on random numbers drawn (not a mismatch)
+    draws: str | None = None  # the first line of its final computation that draws random numbers
     error: str | None = None
     note: str = ""
 

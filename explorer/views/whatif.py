@@ -1,7 +1,8 @@
 """The what-if table: each executor list's times, memory, fusion regions and output check.
 
 Static HTML (no script), for a notebook, the widget and the report; the fastest time and the
-smallest peak are marked, and a list whose outputs differ from the first list's is flagged.
+smallest peak are marked, a list whose outputs differ from the first list's is flagged with the
+first value that differs, and outputs that are random (numbers drawn differently) say so.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ WHATIF_CSS = """
 .thx .whatif td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .thx .whatif td.best{font-weight:600;color:#2e7d32}
 .thx .whatif td.bad{color:#c62828;font-weight:600}
+.thx .whatif td.random{color:#8d6e00}
 """
 
 
@@ -46,8 +48,11 @@ def comparison_table_html(c: Comparison) -> str:
         if r.matched:
             check = f"match (max diff {r.max_abs_diff:.1e})" if r.max_abs_diff else "match"
             check_cls = ""
+        elif r.random:  # not a mismatch: the numbers drawn differ (the note says why)
+            check, check_cls = f"random: {r.note or 'the runs differ'}", ' class="random"'
         else:
-            check, check_cls = f"DIFFER: {r.note or '?'}", ' class="bad"'
+            what = r.difference.describe() if r.difference is not None else r.note or "?"
+            check, check_cls = f"DIFFER: {what}", ' class="bad"'
         cells = [
             f"<td><code>{escape(r.label)}</code></td>",
             f'<td class="num{best}">{fmt_seconds(r.seconds)}</td>',

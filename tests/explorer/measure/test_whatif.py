@@ -7,7 +7,9 @@ import torch.nn as nn
 
 import explorer
 import thunder
-from explorer.views.whatif import comparison_html
+from explorer.measure.outputs import Difference, difference, leaves
+from explorer.measure.whatif import Comparison
+from explorer.views.whatif import comparison_html, comparison_table_html
 
 
 class GeluMLP(nn.Module):
@@ -62,11 +64,73 @@ def test_a_list_that_cannot_run_is_reported_in_its_row():
 
 
 def test_outputs_that_differ_are_not_a_match():
-    from explorer.measure.whatif import _difference
+    a = leaves((torch.zeros(3), 2))
+    assert difference(a, leaves((torch.zeros(3), 2))) == Difference(True, 0.0)
+    d = difference(a, leaves((torch.tensor([0.0, 0.5, 0.0]), 2)))
+    assert not d.matched and d.max_abs == 0.5 and d.path == "out[0]" and "not close" in d.why
+    assert difference(a, leaves((torch.zeros(3), 3))) == Difference(False, 0.0, "out[1]", why="2 against 3")
+    assert difference(a, leaves((torch.zeros(4), 2))).matched is False
 
-    a = (torch.zeros(3), 2)
-    assert _difference(a, (torch.zeros(3), 2))[:2] == (True, 0.0)
-    ok, worst, why = _difference(a, (torch.tensor([0.0, 0.5, 0.0]), 2))
-    assert not ok and worst == 0.5 and "not close" in why
-    assert _difference(a, (torch.zeros(3), 3)) == (False, None, "2 against 3")
-    assert _difference(a, (torch.zeros(4), 2))[0] is False
+
+def _dropout(x):
+    return torch.nn.functional.dropout(x * 2, 0.5) + 1
+
+
+def test_every_list_draws_the_same_random_numbers_and_the_users_rng_is_left_as_it_was():
+    jf = thunder.jit(_dropout)
+    x = torch.randn(256)
+    jf(x)
+    torch.manual_seed(3)
+    rng = torch.get_rng_state()
+    c = explorer.compare(jf, (x,), executors=[["torch"], ["torch"]], repeat=1, warmup=1)
+    assert torch.equal(torch.get_rng_state(), rng)
+    for r in c.rows:
+        assert r.draws is not None and r.draws.startswith("dropout"), r.draws
+        assert r.matched and not r.random, (r.note, r.difference)
+    # each list drew what the user's next call draws
+    torch.testing.assert_close(jf(x), _dropout_reference(x, rng))
+
+
+def _dropout_reference(x, rng):
+    torch.set_rng_state(rng)
+    return _dropout(x)
+
+
+def test_outputs_that_differ_between_two_runs_from_the_same_state_are_random(monkeypatch):
+    from explorer.measure import whatif
+    from explorer.measure.hands_off import Snapshot
+
+    draws = iter(range(100))
+
+    class NotSeeded:  # stands for an executor whose numbers no seed fixes
+        def __call__(self, x):
+            return x + next(draws)
+
+    monkeypatch.setattr(whatif.thunder, "jit", lambda target, executors: NotSeeded())
+    monkeypatch.setattr(whatif, "_finish_regions", lambda jx: None)
+    x = torch.zeros(2)
+    row = whatif.WhatIfRow(["torch"])
+    whatif._run(row, None, (x,), {}, Snapshot([(x,)]), repeat=1, warmup=0)
+    assert row.random and "two runs from the same inputs and RNG state differ" in row.note
+    assert "out differs: max abs error" in row.note
+
+
+def test_values_that_differ_where_the_program_draws_random_numbers_are_random_not_a_mismatch():
+    from explorer.measure.whatif import WhatIfRow, _judge
+
+    first = WhatIfRow(["torch"], seconds=1e-3, matched=True, draws="dropout (t4)")
+    d = difference(leaves(torch.zeros(3)), leaves(torch.ones(3)))
+    row = WhatIfRow(["nvfuser", "torch"], seconds=1e-3, draws="nvFusion0 (t4)")
+    _judge(row, first, d)
+    assert row.matched is None and row.random and "outputs are random" in row.note
+    assert "nvFusion0 (t4)" in row.note and "out differs: max abs error 1" in row.note
+    html = comparison_table_html(Comparison("f", [first, row], 1, "cpu"))
+    assert "random" in html and "DIFFER" not in html
+    # a shape that differs is a mismatch whatever the program draws
+    shaped = WhatIfRow(["nvfuser", "torch"], draws="nvFusion0 (t4)")
+    _judge(shaped, first, difference(leaves(torch.zeros(3)), leaves(torch.zeros(4))))
+    assert shaped.matched is False and not shaped.random
+    # and without random numbers, other values are a mismatch
+    plain = WhatIfRow(["nvfuser", "torch"])
+    _judge(plain, WhatIfRow(["torch"], matched=True), d)
+    assert plain.matched is False and plain.difference.path == "out"

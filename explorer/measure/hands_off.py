@@ -1,0 +1,293 @@
+"""Hands off the user's state: what a measurement could touch, saved before it runs and put back after.
+
+A measurement runs the user's program (or a new compilation of it) on the user's own inputs, so
+whatever the program writes would be changed by the explorer: tensors written in place (an
+input's ``x.add_(1)``, a BatchNorm's running statistics and ``num_batches_tracked``), attributes
+set (``self.calls += 1``), items appended, globals rebound, and the random number generators
+drawn from (dropout). ``Snapshot`` records all of that before the run::
+
+    snap = Snapshot.of(jfn, args, kwargs)     # walks what the call can reach
+    try:
+        ...                                   # run it as often as needed
+    finally:
+        snap.restore()                        # every tensor, attribute, item and RNG as it was
+
+What is walked: the arguments, the module behind a jitted module (its parameters, buffers,
+``.grad``s, submodules, their attribute dictionaries and the functions of their classes), and for
+functions (the target and the user's functions it reaches) their closure cells, defaults and the
+globals their code names; from those, lists, dicts, sets, tuples and objects' attributes (their
+``__dict__`` and ``__slots__``). Library code (torch, thunder, numpy) is not walked into, except
+``nn.Module``s. Tensors are saved by value (CUDA tensors on the host, so that the device's memory
+figures are not disturbed) and written back only where they changed (their version counter moved
+or their values differ): writing back a tensor nobody wrote would bump its version and break an
+autograd graph that saved it. Dicts,
+lists and sets are put back item by item, keeping their identity. The RNG states of torch (CPU,
+and every CUDA device once CUDA is initialised), Python's ``random`` and numpy's are restored;
+``RngState`` also lets a measurement start each run from the same state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+import sys
+import types
+
+import torch
+
+_ATOMS = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, torch.Size)
+_LIBRARIES = frozenset({"torch", "thunder", "explorer", "numpy", "builtins", "typing", "enum", "abc"})
+_LIMIT = 200_000  # objects walked at most (a walk that reaches further says so: ``complete``)
+_MISSING = object()
+
+
+def target_of(obj):
+    """The function or module a jitted function was made from (``obj`` itself when it was not jitted)."""
+    model = getattr(obj, "_model", None)
+    if isinstance(model, torch.nn.Module):
+        return model
+    fn = getattr(obj, "fn", None)
+    if callable(fn) and hasattr(obj, "executors"):
+        return fn
+    return obj
+
+
+def _library(obj) -> bool:
+    """Defined by a library the walk does not enter (its own state is not the user's)."""
+    try:
+        name = getattr(obj, "__module__", None)
+    except Exception:  # an object whose ``__getattr__`` raises something else
+        name = None
+    if not isinstance(name, str):
+        name = getattr(type(obj), "__module__", None) or ""
+    return name.partition(".")[0] in _LIBRARIES
+
+
+# -- random number generators -----------------------------------------------------------------
+@dataclasses.dataclass
+class RngState:
+    """The states of torch's generators (CPU, and the CUDA devices' when CUDA is initialised),
+    Python's ``random`` and numpy's global generator (when numpy is imported)."""
+
+    torch_cpu: torch.Tensor
+    torch_cuda: list | None
+    python: object
+    numpy: object
+
+    @classmethod
+    def capture(cls) -> RngState:
+        cuda = (
+            torch.cuda.get_rng_state_all()
+            if torch.cuda.is_available() and torch.cuda.is_initialized()
+            else None
+        )
+        np = sys.modules.get("numpy")
+        return cls(torch.get_rng_state(), cuda, random.getstate(), np.random.get_state() if np else None)
+
+    def restore(self) -> None:
+        """Every generator back to this state (so the next draw is the one that came next then)."""
+        torch.set_rng_state(self.torch_cpu)
+        if self.torch_cuda is not None:
+            torch.cuda.set_rng_state_all(self.torch_cuda)
+        random.setstate(self.python)
+        np = sys.modules.get("numpy")
+        if np is not None and self.numpy is not None:
+            np.random.set_state(self.numpy)
+
+
+# -- tensors ------------------------------------------------------------------------------------
+def _version(t: torch.Tensor) -> int | None:
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor has no version counter
+        return None
+
+
+@dataclasses.dataclass
+class _SavedTensor:
+    tensor: torch.Tensor
+    value: torch.Tensor | None
+    version: int | None
+    requires_grad: bool
+    grad: torch.Tensor | None  # the leaf's ``.grad`` object (its value is saved as a tensor of its own)
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> _SavedTensor:
+        value = None
+        if t.device.type != "meta":  # (a meta tensor has no values to write)
+            with torch.no_grad():
+                try:
+                    value = t.detach().to("cpu", copy=True) if t.is_cuda else t.detach().clone()
+                except Exception:  # a subclass without a host copy: a copy on its device
+                    value = t.detach().clone()
+        grad = t.grad if t.is_leaf else None
+        return cls(t, value, _version(t), t.requires_grad, grad)
+
+    def restore(self) -> None:
+        t = self.tensor
+        if t.is_leaf:
+            if t.grad is not self.grad:
+                t.grad = self.grad
+            if t.requires_grad != self.requires_grad:
+                t.requires_grad_(self.requires_grad)
+        if self.value is None or not self.changed():
+            return
+        if self.version is None:  # an inference tensor: written inside inference mode
+            with torch.inference_mode():
+                t.copy_(self.value)
+        else:
+            with torch.no_grad():
+                t.copy_(self.value)
+
+    def changed(self) -> bool:
+        """Written since saved: its version moved, or its values differ (a BatchNorm's kernel
+        updates the running statistics without moving their version)."""
+        t = self.tensor
+        if self.version is not None and _version(t) != self.version:
+            return True
+        try:
+            with torch.no_grad():
+                return not torch.equal(t.detach().to(self.value.device), self.value)
+        except Exception:  # a subclass without equal: its version is what there is to go by
+            return self.version is None
+
+
+# -- the walk -----------------------------------------------------------------------------------
+def _code_names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (and the code nested in it) can read or write."""
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+def _slots(cls) -> list[str]:
+    out = []
+    for k in cls.__mro__:
+        s = k.__dict__.get("__slots__", ())
+        out += [s] if isinstance(s, str) else [n for n in s if n not in ("__dict__", "__weakref__")]
+    return out
+
+
+class Snapshot:
+    """Everything a call of the user's program could change, saved (see the module docstring)."""
+
+    def __init__(self, roots, *, limit: int = _LIMIT):
+        self.tensors: list[_SavedTensor] = []
+        self.dicts: list[tuple[dict, dict]] = []
+        self.lists: list[tuple[list, list]] = []
+        self.sets: list[tuple[set, set]] = []
+        self.slots: list[tuple[object, str, object]] = []
+        self.globals: list[tuple[dict, str, object]] = []
+        self.rng = RngState.capture()
+        self.complete = True
+        self._keep: list[object] = []  # the objects walked, alive while saved (their ids stay theirs)
+        self._walk(list(roots), limit)
+
+    @classmethod
+    def of(cls, obj, args=(), kwargs=None) -> Snapshot:
+        """The state a call of ``obj`` (a jitted function or module) on ``args`` can reach."""
+        return cls([args, kwargs or {}, target_of(obj)])
+
+    def _walk(self, stack: list, limit: int) -> None:
+        seen: set[int] = set()
+        while stack:
+            o = stack.pop()
+            if isinstance(o, _ATOMS) or id(o) in seen:
+                continue
+            if len(seen) >= limit:
+                self.complete = False
+                return
+            seen.add(id(o))
+            self._keep.append(o)
+            if isinstance(o, torch.Tensor):
+                saved = _SavedTensor.of(o)
+                self.tensors.append(saved)
+                if saved.grad is not None:
+                    stack.append(saved.grad)
+                continue
+            if isinstance(o, (type, types.ModuleType, types.BuiltinFunctionType)):
+                continue
+            if isinstance(o, types.FunctionType):
+                if not _library(o):
+                    self._function(o, stack)
+                continue
+            if isinstance(o, types.MethodType):
+                stack += [o.__self__, o.__func__]
+                continue
+            if isinstance(o, functools.partial):
+                stack += [o.func, o.args, o.keywords]
+                continue
+            if isinstance(o, dict):
+                self.dicts.append((o, dict(o)))
+                stack += list(o.values())
+                continue
+            if isinstance(o, list):
+                self.lists.append((o, list(o)))
+                stack += o
+                continue
+            if isinstance(o, set):
+                self.sets.append((o, set(o)))
+                stack += list(o)
+                continue
+            if isinstance(o, (tuple, frozenset)):
+                stack += list(o)
+                continue
+            if not isinstance(o, torch.nn.Module) and _library(o):
+                continue
+            d = getattr(o, "__dict__", None)
+            if isinstance(d, dict):
+                stack.append(d)
+            for name in _slots(type(o)):
+                value = getattr(o, name, _MISSING)
+                self.slots.append((o, name, value))
+                stack.append(value)
+            if isinstance(o, torch.nn.Module) and not _library(type(o)):
+                # its methods read globals too (a config, a counter)
+                stack += [f for k in type(o).__mro__ if not _library(k) for f in vars(k).values()]
+
+    def _function(self, fn: types.FunctionType, stack: list) -> None:
+        """A function's closure cells, defaults and the globals its code names."""
+        for cell in fn.__closure__ or ():
+            try:
+                stack.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        stack += [fn.__defaults__, fn.__kwdefaults__]
+        g = fn.__globals__
+        for name in _code_names(fn.__code__):
+            value = g.get(name, _MISSING)
+            self.globals.append((g, name, value))
+            if value is not _MISSING:
+                stack.append(value)
+
+    def restore(self) -> None:
+        """Put back every binding, item and attribute, then every tensor written and the RNGs."""
+        for g, name, value in self.globals:
+            if value is _MISSING:
+                g.pop(name, None)
+            elif g.get(name, _MISSING) is not value:
+                g[name] = value
+        for live, saved in self.dicts:
+            if live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items()):
+                live.clear()
+                live.update(saved)
+        for live, saved in self.lists:
+            if len(live) != len(saved) or any(a is not b for a, b in zip(live, saved)):
+                live[:] = saved
+        for live, saved in self.sets:
+            if live != saved:
+                live.clear()
+                live.update(saved)
+        for o, name, value in self.slots:
+            if value is _MISSING:
+                if hasattr(o, name):
+                    delattr(o, name)
+            elif getattr(o, name, _MISSING) is not value:
+                setattr(o, name, value)
+        for t in self.tensors:
+            t.restore()
+        self.rng.restore()
