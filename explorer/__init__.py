@@ -162,12 +162,15 @@ def memory(
     the values saved for backward and what rematerialization recomputes instead. With ``args``
     the final trace is also run and measured (torch's profiler on CPU, the CUDA allocator on
     CUDA). Shows as a plot and a table in a notebook."""
-    from explorer.measure.memory import attach_measurement, measure_memory
+    from explorer.measure.memory import attach_measurement, input_layouts, measure_memory
     from explorer.model.compilation import model_of
     from explorer.model.memory import memory_of
 
     m = model_of(obj, entry=entry)
-    prof = memory_of(m, kind, index)
+    strides = None  # with inputs, the computed figures are for their layouts (a reshape may copy)
+    if (args is not None or kwargs is not None) and kind in ("computation", "forward"):
+        strides = input_layouts(obj, tuple(args or ()), kwargs, entry=-1 if entry is None else entry)
+    prof = memory_of(m, kind, index, strides=strides)
     if args is not None or kwargs is not None:
         if index not in (-1, len(m.series[kind].passes) - 1):
             raise ValueError("explorer: only the final pass runs, so only it is measured; drop args or index")

@@ -121,6 +121,22 @@ def _quiet_stderr():
         os.close(devnull)
 
 
+def input_layouts(jfn, args: tuple = (), kwargs: dict | None = None, *, entry: int = -1) -> dict:
+    """The strides of the computation's tensor inputs that are not contiguous in a call on
+    ``args`` (input name -> strides; the cache entry's prologue unpacks them), for ``memory_of``'s ``strides``: a
+    reshape of an input laid out otherwise copies, which the prologue does not always check."""
+    e = thunder.compile_stats(jfn).entries[entry]
+    cargs = _computation_args(e, args, kwargs or {})
+    return {
+        p.name: tuple(t.stride())
+        for p, t in zip(e.computation_traces[-1].args, cargs)
+        if isinstance(t, torch.Tensor)
+        and t.layout == torch.strided
+        and not t.is_contiguous()
+        and hasattr(p, "name")
+    }
+
+
 def thunder_callable(trace):
     """The compiled Python function of a trace, as the compiler runs it."""
     program = trace.program()

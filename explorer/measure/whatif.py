@@ -28,7 +28,7 @@ import torch
 
 import thunder
 from explorer.measure.hands_off import Snapshot, target_of
-from explorer.measure.memory import attach_measurement, measure_memory
+from explorer.measure.memory import attach_measurement, input_layouts, measure_memory
 from explorer.measure.outputs import Difference, difference, leaves
 from explorer.model.compilation import model_of
 from explorer.model.memory import memory_of
@@ -123,6 +123,14 @@ def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, 
     return jx, first, a, k
 
 
+def _layouts(jx, args, kwargs) -> dict | None:
+    """The inputs' strides in this call, for the computed memory; None where the prologue rejects them."""
+    try:
+        return input_layouts(jx, args, kwargs)
+    except Exception:
+        return None
+
+
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
@@ -163,7 +171,7 @@ def compare(
             row.fusion_regions = _fusion_regions(final.trace)
             row.lines = sum(1 for n in final.nodes if "del" not in n.tags)
             row.draws = _draws(final.trace)
-            prof = memory_of(m, "computation")
+            prof = memory_of(m, "computation", strides=_layouts(jx, a, k))
             row.peak_bytes = prof.peak
             if measure:
                 try:

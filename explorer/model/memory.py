@@ -12,7 +12,11 @@ and keeps a table of storages::
 Sizes come from the proxies' shapes and dtypes. A line whose symbol (or the one op it stands
 for) is a shape op is run on ``meta`` tensors with the strides its inputs have, which says
 whether torch returns a view (no bytes) or a copy (a ``reshape`` of a transposed tensor
-does). In-place ops and outputs that are inputs allocate nothing. The trace's inputs are not
+does). An input's strides are those the prologue checks (acquisition checks the layout of
+every input a view-or-copy decision rested on: ``x.flatten()`` of a transposed ``x`` copies);
+an input whose layout the trace did not depend on is taken as contiguous. A line that is not a
+shape op but reads a value laid out otherwise (``x.t() + 1`` keeps the transposed layout) is run
+on meta too, so a later reshape of its result is judged on the layout torch gives it. In-place ops and outputs that are inputs allocate nothing. The trace's inputs are not
 freed by the program (the caller holds them): their bytes are reported apart
 (``input_bytes``) and are not in the live figures, which count what the program itself
 allocated. A trace without ``del`` lines (a pass before ``del_last_used``) frees each value
@@ -36,8 +40,11 @@ from thunder.core.subclass import SubclassProxy
 from thunder.core.symbolic import hint_of, hints
 from thunder.core.tags import Tag
 from thunder.executors.registry import find_executor
+from thunder.ops import python as python_ops
 
 _SHAPE_TAGS = frozenset({Tag.SHAPE, Tag.VIEW})
+# prologue checks that pin an input's layout -> its strides from the check's arguments
+_LAYOUT_CHECKS = {python_ops.check_strides: lambda args: (args[0], args[1])}
 
 
 # -- what the compiler recorded (``thunder.core.passinfo``) -------------------------------------
@@ -89,7 +96,7 @@ def _contiguous(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-PLAIN, DEL, INPLACE, VIEW, SHAPE = range(5)
+PLAIN, DEL, INPLACE, VIEW, SHAPE, ELEMENTWISE = range(6)
 
 
 def _classify(b) -> int:
@@ -101,7 +108,9 @@ def _classify(b) -> int:
         return INPLACE
     if _is_view(b):
         return VIEW
-    return SHAPE if _is_shape_op(b) else PLAIN
+    if _is_shape_op(b):
+        return SHAPE
+    return ELEMENTWISE if _is_elementwise(b) else PLAIN
 
 
 class _Kinds(dict):
@@ -129,6 +138,26 @@ def _is_shape_op(b) -> bool:
         b = b.subsymbols[0]
 
 
+def _is_elementwise(b) -> bool:
+    while True:
+        if Tag.ELEMENTWISE in b.sym.tags or Tag.ELEMENTWISE in b.tags:
+            return True
+        if len(b.subsymbols) != 1:
+            return False
+        b = b.subsymbols[0]
+
+
+def _dense_like(m) -> tuple[int, ...]:
+    """Dense strides for ``m``'s shape in the order of ``m``'s strides (innermost first: the
+    smallest stride, a later dimension on ties), as torch lays out an elementwise result."""
+    shape, strides = tuple(m.shape), m.stride()
+    out, step = [0] * len(shape), 1
+    for d in sorted(range(len(shape)), key=lambda d: (strides[d], -d)):
+        out[d] = step
+        step *= max(int(shape[d]), 1)
+    return tuple(out)
+
+
 def _is_inplace(b) -> bool:
     while True:
         if Tag.INPLACE in b.sym.tags or Tag.INPLACE in b.tags:
@@ -144,17 +173,52 @@ class _MetaViews:
     name -> meta tensor of every value that went through a shape op, so a chain of views
     keeps torch's own strides (a ``transpose`` then a ``reshape`` copies)."""
 
-    def __init__(self):
+    def __init__(self, strides: dict[str, tuple[int, ...]] | None = None):
         self.metas: dict[str, object] = {}
+        self.strides = strides or {}  # input name -> its strides (the prologue's checks)
+        self.skewed = bool(self.strides)  # a value laid out otherwise than contiguous may be met
 
     def meta(self, p):
         m = self.metas.get(p.name)
         if m is None:
             shape = hints(tuple(p.meta_shape))
-            m = self.metas[p.name] = torch.empty_strided(
-                shape, _contiguous(shape), dtype=p.meta_dtype, device="meta"
-            )
+            strides = self.strides.get(p.name)
+            if strides is None or len(strides) != len(shape):
+                strides = _contiguous(shape)
+            m = self.metas[p.name] = torch.empty_strided(shape, strides, dtype=p.meta_dtype, device="meta")
         return m
+
+    def follow(self, b, outs, elementwise: bool) -> None:
+        """Record the layout of the new outputs of a line that reads a value laid out otherwise
+        (so that a reshape of them later is judged right): an elementwise result takes the
+        order of its first input of the same shape (torch's rule; no meta run, a long chain of
+        them stays fast), another op is run on meta."""
+        if not elementwise:
+            self.aliases(b, outs)
+            return
+        ins = [p for p in proxies_in((b.args, b.kwargs)) if type(p) is TensorProxy]
+        for q in outs:
+            if type(q) is not TensorProxy:
+                continue
+            shape = tuple(q.meta_shape)
+            src = next((p for p in ins if tuple(p.meta_shape) == shape), None)
+            if src is None or (m := self.meta(src)).is_contiguous():
+                continue
+            self.metas[q.name] = torch.empty_strided(
+                hints(shape), _dense_like(m), dtype=q.meta_dtype, device="meta"
+            )
+
+    def strided(self, b) -> bool:
+        """``b`` reads a value whose layout is known not to be contiguous."""
+        if not self.skewed:
+            return False
+        for p in proxies_in((b.args, b.kwargs)):
+            m = self.metas.get(p.name)
+            if m is None and p.name in self.strides and type(p) is TensorProxy:
+                m = self.meta(p)
+            if m is not None and not m.is_contiguous():
+                return True
+        return False
 
     def aliases(self, b, outs) -> list[str | None] | None:
         """For each output, the name of the input whose storage it shares (None: a new
@@ -187,15 +251,24 @@ class _MetaViews:
         out = []
         for p, r in zip(outs, got):
             self.metas[p.name] = r
+            self.skewed = self.skewed or not r.is_contiguous()
             out.append(storages.get(r.untyped_storage()._cdata))
         return out
 
 
 # -- computing --------------------------------------------------------------------------------
-def memory_of(model: TraceModel, kind: str = "computation", index: int = -1) -> MemoryProfile:
+def memory_of(
+    model: TraceModel,
+    kind: str = "computation",
+    index: int = -1,
+    *,
+    strides: dict[str, tuple[int, ...]] | None = None,
+) -> MemoryProfile:
     """The computed memory of one trace of ``model`` (default: the final computation trace;
     ``"forward"`` names it too when there is a backward). A compilation with a backward also
-    gets its saved-for-backward values and what rematerialization recomputes instead."""
+    gets its saved-for-backward values and what rematerialization recomputes instead.
+    ``strides``: the layouts of the computation's inputs in a real call (input name -> strides,
+    ``explorer.measure.memory.input_layouts``), beside those the prologue checks."""
     if kind == "forward" and "forward" not in model.series and "backward" in model.series:
         kind = "computation"  # after the split, the computation trace is the forward
     if kind not in model.series:
@@ -205,7 +278,11 @@ def memory_of(model: TraceModel, kind: str = "computation", index: int = -1) -> 
         )
     s = model.series[kind]
     p = s.passes[index]
-    prof = compute(p, kind)
+    layouts = {}
+    if kind == "computation":
+        prologue = model.series.get("prologue")
+        layouts = {**(input_strides(prologue.final.trace) if prologue is not None else {}), **(strides or {})}
+    prof = compute(p, kind, layouts)
     if "backward" in model.series and kind in ("computation", "backward"):
         forward = model.series["computation"].final
         backward = model.series["backward"].final
@@ -213,9 +290,26 @@ def memory_of(model: TraceModel, kind: str = "computation", index: int = -1) -> 
     return prof
 
 
+def input_strides(prologue) -> dict[str, tuple[int, ...]]:
+    """Input name -> the strides a prologue checks it has (at the traced call's sizes)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for b in prologue.bound_symbols if prologue is not None else ():
+        x = b
+        while x.sym not in _LAYOUT_CHECKS and len(x.subsymbols) == 1:
+            x = x.subsymbols[0]
+        read = _LAYOUT_CHECKS.get(x.sym)
+        if read is not None:
+            p, strides = read(x.args)
+            found[p.name] = tuple(int(s) for s in hints(tuple(strides)))
+    return found
+
+
 @collector_paused()
-def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
-    """Bytes allocated, freed and live after each top-level line of one pass."""
+def compute(
+    p: PassModel, kind: str = "computation", strides: dict[str, tuple[int, ...]] | None = None
+) -> MemoryProfile:
+    """Bytes allocated, freed and live after each top-level line of one pass; ``strides``: the
+    layout of inputs that are not contiguous (``input_strides`` of the prologue)."""
     trace = p.trace
     if trace is None:
         raise ValueError("explorer: this pass has no trace to compute memory from (a model read from JSON?)")
@@ -249,7 +343,7 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
         for name, i in last.items():
             if name not in keep:
                 free_after.setdefault(i, []).append(name)
-    views = _MetaViews()
+    views = _MetaViews(strides)
     rows: list[MemoryRow] = []
     live = peak = 0
     peak_index = -1
@@ -273,9 +367,12 @@ def compute(p: PassModel, kind: str = "computation") -> MemoryProfile:
             out = b.output
             outs = [out] if type(out) is TensorProxy else proxies_in(out)
             new = [q for q in outs if q.name not in of and isinstance(q, TensorProxy)]
+            plain = what in (PLAIN, ELEMENTWISE)
+            if new and plain and views.strided(b):
+                views.follow(b, outs, what == ELEMENTWISE)
             if new:
                 alias: list[str | None] = [None] * len(outs)
-                if what != PLAIN:
+                if not plain:
                     first = next(
                         (q.name for q in proxies_in((b.args, b.kwargs)) if isinstance(q, TensorProxy)), None
                     )

@@ -218,3 +218,65 @@ def test_measured_on_cuda():
     prof = explorer.memory(jm, "computation", args=(idx,))
     assert prof.measured and "memory_allocated" in prof.measured_on
     assert abs(prof.peak - prof.measured_peak) <= 0.10 * prof.measured_peak
+
+
+def _flat_plus_one(x):
+    return x.flatten() + 1
+
+
+def _scaled_flat_plus_one(x):
+    return (x * 2).flatten() + 1
+
+
+def test_a_reshape_of_an_input_laid_out_otherwise_is_a_copy():
+    # a transposed input: flatten cannot be a view, so it allocates what the add allocates again
+    jf = thunder.jit(_flat_plus_one)
+    x = torch.randn(20, 30).t()
+    jf(x)
+    size = 600 * F32
+    assert _table(explorer.memory(jf))[:2] == [
+        ("t0 = torch.flatten(x)", size, 0, size),  # from the prologue's check of x's strides
+        ("t1 = torch.add(t0, 1)", size, 0, 2 * size),
+    ]
+    prof = explorer.memory(jf, args=(x,))
+    assert prof.peak == prof.measured_peak == 2 * size
+    # the same program on a contiguous input is a view: its own cache entry, half the peak
+    y = torch.randn(30, 20)
+    jf(y)
+    assert explorer.memory(jf, args=(y,)).peak == explorer.memory(jf, args=(y,)).measured_peak == size
+
+
+def test_a_reshape_of_a_value_computed_from_an_input_laid_out_otherwise_is_a_copy():
+    # x * 2 keeps x's transposed layout, so flattening it copies; the prologue does not check
+    # x's strides here, the call's inputs say what they are
+    jf = thunder.jit(_scaled_flat_plus_one)
+    x = torch.randn(20, 30).t()
+    jf(x)
+    size = 600 * F32
+    prof = explorer.memory(jf, args=(x,))
+    assert [r.allocated for r in prof.rows if not r.text.startswith("del")] == [size, size, size]
+    assert [r.live for r in prof.rows] == [r.measured for r in prof.rows]
+    # without inputs the layout is not known: taken as contiguous, the flatten a view
+    assert [r.allocated for r in explorer.memory(jf).rows if not r.text.startswith("del")] == [size, 0, size]
+
+
+@pytest.mark.parametrize(
+    "fn, inputs",
+    [
+        # softmax is run on meta: its result is contiguous, the flatten a view
+        (lambda x: torch.softmax(x, 1).flatten() + 1, lambda: (torch.randn(20, 30).t(),)),
+        (lambda x: x.sin().reshape(-1, 5) * 2, lambda: (torch.randn(4, 5, 6).permute(2, 0, 1),)),
+        (lambda x, y: (x + y).flatten() + 1, lambda: (torch.randn(20, 30).t(), torch.randn(30, 20))),
+        (
+            lambda x, y: (y + x).flatten() + 1,
+            lambda: (torch.randn(20, 30).t(), torch.randn(30, 20)),
+        ),  # a view
+    ],
+    ids=["softmax", "permuted", "transposed-first", "contiguous-first"],
+)
+def test_computed_memory_follows_the_layout_of_values_computed_from_inputs_laid_out_otherwise(fn, inputs):
+    jf = thunder.jit(fn)
+    args = inputs()
+    jf(*args)
+    prof = explorer.memory(jf, args=args)
+    assert [r.live for r in prof.rows] == [r.measured for r in prof.rows]
