@@ -20,7 +20,7 @@ import thunder
 # sections, as_strided's sizes, select's index), an algorithm that branches on it (cumulative
 # products, sorting-based quantiles, searchsorted), a float made of a size (label smoothing's
 # 1 / classes), or an op thunder leaves to torch's meta kernels (convolutions, interpolation,
-# adaptive pooling, SDPA with masks, RNN cells)
+# adaptive pooling, SDPA with masks and its flash kernels' scale of the head size, RNN cells)
 PINNED = {
     "as_strided", "split", "chunk", "unbind", "select", "tensor_split", "diagonal", "scatter", "hsplit",
     "vsplit", "dsplit", "tensor_unfold", "cumprod", "cummax", "cummin", "quantile", "isin", "searchsorted",
@@ -29,7 +29,7 @@ PINNED = {
     "interpolate_nearest_exact", "interpolate_linear", "interpolate_bicubic",
     "interpolate_bicubic_fractional_scale", "interpolate_area", "rnn_tanh", "rnn_relu",
     "scaled_dot_product_attention", "cross_entropy", "setitem", "setitem_noop", "pdist", "select_scatter",
-    "slice_scatter",
+    "slice_scatter", "flash_attention_cpu", "flash_attention_cpu_backward",
 }  # fmt: skip
 # the grown sample is not a valid input of the op, though its reference takes it: an LSTM's gate
 # rows are 4 times its hidden size, layer_norm_backward's normalized_shape is its weight's

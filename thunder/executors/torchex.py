@@ -9,10 +9,12 @@ what prims need when torch has no single call with the same signature; they prin
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
 import torch.nn.functional as F
+from torch._prims_common import suggest_memory_format
 
 from thunder.core.symbol import EAGER_IMPLS, BoundSymbol, Symbol, SymbolTable, symbols_with
 from thunder.core.tags import Tag
@@ -288,6 +290,72 @@ def adaptive_avg_pool_backward(grad, a, output_size):
     return backward.default(grad, a)
 
 
+# -- eager's fused kernels whose Python entry does a little more than the aten call ----------
+def _wanted_outputs(out) -> tuple:
+    """A backward kernel's gradients without the None of those not asked for (``output_mask``):
+    the op returns only the others."""
+    return tuple(t for t in out if t is not None)
+
+
+def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    return _wanted_outputs(
+        _ATEN.native_layer_norm_backward.default(
+            grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask
+        )
+    )
+
+
+def group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    """As eager's autograd calls the kernel on CPU: the gradient and the input contiguous in
+    the input's memory format (channels-last stays so)."""
+    fmt = suggest_memory_format(input) if input.device.type == "cpu" else torch.contiguous_format
+    return _wanted_outputs(
+        _ATEN.native_group_norm_backward.default(
+            grad_out.contiguous(memory_format=fmt),
+            input.contiguous(memory_format=fmt),
+            mean,
+            rstd,
+            weight,
+            N,
+            C,
+            HxW,
+            group,
+            output_mask,
+        )
+    )
+
+
+def _flash_operands(query, key, value, attn_mask):
+    """What eager hands its CPU flash kernel: a bool mask as 0 and -inf in the query's dtype
+    (eager's conversion), and a query, key or value whose last dim has a stride other than 1 as
+    a contiguous copy (the kernel reads such a tensor wrongly; eager's dispatcher sends it to its
+    math backend, whose results differ from the kernel's by rounding only)."""
+    query, key, value = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.where(
+            attn_mask.logical_not(),
+            -math.inf,
+            torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device),
+        )
+    return query, key, value, attn_mask
+
+
+def flash_attention_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    query, key, value, attn_mask = _flash_operands(query, key, value, attn_mask)
+    return _ATEN._scaled_dot_product_flash_attention_for_cpu.default(
+        query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
+    )
+
+
+def flash_attention_cpu_backward(
+    grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None
+):
+    query, key, value, attn_mask = _flash_operands(query, key, value, attn_mask)
+    return _ATEN._scaled_dot_product_flash_attention_for_cpu_backward.default(
+        grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
+    )
+
+
 def custom_op_backward(path: str, grads, args, kwargs, wanted):
     """The operator run again with autograd on the arguments at ``wanted``, and torch's
     gradients of it (the operator's registered formula); zeros where one is unused."""
@@ -521,6 +589,23 @@ for _prim, _impls in PRIM_IMPLS.items():
 # Torch-language ops with no single public torch call, run whole by a helper above.
 executor.register(ltorch.setitem, Impl(_helper(setitem)))
 executor.register(ltorch.batched_matmul, Impl(_helper(batched_matmul)))
+# eager's fused attention on CPU: a bool mask converted as eager does, operands as eager's
+executor.register(ltorch.flash_attention_cpu, Impl(_helper(flash_attention_cpu)))
+executor.register(ltorch.flash_attention_cpu_backward, Impl(_helper(flash_attention_cpu_backward)))
+
+
+def _all_outputs(*args, **kwargs) -> bool:
+    return all(args[-1])
+
+
+# norm backward kernels (a helper leaves out the None they return for a gradient not asked for):
+# layer norm's the aten kernel itself where every gradient is asked for; group norm's always the
+# helper, which makes the gradient and the input contiguous as eager's autograd does
+executor.register(
+    ltorch.layer_norm_backward, Impl(_sym(ltorch.layer_norm_backward.torch_impl), check=_all_outputs)
+)
+executor.register(ltorch.layer_norm_backward, Impl(_helper(layer_norm_backward)))
+executor.register(ltorch.group_norm_backward, Impl(_helper(group_norm_backward)))
 
 
 def unclaimed_prims() -> list[str]:

@@ -92,7 +92,21 @@ def _layer_norm_backward(m):
         x, w, b = m(*shape), m(*ns), m(*ns)
         _, mean, rstd = A.native_layer_norm.default(x, list(ns), w, b, 1e-5)
         out.append(s(m(*shape), x, ns, mean, rstd, w, b, (True, True, True)))
+    x, w = m(2, 3, 4), m(4)
+    _, mean, rstd = A.native_layer_norm.default(x, [4], w, None, 1e-5)
+    out.append(s(m(2, 3, 4), x, (4,), mean, rstd, w, None, (True, True, False)))  # no bias
+    out.append(s(m(2, 3, 4), x, (4,), mean, rstd, None, None, (True, False, False)))
     return out
+
+
+def _asked_for(kernel):
+    """``kernel``'s gradients without the None of those ``output_mask`` did not ask for (the
+    thunder op returns only the others)."""
+
+    def call(*args, **kwargs):
+        return tuple(t for t in kernel(*args, **kwargs) if t is not None)
+
+    return call
 
 
 op(
@@ -100,7 +114,7 @@ op(
     _direct(ltorch.layer_norm_backward),
     _layer_norm_backward,
     (f32, f64),
-    ref=A.native_layer_norm_backward.default,
+    ref=_asked_for(A.native_layer_norm_backward.default),
     tol=NN_TOL,
 )
 op(
@@ -144,5 +158,109 @@ op(
     lambda m: [s(m(2, 3, 4), (4,), m(4), m(4), 1e-5), s(m(2, 3, 4), (3, 4), None, None, 1e-3)],
     (f32, f64),
     ref=A.native_layer_norm.default,
+    tol=NN_TOL,
+)
+
+
+def _group_norm(m):
+    """(input, weight, bias, N, C, HxW, groups, eps) with and without the affine parameters; the
+    sizes read from the input (so that a grown input gives a valid sample)."""
+    out = []
+    for shape, affine, groups, eps in (
+        ((2, 6, 5, 3), (True, True), 3, 1e-5),
+        ((3, 3, 7), (False, False), 3, 1e-3),
+        ((2, 4), (True, False), 1, 1e-5),
+    ):
+        x = m(*shape)
+        w, b = (m(shape[1]) if a else None for a in affine)
+        out.append(s(x, w, b, x.shape[0], x.shape[1], math.prod(x.shape[2:]), groups, eps))
+    return out
+
+
+def _native_group_norm(*args):
+    """aten's kernel with its statistics detached: thunder's are not differentiable outputs (only
+    its own backward reads them), eager's autograd differentiates them too."""
+    out, mean, rstd = A.native_group_norm.default(*args)
+    return out, mean.detach(), rstd.detach()
+
+
+op(
+    "native_group_norm",
+    _direct(ltorch.native_group_norm),
+    _group_norm,
+    ref=_native_group_norm,
+    tol=NN_TOL,
+)
+
+
+def _group_norm_backward(m):
+    out = []
+    for x, w, b, n, c, hxw, groups, eps in (sample.args for sample in _group_norm(m)):
+        _, mean, rstd = A.native_group_norm.default(x, w, b, n, c, hxw, groups, eps)
+        mask = (True, w is not None, b is not None)
+        grad = torch.empty_like(x).uniform_(-3, 3)  # (m(*x.shape) would grow a grown shape again)
+        out.append(s(grad, x, mean, rstd, w, n, c, hxw, groups, mask))
+    return out
+
+
+op(
+    "group_norm_backward",
+    _direct(ltorch.group_norm_backward),
+    _group_norm_backward,
+    ref=_asked_for(A.native_group_norm_backward.default),
+    tol=NN_TOL,
+)
+
+
+def _bool_as_eager(kernel):
+    """``kernel`` with a bool mask converted as ``F.scaled_dot_product_attention`` converts it."""
+
+    def call(*args, attn_mask=None, **kwargs):
+        if attn_mask is not None and attn_mask.dtype is torch.bool:
+            attn_mask = torch.zeros(attn_mask.shape, dtype=args[0].dtype).masked_fill(~attn_mask, -math.inf)
+        return kernel(*args, attn_mask=attn_mask, **kwargs)
+
+    return call
+
+
+def _attention(m):
+    """(query, key, value, dropout_p, is_causal) and the mask and scale: causal, a float mask, a
+    bool mask with a query that attends to nothing, grouped-query heads, a scale."""
+    mask = m(5, 7, dtype=torch.bool)
+    mask[2] = False
+    return [
+        s(m(2, 3, 5, 4), m(2, 3, 5, 4), m(2, 3, 5, 4), 0.0, True),
+        s(m(1, 2, 5, 4), m(1, 2, 7, 4), m(1, 2, 7, 4), 0.0, False, attn_mask=m(1, 1, 5, 7)),
+        s(m(1, 2, 5, 4), m(1, 2, 7, 4), m(1, 2, 7, 4), 0.0, False, attn_mask=mask, scale=0.7),
+        s(m(2, 2, 6, 8), m(2, 1, 6, 8), m(2, 1, 6, 8), 0.0, True),  # (one key head: grown, still a divisor)
+    ]
+
+
+op(
+    "flash_attention_cpu",
+    _direct(ltorch.flash_attention_cpu),
+    _attention,
+    ref=_bool_as_eager(A._scaled_dot_product_flash_attention_for_cpu.default),
+    tol=NN_TOL,
+)
+
+
+def _attention_backward(m):
+    out = []
+    for sample in _attention(m):
+        q, k, v, dropout_p, is_causal = sample.args
+        o, lse = _bool_as_eager(A._scaled_dot_product_flash_attention_for_cpu.default)(
+            *sample.args, **sample.kwargs
+        )
+        grad = torch.empty_like(o).uniform_(-3, 3)  # (m(*o.shape) would grow a grown shape again)
+        out.append(s(grad, q, k, v, o, lse, dropout_p, is_causal, **sample.kwargs))
+    return out
+
+
+op(
+    "flash_attention_cpu_backward",
+    _direct(ltorch.flash_attention_cpu_backward),
+    _attention_backward,
+    ref=_bool_as_eager(A._scaled_dot_product_flash_attention_for_cpu_backward.default),
     tol=NN_TOL,
 )

@@ -9,6 +9,7 @@ from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
 from thunder.ops.ltorch.einsum import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
+from thunder.ops.ltorch.flash_attention import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
 from thunder.ops.ltorch.indexed import *  # noqa: F401,F403

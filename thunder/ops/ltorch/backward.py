@@ -1,5 +1,6 @@
 """Backward ops: the gradient kernels that VJP rules call where a decomposition would be slow
-(and ``native_layer_norm``, whose statistics the layer_norm rule needs).
+(and ``native_layer_norm`` and ``native_group_norm``, whose statistics the norms' backward
+kernels take; the attention pair is in ``flash_attention.py``).
 
 Each mirrors a ``torch.ops.aten`` backward kernel argument for argument, so the torch
 executor runs it as that one kernel (``torch_impl``), while its decomposition into prims is
@@ -28,6 +29,15 @@ def _up(a):
 
 def _as(a, dtype):
     return a if dtype_of(a) is dtype else prims.convert_element_type(a, dtype)
+
+
+def _stats_dtype(input, *params) -> torch.dtype:
+    """The dtype of a norm kernel's mean and 1/std: float32 for a bfloat16/float16 input with
+    float32 parameters (the CPU kernels' mixed type), else the input's."""
+    given = [p for p in params if p is not None]
+    if dtype_of(input) in LOW_PRECISION_DTYPES and given and all(dtype_of(p) is torch.float32 for p in given):
+        return torch.float32
+    return dtype_of(input)
 
 
 def _sum_keep(a, dims):
@@ -111,13 +121,25 @@ def log_softmax_backward(grad_output, output, dim: int, input_dtype: torch.dtype
     return _as(prims.sub(g, prims.mul(prims.exp(y), _sum_keep(g, (d,)))), input_dtype)
 
 
+def _wanted(output_mask, params, op: str) -> tuple[bool, ...]:
+    """``output_mask`` checked against the parameters it asks gradients of (aten's kernels
+    return no tensor for an output not asked for, and cannot give one of a missing parameter)."""
+    mask = tuple(bool(m) for m in output_mask)
+    if len(mask) != 3 or not mask[0] or any(m and p is None for m, p in zip(mask[1:], params)):
+        raise ShapeError(
+            f"{op}: output_mask {output_mask} must ask for the input's gradient, and for a "
+            f"parameter's only where it is given (weight, bias: {[p is not None for p in params]})"
+        )
+    return mask
+
+
 @torchsymbol(torch_impl="torch.ops.aten.native_layer_norm_backward.default", tags=(Tag.BACKWARD_OP,))
 def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
-    """(grad input, grad weight, grad bias) of ``F.layer_norm``; ``mean``/``rstd`` have the
-    input's shape with the normalized dims kept as 1. Weight and bias must be given (the
-    kernel returns no tensor for a missing one)."""
-    if weight is None or bias is None or not all(output_mask):
-        raise ShapeError("layer_norm_backward: expects a weight and a bias and every output")
+    """The gradients ``output_mask`` asks for, of (input, weight, bias), of ``F.layer_norm``;
+    ``mean``/``rstd`` have the input's shape with the normalized dims kept as 1. Only the
+    gradients asked for are returned (aten's kernel returns None for the others; the torch
+    executor leaves them out), the input's always."""
+    mask = _wanted(output_mask, (weight, bias), "layer_norm_backward")
     s = shape_of(input)
     k = len(tuple(normalized_shape))
     axes = tuple(range(len(s) - k, len(s)))
@@ -126,14 +148,18 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, b
     dt = dtype_of(input)
     g, x = _up(grad_out), _up(input)
     xhat = prims.mul(prims.sub(x, mean), rstd)
-    gxhat = prims.mul(g, _up(weight))
+    gxhat = g if weight is None else prims.mul(g, _up(weight))
     a = prims.mul(gxhat, n)
     b = _sum_keep(gxhat, axes)
     c = prims.mul(xhat, _sum_keep(prims.mul(gxhat, xhat), axes))
-    gi = prims.mul(prims.div(rstd, n), prims.sub(prims.sub(a, b), c))
-    gw = prims.sum(prims.mul(g, xhat), lead) if lead else prims.mul(g, xhat)
-    gb = prims.sum(g, lead) if lead else prims.clone(g)
-    return _as(gi, dt), _as(gw, dtype_of(weight)), _as(gb, dtype_of(bias))
+    out = [_as(prims.mul(prims.div(rstd, n), prims.sub(prims.sub(a, b), c)), dt)]
+    if mask[1]:
+        gw = prims.sum(prims.mul(g, xhat), lead) if lead else prims.mul(g, xhat)
+        out.append(_as(gw, dtype_of(weight)))
+    if mask[2]:
+        gb = prims.sum(g, lead) if lead else prims.clone(g)
+        out.append(_as(gb, dtype_of(bias)))
+    return tuple(out)
 
 
 @torchsymbol(torch_impl="torch.ops.aten.embedding_dense_backward.default", tags=(Tag.BACKWARD_OP,))
@@ -182,5 +208,58 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps: float):
     if bias is not None:
         out = prims.add(out, _up(bias))
     with torch.no_grad():  # as aten's: the statistics are not differentiable outputs
-        mean, rstd = prims.clone(_as(mean, dtype_of(input))), prims.clone(_as(rstd, dtype_of(input)))
+        stats = _stats_dtype(input, weight, bias)
+        mean, rstd = prims.clone(_as(mean, stats)), prims.clone(_as(rstd, stats))
     return _as(out, dtype_of(input)), mean, rstd
+
+
+def _per_channel(p, shape):
+    """A (C,) parameter as (1, G, C // G, 1) against ``shape`` (N, G, C // G, HxW)."""
+    return prims.broadcast_in_dim(prims.reshape(_up(p), tuple(shape[1:3])), (1, *shape[1:3], 1), (1, 2))
+
+
+@torchsymbol(torch_impl="torch.ops.aten.native_group_norm.default", tags=(Tag.BACKWARD_OP,))
+def native_group_norm(input, weight, bias, N: int, C: int, HxW: int, group: int, eps: float):
+    """(``F.group_norm``'s result, mean, 1/std), the statistics of shape (N, group): what
+    ``group_norm_backward`` takes (eager's autograd keeps them the same way)."""
+    grouped = (N, group, C // group, HxW)
+    x = prims.reshape(_up(input), grouped)
+    axes = (2, 3)
+    mean = prims.div(prims.sum(x, axes), (C // group) * HxW)
+    rstd = prims.rsqrt(prims.add(prims.var(x, axes, correction=0), eps))
+    out = prims.mul(prims.sub(x, keep_dims(mean, grouped, axes)), keep_dims(rstd, grouped, axes))
+    if weight is not None:
+        out = prims.mul(out, _per_channel(weight, grouped))
+    if bias is not None:
+        out = prims.add(out, _per_channel(bias, grouped))
+    stats = _stats_dtype(input, weight, bias)
+    with torch.no_grad():  # as aten's: the statistics are not differentiable outputs
+        mean, rstd = prims.clone(_as(mean, stats)), prims.clone(_as(rstd, stats))
+    return _as(prims.reshape(out, shape_of(input)), dtype_of(input)), mean, rstd
+
+
+@torchsymbol(torch_impl="torch.ops.aten.native_group_norm_backward.default", tags=(Tag.BACKWARD_OP,))
+def group_norm_backward(
+    grad_out, input, mean, rstd, weight, N: int, C: int, HxW: int, group: int, output_mask
+):
+    """The gradients ``output_mask`` asks for, of (input, weight, bias), of ``F.group_norm``
+    from the statistics ``native_group_norm`` kept; only those are returned (aten's kernel
+    returns None for the others). The kernel needs the weight for either parameter's."""
+    mask = _wanted(output_mask, (weight, weight), "group_norm_backward")
+    grouped = (N, group, C // group, HxW)
+    axes = (2, 3)
+    n = (C // group) * HxW
+    g, x = prims.reshape(_up(grad_out), grouped), prims.reshape(_up(input), grouped)
+    mean, rstd = keep_dims(_up(mean), grouped, axes), keep_dims(_up(rstd), grouped, axes)
+    xhat = prims.mul(prims.sub(x, mean), rstd)
+    gxhat = g if weight is None else prims.mul(g, _per_channel(weight, grouped))
+    a = prims.mul(gxhat, n)
+    b = _sum_keep(gxhat, axes)
+    c = prims.mul(xhat, _sum_keep(prims.mul(gxhat, xhat), axes))
+    gi = prims.mul(prims.div(rstd, n), prims.sub(prims.sub(a, b), c))
+    out = [_as(prims.reshape(gi, shape_of(input)), dtype_of(input))]
+    if mask[1]:
+        out.append(_as(prims.reshape(prims.sum(prims.mul(g, xhat), (0, 3)), (C,)), dtype_of(weight)))
+    if mask[2]:
+        out.append(_as(prims.reshape(prims.sum(g, (0, 3)), (C,)), dtype_of(weight)))
+    return tuple(out)

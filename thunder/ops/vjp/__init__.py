@@ -33,9 +33,10 @@ when this package imports it; a new rule goes into its family's module:
 - ``linalg``: ``matmul``, ``linear``, ``grouped_mm``, convolution and pooling;
 - ``activations``: the torch-language activations and ``softmax``, ``log_softmax``,
   ``softmin``;
-- ``normalization``: ``layer_norm`` and ``native_layer_norm`` (and layer_norm's
-  ``AUGMENTED`` forward);
-- ``attention``: ``scaled_dot_product_attention``;
+- ``normalization``: ``layer_norm``, ``native_layer_norm`` and ``native_group_norm`` (and the
+  ``AUGMENTED`` forwards of layer_norm and group_norm: eager's kernels, which keep the statistics);
+- ``attention``: ``scaled_dot_product_attention`` and ``flash_attention_cpu`` (its ``AUGMENTED``
+  forward where eager runs its CPU flash kernel);
 - ``collectives``: the collectives, FSDP's ``unshard`` and ``NO_TORCH_GRADIENT``;
 - ``subgradients``: where eager picks one subgradient (ties of ``max``/``min`` with ``dim``,
   ``kthvalue``, ``median``; ``clamp``, ``hardtanh``, ``relu6`` at their bounds; ``fmax``/``fmin``);

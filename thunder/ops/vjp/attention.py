@@ -1,6 +1,11 @@
-"""VJP rule of ``scaled_dot_product_attention`` without dropout: the probabilities recomputed
-as the forward computes them, then the gradients of the two matmuls and the softmax between
-them, with grouped-query heads summed back into their group.
+"""VJP rules of ``scaled_dot_product_attention``. Where eager runs it as its CPU flash kernel
+(``ltorch.flash_attention_applies``), the grad pass uses ``flash_attention_cpu`` as the forward
+(its ``AUGMENTED`` entry), which keeps the logsumexp of the scores, and the backward is
+``flash_attention_cpu_backward`` from it: eager's kernel pair, one kernel each on the torch
+executor. Elsewhere (dropout, a mask that needs a gradient, 3-dim inputs, CUDA) the rule of
+``scaled_dot_product_attention`` without dropout recomputes the probabilities as the forward
+computes them, then the gradients of the two matmuls and the softmax between them, with
+grouped-query heads summed back into their group.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import torch
 from thunder.ops import ltorch, prims
 from thunder.ops.ltorch import nn as lnn
 from thunder.ops.meta import LOW_PRECISION_DTYPES, device_of, dtype_of, shape_of
-from thunder.ops.vjp.table import rule_for, swap_last
+from thunder.ops.vjp.table import AUGMENTED, rule_for, swap_last
 
 
 def _unrepeat_heads(g, n_rep: int):
@@ -60,3 +65,31 @@ def _sdpa(
         gk, gv = _unrepeat_heads(gk, n_rep), _unrepeat_heads(gv, n_rep)
     gmask = gs if attn_mask is not None and dtype_of(attn_mask) is not torch.bool else None
     return gq, gk, gv, gmask, None, None, None, None
+
+
+@rule_for(ltorch.flash_attention_cpu)
+def _flash_attention_cpu(
+    g, out, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None
+):
+    """The kernel's gradients from the output and logsumexp the forward kept (eager's way);
+    the mask gets none (the forward is used only for a mask that needs none)."""
+    g_out = g[0]
+    if g_out is None:  # (the logsumexp is not differentiable)
+        return None, None, None, None, None
+    o, lse = out
+    gq, gk, gv = ltorch.flash_attention_cpu_backward(
+        g_out, query, key, value, o, lse, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
+    )
+    return gq, gk, gv, None, None
+
+
+def _attention_keeping_logsumexp(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
+    """``flash_attention_cpu`` where eager runs the CPU flash kernel, else None."""
+    if not ltorch.flash_attention_applies(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
+        return None
+    return ltorch.flash_attention_cpu(query, key, value, 0.0, is_causal, attn_mask=attn_mask, scale=scale)
+
+
+AUGMENTED[ltorch.scaled_dot_product_attention] = _attention_keeping_logsumexp

@@ -1,46 +1,95 @@
-"""VJP rules of ``layer_norm``: the kernel's gradient, from the mean and 1/std that
-``native_layer_norm`` kept where the grad pass used it as the forward (its ``AUGMENTED``
-entry, here too) or recomputed from the input where it did not.
+"""VJP rules of ``layer_norm`` and ``group_norm``: the kernels' gradients
+(``layer_norm_backward``, ``group_norm_backward``: eager's fused backward kernels on the torch
+executor), from the mean and 1/std that ``native_layer_norm`` / ``native_group_norm`` kept
+where the grad pass used them as the forward (their ``AUGMENTED`` entries, here too), or, for
+``layer_norm``, recomputed from the input where it did not.
 """
 
 from __future__ import annotations
 
+import math
+
 from thunder.ops import ltorch
-from thunder.ops.meta import LOW_PRECISION_DTYPES, dtype_of
+from thunder.ops.meta import LOW_PRECISION_DTYPES, dtype_of, shape_of
 from thunder.ops.vjp.table import AUGMENTED, rule_for
+
+
+def _layer_norm_applies(input) -> bool:
+    # bfloat16/float16 layer norms are differentiated through their decomposition
+    return dtype_of(input) not in LOW_PRECISION_DTYPES
+
+
+def _mask(weight, bias) -> tuple[bool, bool, bool]:
+    """The gradients the kernels give: the input's, and each parameter's that is given."""
+    return True, weight is not None, bias is not None
+
+
+def _params(grads, weight, bias) -> tuple:
+    """(grad weight, grad bias) out of a backward op's outputs (only those it was asked for)."""
+    rest = iter(grads[1:])
+    return (None if weight is None else next(rest)), (None if bias is None else next(rest))
+
+
+def _shape(normalized_shape) -> tuple:
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
 
 
 @rule_for(ltorch.layer_norm)
 def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """The kernel's gradient, with the mean and 1/std recomputed from the input (where the
     forward is not ``native_layer_norm``, see ``AUGMENTED``)."""
-    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
+    if not _layer_norm_applies(input):
         return NotImplemented
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    ns = _shape(normalized_shape)
     _, mean, rstd = ltorch.native_layer_norm(input, ns, None, None, eps)
-    gi, gw, gb = ltorch.layer_norm_backward(g, input, ns, mean, rstd, weight, bias, (True, True, True))
-    return gi, None, gw, gb, None
+    grads = ltorch.layer_norm_backward(g, input, ns, mean, rstd, weight, bias, _mask(weight, bias))
+    return grads[0], None, *_params(grads, weight, bias), None
 
 
 @rule_for(ltorch.native_layer_norm)
 def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
     """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
-    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
+    if not _layer_norm_applies(input):
         return NotImplemented
     g_out = g[0]
     if g_out is None:  # (the statistics are not differentiable)
         return None, None, None, None, None
     _, mean, rstd = out
     ns = tuple(normalized_shape)
-    gi, gw, gb = ltorch.layer_norm_backward(g_out, input, ns, mean, rstd, weight, bias, (True, True, True))
-    return gi, None, gw, gb, None
+    grads = ltorch.layer_norm_backward(g_out, input, ns, mean, rstd, weight, bias, _mask(weight, bias))
+    return grads[0], None, *_params(grads, weight, bias), None
 
 
 def _layer_norm_keeping_statistics(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    if weight is None or bias is None or dtype_of(input) in LOW_PRECISION_DTYPES:
+    if not _layer_norm_applies(input):
         return None
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    return ltorch.native_layer_norm(input, ns, weight, bias, eps)
+    return ltorch.native_layer_norm(input, _shape(normalized_shape), weight, bias, eps)
 
 
 AUGMENTED[ltorch.layer_norm] = _layer_norm_keeping_statistics
+
+
+@rule_for(ltorch.native_group_norm)
+def _native_group_norm(g, out, input, weight, bias, N, C, HxW, group, eps):
+    """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
+    g_out = g[0]
+    if g_out is None:  # (the statistics are not differentiable)
+        return (None,) * 8
+    _, mean, rstd = out
+    grads = ltorch.group_norm_backward(
+        g_out, input, mean, rstd, weight, N, C, HxW, group, _mask(weight, bias)
+    )
+    return grads[0], *_params(grads, weight, bias), None, None, None, None, None
+
+
+def _group_norm_keeping_statistics(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """``native_group_norm``, as eager's ``F.group_norm`` runs it; None for a bias without a
+    weight (eager's backward kernel needs the weight for the bias's gradient: its autograd
+    fails there, the decomposition differentiates it)."""
+    if weight is None and bias is not None:
+        return None
+    s = shape_of(input)
+    return ltorch.native_group_norm(input, weight, bias, s[0], s[1], math.prod(s[2:]), num_groups, eps)
+
+
+AUGMENTED[ltorch.group_norm] = _group_norm_keeping_statistics
