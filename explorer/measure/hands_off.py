@@ -177,7 +177,7 @@ class Snapshot:
 
     def __init__(self, roots, *, limit: int = _LIMIT):
         self.tensors: list[_SavedTensor] = []
-        self.dicts: list[tuple[dict, dict]] = []
+        self.dicts: list[tuple[dict, list]] = []  # (the dict, its items in order)
         self.lists: list[tuple[list, list]] = []
         self.sets: list[tuple[set, set]] = []
         self.slots: list[tuple[object, str, object]] = []
@@ -203,51 +203,59 @@ class Snapshot:
                 return
             seen.add(id(o))
             self._keep.append(o)
-            if isinstance(o, torch.Tensor):
-                saved = _SavedTensor.of(o)
-                self.tensors.append(saved)
-                if saved.grad is not None:
-                    stack.append(saved.grad)
-                continue
-            if isinstance(o, (type, types.ModuleType, types.BuiltinFunctionType)):
-                continue
-            if isinstance(o, types.FunctionType):
-                if not _library(o):
-                    self._function(o, stack)
-                continue
-            if isinstance(o, types.MethodType):
-                stack += [o.__self__, o.__func__]
-                continue
-            if isinstance(o, functools.partial):
-                stack += [o.func, o.args, o.keywords]
-                continue
-            if isinstance(o, dict):
-                self.dicts.append((o, dict(o)))
-                stack += list(o.values())
-                continue
-            if isinstance(o, list):
-                self.lists.append((o, list(o)))
-                stack += o
-                continue
-            if isinstance(o, set):
-                self.sets.append((o, set(o)))
-                stack += list(o)
-                continue
-            if isinstance(o, (tuple, frozenset)):
-                stack += list(o)
-                continue
-            if not isinstance(o, torch.nn.Module) and _library(o):
-                continue
-            d = getattr(o, "__dict__", None)
-            if isinstance(d, dict):
-                stack.append(d)
-            for name in _slots(type(o)):
-                value = getattr(o, name, _MISSING)
-                self.slots.append((o, name, value))
-                stack.append(value)
-            if isinstance(o, torch.nn.Module) and not _library(type(o)):
-                # its methods read globals too (a config, a counter)
-                stack += [f for k in type(o).__mro__ if not _library(k) for f in vars(k).values()]
+            try:
+                self._visit(o, stack)
+            except Exception:  # an object that cannot be read as the walk reads it: not saved
+                self.complete = False
+
+    def _visit(self, o, stack: list) -> None:
+        """Save ``o`` (a tensor's values, a container's items, an object's attributes) and
+        push what it holds."""
+        if isinstance(o, torch.Tensor):
+            saved = _SavedTensor.of(o)
+            self.tensors.append(saved)
+            if saved.grad is not None:
+                stack.append(saved.grad)
+            return
+        if isinstance(o, (type, types.ModuleType, types.BuiltinFunctionType)):
+            return
+        if isinstance(o, types.FunctionType):
+            if not _library(o):
+                self._function(o, stack)
+            return
+        if isinstance(o, types.MethodType):
+            stack += [o.__self__, o.__func__]
+            return
+        if isinstance(o, functools.partial):
+            stack += [o.func, o.args, o.keywords]
+            return
+        if isinstance(o, dict):  # (read as a dict: a subclass's __getitem__ may do anything)
+            self.dicts.append((o, list(dict.items(o))))
+            stack += list(dict.values(o))
+            return
+        if isinstance(o, list):
+            self.lists.append((o, list.copy(o)))
+            stack += list.copy(o)
+            return
+        if isinstance(o, set):
+            self.sets.append((o, set(o)))
+            stack += list(o)
+            return
+        if isinstance(o, (tuple, frozenset)):
+            stack += list(o)
+            return
+        if not isinstance(o, torch.nn.Module) and _library(o):
+            return
+        d = getattr(o, "__dict__", None)
+        if isinstance(d, dict):
+            stack.append(d)
+        for name in _slots(type(o)):
+            value = getattr(o, name, _MISSING)
+            self.slots.append((o, name, value))
+            stack.append(value)
+        if isinstance(o, torch.nn.Module) and not _library(type(o)):
+            # its methods read globals too (a config, a counter)
+            stack += [f for k in type(o).__mro__ if not _library(k) for f in vars(k).values()]
 
     def _function(self, fn: types.FunctionType, stack: list) -> None:
         """A function's closure cells, defaults and the globals its code names."""
@@ -265,29 +273,64 @@ class Snapshot:
                 stack.append(value)
 
     def restore(self) -> None:
-        """Put back every binding, item and attribute, then every tensor written and the RNGs."""
+        """Put back every binding, item and attribute, then every tensor written and the RNGs.
+        What cannot be put back is named in one error, after all the rest is put back."""
+        failed: list[str] = []
+        for what, put_back in self._steps():
+            try:
+                put_back()
+            except Exception as e:
+                failed.append(f"{what}: {type(e).__name__}: {e}")
+        if failed:
+            raise RuntimeError("explorer: the measurement could not put back " + "; ".join(failed[:5]))
+
+    def _steps(self):
         for g, name, value in self.globals:
-            if value is _MISSING:
-                g.pop(name, None)
-            elif g.get(name, _MISSING) is not value:
-                g[name] = value
+            yield f"the global {name}", functools.partial(_rebind, g, name, value)
         for live, saved in self.dicts:
-            if live.keys() != saved.keys() or any(live[k] is not v for k, v in saved.items()):
-                live.clear()
-                live.update(saved)
+            yield "a dict", functools.partial(_put_items, live, saved)
         for live, saved in self.lists:
-            if len(live) != len(saved) or any(a is not b for a, b in zip(live, saved)):
-                live[:] = saved
+            yield "a list", functools.partial(_put_list, live, saved)
         for live, saved in self.sets:
-            if live != saved:
-                live.clear()
-                live.update(saved)
+            yield "a set", functools.partial(_put_set, live, saved)
         for o, name, value in self.slots:
-            if value is _MISSING:
-                if hasattr(o, name):
-                    delattr(o, name)
-            elif getattr(o, name, _MISSING) is not value:
-                setattr(o, name, value)
+            yield (
+                f"the attribute {name} of a {type(o).__name__}",
+                functools.partial(_put_slot, o, name, value),
+            )
         for t in self.tensors:
-            t.restore()
-        self.rng.restore()
+            yield f"a tensor {list(t.tensor.shape)}", t.restore
+        yield "the random number generators", self.rng.restore
+
+
+def _rebind(g: dict, name: str, value) -> None:
+    if value is _MISSING:
+        g.pop(name, None)
+    elif g.get(name, _MISSING) is not value:
+        g[name] = value
+
+
+def _put_items(live: dict, saved: list) -> None:
+    now = list(dict.items(live))
+    if len(now) != len(saved) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, saved)):
+        live.clear()
+        live.update(saved)
+
+
+def _put_list(live: list, saved: list) -> None:
+    if len(live) != len(saved) or any(a is not b for a, b in zip(list.copy(live), saved)):
+        live[:] = saved
+
+
+def _put_set(live: set, saved: set) -> None:
+    if live != saved:
+        live.clear()
+        live.update(saved)
+
+
+def _put_slot(o, name: str, value) -> None:
+    if value is _MISSING:
+        if hasattr(o, name):
+            delattr(o, name)
+    elif getattr(o, name, _MISSING) is not value:
+        setattr(o, name, value)

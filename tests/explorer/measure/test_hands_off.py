@@ -138,23 +138,46 @@ def test_a_measurement_leaves_the_users_state_as_it_was(run, tmp_path):
     assert m.calls == before["calls"] + 1 and int(m.bn.num_batches_tracked) == 3 and y.shape == (4,)
 
 
-def test_a_function_that_writes_its_input_and_a_global_list_is_measured_hands_off():
-    log = []
+COUNT = 0
+LOG: list = []
 
-    def f(x):
-        log.append(1)
-        x.add_(1)
-        return x * 2
 
-    jf = thunder.jit(f)
+def _counting(x):
+    global COUNT
+    COUNT += 1
+    LOG.append(1)
+    x.add_(1)
+    return x * 2
+
+
+def test_a_function_that_writes_its_input_a_list_and_a_global_is_measured_hands_off():
+    global COUNT
+    COUNT = 0
+    LOG.clear()
+    jf = thunder.jit(_counting)
     x = torch.zeros(3)
     jf(x)
-    assert torch.equal(x, torch.ones(3)) and log == [1]
+    jf(x)  # (the second call makes the count a number of the trace, not a constant)
+    assert torch.equal(x, torch.full((3,), 2.0)) and LOG == [1, 1] and COUNT == 2
     explorer.memory(jf, args=(x,))
     explorer.compare(jf, (x,), executors=[["torch"]], repeat=1, warmup=0)
     measure(jf, (x,), repeat=1)
-    assert torch.equal(x, torch.ones(3)), "a measurement wrote the user's input"
-    assert log == [1], "a measurement left the function's appends in the user's list"
+    assert torch.equal(x, torch.full((3,), 2.0)), "a measurement wrote the user's input"
+    assert LOG == [1, 1], "a measurement left the function's appends in the user's list"
+    assert COUNT == 2, "a measurement left the global rebound"
+
+
+class _Instantiating(dict):  # as transformers' ACT2CLS: reading an item makes a new object
+    def __getitem__(self, key):
+        return object()
+
+
+def test_a_dict_subclass_is_saved_and_put_back_as_a_dict():
+    table = _Instantiating(gelu=1)
+    snap = Snapshot([table])
+    dict.__setitem__(table, "relu", 2)
+    snap.restore()
+    assert dict(dict.items(table)) == {"gelu": 1} and snap.complete
 
 
 def test_the_snapshot_puts_back_what_a_batchnorm_kernel_writes_without_moving_its_version():
