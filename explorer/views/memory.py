@@ -5,6 +5,8 @@ notebook show the same thing. The plot draws the computed live bytes after each 
 (and the measured ones, dashed, where measured); at most ``PLOT_POINTS`` steps per curve, each
 the largest value of the lines it stands for, so the peak is never smoothed away. The peak is
 marked and links (``#anchor``) to its row below, which shows the line with its subsymbols.
+A long trace's table lists the lines around the peak and the largest allocations, and folds
+the whole list below them (``<details>``: no script, so JupyterLab renders it as it is).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from explorer.views.tree import tree_html
 PLOT_POINTS = 800  # points per curve at most
 AROUND_PEAK = 8  # lines listed before and after the peak
 LARGEST = 12  # the largest allocations listed
-FULL_TABLE = 120  # a trace of at most this many lines is listed whole
+FULL_TABLE = 40  # a trace of at most this many lines is listed whole, a longer one folded
+ALL_LINES = 1_000  # the fold lists at most this many lines (the rest: ``prof.rows``)
 WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T = 760, 200, 64, 22, 12
 
 MEMORY_CSS = """
@@ -135,9 +138,30 @@ def _rows_shown(prof: MemoryProfile) -> list[int]:
 
 
 def rows_html(prof: MemoryProfile, p: PassModel | None = None, *, anchor_prefix: str = "") -> str:
-    """The lines: all of a short trace, else those around the peak and the largest allocations.
-    The peak row shows the line with its subsymbols (from ``p``, the pass it was computed on)."""
+    """The lines: all of a short trace; of a long one, those around the peak and the largest
+    allocations, then a fold (``<details>``, no script) that shows all of them (the first
+    ``ALL_LINES`` of a very long one). The peak row shows the line with its subsymbols (from
+    ``p``, the pass it was computed on)."""
+    n = len(prof.rows)
     shown = _rows_shown(prof)
+    out = [_table(prof, shown, p, anchor_prefix)]
+    if len(shown) < n:
+        listed = min(n, ALL_LINES)
+        what = f"show all {n} lines" if listed == n else f"show the first {listed} of {n} lines"
+        out.append(f'<details class="allrows"><summary>{what}</summary>')
+        out.append(_table(prof, range(listed), None, None))
+        if listed < n:
+            out.append(
+                f'<div class="note">... {n - listed} more lines: every line is in the profile\'s '
+                "<code>rows</code> (<code>explorer.memory(...).rows</code>)</div>"
+            )
+        out.append("</details>")
+    return "".join(out)
+
+
+def _table(prof: MemoryProfile, shown, p: PassModel | None, anchor_prefix: str | None) -> str:
+    """A table of the rows ``shown`` (ascending), a "... k lines" row over each gap; rows get
+    their anchors only with an ``anchor_prefix`` (the fold's copies have none: ids stay unique)."""
     head = "<tr><th>#</th><th>allocates</th><th>frees</th><th>live after</th>"
     head += "<th>measured</th>" if prof.measured else ""
     head += "<th>module</th>" if prof.has_scopes else ""
@@ -151,8 +175,8 @@ def rows_html(prof: MemoryProfile, p: PassModel | None = None, *, anchor_prefix:
         r = prof.rows[i]
         peak = i == prof.peak_index
         text = escape(r.text)
-        if peak and p is not None and (n := p.find(r.node_id)) is not None and n.children:
-            text = tree_html([n], open_depth=1, budget=60)
+        if peak and p is not None and (node := p.find(r.node_id)) is not None and node.children:
+            text = tree_html([node], open_depth=1, budget=60)
         cells = [
             f'<td class="num">{i}</td>',
             f'<td class="num">{fmt_bytes(r.allocated) if r.allocated else ""}</td>',
@@ -165,8 +189,9 @@ def rows_html(prof: MemoryProfile, p: PassModel | None = None, *, anchor_prefix:
             cells.append(f"<td>{escape(r.scope or '')}</td>")
         cells.append(f'<td class="ln">{text}</td>')
         cls = ' class="peak"' if peak else ""
-        out.append(f'<tr id="{_anchor(anchor_prefix, prof, i)}"{cls}>{"".join(cells)}</tr>')
-    if last >= 0 and last < len(prof.rows) - 1:
+        anchor = f' id="{_anchor(anchor_prefix, prof, i)}"' if anchor_prefix is not None else ""
+        out.append(f"<tr{anchor}{cls}>{''.join(cells)}</tr>")
+    if anchor_prefix is not None and 0 <= last < len(prof.rows) - 1:
         out.append(f'<tr><td colspan="7" class="more">... {len(prof.rows) - 1 - last} lines</td></tr>')
     out.append("</table>")
     return "".join(out)

@@ -81,3 +81,46 @@ def test_a_jitted_module_opens_grouped_by_module():
     jf = thunder.jit(lambda x: x.sin())
     jf(torch.ones(2))
     assert explorer.explore(jf).by_module.value is False
+
+
+def _profile(lines: int, peak: int):
+    """A made-up profile of ``lines`` lines whose live bytes rise to ``peak`` and fall."""
+    from explorer.model.memory import MemoryProfile, MemoryRow
+
+    rows = [MemoryRow(i, f"line_{i}", 4, 0, 4 * (i if i <= peak else 2 * peak - i)) for i in range(lines)]
+    return MemoryProfile("computation", 3, "del_last_used", rows, 4 * peak, peak, 0, 0)
+
+
+def _ids(html: str) -> list[str]:
+    return re.findall(r' id="([^"]+)"', html)
+
+
+def test_a_long_memory_table_lists_the_peak_and_folds_all_its_lines():
+    from explorer.views.memory import AROUND_PEAK, FULL_TABLE, memory_html
+
+    prof = _profile(300, 150)
+    html = memory_html(prof)
+    top, fold = html.split('<details class="allrows">')
+    assert "<summary>show all 300 lines</summary>" in fold and "<script" not in html
+    listed = re.findall(r'<td class="num">(\d+)</td>', top)
+    assert str(150) in listed and str(150 - AROUND_PEAK) in listed and str(150 + AROUND_PEAK) in listed
+    assert "line_60<" not in top and "line_240<" not in top  # far from the peak: only in the fold
+    assert all(f">line_{i}</td>" in fold for i in range(300))
+    ids = _ids(html)
+    assert len(ids) == len(set(ids)) and _ids(fold) == []  # the fold repeats rows, not their anchors
+    assert 'href="#mem-computation-3-150"' in top and 'id="mem-computation-3-150"' in top
+    short = memory_html(_profile(FULL_TABLE, 10))
+    assert (
+        '<details class="allrows">' not in short
+        and "... " not in short.split('<table class="kv memrows">')[1]
+    )
+
+
+def test_a_very_long_memory_table_folds_its_first_lines_and_says_where_the_rest_are():
+    from explorer.views.memory import ALL_LINES, memory_html
+
+    html = memory_html(_profile(ALL_LINES + 500, 1200))
+    fold = html.split('<details class="allrows">')[1]
+    assert f"<summary>show the first {ALL_LINES} of {ALL_LINES + 500} lines</summary>" in fold
+    assert f">line_{ALL_LINES - 1}</td>" in fold and f">line_{ALL_LINES}</td>" not in fold
+    assert "500 more lines" in fold and "explorer.memory(...).rows" in fold
