@@ -190,16 +190,31 @@ def compare(
     repeat: int = 5,
     warmup: int = 2,
     measure: bool = True,
+    progress=None,
 ):
     """What if another executor ran it (``explorer.measure.whatif.Comparison``, plain data): the
     function or module behind ``obj`` compiled anew with each list of executors and run on
     copies of ``args``: fastest time, first call, peak memory, fusion regions, and whether its
     outputs match the first list's (``measure``: the peak also measured, one profiled run per
     list). Shows as a table in a notebook. ``executors``: lists of executor names (None:
-    torch alone, then each fusion executor available here before it)."""
+    torch alone, then each fusion executor available here before it). ``progress(fraction,
+    message)`` is told each list's phase; in a notebook (None) a line of text shows it."""
     from explorer.measure.whatif import compare
 
-    return compare(obj, args, kwargs, executors=executors, repeat=repeat, warmup=warmup, measure=measure)
+    if progress is None:
+        from explorer.notebook.whatif import kernel_progress
+
+        progress = kernel_progress()
+    return compare(
+        obj,
+        args,
+        kwargs,
+        executors=executors,
+        repeat=repeat,
+        warmup=warmup,
+        measure=measure,
+        progress=progress,
+    )
 
 
 def save_rank(

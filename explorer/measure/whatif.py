@@ -4,8 +4,8 @@
 ``thunder.jit`` of the function (or module) behind ``jfn`` for each list, so the user's own
 cached entries are not touched, and runs it on fresh copies of the same inputs: the first
 call's time (tracing, passes and compiling included), the fastest of ``repeat`` later calls
-(after ``warmup`` calls once Inductor's background compilations are loaded),
-the peak memory of the final computation trace (computed, and measured where it can be: the
+(after ``warmup`` calls once Inductor's background compilations are loaded) with their median
+and slowest (calls that differ by more than ``NOISY`` times are flagged as noisy), the peak memory of the final computation trace (computed, and measured where it can be: the
 profiler on CPU, the CUDA allocator on CUDA), the number of fusion regions, and whether the
 outputs match those of the first list (the first value that does not is named by its path,
 ``explorer.measure.outputs``). A list that cannot compile or run gets its error in its row.
@@ -16,13 +16,17 @@ module's attributes, the RNGs), so each list draws the same random numbers, and 
 put back at the end. Each list runs twice from that state: outputs that differ between the
 two are random, and so are outputs that differ from the first list's where either program
 draws random numbers (dropout: an executor may draw them its own way); neither is a mismatch.
-The view is ``explorer.views.whatif``; ``explorer.compare`` is the entry point.
+``progress`` reports each list's phases as they start. The view is ``explorer.views.whatif``
+(``explorer.notebook.whatif`` shows the progress in a notebook); ``explorer.compare`` is the
+entry point.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -37,6 +41,8 @@ from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.tags import Tag
 from thunder.executors.fusion import FusionExecutor
 from thunder.executors.registry import all_executors, find_executor
+
+NOISY = 1.5  # timed calls whose slowest over fastest exceeds this are flagged
 
 
 def default_executor_lists() -> list[list[str]]:
@@ -87,10 +93,12 @@ def _draws(trace) -> str | None:
     return None
 
 
-def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, warmup: int):
+def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, warmup: int, step):
     """Compile ``target`` with ``row``'s executors and run it: the first call, the timed calls,
     and a second call from the same state and RNG that says whether its outputs are random.
-    Every run that is compared starts from the user's state (``snapshot``) and RNG state."""
+    Every run that is compared starts from the user's state (``snapshot``) and RNG state.
+    ``step(phase, message)`` reports progress."""
+    step(0, "compiling and running the first call")
     snapshot.restore()
     a, k = _fresh(args, kwargs)
     jx = thunder.jit(target, executors=row.executors)
@@ -102,15 +110,17 @@ def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, 
     t0 = time.perf_counter()
     _finish_regions(jx)  # its regions Inductor compiles in the background
     row.background_compile_seconds = time.perf_counter() - t0
+    n = max(repeat, 1)
+    step(1, f"timing {n} call{'s' if n != 1 else ''}")
     for _ in range(warmup):  # (a region's first compiled calls load it and start its threads)
         _sync(jx(*a, **k))
-    best = float("inf")
-    for _ in range(max(repeat, 1)):
+    for _ in range(n):
         t0 = time.perf_counter()
         again = jx(*a, **k)
         _sync(again)
-        best = min(best, time.perf_counter() - t0)
-    row.seconds = best
+        row.times.append(time.perf_counter() - t0)
+    row.seconds = min(row.times)
+    step(2, "checking its outputs")
     snapshot.restore()  # the same state, inputs and RNG as the first call: the same outputs?
     a, k = _fresh(args, kwargs)
     second = leaves(jx(*a, **k))
@@ -121,6 +131,16 @@ def _run(row: WhatIfRow, target, args, kwargs, snapshot: Snapshot, repeat: int, 
     snapshot.restore()
     a, k = _fresh(args, kwargs)
     return jx, first, a, k
+
+
+_PHASES = 4  # compiling and the first call, timing, checking the outputs, memory
+
+
+def _stepper(progress, i: int, n: int, label: str):
+    """``step(phase, message)`` for list ``i`` of ``n``: ``progress`` at that fraction of the whole."""
+    if progress is None:
+        return lambda phase, message: None
+    return lambda phase, message: progress((i + phase / _PHASES) / n, f"{label} ({i + 1} of {n}): {message}")
 
 
 def _layouts(jx, args, kwargs) -> dict | None:
@@ -144,8 +164,11 @@ def compare(
     repeat: int = 5,
     warmup: int = 2,
     measure: bool = True,
+    progress: Callable[[float, str], None] | None = None,
 ) -> Comparison:
-    """One row per executor list (see the module docstring)."""
+    """One row per executor list (see the module docstring). ``progress(fraction, message)`` is
+    called as each list goes through its phases (compiling, timing, checking, memory) and with
+    1.0 at the end: a notebook shows it, so a long comparison is not a silent kernel."""
     kwargs = kwargs or {}
     lists = [list(e) for e in (default_executor_lists() if executors is None else executors)]
     if not lists:
@@ -156,11 +179,12 @@ def compare(
     device = "cpu"
     snapshot = Snapshot.of(obj, args, kwargs)
     try:
-        for names in lists:
+        for i, names in enumerate(lists):
             row = WhatIfRow(names)
             rows.append(row)
+            step = _stepper(progress, i, len(lists), row.label)
             try:
-                jx, out, a, k = _run(row, target, args, kwargs, snapshot, repeat, warmup)
+                jx, out, a, k = _run(row, target, args, kwargs, snapshot, repeat, warmup, step)
             except Exception as e:
                 row.error = f"{type(e).__name__}: {e}"
                 continue
@@ -174,6 +198,7 @@ def compare(
             prof = memory_of(m, "computation", strides=_layouts(jx, a, k))
             row.peak_bytes = prof.peak
             if measure:
+                step(3, "measuring its memory")
                 try:
                     live, where = measure_memory(jx, a, k, "computation")
                     attach_measurement(prof, live, where)
@@ -187,6 +212,8 @@ def compare(
             _judge(row, reference[0], difference(reference[1], out))
     finally:
         snapshot.restore()
+    if progress is not None:
+        progress(1.0, f"compared {len(lists)} executor list{'s' if len(lists) != 1 else ''}")
     title = getattr(target, "__qualname__", None) or type(target).__qualname__
     return Comparison(title, rows, max(repeat, 1), device)
 
@@ -215,7 +242,8 @@ class WhatIfRow:
     whether the outputs match the first list's (None when it did not run) and by how much."""
 
     executors: list[str]
-    seconds: float | None = None
+    seconds: float | None = None  # the fastest of ``times``
+    times: list[float] = dataclasses.field(default_factory=list)  # each timed call, in order
     first_call_seconds: float | None = None
     background_compile_seconds: float | None = None  # waiting for Inductor's helper after the first call
     peak_bytes: int | None = None
@@ -234,6 +262,27 @@ class WhatIfRow:
     def label(self) -> str:
         return " + ".join(self.executors)
 
+    @property
+    def median_seconds(self) -> float | None:
+        return statistics.median(self.times) if self.times else None
+
+    @property
+    def max_seconds(self) -> float | None:
+        return max(self.times) if self.times else None
+
+    @property
+    def spread(self) -> float | None:
+        """The slowest timed call over the fastest (1.0: every call alike)."""
+        if not self.times or min(self.times) <= 0:
+            return None
+        return max(self.times) / min(self.times)
+
+    @property
+    def noisy(self) -> bool:
+        """The timed calls differ by more than ``NOISY`` times: the machine was busy, or the
+        calls do different work; the fastest is then a rough figure."""
+        return self.spread is not None and self.spread > NOISY
+
 
 @dataclasses.dataclass
 class Comparison:
@@ -245,12 +294,12 @@ class Comparison:
     device: str
 
     def to_dict(self) -> dict:
-        return {
-            "title": self.title,
-            "repeat": self.repeat,
-            "device": self.device,
-            "rows": [dataclasses.asdict(r) for r in self.rows],
-        }
+        rows = []
+        for r in self.rows:
+            d = dataclasses.asdict(r)
+            d.update(median_seconds=r.median_seconds, max_seconds=r.max_seconds, noisy=r.noisy)
+            rows.append(d)
+        return {"title": self.title, "repeat": self.repeat, "device": self.device, "rows": rows}
 
     def __repr__(self) -> str:
         parts = [f"{r.label}: {'error' if r.error else f'{r.seconds * 1e3:.3f} ms'}" for r in self.rows]

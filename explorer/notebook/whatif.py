@@ -3,7 +3,10 @@
 The lists are typed as ``torch | torchcompile, torch`` (lists split by ``|``, executors in a
 list by ``,``). The button compiles the explorer's function anew with each list and runs it on
 the inputs the explorer was made with (``explore(jfn, args=...)`` or ``%thunder_trace``), then
-shows ``explorer.views.whatif``'s table; without inputs it says how to give them.
+shows ``explorer.views.whatif``'s table; without inputs it says how to give them. While it
+runs, a progress bar and a line name the list and its phase (compiling, timing, checking,
+memory), so a comparison of half a minute is not a silent kernel; ``kernel_progress`` does the
+same for ``explorer.compare`` called in a cell (a line of text updated in place).
 """
 
 from __future__ import annotations
@@ -43,8 +46,16 @@ class WhatIfPanel:
             description="compare executors", icon="balance-scale", layout=w.Layout(width="auto")
         )
         self.out = w.HTML()
+        self.bar = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(display="none"))
+        self.status = w.HTML()
         self.button.on_click(lambda _: self.run())
-        self.root = w.VBox([w.HBox([self.lists, self.button]), self.out])
+        self.root = w.VBox([w.HBox([self.lists, self.button]), w.HBox([self.bar, self.status]), self.out])
+
+    def report(self, fraction: float, message: str) -> None:
+        """Progress of the comparison: the bar at ``fraction``, the message beside it."""
+        self.bar.layout.display = "flex"
+        self.bar.value = min(max(fraction, 0.0), 1.0)
+        self.status.value = f'<span class="note">{escape(message)}</span>'
 
     def run(self) -> None:
         ex = self.explorer
@@ -60,13 +71,51 @@ class WhatIfPanel:
         except ValueError as e:
             self.out.value = wrap(f'<div class="err">{escape(str(e))}</div>')
             return
-        self.out.value = wrap('<div class="note">compiling and running each list...</div>')
+        self.out.value = ""
+        self.report(0.0, f"compiling and running {len(lists)} executor lists")
         args, kwargs = inputs
+        self.button.disabled = True
         try:
-            self.comparison = compare(ex.source, args, kwargs, executors=lists, repeat=self.repeat)
+            self.comparison = compare(
+                ex.source, args, kwargs, executors=lists, repeat=self.repeat, progress=self.report
+            )
         except Exception as e:
             self.out.value = wrap(
                 f'<div class="err">what-if failed: {escape(f"{type(e).__name__}: {e}")}</div>'
             )
             return
+        finally:
+            self.button.disabled = False
+            self.bar.layout.display = "none"
+            self.status.value = ""
         self.out.value = wrap(comparison_table_html(self.comparison))
+
+
+def kernel_progress():
+    """For ``explorer.compare`` in a notebook: a ``progress(fraction, message)`` that shows one
+    line of text, updated in place, removed when the comparison is done; None outside a kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return None
+    handle = None
+
+    def progress(fraction: float, message: str) -> None:
+        nonlocal handle
+        if fraction >= 1.0:  # done: the comparison's own table follows
+            if handle is not None:
+                handle.update(HTML(""))
+            return
+        line = HTML(
+            f'<div class="thx"><span class="note">what-if {fraction:.0%}: {escape(message)}</span></div>'
+        )
+        if handle is None:
+            handle = display(line, display_id=True)
+        else:
+            handle.update(line)
+
+    return progress

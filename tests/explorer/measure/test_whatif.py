@@ -110,7 +110,7 @@ def test_outputs_that_differ_between_two_runs_from_the_same_state_are_random(mon
     monkeypatch.setattr(whatif, "_finish_regions", lambda jx: None)
     x = torch.zeros(2)
     row = whatif.WhatIfRow(["torch"])
-    whatif._run(row, None, (x,), {}, Snapshot([(x,)]), repeat=1, warmup=0)
+    whatif._run(row, None, (x,), {}, Snapshot([(x,)]), repeat=1, warmup=0, step=lambda phase, message: None)
     assert row.random and "two runs from the same inputs and RNG state differ" in row.note
     assert "out differs: max abs error" in row.note
 
