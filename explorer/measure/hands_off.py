@@ -18,12 +18,13 @@ functions (the target and the user's functions it reaches) their closure cells, 
 globals their code names; from those, lists, dicts, sets, tuples and objects' attributes (their
 ``__dict__`` and ``__slots__``). Library code (torch, thunder, numpy) is not walked into, except
 ``nn.Module``s. Tensors are saved by value (CUDA tensors on the host, so that the device's memory
-figures are not disturbed) and written back only where they changed (their version counter moved
-or their values differ): writing back a tensor nobody wrote would bump its version and break an
-autograd graph that saved it. Dicts,
-lists and sets are put back item by item, keeping their identity. The RNG states of torch (CPU,
-and every CUDA device once CUDA is initialised), Python's ``random`` and numpy's are restored;
-``RngState`` also lets a measurement start each run from the same state.
+figures are not disturbed; every tensor reached is copied, parameters included, so a snapshot
+costs a copy of the model in host memory) and written back only where they changed (their version
+counter moved or their values differ): writing back a tensor nobody wrote would bump its version
+and break an autograd graph that saved it. Dicts, lists and sets are put back item by item,
+keeping their identity. The RNG states of torch (CPU, and every CUDA device once CUDA is
+initialised), Python's ``random`` and numpy's are restored, so restoring a snapshot also starts
+each run of a measurement from the same random numbers.
 """
 
 from __future__ import annotations
