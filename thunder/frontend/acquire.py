@@ -37,13 +37,14 @@ from thunder.frontend.effects.host_state import (
     RandomCalls,
     refuse_host_state,
 )
+from thunder.frontend.effects.opaque_state import OpaqueStates
 from thunder.frontend.effects.python_calls import python_calls
 from thunder.frontend.effects.recorder import SUBSTITUTING, Effects, counters_written
 from thunder.frontend.effects.type_reads import guard_param_reads, param_reads, type_queries
 from thunder.frontend.epilogue.outputs import build_epilogue
 from thunder.frontend.modules.scopes import module_scopes
 from thunder.frontend.modules.shadows import ModuleShadows
-from thunder.frontend.prologue.code_reads import code_reads, guard_code_reads
+from thunder.frontend.prologue.code_reads import code_reads, guard_code_reads, guard_written_functions
 from thunder.frontend.prologue.inputs import Inputs, is_argument_path
 from thunder.frontend.prologue.state_checks import GLOBAL_HOOKS
 from thunder.frontend.stand_ins.bound_self import BoundSelf
@@ -260,6 +261,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         called += [v for v in (*pargs, *pkwargs.values()) if isinstance(v, _CALLBACKS)]
         reads = code_reads(called, {type(r.real) for r in state.shadows.order})
         checks = guard_code_reads(state.inputs, reads)
+        opaque = OpaqueStates(reads)  # (a random.Random, an iterator in a dict: effects/opaque_state.py)
         effects = state.effects
         held_writes: list = []
         bound = BoundSelf(fn) if module is None else None
@@ -285,8 +287,15 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 state.shadows.restore_user_state()
                 reads.restore_objects(held_writes)
                 leaked = bound.put_back_if_leaked() if bound is not None else None
+                moved = opaque.changed()
         if leaked is not None:
             raise bound.refusal(leaked)
+        if moved is not None:
+            raise UnsupportedValueError(
+                f"thunder: the traced code changes {moved}: every cached call would reuse what it took from "
+                "it while tracing. Take the value outside the compiled function and pass it in as an argument "
+                "(or draw random numbers with torch, which the program replays)"
+            )
         if refused is not None:
             raise UnsupportedValueError(
                 f"thunder: the traced code changes {refused}; this cannot be replayed"
@@ -297,6 +306,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
             held_writes + state.shadows.object_writes
         )  # (``ST.step += 1``)
         effects.guard_slots()
+        guard_written_functions(state.inputs, reads)
         effects.object_writes(held_writes + state.shadows.object_writes)
         effects.relax(checks, reads)
         state.shadows.finish()

@@ -18,6 +18,11 @@ class ShapeError(ValueError):
     """Bad shapes, dtypes or devices for an op; acquisition adds the user's source line."""
 
 
+class IndexOutOfBounds(ShapeError, IndexError):
+    """An index past a dimension's size: an ``IndexError`` as eager's (a ``try``/``except
+    IndexError`` around it, or the old iteration protocol, behaves the same)."""
+
+
 def is_tensor(x) -> bool:
     return isinstance(x, torch.Tensor)
 

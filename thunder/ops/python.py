@@ -171,7 +171,7 @@ def same(a, b) -> bool:
         return len(a) == len(b) and all(map(same, a, b))
     if t is collections.deque:
         return a.maxlen == b.maxlen and len(a) == len(b) and all(map(same, a, b))
-    if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+    if t is dict or t is collections.OrderedDict or t is collections.defaultdict or t is collections.Counter:
         if t is collections.defaultdict and a.default_factory is not b.default_factory:
             return False
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)

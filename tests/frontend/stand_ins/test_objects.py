@@ -84,6 +84,7 @@ def prologue(*args, **kwargs):
   prims.check_tensor(t_cache_k, (2, 4), torch.float32, 'cpu', False)
   prims.check_no_alias(t_cache_k, x, written=1)
   prims.check_items(g_{mod}, _g_{mod}_state)  # Output=__main___Output
+  prims.check_class(cls_Output, _cls_Output_state)
   prims.check_grad_enabled(True)
   prims.check_autocast(())
   prims.check_default_dtype(torch.float32)

@@ -32,13 +32,15 @@ from thunder.frontend.prologue.state_checks import (
     guard_object_state,
     is_plain_object,
     object_state,
+    refill,
     snapshot,
     state_check,
 )
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
 from thunder.frontend.stand_ins.unpack import ATTR, Unpack
-from thunder.frontend.stand_ins.writes import SetAttr
+from thunder.frontend.stand_ins.writes import DelAttr, ReplaceContents, SetAttr
 from thunder.ops import python as pyops
+from thunder.ops.python import same
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -83,26 +85,58 @@ class CodeReads:
     globals: dict[int, tuple[dict, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     cells: list[tuple[types.CellType, str, Any]] = dataclasses.field(default_factory=list)
     classes: list[tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    # id(class) -> its own attributes (the objects themselves) as the call began: what the
+    # trace wrote into a class (``C.n += 1``) is put back and written by the epilogue
+    class_originals: dict[int, tuple[type, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     defaults: list[tuple[types.FunctionType, dict[str, Any]]] = dataclasses.field(default_factory=list)
     # plain objects among those values, in them (a list of configs) or called (the jitted
     # callable object, a partial's arguments): id -> (a name for them, their state)
     objects: dict[int, tuple[str, Any]] = dataclasses.field(default_factory=dict)
     # id(globals dict) -> every global name the code names (one it creates is a write)
     names: dict[int, set[str]] = dataclasses.field(default_factory=dict)
+    # the user's functions reached that hold no attribute (checked by identity only); those the
+    # trace gave one (``f.seen = True``) are put back, their writes replayed and their state
+    # checked from then on (``written_functions``)
+    bare: list[types.FunctionType] = dataclasses.field(default_factory=list)
+    written_functions: list = dataclasses.field(default_factory=list)
 
     def add_objects(self, label: str, v) -> None:
         for o in _objects_in(v):
             if id(o) not in self.objects:
                 self.objects[id(o)] = (label, object_state(o))
 
+    def add_class(self, klass: type) -> bool:
+        """Read the user's class ``klass``: its own attributes checked by value, its writes put
+        back and replayed (a library's class is taken as fixed); whether it is the user's."""
+        if id(klass) in self.class_originals:
+            return True
+        if not _is_user_class(klass):
+            return False
+        self.classes.append((klass, _class_values(klass)))
+        self.class_originals[id(klass)] = (klass, _own_attributes(klass))
+        return True
+
     def restore_objects(self, writes: list | None = None) -> str | None:
-        """Put back what the trace changed of those objects; the first change, or None
-        (``writes`` gets the changes: ``ObjectState.restore``)."""
+        """Put back what the trace changed of those objects and classes; the first change, or
+        None (``writes`` gets the changes: ``ObjectState.restore``, ``_restore_class``)."""
         changed = None
         for label, obj in self.objects.values():
             inner = obj.restore(writes)
             if inner is not None and changed is None:
                 changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
+        for fn in self.bare:
+            if fn.__dict__:
+                first = next(iter(fn.__dict__))
+                state = object_state(fn)
+                state.values, state.originals = {}, {}  # (as the call began: no attribute)
+                state.restore(writes)
+                self.written_functions.append(state)
+                changed = changed or f"the function {fn.__qualname__} (its attribute {first!r})"
+        values = {id(k): v for k, v in self.classes}
+        for klass, originals in self.class_originals.values():
+            inner = _restore_class(klass, originals, values[id(klass)], writes)
+            if inner is not None and changed is None:
+                changed = f"the class {klass.__qualname__} (its attribute {inner!r})"
         return changed
 
     def counters_written(self, writes: list) -> set[str]:
@@ -119,13 +153,23 @@ class CodeReads:
 
 
 def _objects_in(v) -> list:
-    """``v`` when it is a plain object, else the plain objects a list, tuple or dict ``v`` holds
-    (the first 64)."""
-    if is_plain_object(v):
+    """``v`` when its attributes are state (``_has_state``), else the such objects a list,
+    tuple or dict ``v`` holds (the first 64)."""
+    if _has_state(v):
         return [v]
     if type(v) in (list, tuple, dict, collections.OrderedDict):
-        return [x for x in (v.values() if isinstance(v, dict) else v) if is_plain_object(x)][:64]
+        return [x for x in (v.values() if isinstance(v, dict) else v) if _has_state(x)][:64]
     return []
+
+
+def _has_state(v) -> bool:
+    """Whether ``v``'s attributes are program state, checked and written back as a plain
+    object's: an instance of a Python class (a config), and a function of the user's that
+    holds attributes (``f.calls += 1``; one without any is checked by identity, and one that
+    gains an attribute while tracing is refused: ``check_functions_unchanged``)."""
+    if type(v) is types.FunctionType:
+        return bool(v.__dict__) and is_user_code(v.__code__)
+    return is_plain_object(v)
 
 
 def code_reads(functions, classes=()) -> CodeReads:
@@ -135,25 +179,43 @@ def code_reads(functions, classes=()) -> CodeReads:
     checked by identity: rebinding it to another object misses the cache."""
     reads = CodeReads()
     todo = []
+
+    def read_module(mod: types.ModuleType, code: types.CodeType) -> None:
+        """The attributes of the user's module ``mod`` that ``code`` may read, as globals."""
+        d = vars(mod)
+        _, read = reads.globals.setdefault(id(d), (d, {}))
+        for name in code.co_names:
+            v = d.get(name, _MISSING)
+            if v is _MISSING or name in read or isinstance(v, types.ModuleType) or name.startswith("__"):
+                continue
+            read[name] = snapshot(v)
+            reads.add_objects(f"{getattr(mod, '__name__', 'module')}.{name}", v)
+            todo.extend(reach(v))
+
+    def reach(v) -> list:  # (a class reached is read too: its attributes are state)
+        if isinstance(v, type):
+            for klass in v.__mro__:
+                reads.add_class(klass)
+        return _reached(v)
+
     for fn in functions:  # a callable object's state and methods; a partial's function and arguments
         if isinstance(fn, functools.partial):
             todo.append(fn.func)
             for i, v in enumerate((*fn.args, *fn.keywords.values())):
                 reads.add_objects(f"bound by the partial ({i})", v)
-                todo.extend(_reached(v))
+                todo.extend(reach(v))
         elif is_plain_object(fn):
             reads.add_objects("called", fn)
-            todo.extend(_reached(type(fn)))
+            todo.extend(reach(type(fn)))
         else:
+            reads.add_objects("called", fn)  # (a function's attributes: ``_has_state``)
             todo.append(fn)
     user_classes: dict[int, bool] = {}  # id(class) -> whether the user wrote it, asked once
     for cls in classes:
         for klass in cls.__mro__:
             user = user_classes.get(id(klass))
             if user is None:
-                user = user_classes[id(klass)] = _is_user_class(klass)
-                if user:
-                    reads.classes.append((klass, _class_values(klass)))
+                user = user_classes[id(klass)] = reads.add_class(klass)
             if not user:  # (``nn.Module``, in every module's MRO: none of its functions is user code)
                 continue
             for v in vars(klass).values():
@@ -169,6 +231,8 @@ def code_reads(functions, classes=()) -> CodeReads:
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
             continue
         seen.add(id(fn))
+        if not fn.__dict__:
+            reads.bare.append(fn)
         if fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
             values = {
                 "__defaults__": snapshot(fn.__defaults__),
@@ -178,42 +242,27 @@ def code_reads(functions, classes=()) -> CodeReads:
             for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()):
                 reads.add_objects(f"a default of {fn.__name__}", v)
             todo.extend(
-                f
-                for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
-                for f in _reached(v)
+                f for v in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()) for f in reach(v)
             )
         g = fn.__globals__
         _, values = reads.globals.setdefault(id(g), (g, {}))
         named = reads.names.setdefault(id(g), set())
         for code in _codes(fn.__code__):
             named.update(code.co_names)
-            modules = []
             for name in code.co_names:
-                if name in values or name not in g:
+                if name not in g:
                     continue
                 v = g[name]
+                if isinstance(v, types.ModuleType):  # (``config.FLAG``: every code's names of it)
+                    if _is_user_module(v):
+                        read_module(v, code)
+                    values.setdefault(name, v)
+                    continue
+                if name in values:
+                    continue
                 values[name] = snapshot(v)
                 reads.add_objects(f"global {name}", v)
-                if isinstance(v, types.ModuleType):
-                    if _is_user_module(v):  # ``config.FLAG``: the names this code reads of it
-                        modules.append(v)
-                    continue
-                todo.extend(_reached(v))
-            for mod in modules:
-                d = vars(mod)
-                _, read = reads.globals.setdefault(id(d), (d, {}))
-                for name in code.co_names:
-                    v = d.get(name, _MISSING)
-                    if (
-                        v is _MISSING
-                        or name in read
-                        or isinstance(v, types.ModuleType)
-                        or name.startswith("__")
-                    ):
-                        continue
-                    read[name] = snapshot(v)
-                    reads.add_objects(f"{mod.__name__}.{name}", v)
-                    todo.extend(_reached(v))
+                todo.extend(reach(v))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             if name == "__class__":  # the class a method using super() is defined in: fixed
                 continue
@@ -223,7 +272,10 @@ def code_reads(functions, classes=()) -> CodeReads:
                 continue
             reads.cells.append((cell, name, snapshot(v)))
             reads.add_objects(f"closure variable {name}", v)
-            todo.extend(_reached(v))
+            if isinstance(v, types.ModuleType) and _is_user_module(v):
+                for code in _codes(fn.__code__):
+                    read_module(v, code)
+            todo.extend(reach(v))
     return reads
 
 
@@ -242,6 +294,39 @@ def _is_user_class(klass: type) -> bool:
     )
 
 
+def _own_attributes(klass: type) -> dict[str, Any]:
+    """A class's own attributes, the objects themselves, Python's ``__dunder__`` entries aside."""
+    return {k: v for k, v in vars(klass).items() if not (k.startswith("__") and k.endswith("__"))}
+
+
+def _restore_class(klass: type, originals: dict, values: dict, writes: list | None) -> str | None:
+    """Put back what the trace changed of ``klass``'s own attributes (``originals``: the
+    objects, ``values``: their snapshots as the call began); ``writes`` gets the writes the
+    epilogue makes on every call; the first attribute changed, or None."""
+    now = _own_attributes(klass)
+    changed = None
+    for name in [*now, *(k for k in originals if k not in now)]:
+        if name in now and name in originals and same(now[name], values[name]):
+            continue
+        changed = changed or name
+        if name not in now:
+            found = DelAttr(klass, name)
+            type.__setattr__(klass, name, originals[name])
+        elif name in originals and now[name] is originals[name]:  # a container changed in place
+            v = now[name]
+            found = ReplaceContents(klass, name, dict(v) if isinstance(v, dict) else type(v)(v))
+            refill(v, values[name])
+        else:
+            found = SetAttr(klass, name, now[name])
+            if name in originals:
+                type.__setattr__(klass, name, originals[name])
+            else:
+                type.__delattr__(klass, name)
+        if writes is not None:
+            writes.append(found)
+    return changed
+
+
 def _class_values(klass: type) -> dict[str, Any]:
     """A class's own attributes as the call began (values, methods), Python's ``__dunder__``
     entries aside."""
@@ -249,8 +334,15 @@ def _class_values(klass: type) -> dict[str, Any]:
 
 
 def _is_user_module(mod: types.ModuleType | None) -> bool:
+    """A module of the user's files, or one the program made (``types.ModuleType("cfg")``: no
+    file and no import spec); a library's module (a file among the libraries, built into
+    Python, a namespace package) is taken as fixed."""
+    if mod is None:
+        return False
     path = getattr(mod, "__file__", None)
-    return path is not None and not os.path.abspath(path).startswith(_LIBRARY_DIRS)
+    if path is None:
+        return getattr(mod, "__spec__", None) is None and getattr(mod, "__loader__", None) is None
+    return not os.path.abspath(path).startswith(_LIBRARY_DIRS)
 
 
 def _reached(v) -> list:
@@ -300,6 +392,16 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
                 obj.counters[attr] = inputs.object_counter(obj.obj, attr, key, Unpack(obj.holder, ATTR, attr))
         guard_object_state(inputs, obj.holder, obj)
     return checks
+
+
+def guard_written_functions(inputs, reads: CodeReads) -> None:
+    """Prologue checks of the functions the trace gave attributes (``CodeReads.bare``): they
+    had none when traced, so a call where they have some is traced again, and reads them."""
+    for state in reads.written_functions:
+        fn = state.obj
+        state.holder = AnyProxy(inputs.prologue.add_name(sanitize_name(f"fn_{fn.__name__}")), type(fn))
+        inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, state.holder.name: fn}
+        guard_object_state(inputs, state.holder, state)
 
 
 def object_counter_key(label: str, attr: str) -> str:

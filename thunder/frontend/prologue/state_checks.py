@@ -121,6 +121,8 @@ def snapshot(v):
         return t((k, snapshot(x)) for k, x in v.items())
     if t is collections.defaultdict:
         return t(v.default_factory, ((k, snapshot(x)) for k, x in v.items()))
+    if t is collections.Counter:
+        return t({k: snapshot(x) for k, x in v.items()})
     if t is collections.deque:
         return t((snapshot(x) for x in v), v.maxlen)
     return v
@@ -203,7 +205,7 @@ class ObjectState:
             d.update(self.originals)
             for name, v in self.originals.items():  # a list or dict changed in place
                 if not same(v, self.values[name]):
-                    _refill(v, self.values[name])
+                    refill(v, self.values[name])
         for name in self.counters:  # (also when read only: the object held the DynamicNumber)
             d[name] = self.originals[name]
         for name, child in self.children.items():
@@ -214,7 +216,7 @@ class ObjectState:
         return changed
 
 
-def _refill(container, snap) -> None:
+def refill(container, snap) -> None:
     if isinstance(container, (list, bytearray, array.array)):
         container[:] = snap
     elif isinstance(container, (dict, set)):

@@ -1,4 +1,4 @@
-"""Tracked copies of the user's lists, dicts, sets and deques, which the traced code uses in
+"""Tracked copies of the user's lists, dicts (``OrderedDict``, ``defaultdict``, ``Counter``), sets and deques, which the traced code uses in
 place of the real ones (``thunder/frontend/effects/recorder.py`` puts them where the code finds them).
 
 A tracked copy behaves as its class (it is a subclass) and notes, on its ``fx`` record,
@@ -67,14 +67,16 @@ def _reading(impl):
     return method
 
 
-def _logged(impl, name: str, base: type):
+def _logged(impl, name: str, base: type, real: type):
+    counts = real is collections.Counter  # (``Counter.update`` counts an iterable's items)
+
     def method(self, *args, **kwargs):
         if any(a is self for a in args):  # ``L.extend(L)`` reads it
             self.fx.read = True
             return impl(self, *args, **kwargs)
         if name in _ITERABLE_ARG and args:
             if base is dict:
-                args = (dict(args[0]),)
+                args = (list(args[0]) if counts and not isinstance(args[0], dict) else dict(args[0]),)
             elif base is set:
                 args = (set().union(*args),)
             else:
@@ -95,13 +97,13 @@ def _tracked_class(base: type, real: type) -> type:
         "__qualname__": real.__qualname__,
     }
     logged = _LOGGED[base]
-    for klass in reversed(real.__mro__):
+    for klass in real.__mro__:  # (a subclass's own methods first: ``OrderedDict.popitem``, not dict's)
         if klass is object:
             continue
         for name, impl in vars(klass).items():
             if name in _NEUTRAL or not callable(impl) or name in ns:
                 continue
-            ns[name] = _logged(impl, name, base) if name in logged else _reading(impl)
+            ns[name] = _logged(impl, name, base, real) if name in logged else _reading(impl)
     if base is list:
         list_setitem, list_delitem = list.__setitem__, list.__delitem__
 
@@ -153,6 +155,7 @@ _BASES = {
     collections.deque: collections.deque,
     collections.defaultdict: dict,
     collections.OrderedDict: dict,
+    collections.Counter: dict,
 }
 _CLASSES: dict[type, type] = {}
 _NOTHING = object()
@@ -184,6 +187,9 @@ def tracked_copy(v, fx: Track):
         collections.OrderedDict.__init__(out)
         for k, x in v.items():
             collections.OrderedDict.__setitem__(out, k, x)
+    elif t is collections.Counter:  # (``Counter.__init__`` calls ``update``: no call is logged)
+        out = cls.__new__(cls)
+        dict.update(out, v)
     else:
         out = cls(v)
     # (a set is read by C code that never calls its methods, ``set(s)``, ``t.update(s)``: its
@@ -218,7 +224,7 @@ def contents(v):
     t = type(v.fx.original)
     if t is collections.OrderedDict:
         return collections.OrderedDict(collections.OrderedDict.items(v))
-    if t is collections.defaultdict:
+    if t is collections.defaultdict or t is collections.Counter:
         return dict(dict.items(v))
     if t is dict:
         return dict(dict.items(v))

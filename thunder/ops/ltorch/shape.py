@@ -13,6 +13,7 @@ from thunder.core.tags import Tag
 from thunder.ops import prims
 from thunder.ops.langs import tensor_property, torchsymbol
 from thunder.ops.meta import (
+    IndexOutOfBounds,
     ShapeError,
     as_size,
     canonical_dim,
@@ -432,7 +433,7 @@ def int_index(k, size: int, dim: int, op: str) -> int:
         raise ShapeError(f"{op}: a bool index is not supported")
     i = k + size if k < 0 else k
     if not 0 <= i < size:
-        raise ShapeError(f"{op}: index {k} is out of bounds for dimension {dim} of size {size}")
+        raise IndexOutOfBounds(f"{op}: index {k} is out of bounds for dimension {dim} of size {size}")
     return i
 
 
