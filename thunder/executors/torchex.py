@@ -305,14 +305,26 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, b
     )
 
 
-def group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    """As eager's autograd calls the kernel on CPU: the gradient and the input contiguous in
-    the input's memory format (channels-last stays so)."""
+def _as_group_norm_reads(t, input):
+    """``t`` contiguous in ``input``'s memory format on CPU (channels-last stays so), else
+    contiguous: what eager's ``group_norm`` and its backward hand the kernels, which need it."""
     fmt = suggest_memory_format(input) if input.device.type == "cpu" else torch.contiguous_format
+    return t.contiguous(memory_format=fmt)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    return _ATEN.native_group_norm.default(
+        _as_group_norm_reads(input, input), weight, bias, N, C, HxW, group, eps
+    )
+
+
+def group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    """As eager's autograd calls the kernel (the input: a copy again where eager's forward made
+    one, which its node keeps instead)."""
     return _wanted_outputs(
         _ATEN.native_group_norm_backward.default(
-            grad_out.contiguous(memory_format=fmt),
-            input.contiguous(memory_format=fmt),
+            _as_group_norm_reads(grad_out, input),
+            _as_group_norm_reads(input, input),
             mean,
             rstd,
             weight,
@@ -600,12 +612,14 @@ def _all_outputs(*args, **kwargs) -> bool:
 
 # norm backward kernels (a helper leaves out the None they return for a gradient not asked for):
 # layer norm's the aten kernel itself where every gradient is asked for; group norm's always the
-# helper, which makes the gradient and the input contiguous as eager's autograd does
+# helper, which lays out the gradient and the input as eager's autograd does
 executor.register(
     ltorch.layer_norm_backward, Impl(_sym(ltorch.layer_norm_backward.torch_impl), check=_all_outputs)
 )
 executor.register(ltorch.layer_norm_backward, Impl(_helper(layer_norm_backward)))
 executor.register(ltorch.group_norm_backward, Impl(_helper(group_norm_backward)))
+# group norm's forward kernel: its input made contiguous first, as eager's group_norm does
+executor.register(ltorch.native_group_norm, Impl(_helper(native_group_norm)))
 
 
 def unclaimed_prims() -> list[str]:

@@ -271,7 +271,7 @@ def _norm_inputs(*params, dtype=torch.float32, param_dtype=None, channels_last=F
 CHANNELS = lambda s: (s[1],)  # noqa: E731
 LAST = lambda s: (s[-1],)  # noqa: E731
 LAST_TWO = lambda s: tuple(s[-2:])  # noqa: E731
-GROUP_NORM = {"torch.ops.aten.native_group_norm.default", "torchex.group_norm_backward"}
+GROUP_NORM = {"torchex.native_group_norm", "torchex.group_norm_backward"}
 LAYER_NORM = {"torch.ops.aten.native_layer_norm.default", "torch.ops.aten.native_layer_norm_backward.default"}
 LAYER_NORM_SOME = {"torch.ops.aten.native_layer_norm.default", "torchex.layer_norm_backward"}
 
@@ -290,6 +290,13 @@ NORMS = {
     "group_norm channels_last": (
         lambda x, w, b: F.group_norm(x, 3, w, b),
         _norm_inputs(CHANNELS, CHANNELS, channels_last=True),
+        GROUP_NORM,
+    ),
+    "group_norm of a transposed input": (
+        # (diffusers' attention blocks normalise a (B, C, H*W) view of a (B, H*W, C) tensor; the
+        # kernels need their input contiguous: eager's group_norm copies it first)
+        lambda x, w, b: F.group_norm(x.transpose(2, 3), 3, w, b),
+        _norm_inputs(CHANNELS, CHANNELS),
         GROUP_NORM,
     ),
     "group_norm float64": (
