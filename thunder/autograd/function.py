@@ -199,6 +199,8 @@ def _forward(shared: SharedEntry) -> Callable:
         result = outs if plain_outputs else tuple(outs[k] for k in first)
         if keep_none:  # the cotangents of outputs the backward does not reach stay None
             ctx.set_materialize_grads(False)
+            # this call's sizes, for the zeros of a missing cotangent (the entry's may be symbolic)
+            ctx.out_shapes = [r.shape if isinstance(r, torch.Tensor) else None for r in result]
         if nondiff:
             ctx.mark_non_differentiable(*[result[j] for j in nondiff])
         return result
@@ -294,10 +296,10 @@ def _backward(shared: SharedEntry) -> Callable:
                 reached = frozenset().union(*(reach[j] for j, c in enumerate(cotangents) if c is not None))
                 unreached = [i for i in range(n_args) if i not in reached]
             cotangents = tuple(
-                (torch.zeros(m[0], dtype=m[1], device=m[2]) if m[3] is None else m[3]())
+                (torch.zeros(shape, dtype=m[1], device=m[2]) if m[3] is None else m[3]())
                 if c is None and m is not None
                 else c
-                for c, m in zip(cotangents, like)
+                for c, m, shape in zip(cotangents, like, ctx.out_shapes)
             )
         tensors = _saved_tensors(ctx, caller_writable)
         if all_tensors:
