@@ -440,6 +440,10 @@ _DECOMPOSED_SAVES_LESS = (
 _FOREACH_SAVES = (
     "eager's _foreach_* backward node saves every input, also the tensors whose gradient reads none"
 )
+_SVD_SAVES = (
+    "eager's svdvals keeps the singular vectors and values it computed (a write into the values raises, one "
+    "into the input does not); thunder's backward factorizes the input again"
+)
 KNOWN_DIFFERENCES = {
     ("write_through_detach", "output"): _THUNDER_ONLY,
     ("write_through_detach", "input"): _THUNDER_ONLY,
@@ -491,6 +495,12 @@ KNOWN_DIFFERENCES = {
     ("cov", "input"): _RECOMPUTES,
     ("corrcoef", "input"): _RECOMPUTES,
     ("index_reduce", "output"): _RESULT,
+    ("linalg_eigvalsh", "output"): (
+        "eager's eigh backward node saves the eigenvalues too, though without a gradient for the eigenvectors "
+        "it reads only the eigenvectors"
+    ),
+    ("linalg_svdvals", "output"): _SVD_SAVES,
+    ("linalg_svdvals", "input"): _SVD_SAVES,
 }
 
 

@@ -141,6 +141,8 @@ def _fit(g, like: TensorProxy):
             g = prims.sum(g, dims)
         if shape_of(g) != ls:
             g = prims.reshape(g, ls)
+    if dtype_of(g).is_complex and not dtype_of(like).is_complex:
+        g = prims.real(g)  # a real input's gradient is the real part (eager's handle_r_to_c)
     if dtype_of(g) is not dtype_of(like):
         g = prims.convert_element_type(g, dtype_of(like))
     if device_of(g) != device_of(like):
@@ -311,7 +313,7 @@ def _forward_values_used(backward: list[BoundSymbol], grads, defined: set[str]) 
 
 
 def _resolve_intermediates(
-    forward: list[BoundSymbol], backward: list[BoundSymbol], grads, inputs, cotangents, kept=None
+    forward: list[BoundSymbol], backward: list[BoundSymbol], grads, inputs, cotangents, kept=None, fresh=None
 ):
     """Make every forward value the backward uses available to it: recompute values from
     inside a decomposition in the backward, or open the op when recomputing would redraw
@@ -346,10 +348,12 @@ def _resolve_intermediates(
                 forward = forward[:i] + _open(forward[i]) + forward[i + 1 :]
             continue
         # (a value recomputed from one top-level op may need more of them: another round)
-        backward = _insert_recomputed(backward, recompute, forward)
+        backward = _insert_recomputed(backward, recompute, forward, available, fresh)
 
 
-def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forward) -> list[BoundSymbol]:
+def _insert_recomputed(
+    backward, recompute: dict[int, list[BoundSymbol]], forward, available: set[str], fresh
+) -> list[BoundSymbol]:
     pending = []
     for i, chosen in sorted(recompute.items()):
         top = forward[i]
@@ -359,6 +363,11 @@ def _insert_recomputed(backward, recompute: dict[int, list[BoundSymbol]], forwar
                 tags=c.tags | {Tag.BACKWARD, Tag.RECOMPUTED},
                 source=c.source or top.source,
                 info=dataclasses.replace(c.info, recomputes=key),
+                # an output the forward defines already (the op's own result, one of several a
+                # factorization returns) gets a fresh name: each name is assigned once
+                output=tree_map(
+                    lambda v: fresh(v) if isinstance(v, TensorProxy) and v.name in available else v, c.output
+                ),
             )
             for c in chosen
         ]
@@ -464,7 +473,13 @@ def differentiate(
     backward = dce(scratch).bound_symbols
     kept = {n for b in forward for n in _names(b.output)} if subclasses else None
     opened, backward = _resolve_intermediates(
-        differentiated, backward, grads, _names(trace.args), _names(cotangents), kept
+        differentiated,
+        backward,
+        grads,
+        _names(trace.args),
+        _names(cotangents),
+        kept,
+        lambda p: TensorProxy(joint.make_name("t"), shape_of(p), dtype_of(p), p.meta_device),
     )
     if subclasses:
         if opened is not differentiated:

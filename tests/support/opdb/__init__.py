@@ -68,6 +68,8 @@ FAMILIES = (
     "foreach",
     "statistics",
     "indexed",
+    "factorizations",
+    "spectral",
 )
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

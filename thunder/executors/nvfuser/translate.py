@@ -103,6 +103,23 @@ UNSUPPORTED = SymbolTable(
             "a collective: torch's functional collectives run it on its process group, between regions",
         ),
         prims.wait: "the end of a collective: torch's functional collectives wait for it",
+        **dict.fromkeys(
+            (
+                prims.cholesky,
+                prims.qr,
+                prims.eigh,
+                prims.svd,
+                prims.lu,
+                prims.lu_factor,
+                prims.lu_unpack,
+                prims.solve_triangular,
+            ),
+            "nvFuser has no matrix factorizations or triangular solves: torch's linear algebra kernels",
+        ),
+        **dict.fromkeys(
+            (prims.fft_r2c, prims.fft_c2c, prims.fft_c2r, prims.conj_physical),
+            "nvFuser has no Fourier transforms (and no complex tensors here): torch's FFT kernels",
+        ),
     },
 )
 

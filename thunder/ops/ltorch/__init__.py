@@ -9,6 +9,7 @@ from thunder.ops.ltorch.dropout import *  # noqa: F401,F403
 from thunder.ops.ltorch.einsum import *  # noqa: F401,F403
 from thunder.ops.ltorch.elementwise import *  # noqa: F401,F403
 from thunder.ops.ltorch.factories import *  # noqa: F401,F403
+from thunder.ops.ltorch.factorizations import *  # noqa: F401,F403
 from thunder.ops.ltorch.flash_attention import *  # noqa: F401,F403
 from thunder.ops.ltorch.foreach import *  # noqa: F401,F403
 from thunder.ops.ltorch.grouped import *  # noqa: F401,F403
@@ -31,6 +32,7 @@ from thunder.ops.ltorch.scans import *  # noqa: F401,F403
 from thunder.ops.ltorch.scatter import *  # noqa: F401,F403
 from thunder.ops.ltorch.shape import *  # noqa: F401,F403
 from thunder.ops.ltorch.special import *  # noqa: F401,F403
+from thunder.ops.ltorch.spectral import *  # noqa: F401,F403
 from thunder.ops.ltorch.spellings import *  # noqa: F401,F403
 from thunder.ops.ltorch.stacking import *  # noqa: F401,F403
 from thunder.ops.ltorch.statistics import *  # noqa: F401,F403

@@ -7,7 +7,8 @@ broadcast and promote like torch, so a decomposition needs no explicit casts.
 Every prim prints as ``prims.<name>`` and the printed trace imports this package as
 ``prims``, so it gathers the prims of its modules, in the order they are registered:
 ``elementwise``, ``shape``, ``reductions`` (with linear algebra), ``indexing``,
-``factories`` (with ``copy_``), ``windowed`` (convolution, pooling and their gradients);
+``factories`` (with ``copy_``), ``windowed`` (convolution, pooling and their gradients),
+``factorizations`` (matrix factorizations, triangular solves) and ``spectral`` (FFTs);
 ``declare`` holds how a prim is declared.
 """
 
@@ -19,6 +20,8 @@ from thunder.ops.prims.reductions import *  # noqa: F401,F403
 from thunder.ops.prims.indexing import *  # noqa: F401,F403
 from thunder.ops.prims.factories import *  # noqa: F401,F403
 from thunder.ops.prims.windowed import *  # noqa: F401,F403
+from thunder.ops.prims.factorizations import *  # noqa: F401,F403
+from thunder.ops.prims.spectral import *  # noqa: F401,F403
 from thunder.ops.prims.shape import slice_prim
 # isort: on
 

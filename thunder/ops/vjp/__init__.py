@@ -31,6 +31,9 @@ when this package imports it; a new rule goes into its family's module:
 - ``indexing``: takes, scatters, ``index_put``, ``topk``, ``sort`` and the torch-language
   ``embedding``;
 - ``linalg``: ``matmul``, ``linear``, ``grouped_mm``, convolution and pooling;
+- ``factorizations``: the matrix factorization prims (``cholesky``, ``qr``, ``eigh``, ``svd``,
+  ``lu``, ``lu_factor``, ``lu_unpack``) and ``solve_triangular``;
+- ``spectral``: the FFT prims and ``conj_physical``;
 - ``activations``: the torch-language activations and ``softmax``, ``log_softmax``,
   ``softmin``;
 - ``normalization``: ``layer_norm``, ``native_layer_norm`` and ``native_group_norm`` (and the
@@ -51,11 +54,13 @@ from thunder.ops.vjp import (  # noqa: F401
     attention,
     collectives,
     elementwise,
+    factorizations,
     indexing,
     linalg,
     normalization,
     reductions,
     shape,
+    spectral,
     subgradients,
 )
 from thunder.ops.vjp.collectives import NO_TORCH_GRADIENT
