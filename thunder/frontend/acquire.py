@@ -47,7 +47,7 @@ from thunder.frontend.modules.shadows import ModuleShadows
 from thunder.frontend.prologue.code_reads import code_reads, guard_code_reads, guard_written_functions
 from thunder.frontend.prologue.inputs import Inputs, is_argument_path
 from thunder.frontend.prologue.state_checks import GLOBAL_HOOKS
-from thunder.frontend.stand_ins.bound_self import BoundSelf
+from thunder.frontend.stand_ins.bound_self import bound_call
 from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter, refuse_stand_ins
 from thunder.frontend.stand_ins.made_objects import CreationSites
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper
@@ -244,17 +244,26 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     with tracectx(comp), _compiling_flag(), refuse_host_state():
         # modules (the jitted one, arguments) run as shadows: see thunder/frontend/modules/shadows.py
         state.inputs.on_module = lambda m, holder, path: state.shadows.shadow(m, holder, path + "_", path)
+        bound = bound_call(fn) if module is None else None
         pargs, pkwargs = state.inputs.bind_arguments(
-            module.forward if module is not None else fn, args, kwargs
+            module.forward if module is not None else fn if bound is None else bound.method(), args, kwargs
         )
         if module is not None:
             fn = state.shadows.shadow(module)
+        if bound is not None:  # ``thunder.jit(opt.step)``: the object is an input (stand_ins/bound_self.py)
+            holder = state.inputs.prologue.add_name("bound_self")
+            state.inputs.prologue.ctx_objects = {**state.inputs.prologue.ctx_objects, holder: bound.obj}
+            state.inputs.argument_roots.add(holder)
+            bound.self_value = state.inputs.value(
+                bound.obj, "self", Unpack(AnyProxy(holder, type(bound.obj)), CAPTURED, None)
+            )
+            fn = bound
         replica = DataParallelCall(state, ddp, fn) if ddp is not None else None
         if replica is not None:  # (the buffers' broadcast, then the module's forward)
             fn = replica
         # the globals and closure cells the user's code may read (also through the hooks and
         # callbacks it calls), as the call begins
-        called = [fn] if module is None else []
+        called = ([bound.func] if bound is not None else [fn]) if module is None else []
         called += [h for r in state.shadows.order for items in r.hooks.values() for _, h in items]
         if state.shadows.order:  # global module hooks (``register_module_forward_hook``)
             called += [h for name in GLOBAL_HOOKS for h in getattr(module_hooks, name, {}).values()]
@@ -264,8 +273,6 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         opaque = OpaqueStates(reads)  # (a random.Random, an iterator in a dict: effects/opaque_state.py)
         effects = state.effects
         held_writes: list = []
-        bound = BoundSelf(fn) if module is None else None
-        leaked = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
                 state.shadows.put_counters()  # (counters on objects modules hold: frontend/stand_ins/counters.py)
@@ -286,10 +293,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 refused = effects.restore()
                 state.shadows.restore_user_state()
                 reads.restore_objects(held_writes)
-                leaked = bound.put_back_if_leaked() if bound is not None else None
                 moved = opaque.changed()
-        if leaked is not None:
-            raise bound.refusal(leaked)
         if moved is not None:
             raise UnsupportedValueError(
                 f"thunder: the traced code changes {moved}: every cached call would reuse what it took from "

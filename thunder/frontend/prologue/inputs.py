@@ -90,6 +90,9 @@ class Inputs:
         # the inner tensors of subclass inputs: name -> the subclass value whose flatten makes it
         self.inner_owner: dict[str, TensorProxy] = {}
         self.captured: dict[int, TensorProxy] = {}
+        # names of objects the call's values are reached from besides args and kwargs: a jitted
+        # bound method's object (``frontend/stand_ins/bound_self.py``), checked as an argument
+        self.argument_roots: set[str] = set()
         self.module_proxy: AnyProxy | None = None
         self.seen: dict[int, Any] = {}  # id(real tensor or object) -> its proxy or wrapper
         self.wrappers: list = []  # ObjectWrappers, in the order they were made
@@ -203,24 +206,49 @@ class Inputs:
             out = t(*items) if hasattr(t, "_fields") else t(items)
             self._opened(out, holder, v)
             return out
-        if t is dict or t is collections.OrderedDict:
+        if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+            keys = tuple(self._key(k, path) for k in v)
             holder = self._container(v, path, unpack)
             self.checks.add_check(pyops.check_type, holder, t)
-            self.checks.add_check(pyops.check_keys, holder, tuple(v.keys()))
-            out = t(
+            self.checks.add_check(pyops.check_keys, holder, keys)
+            items = (
                 (
                     k,
                     self.value(
-                        x, f"{path}_{k}", Unpack(holder, ITEM, k), depth + 1, tensor_prefix=tensor_prefix
+                        x,
+                        f"{path}_{k.name if isinstance(k, TensorProxy) else k}",
+                        Unpack(holder, ITEM, k),
+                        depth + 1,
+                        tensor_prefix=tensor_prefix,
                     ),
                 )
-                for k, x in v.items()
+                for k, x in zip(keys, v.values())
+            )
+            out = (
+                collections.defaultdict(v.default_factory, items)
+                if t is collections.defaultdict
+                else t(items)
             )
             self._opened(out, holder, v)
             return out
         if dataclasses.is_dataclass(v) and isinstance(v, dict):
             return self._model_output(v, path, unpack, tensor_prefix)
         return self.object(v, path, unpack)
+
+    def _key(self, k, path: str):
+        """A dict input's key as the traced code sees it: a tensor (an optimizer's state is
+        keyed by the parameters) is the proxy it was met as, and the prologue looks the item up
+        with the tensor it unpacked; other keys are themselves."""
+        if not isinstance(k, torch.Tensor):
+            return k
+        p = self.seen.get(id(k))
+        if not isinstance(p, TensorProxy):
+            raise UnsupportedValueError(
+                f"thunder: the input {path or 'argument'} is a dict keyed by a tensor that is not itself an input "
+                f"(a tensor of shape {tuple(k.shape)}); such a dict is supported when its keys are reached "
+                "first (an optimizer's parameters, then its state)"
+            )
+        return p
 
     def _model_output(self, v, path: str, unpack: Unpack, tensor_prefix: str):
         """A dataclass that is a dict (transformers' ModelOutput, such as the ``encoder_outputs``
@@ -406,6 +434,8 @@ class Inputs:
             if src is not None:  # (the root module is a name in the prologue's namespace)
                 _, unpack, real = src
                 emit(unpack.parent)
+                if isinstance(unpack.key, TensorProxy):  # (an item looked up by a tensor)
+                    emit(unpack.key)
                 pro.bound_symbols.append(
                     BoundSymbol(
                         unpack.via,
@@ -421,8 +451,9 @@ class Inputs:
                 pro.bound_symbols.append(_tensor_check(proxy))
             for c in checks_by_holder.get(proxy.name, ()):
                 for other in c.args[1:]:  # an alias check names the first path's proxy
-                    if isinstance(other, (AnyProxy, TensorProxy)):
-                        emit(other)
+                    for x in other if type(other) is tuple else (other,):  # (a dict's tensor keys)
+                        if isinstance(x, (AnyProxy, TensorProxy)):
+                            emit(x)
                 pro.bound_symbols.append(c)
                 for made in proxies_in(c.output):  # what a check makes (a subclass's inner tensors)
                     emit(made)
@@ -508,7 +539,11 @@ def _is_wrappable(v) -> bool:
 def is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
     while True:
         parent = unpack.parent
-        if parent is inputs.args_proxy or parent is inputs.kwargs_proxy:
+        if (
+            parent is inputs.args_proxy
+            or parent is inputs.kwargs_proxy
+            or parent.name in inputs.argument_roots
+        ):
             return True
         src = inputs.sources.get(parent.name)
         if src is None:

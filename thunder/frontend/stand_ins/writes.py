@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.ops import python as pyops
 
@@ -98,7 +99,7 @@ class SetItem(HolderWrite):
     def step(self, epilogue: EpilogueSteps) -> BoundSymbol:
         obj = epilogue.input_object(self.holder)
         value = epilogue.build(self.value, f"{self.holder.name}[{self.key!r}]")
-        return BoundSymbol(pyops.python_setitem, (obj, self.key, value), {}, None)
+        return BoundSymbol(pyops.python_setitem, (obj, _key(epilogue, self.key), value), {}, None)
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,14 @@ class DelItem(HolderWrite):
     key: Any
 
     def step(self, epilogue: EpilogueSteps) -> BoundSymbol:
-        return BoundSymbol(pyops.python_delitem, (epilogue.input_object(self.holder), self.key), {}, None)
+        obj = epilogue.input_object(self.holder)
+        return BoundSymbol(pyops.python_delitem, (obj, _key(epilogue, self.key)), {}, None)
+
+
+def _key(epilogue: EpilogueSteps, key):
+    """A dict's key in the epilogue: a tensor key (an optimizer's state, keyed by the
+    parameters) is the input tensor itself."""
+    return epilogue.build(key, "a key") if isinstance(key, TensorProxy) else key
 
 
 @dataclass(frozen=True)
