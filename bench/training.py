@@ -5,8 +5,11 @@ A step is ``zero_grad``, the forward of the model (jitted or not), the loss (eag
 the model, as a training loop computes it) and ``backward``; CPU time per step
 (``time.process_time``, the minimum over repeats; "paired": the median over the repeats of
 the ratio within one repeat, steadier on a shared machine), one thread. Models: the 4-layer MLP of
-``bench/overhead.py`` on a [16, 64] batch (MSE loss) and a 4-block GPT (d=128, 4 heads,
-T=64, batch 2; cross-entropy loss). Also thunder's first step (trace, grad, split, passes,
+``bench/overhead.py`` on a [16, 64] batch (MSE loss), a 4-block GPT (d=128, 4 heads,
+T=64, batch 2; cross-entropy loss), the same GPT with its attention through
+``F.scaled_dot_product_attention`` at T=256 (eager: the CPU flash kernel, forward and backward),
+and a tiny diffusers ``UNet2DConditionModel`` on 16x16 latents (GroupNorm, SiLU, convolutions,
+cross-attention; MSE loss against the noise; skipped without diffusers). Also thunder's first step (trace, grad, split, passes,
 the step itself: its CPU time in the table, as the steps', so that another process busy on the
 machine does not count; its wall time and the compilation's largest passes below it), taken after eager's first step of the same model (timed too), so that what the
 process pays once for the model's shapes is not counted as thunder's. With torch.compile also: thunder with the torch.compile executor
@@ -31,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from support.models import GPT  # noqa: E402  (the GPT of the tests, at benchmark size)
+from support.models import GPT, Attention  # noqa: E402  (the GPT of the tests, at benchmark size)
 
 import thunder  # noqa: E402
 from thunder.executors.inductor import executor as torchcompileex  # noqa: E402
@@ -48,6 +51,70 @@ def gpt_loss(logits, target):
     return F.cross_entropy(logits.flatten(0, 1), target.flatten())
 
 
+class SDPAAttention(Attention):
+    """The tests' causal self-attention through ``F.scaled_dot_product_attention`` (eager: its
+    CPU flash kernel and that kernel's backward)."""
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+
+
+def sdpa_gpt(**config) -> nn.Module:
+    model = GPT(**config)
+    for block in model.blocks:
+        block.attn = SDPAAttention(config["d"], config["heads"])
+    return model
+
+
+class UNetStep(nn.Module):
+    """A tiny diffusers ``UNet2DConditionModel`` (ResNet blocks with GroupNorm and SiLU,
+    cross-attention transformer blocks through SDPA, up- and downsampling) called on a noisy
+    latent, its timesteps and a text encoding: the noise prediction."""
+
+    def __init__(self, size: int = 16):
+        super().__init__()
+        from diffusers import UNet2DConditionModel
+
+        self.unet = UNet2DConditionModel(
+            sample_size=size,
+            in_channels=4,
+            out_channels=4,
+            layers_per_block=1,
+            block_out_channels=(32, 64),
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            cross_attention_dim=32,
+            attention_head_dim=8,
+            norm_num_groups=8,
+        )
+        self.register_buffer("timesteps", torch.tensor([10, 500]))
+        self.register_buffer("text", torch.randn(2, 8, 32))
+
+    def forward(self, latents):
+        return self.unet(latents, self.timesteps, self.text).sample
+
+
+def unet_case() -> tuple | None:
+    """The UNet row, or None where diffusers is not installed."""
+    try:
+        import diffusers  # noqa: F401
+    except ImportError:
+        print("(diffusers not installed: no UNet row)")
+        return None
+    return (
+        "diffusers UNet 16x16 B=2",
+        UNetStep(16),
+        torch.randn(2, 4, 16, 16),
+        torch.randn(2, 4, 16, 16),
+        F.mse_loss,
+        3,
+    )
+
+
 def cases() -> list[tuple]:
     """The models measured: (name, model, input, target, loss function, steps per round)."""
     return [
@@ -60,7 +127,15 @@ def cases() -> list[tuple]:
             gpt_loss,
             20,
         ),
-    ]
+        (
+            "SDPA GPT 4x128 T=256",
+            sdpa_gpt(vocab=256, d=128, heads=4, layers=4, ctx=256),
+            torch.randint(0, 256, (2, 256)),
+            torch.randint(0, 256, (2, 256)),
+            gpt_loss,
+            5,
+        ),
+    ] + [c for c in (unet_case(),) if c is not None]
 
 
 def step_fn(model, forward, x, target, loss_fn):
