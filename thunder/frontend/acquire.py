@@ -78,6 +78,7 @@ class Acquired:
     epilogue: Trace
     written_numbers: frozenset = frozenset()  # number literals the function wrote back
     sizes: SizeEnv | None = None  # the symbolic sizes and the relations the traces relied on
+    locks: tuple = ()  # the locks the traced code took (``with LOCK:``): every call holds them
 
 
 class Acquisition:
@@ -273,6 +274,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
         opaque = OpaqueStates(reads)  # (a random.Random, an iterator in a dict: effects/opaque_state.py)
         effects = state.effects
         held_writes: list = []
+        failed = None
         with SUBSTITUTING:  # (one trace at a time puts tracked copies in the user's globals)
             try:
                 state.shadows.put_counters()  # (counters on objects modules hold: frontend/stand_ins/counters.py)
@@ -289,11 +291,16 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 ):
                     result = fn(*pargs, **pkwargs)
                     finish_pending(state)  # (thunder/frontend/distributed/collectives.py)
+            except Exception as e:
+                failed = e
+                raise
             finally:
                 refused = effects.restore()
                 state.shadows.restore_user_state()
-                reads.restore_objects(held_writes)
+                undone = reads.restore_objects(held_writes)
                 moved = opaque.changed()
+                if failed is not None:
+                    _note_undone(failed, [*effects.undone(), *([undone] if undone else [])])
         if moved is not None:
             raise UnsupportedValueError(
                 f"thunder: the traced code changes {moved}: every cached call would reuse what it took from "
@@ -343,7 +350,24 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     checked += [p for p in state.subclasses.input_owners(state.touched.values()) if p.name not in names]
     checked += [p for p in state.inputs.specialized if p.name not in names]
     prologue = state.inputs.build_prologue(used, epilogue_inputs, checked)
-    return Acquired(prologue, comp, epilogue, frozenset(state.written_numbers), state.inputs.sizes)
+    return Acquired(
+        prologue,
+        comp,
+        epilogue,
+        frozenset(state.written_numbers),
+        state.inputs.sizes,
+        state.effects.taken_locks(),
+    )
+
+
+def _note_undone(error: Exception, undone: list[str]) -> None:
+    """Say on ``error`` (raised by the traced code) what the code had written before it, which
+    the failed trace put back where eager would have kept it."""
+    if undone:
+        error.add_note(
+            "thunder: the function's writes before this error were not made (the trace that failed put "
+            f"back {', '.join(dict.fromkeys(undone))} as it was before the call; eager keeps them)"
+        )
 
 
 def collect_writebacks(state: Acquisition) -> list[Write]:

@@ -44,6 +44,7 @@ from thunder.executors.fusion import FusionExecutor
 from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.executors.registry import resolve_executors
 from thunder.frontend.acquire import acquire
+from thunder.frontend.effects.c_objects import holding
 from thunder.frontend.subclasses.dispatch import dispatch_op, dispatchable
 from thunder.ops.autocast import autocast_state
 from thunder.ops.python import tensor_check_line
@@ -90,6 +91,8 @@ class CacheEntry:
     sizes: SizeEnv | None = None
     # each symbol's size and why it became symbolic (``s0``: ``x.shape[0]``, and the miss)
     symbols: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the locks its code takes (``with LOCK:``): calls hold them (``frontend/effects/c_objects.py``)
+    locks: tuple = ()
 
 
 @dataclasses.dataclass
@@ -231,6 +234,7 @@ class ThunderFunction:
         self._static: set[str] = set()  # ... that failed as values: always specialised
         self._entries = self._cache.entries
         self._serial = False  # an entry's epilogue writes Python state: calls hold the cache's lock
+        self._locks: tuple = ()  # the user's locks its code takes: calls hold them (serial)
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -240,7 +244,7 @@ class ThunderFunction:
             # called by a function another thunder.jit is tracing: its ops go into that trace
             return self.fn(*args, **kwargs)
         if self._serial:  # an epilogue writes Python state (``self.calls += 1``): one call at a time
-            with self._cache.lock:
+            with holding(self._locks), self._cache.lock:  # (the user's locks first, as the code takes them)
                 return self._call(args, kwargs, None)
         # the entry of the last hit first, in this frame: a cached call's cost is counted in calls
         entry = self._cache.last
@@ -434,11 +438,15 @@ class ThunderFunction:
             held_gradients=held,
             sizes=acquired.sizes,
             symbols=self._symbol_notes(acquired.sizes),
+            locks=acquired.locks,
         )
         if double is not None:
             entry_ref.append(weakref.ref(entry))
         self.stats.last_trace_seconds = time.perf_counter() - t0
         self._serial = self._serial or any(Tag.WRITEBACK in b.tags for b in final.epilogue.bound_symbols)
+        if acquired.locks:  # (every call holds them: the serial path)
+            self._locks = tuple(dict.fromkeys((*self._locks, *acquired.locks)))
+            self._serial = True
         self._cache.add(entry, args, kwargs)
         n = self.stats.cache_misses
         if n % RECOMPILE_WARNING == 0:

@@ -23,14 +23,17 @@ refused, before it happens; so are reads of the contents of a memoryview or an m
 change without the object being replaced, which no check of the object sees). A stand-in's
 ``__class__`` is the object's (``type(A)`` in the user's code: ``type_reads.py``). An iterator
 the function did not make gets its stand-in here too (``iterators.py``): taking an item from it
-is refused the same way.
+is refused the same way. A lock's stand-in (``HeldLock``) takes the lock and notes it: the
+compiled program holds it on every call.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
 import mmap
 import socket
+import threading
 
 from thunder.core.errors import UnsupportedValueError, at
 from thunder.core.source import user_location
@@ -152,6 +155,86 @@ class RefusedObject:
         return None
 
 
+class HeldLock:
+    """Stands for a ``threading.Lock`` or ``RLock`` while the user's code is traced: taking it
+    (``with LOCK:``, ``LOCK.acquire()``) takes the lock itself and notes it, and every call of
+    the compiled program then runs holding it (``thunder/runtime/jit.py``), as the code in the
+    ``with`` block did. What would depend on another thread (a non-blocking or timed acquire,
+    ``locked()``) is refused: its outcome would be fixed at trace time."""
+
+    __slots__ = ("original", "label", "taken")
+
+    def __init__(self, original, label: str):
+        object.__setattr__(self, "original", original)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "taken", False)
+
+    @property
+    def __class__(self):
+        return type(self.original)
+
+    def _take(self) -> None:
+        object.__setattr__(self, "taken", True)
+
+    def _held(self) -> bool:  # (by the call being traced: ``holding``)
+        return id(self.original) in _holding_ids()
+
+    def __enter__(self):
+        self._take()
+        return self if self._held() else self.original.__enter__()
+
+    def __exit__(self, *exc):
+        return None if self._held() else self.original.__exit__(*exc)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1):
+        if not blocking or timeout != -1:
+            raise _refusal(self.original, self.label, "acquires without waiting", "acquire")
+        self._take()
+        return True if self._held() else self.original.acquire()
+
+    def release(self) -> None:
+        if not self._held():
+            self.original.release()
+
+    def locked(self):
+        raise _refusal(self.original, self.label, "reads", "locked")
+
+    def __getattr__(self, name: str):
+        raise _refusal(self.original, self.label, "uses", name)
+
+
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
+
+_THREAD = threading.local()
+
+
+def _holding_ids() -> set:
+    ids = getattr(_THREAD, "ids", None)
+    if ids is None:
+        ids = _THREAD.ids = set()
+    return ids
+
+
+@contextlib.contextmanager
+def holding(locks):
+    """Hold ``locks`` (in order) around a call of a compiled program whose code takes them;
+    a trace made meanwhile finds them held by this call and does not take them again."""
+    ids = _holding_ids()
+    with contextlib.ExitStack() as stack:
+        for lock in locks:
+            if id(lock) not in ids:
+                stack.enter_context(lock)
+                ids.add(id(lock))
+                stack.callback(ids.discard, id(lock))
+        yield
+
+
+def taken_locks(stand_ins) -> list:
+    """The locks the traced code took, among the stand-ins it was given."""
+    return [s.original for s in stand_ins if type(s) is HeldLock and s.taken]
+
+
 def stand_in(v, label: str):
     """The stand-in for ``v`` while tracing (``label``: what it is to the user, ``the global
     A``), or None when ``v`` is none of those objects."""
@@ -164,6 +247,8 @@ def stand_in(v, label: str):
         return RefusedObject(v, label)
     if is_foreign_iterator(v):  # ``next(IT)``: refused too, not frozen (iterators.py)
         return RefusedIterator(v, label)
+    if isinstance(v, _LOCK_TYPES):
+        return HeldLock(v, label)
     return None
 
 
@@ -181,7 +266,7 @@ def is_stand_in(v) -> bool:
     return type(v) in _STAND_IN_TYPES
 
 
-_STAND_IN_TYPES = frozenset({*_COPIES.values(), RefusedObject, RefusedIterator})
+_STAND_IN_TYPES = frozenset({*_COPIES.values(), RefusedObject, RefusedIterator, HeldLock})
 
 
 def written(v) -> str | None:

@@ -38,7 +38,14 @@ import types
 from thunder.core.proxies import AnyProxy
 from thunder.core.symbol import Symbol
 from thunder.core.trace import sanitize_name
-from thunder.frontend.effects.c_objects import C_BUFFERS, buffer_write_refusal, is_stand_in, stand_in, written
+from thunder.frontend.effects.c_objects import (
+    C_BUFFERS,
+    buffer_write_refusal,
+    is_stand_in,
+    stand_in,
+    taken_locks,
+    written,
+)
 from thunder.frontend.effects.patches import replacements
 from thunder.frontend.effects.python_calls import RecordedFile
 from thunder.frontend.prologue.inputs import LITERAL_TYPES
@@ -335,6 +342,17 @@ class Effects:
             self._counters.append((*binding, put))
             return put
         return v
+
+    def undone(self) -> list[str]:
+        """What the traced code wrote before its trace failed, all put back by ``restore``: the
+        globals and closure variables it rebound, the containers it wrote into."""
+        out = [f"{name}" for _, name, _, _ in self.rebound]
+        out += [c.fx.label for c in self.order if c.fx.ops and c.fx.label]
+        return out
+
+    def taken_locks(self) -> tuple:
+        """The locks the traced code took (``c_objects.HeldLock``)."""
+        return tuple(taken_locks(self._swapped.values()))
 
     def stand_in_for(self, v, label: str):
         """The stand-in of a C object whose writes are refused (``c_objects.py``), made once per
