@@ -1,7 +1,9 @@
-"""Matrix factorizations and triangular solves (``thunder/ops/ltorch/factorizations.py``, their
-prims and their gradient rules in ``thunder/ops/vjp/factorizations.py``): values, strides and
-gradients equal eager's for batches, over several calls at two sizes; gradcheck passes; bad
-arguments are errors that name the op and the value."""
+"""Matrix factorizations, triangular solves and the solves and inverse from a factor
+(``thunder/ops/ltorch/factorizations.py``, their prims and their gradient rules in
+``thunder/ops/vjp/factorizations.py``), and the matrix norms of the singular values
+(``linalg.matrix_norm``, ``linalg.norm``): values, strides and gradients equal eager's for
+batches, over several calls at two sizes; gradcheck passes; bad arguments are errors that name
+the op and the value."""
 
 from __future__ import annotations
 
@@ -98,6 +100,88 @@ def test_triangular_solve_equals_eager(transpose):
     )
 
 
+def lu_of(*shape):
+    return torch.linalg.lu_factor(
+        torch.randn(*shape, dtype=f64) + 2 * shape[-1] * torch.eye(shape[-1], dtype=f64)
+    )
+
+
+FROM_A_FACTOR = {
+    "cholesky_solve": (
+        lambda b, factor: torch.cholesky_solve(b, factor),
+        lambda n: [torch.randn(3, n, 2, dtype=f64), torch.linalg.cholesky(spd(n, n))],
+    ),
+    "cholesky_solve_upper": (
+        lambda b, u: torch.cholesky_solve(b, u, upper=True),
+        lambda n: [torch.randn(n, 2, dtype=f64), torch.linalg.cholesky(spd(2, n, n), upper=True)],
+    ),
+    "cholesky_inverse": (
+        lambda factor: torch.cholesky_inverse(factor),
+        lambda n: [torch.linalg.cholesky(spd(2, n, n))],
+    ),
+    "cholesky_inverse_upper": (
+        lambda u: torch.cholesky_inverse(u, upper=True),
+        lambda n: [torch.linalg.cholesky(spd(n, n), upper=True)],
+    ),
+    "lu_solve": (
+        lambda b, lu, p: torch.lu_solve(b, lu, p),
+        lambda n: [torch.randn(2, n, 3, dtype=f64), *lu_of(2, n, n)],
+    ),
+    **{
+        f"linalg.lu_solve_left={left}_adjoint={adjoint}": (
+            lambda lu, p, b, left=left, adjoint=adjoint: torch.linalg.lu_solve(
+                lu, p, b, left=left, adjoint=adjoint
+            ),
+            lambda n, left=left: [
+                *lu_of(n, n),
+                torch.randn(3, n, 2, dtype=f64) if left else torch.randn(3, 2, n, dtype=f64),
+            ],
+        )
+        for left in (True, False)
+        for adjoint in (True, False)
+    },
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(FROM_A_FACTOR))
+def test_solves_and_inverse_from_a_factor_equal_eager_with_batch_broadcasting(name):
+    """The gradient of the factor is eager's: over the whole of a Cholesky factor (eager's
+    formula does not keep it to the triangle the solve reads), and of both of LU's parts."""
+    fn, make = FROM_A_FACTOR[name]
+    check_calls(fn, _calls(make))
+
+
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+@pytest.mark.parametrize(
+    "dim, keepdim",
+    [((-2, -1), False), ((-1, 0), True), ((2, 0), False)],
+    ids=["last-two", "moved-keepdim", "moved"],
+)
+def test_matrix_norms_of_the_singular_values_equal_eager(ord, dim, keepdim):
+    """Values and gradients, also of the largest and smallest singular value, whose gradient
+    finds it among the singular values again (the forward computes them as the backward does)."""
+    check_calls(
+        lambda a: torch.linalg.matrix_norm(a, ord, dim, keepdim),
+        _calls(lambda n: [torch.randn(2, n, n + 1, dtype=f64)]),
+    )
+    check_calls(
+        lambda a: torch.linalg.norm(a, ord, dim, keepdim),
+        _calls(lambda n: [torch.randn(2, n + 1, n, dtype=f64)]),
+    )
+
+
+def test_singular_value_norms_under_grad_compute_the_vectors_as_eager():
+    """Under grad, eager's svdvals computes the singular vectors too; so does the compiled
+    forward (the SVD prim, not one svdvals call), and without grad it is one call."""
+    jfn = thunder.jit(lambda a: torch.linalg.matrix_norm(a, 2))
+    jfn(torch.randn(3, 4, dtype=f64))
+    assert "torch.linalg.matrix_norm(" in str(thunder.last_traces(jfn)[-1])
+    jfn(torch.randn(3, 4, dtype=f64, requires_grad=True))
+    forward = str(thunder.last_traces(jfn)[-1])
+    assert "_linalg_svd.default(a, False, True)" in forward and "torch.linalg.matrix_norm(" not in forward
+
+
 def _symmetric(fn):
     """``fn`` of the symmetric part: the ops that read one triangle of a symmetric input have
     gradients for symmetric perturbations, which is what finite differences then make."""
@@ -117,12 +201,46 @@ def _symmetric(fn):
             lambda a: torch.linalg.solve_triangular(a.triu() + 3 * torch.eye(3, dtype=f64), a, upper=True),
             lambda: torch.randn(3, 3, dtype=f64),
         ),
+        # a Cholesky factor's triangle only: finite differences of the other are zero, where
+        # eager's formula (and thunder's) gives the gradient over the whole matrix
+        (
+            lambda b, a: torch.cholesky_solve(b, a.tril() + 3 * torch.eye(3, dtype=f64)),
+            lambda: (torch.randn(2, 3, 2, dtype=f64), torch.randn(3, 3, dtype=f64)),
+        ),
+        (
+            lambda a: torch.cholesky_inverse(a.triu() + 3 * torch.eye(3, dtype=f64), upper=True),
+            lambda: torch.randn(2, 3, 3, dtype=f64),
+        ),
+        (
+            lambda lu, b: torch.linalg.lu_solve(lu, torch.arange(1, 4, dtype=torch.int32), b, adjoint=True),
+            lambda: (
+                torch.randn(3, 3, dtype=f64) + 6 * torch.eye(3, dtype=f64),
+                torch.randn(3, 2, dtype=f64),
+            ),
+        ),
+        (lambda a: torch.linalg.matrix_norm(a, -2), lambda: torch.randn(2, 4, 3, dtype=f64)),
+        (lambda a: torch.linalg.matrix_norm(a, "nuc", (0, 2)), lambda: torch.randn(3, 2, 4, dtype=f64)),
     ],
-    ids=["cholesky", "eigvals", "qr", "singular-values", "lu", "lu_factor", "solve_triangular"],
+    ids=[
+        "cholesky",
+        "eigvals",
+        "qr",
+        "singular-values",
+        "lu",
+        "lu_factor",
+        "solve_triangular",
+        "cholesky_solve",
+        "cholesky_inverse",
+        "lu_solve",
+        "matrix_norm-2",
+        "matrix_norm-nuc",
+    ],
 )
 def test_gradients_pass_gradcheck(fn, make):
     """Finite differences agree with the compiled backward."""
-    assert torch.autograd.gradcheck(thunder.jit(fn), (make().requires_grad_(),))
+    inputs = make()
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    assert torch.autograd.gradcheck(thunder.jit(fn), tuple(t.requires_grad_() for t in inputs))
 
 
 def test_qr_without_q_runs_forward_and_refuses_the_gradient_as_eager():
@@ -168,8 +286,41 @@ def test_eigvalsh_skips_the_eigenvectors_without_a_gradient():
             lambda: torch.linalg.solve_triangular(torch.eye(3), torch.randn(4, 2), upper=True),
             r"torch.linalg.solve_triangular: shapes of A \(3, 3\) and B \(4, 2\) do not fit the equation AX = B",
         ),
+        (
+            lambda: torch.cholesky_solve(torch.randn(4, 2), torch.eye(3)),
+            r"torch.cholesky_solve: shapes of input2 \(3, 3\) and input \(4, 2\) do not fit the equation AX = B",
+        ),
+        (
+            lambda: torch.linalg.lu_solve(torch.eye(3), torch.ones(3, dtype=torch.int64), torch.randn(3, 2)),
+            r"torch.linalg.lu_solve: pivots must be int32 of shape \(3,\) .* got torch.int64",
+        ),
+        (
+            lambda: torch.linalg.matrix_norm(torch.randn(3, 3), 3),
+            r"torch.linalg.matrix_norm: matrix norm ord=3 is not supported: one of 'fro', 'nuc'",
+        ),
+        (
+            lambda: torch.linalg.matrix_norm(torch.randn(3, 3, dtype=torch.bfloat16), "nuc"),
+            r"torch.linalg.matrix_norm: torch.bfloat16 is not supported by torch's linear algebra",
+        ),
+        (
+            lambda: torch.linalg.matrix_norm(torch.randn(3, 3, dtype=f64), dtype=torch.float32),
+            r"torch.linalg.matrix_norm: A of torch.float64 does not convert to dtype=torch.float32",
+        ),
     ],
-    ids=["not-square", "not-a-matrix", "uplo", "qr-mode", "integer", "complex", "solve-shapes"],
+    ids=[
+        "not-square",
+        "not-a-matrix",
+        "uplo",
+        "qr-mode",
+        "integer",
+        "complex",
+        "solve-shapes",
+        "cholesky_solve-shapes",
+        "lu_solve-pivots",
+        "matrix_norm-ord",
+        "matrix_norm-low-precision-svd",
+        "matrix_norm-narrowing-dtype",
+    ],
 )
 def test_bad_arguments_are_errors_naming_the_op_and_the_value(call, message):
     with pytest.raises(Exception, match=message):

@@ -120,3 +120,60 @@ op(
     T.triangular_solve,
     tol=TOL,
 )
+
+
+# -- solves and the inverse from a factor -----------------------------------------------------
+def chol(m, *shape, upper: bool = False):
+    """The Cholesky factor (batch) of a symmetric positive-definite matrix."""
+    return torch.linalg.cholesky(spd(m, *shape), upper=upper)
+
+
+def lu_of(m, *shape):
+    """``lu_factor`` of a well-conditioned matrix (batch): (LU, pivots)."""
+    return torch.linalg.lu_factor(
+        m(*shape) + 2 * shape[-1] * torch.eye(shape[-1], dtype=m.dtype, device=m.device)
+    )
+
+
+op(
+    "cholesky_solve",
+    torch.cholesky_solve,
+    lambda m: [
+        s(m(4, 3), chol(m, 4, 4)),
+        s(m(2, 4, 2), chol(m, 4, 4, upper=True), True),
+        s(m(4, 2), chol(m, 3, 4, 4), upper=False),
+        s(m(2, 1, 3, 1), chol(m, 2, 3, 3), upper=True),
+    ],
+    DT,
+    T.cholesky_solve,
+    tol=TOL,
+)
+op(
+    "cholesky_inverse",
+    torch.cholesky_inverse,
+    lambda m: [s(chol(m, 4, 4)), s(chol(m, 2, 3, 3, upper=True), True), s(chol(m, 3, 3), upper=False)],
+    DT,
+    T.cholesky_inverse,
+    tol=TOL,
+)
+op(
+    "linalg_lu_solve",
+    torch.linalg.lu_solve,
+    lambda m: [
+        s(*lu_of(m, 4, 4), m(4, 3)),
+        s(*lu_of(m, 4, 4), m(2, 3, 4), left=False),
+        s(*lu_of(m, 2, 3, 3), m(3, 2), adjoint=True),
+        s(*lu_of(m, 3, 3), m(2, 2, 3), left=False, adjoint=True),
+        s(*lu_of(m, 2, 1, 3, 3), m(4, 3, 1)),
+    ],
+    DT,
+    tol=TOL,
+)
+op(
+    "lu_solve",
+    torch.lu_solve,
+    lambda m: [s(m(4, 2), *lu_of(m, 4, 4)), s(m(3, 3, 1), *lu_of(m, 3, 3, 3))],
+    DT,
+    T.lu_solve,
+    tol=TOL,
+)

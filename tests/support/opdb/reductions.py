@@ -389,6 +389,31 @@ op(
     FLOAT,
     tol=RED_TOL,
 )
+op(  # the orders of the singular values: torch has no SVD of low-precision dtypes
+    "linalg_norm",
+    torch.linalg.norm,
+    lambda m: [s(m(3, 4), "nuc"), s(m(2, 3, 4), 2, (2, 0), True), s(m(4, 3), -2)],
+    (f32, f64),
+    variant="singular_values",
+)
+op(
+    "linalg_matrix_norm",
+    torch.linalg.matrix_norm,
+    lambda m: [
+        s(m(4, 3), 2),
+        s(m(3, 4)),
+        s(m(2, 3, 4), "nuc"),
+        s(m(2, 3, 4), -2, (2, 0), True),
+        s(m(2, 3, 4), "nuc", (0, 1), keepdim=True),
+        s(m(3, 4), 1, keepdim=True),
+        s(m(2, 3, 4), -1, (-1, 0)),
+        s(m(3, 4), math.inf),
+        s(m(2, 3, 4), -math.inf, (1, 2), True),
+        s(m(3, 4), "fro", (1, 0), dtype=f64),
+    ],
+    (f32, f64),
+    tol=RED_TOL,
+)
 op(
     "renorm",
     torch.renorm,

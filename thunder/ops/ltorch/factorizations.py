@@ -1,7 +1,8 @@
 """Matrix factorizations and triangular solves: ``linalg.cholesky``/``cholesky_ex`` and the old
 ``cholesky``, ``linalg.qr`` and ``qr``, ``linalg.eigh``/``eigvalsh``, ``linalg.svd``/``svdvals``
 and ``svd``, ``linalg.lu``/``lu_factor``/``lu_factor_ex``, ``lu`` and ``lu_unpack``,
-``linalg.solve_triangular`` and ``triangular_solve``.
+``linalg.solve_triangular`` and ``triangular_solve``, and the solves and inverse from a factor:
+``cholesky_solve``, ``cholesky_inverse``, ``linalg.lu_solve`` and ``lu_solve``.
 
 Each is a factorization prim (``thunder/ops/prims/factorizations.py``: one torch call with the
 op's own flags, so values and strides are eager's) after the checks eager makes, named in the
@@ -166,8 +167,17 @@ def linalg_svd(A, full_matrices: bool = True, *, driver: str | None = None, out=
     return linalg_svd_result(*prims.svd(A, full_matrices, True))
 
 
-@torchsymbol(torch.linalg.svdvals, torch_impl="torch.linalg.svdvals", tags=(Tag.MATMUL,))
+@torchsymbol(
+    torch.linalg.svdvals,
+    torch_impl="torch.linalg.svdvals",
+    impl_check=lambda A, *args, **kwargs: not requires_grad_of(A),
+    tags=(Tag.MATMUL,),
+)
 def linalg_svdvals(A, *, driver: str | None = None, out=None):
+    """The singular values, descending. Under grad (as eager's) they come with the singular
+    vectors the gradient reads, so the call is the SVD prim then, not one torch call, which
+    would compute them without the vectors (under the forward's no-grad): values that can
+    differ in the last bit from those the backward computes again with the vectors."""
     op = "torch.linalg.svdvals"
     _no_out(op, out)
     check_matrices(op, A)
@@ -249,15 +259,18 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
 
 
 # -- triangular solves ------------------------------------------------------------------------
-def _check_solve(op: str, A, B, left: bool) -> None:
-    check_matrices(op, A, square=True)
-    check_matrices(op, B, "B")
+def _check_solve(op: str, A, B, left: bool, names: tuple[str, str] = ("A", "B")) -> None:
+    """A square A (named ``names[0]`` in the errors) and B (``names[1]``) of one dtype that fit
+    A X = B (``left``) or X A = B."""
+    na, nb = names
+    check_matrices(op, A, na, square=True)
+    check_matrices(op, B, nb)
     sa, sb = shape_of(A), shape_of(B)
     if dtype_of(A) is not dtype_of(B):
-        raise ShapeError(f"{op}: A and B must have one dtype, got {dtype_of(A)} and {dtype_of(B)}")
+        raise ShapeError(f"{op}: {na} and {nb} must have one dtype, got {dtype_of(A)} and {dtype_of(B)}")
     if (sb[-2] if left else sb[-1]) != sa[-1]:
         eq = "AX = B" if left else "XA = B"
-        raise ShapeError(f"{op}: shapes of A {sa} and B {sb} do not fit the equation {eq}")
+        raise ShapeError(f"{op}: shapes of {na} {sa} and {nb} {sb} do not fit the equation {eq}")
 
 
 @torchsymbol(torch.linalg.solve_triangular, torch_impl="torch.linalg.solve_triangular", tags=(Tag.MATMUL,))
@@ -285,3 +298,55 @@ def triangular_solve(
         coefficient, b, upper=upper != transpose, left=True, unitriangular=unitriangular
     )
     return triangular_solve_result(x, prims.clone(A))
+
+
+# -- solves and the inverse from a factor -----------------------------------------------------
+@torchsymbol(torch.cholesky_solve, T.cholesky_solve, torch_impl="torch.cholesky_solve", tags=(Tag.MATMUL,))
+def cholesky_solve(input, input2, upper: bool = False, *, out=None):
+    """X with A X = ``input`` for A = L L^H given its Cholesky factor L = ``input2`` (U^H U with
+    U = ``input2`` if ``upper``): only that triangle of ``input2`` is read."""
+    op = "torch.cholesky_solve"
+    _no_out(op, out)
+    _check_solve(op, input2, input, True, ("input2", "input"))
+    return prims.cholesky_solve(input, input2, upper)
+
+
+@torchsymbol(
+    torch.cholesky_inverse, T.cholesky_inverse, torch_impl="torch.cholesky_inverse", tags=(Tag.MATMUL,)
+)
+def cholesky_inverse(input, upper: bool = False, *, out=None):
+    """(L L^H)^{-1} from the Cholesky factor L = ``input`` ((U^H U)^{-1} if ``upper``)."""
+    op = "torch.cholesky_inverse"
+    _no_out(op, out)
+    check_matrices(op, input, "input", square=True)
+    return prims.cholesky_inverse(input, upper)
+
+
+def _check_pivots(op: str, LU, pivots, names: tuple[str, str] = ("LU", "pivots")) -> None:
+    s = shape_of(LU)[:-1]
+    if dtype_of(pivots) is not torch.int32 or shape_of(pivots) != s:
+        raise ShapeError(
+            f"{op}: {names[1]} must be int32 of shape {s} for {names[0]} of shape {shape_of(LU)}, got "
+            f"{dtype_of(pivots)} of shape {shape_of(pivots)}"
+        )
+
+
+@torchsymbol(torch.linalg.lu_solve, torch_impl="torch.linalg.lu_solve", tags=(Tag.MATMUL,))
+def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):
+    """X with A X = B (``left``) or X A = B, A given as ``lu_factor`` factors it (its packed L
+    and U, and the row swaps); A^H in its place if ``adjoint``."""
+    op = "torch.linalg.lu_solve"
+    _no_out(op, out)
+    _check_solve(op, LU, B, left, ("LU", "B"))
+    _check_pivots(op, LU, pivots)
+    return prims.lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
+
+
+@torchsymbol(torch.lu_solve, T.lu_solve, torch_impl="torch.lu_solve", tags=(Tag.MATMUL,))
+def lu_solve(input, LU_data, LU_pivots, *, out=None):
+    """The old spelling: X with A X = ``input``."""
+    op = "torch.lu_solve"
+    _no_out(op, out)
+    _check_solve(op, LU_data, input, True, ("LU_data", "input"))
+    _check_pivots(op, LU_data, LU_pivots, ("LU_data", "LU_pivots"))
+    return prims.lu_solve(LU_data, LU_pivots, input)

@@ -2,7 +2,7 @@
 (one matmul between reshaped operands), ``mv``/``addmv``, ``addr``, ``vdot``, ``kron``,
 ``addbmm`` (one matmul over the batch), ``chain_matmul``/``linalg.multi_dot`` (the cheapest
 order of the chain), ``cross``/``linalg.cross``, ``cdist`` (pairwise p-norm distances),
-``linalg.norm`` and ``renorm``."""
+``linalg.norm``, ``linalg.matrix_norm`` and ``renorm``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from thunder.ops import prims
 from thunder.ops.langs import alias, torchsymbol
 from thunder.ops.ltorch import reductions as red
 from thunder.ops.ltorch.factories import in_graph_of
+from thunder.ops.ltorch.factorizations import check_matrices, linalg_svdvals
 from thunder.ops.ltorch.nn import _scaled_sum
-from thunder.ops.ltorch.shape import _slice_dim
+from thunder.ops.ltorch.shape import _slice_dim, unsqueeze
 from thunder.ops.meta import (
     LOW_PRECISION_DTYPES,
     ShapeError,
@@ -25,6 +26,7 @@ from thunder.ops.meta import (
     device_of,
     dtype_of,
     is_tensor,
+    requires_grad_of,
     shape_of,
 )
 
@@ -337,14 +339,23 @@ alias(lambda input, other, *, dim=-1: cross(input, other, dim), torch.linalg.cro
 
 # -- norms ------------------------------------------------------------------------------------
 def _matrix_norm(a, ord, dims: tuple, keepdim: bool, op: str):
-    """'fro' and the orders that are sums and extrema of magnitudes (1, -1: over columns;
-    inf, -inf: over rows); 'nuc' and 2, -2 need singular values, which no prim computes."""
+    """Of the matrices in ``dims`` (two distinct, non-negative): 'fro'; the orders that are sums
+    and extrema of magnitudes (1, -1: over columns; inf, -inf: over rows); and those of the
+    singular values ('nuc' their sum, 2 and -2 the largest and smallest), computed as eager
+    computes them, by ``linalg.svdvals`` of the matrices moved to the last two dims."""
     if ord == "fro":
         return red.vector_norm(a, 2, dims, keepdim)
+    if ord in ("nuc", 2, -2):
+        n = len(shape_of(a))
+        check_matrices(op, a)
+        rest = tuple(i for i in range(n) if i not in dims)
+        moved = a if rest + dims == tuple(range(n)) else prims.transpose(a, rest + dims)
+        sv = linalg_svdvals(moved)
+        out = red.sum(sv, -1) if ord == "nuc" else (red.amax if ord == 2 else red.amin)(sv, -1)
+        return unsqueeze(unsqueeze(out, min(dims)), max(dims)) if keepdim else out
     if ord not in (1, -1, math.inf, -math.inf):
-        why = "needs singular values (an SVD), which thunder has no op for" if ord in ("nuc", 2, -2) else ""
         raise ShapeError(
-            f"{op}: matrix norm ord={ord!r} is not supported{' (it ' + why + ')' if why else ''}"
+            f"{op}: matrix norm ord={ord!r} is not supported: one of 'fro', 'nuc', inf, -inf, 1, -1, 2, -2"
         )
     summed, other = (dims[0], dims[1]) if ord in (1, -1) else (dims[1], dims[0])
     s = red.sum(prims.abs(a), summed, True)
@@ -363,7 +374,23 @@ def _matrix_norm(a, ord, dims: tuple, keepdim: bool, op: str):
     return prims.squeeze(out, tuple(sorted(dims))) if shape_of(out) else out
 
 
-@torchsymbol(torch.linalg.norm, torch_impl="torch.linalg.norm", tags=(Tag.REDUCTION,), name="linalg_norm")
+def _whole_unless_singular_values_under_grad(A, ord=None, *args, **kwargs) -> bool:
+    """Whether the torch executor may run the norm as one torch call: not for the orders of
+    the singular values of an input that needs a gradient. Run whole, under the forward's
+    no-grad, torch computes them without the singular vectors, which can differ in the last
+    bit from those the backward computes with them (and the gradient of 2 and -2 finds the
+    extremum among them again); in its parts the forward computes them as eager does under
+    grad, as the backward computes them again."""
+    return not (ord in ("nuc", 2, -2) and requires_grad_of(A))
+
+
+@torchsymbol(
+    torch.linalg.norm,
+    torch_impl="torch.linalg.norm",
+    impl_check=_whole_unless_singular_values_under_grad,
+    tags=(Tag.REDUCTION,),
+    name="linalg_norm",
+)
 def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype: torch.dtype | None = None):
     """A vector norm (over one dim, or all when neither ``ord`` nor ``dim`` is given) or a
     matrix norm (over two dims, or a 2-D input given ``ord``)."""
@@ -390,6 +417,40 @@ def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype: torch.dt
     d0, d1 = (canonical_dim(d, n, op) for d in dims)
     if d0 == d1:
         raise ShapeError(f"{op}: the two dims must differ, got {dim!r}")
+    return _matrix_norm(A, ord, (d0, d1), keepdim, op)
+
+
+@torchsymbol(
+    torch.linalg.matrix_norm,
+    torch_impl="torch.linalg.matrix_norm",
+    impl_check=_whole_unless_singular_values_under_grad,
+    tags=(Tag.REDUCTION,),
+)
+def linalg_matrix_norm(
+    A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype: torch.dtype | None = None, out=None
+):
+    """The norm of the matrices in the two dims ``dim`` (the last two by default), of order
+    'fro', 'nuc', inf, -inf, 1, -1, 2 or -2; ``dtype`` converts A first."""
+    op = "torch.linalg.matrix_norm"
+    if out is not None:
+        raise ShapeError(f"{op}: out= is not supported")
+    dt = dtype_of(A)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise ShapeError(f"{op}: expected a floating point A, got {dt}")
+    if dtype is not None and torch.promote_types(dt, dtype) is not dtype:
+        raise ShapeError(f"{op}: A of {dt} does not convert to dtype={dtype} without narrowing")
+    if dtype is not None and dtype is not dt:
+        A = prims.convert_element_type(A, dtype)
+    n = len(shape_of(A))
+    if n < 2:
+        raise ShapeError(f"{op}: A must have at least 2 dimensions, got shape {shape_of(A)}")
+    if isinstance(dim, int) or len(dim) != 2:
+        raise ShapeError(f"{op}: dim must be a pair of dims, got {dim!r}")
+    d0, d1 = (canonical_dim(d, n, op) for d in dim)
+    if d0 == d1:
+        raise ShapeError(f"{op}: the two dims must differ, got {dim!r}")
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+        raise ShapeError(f"{op}: ord={ord!r} is not supported: one of 'fro', 'nuc' or a number")
     return _matrix_norm(A, ord, (d0, d1), keepdim, op)
 
 

@@ -1,5 +1,6 @@
-"""Matrix factorizations and the triangular solve as primitives: ``cholesky``, ``qr``, ``eigh``,
-``svd``, ``lu``, ``lu_factor``, ``lu_unpack`` and ``solve_triangular``.
+"""Matrix factorizations and the solves they serve as primitives: ``cholesky``, ``qr``, ``eigh``,
+``svd``, ``lu``, ``lu_factor``, ``lu_unpack``, ``solve_triangular``, and the solves and inverse
+from a factor: ``cholesky_solve``, ``cholesky_inverse`` and ``lu_solve``.
 
 No composition of elementwise prims computes a factorization, so each is a prim of its own, one
 call of the torch function it names (with that function's flags, so its results are eager's,
@@ -117,3 +118,30 @@ def _solve_triangular_meta(a, b, *, upper: bool, left: bool = True, unitriangula
 
 
 solve_triangular = _torch_prim("solve_triangular", _solve_triangular_meta, "torch.linalg.solve_triangular")
+
+
+def _cholesky_solve_meta(b, factor, upper: bool = False):
+    """X with A X = B for A = L L^H (U^H U if ``upper``); the batch dims broadcast."""
+    batch = broadcast_shapes(shape_of(b)[:-2], shape_of(factor)[:-2], op="prims.cholesky_solve")
+    return new_tensor(batch + shape_of(b)[-2:], dtype_of(b), b.meta_device, b, factor)
+
+
+cholesky_solve = _torch_prim("cholesky_solve", _cholesky_solve_meta, "torch.cholesky_solve")
+
+
+def _cholesky_inverse_meta(factor, upper: bool = False):
+    """(L L^H)^{-1} (or (U^H U)^{-1}) from the Cholesky factor."""
+    return _out(factor, shape_of(factor))
+
+
+cholesky_inverse = _torch_prim("cholesky_inverse", _cholesky_inverse_meta, "torch.cholesky_inverse")
+
+
+def _lu_solve_meta(LU, pivots, b, *, left: bool = True, adjoint: bool = False):
+    """X with A X = B (``left``) or X A = B, A = P L U given packed as ``lu_factor`` gives it
+    (A^H for ``adjoint``); the batch dims of LU (and pivots) and B broadcast."""
+    batch = broadcast_shapes(shape_of(LU)[:-2], shape_of(b)[:-2], op="prims.lu_solve")
+    return new_tensor(batch + shape_of(b)[-2:], dtype_of(b), b.meta_device, LU, b)
+
+
+lu_solve = _torch_prim("lu_solve", _lu_solve_meta, "torch.linalg.lu_solve")

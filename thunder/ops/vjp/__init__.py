@@ -32,7 +32,8 @@ when this package imports it; a new rule goes into its family's module:
   ``embedding``;
 - ``linalg``: ``matmul``, ``linear``, ``grouped_mm``, convolution and pooling;
 - ``factorizations``: the matrix factorization prims (``cholesky``, ``qr``, ``eigh``, ``svd``,
-  ``lu``, ``lu_factor``, ``lu_unpack``) and ``solve_triangular``;
+  ``lu``, ``lu_factor``, ``lu_unpack``), ``solve_triangular`` and the solves and inverse from a
+  factor (``cholesky_solve``, ``cholesky_inverse``, ``lu_solve``);
 - ``spectral``: the FFT prims and ``conj_physical``;
 - ``activations``: the torch-language activations and ``softmax``, ``log_softmax``,
   ``softmin``;

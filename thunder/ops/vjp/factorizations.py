@@ -2,8 +2,9 @@
 backward formulas (``torch/csrc/autograd/FunctionsManual.cpp``: ``cholesky_backward``,
 ``linalg_qr_backward``, ``linalg_eig_backward`` for ``eigh``, ``svd_backward``,
 ``linalg_lu_backward``, ``lu_factor_ex_backward``, ``lu_unpack_backward``,
-``linalg_solve_triangular_backward``) for real matrices, written with thunder ops so that the
-backward is a trace like any other.
+``linalg_solve_triangular_backward``, ``cholesky_solve_backward``, ``cholesky_inverse_backward``,
+``linalg_lu_solve_LU``) for real matrices, written with thunder ops so that the backward is a
+trace like any other.
 
 Where eager's formula has no value (the QR of mode ``r`` or of a tall matrix with mode
 ``complete``), the backward is torch's own of the call, which refuses when it runs, as eager's
@@ -274,6 +275,49 @@ def _lu_unpack(g, out, LU, pivots, unpack_data: bool = True, unpack_pivots: bool
     if n >= m:
         return upper, None, None, None
     return prims.cat([upper, _zeros(_with_shape(gU, -2, m - n), gU)], second), None, None, None
+
+
+@rule_for(prims.cholesky_solve)
+def _cholesky_solve(g, X, B, L, upper: bool = False):
+    """X = A^{-1} B, A = L L^H: gB = A^{-1} gX and, as eager's ``cholesky_solve_backward``,
+    gL = -(gB X^H + X gB^H) L (-U (gB X^H + X gB^H) for A = U^H U), over the whole of L, not
+    only the triangle the solve reads."""
+    gB = prims.cholesky_solve(g, L, upper)
+    sym = _mm(gB, mT(X))
+    sym = prims.add(sym, mT(sym))
+    gL = prims.neg(_mm(L, sym) if upper else _mm(sym, L))
+    return gB, gL
+
+
+@rule_for(prims.cholesky_inverse)
+def _cholesky_inverse(g, R, L, upper: bool = False):
+    """R = (L L^H)^{-1}: gL = -R (gR + gR^H) R L (U-side for ``upper``), as eager's
+    ``cholesky_inverse_backward``: the whole of L."""
+    sym = _mm(R, _mm(prims.add(g, mT(g)), R))
+    return (prims.neg(_mm(L, sym) if upper else _mm(sym, L)),)
+
+
+@rule_for(prims.lu_solve)
+def _lu_solve(g, X, LU, pivots, B, *, left: bool = True, adjoint: bool = False):
+    """A = P L U packed in LU. B's gradient solves the adjoint system. LU's is eager's
+    ``linalg_lu_solve_LU``: A's gradient, -A^{-H} gX X^H (A X = B; -A^{-H} gX^H X for
+    X A^H = B) or -X gX^H A^{-H} (A^H X = B; -X^H gX A^{-H} for X A = B), read as L's part
+    below the diagonal and U's on and above it, with triangular solves against the factors
+    (A^{-H} is never formed)."""
+    gB = prims.lu_solve(LU, pivots, g, left=left, adjoint=not adjoint)
+    if left != adjoint:
+        _, L, U = prims.lu_unpack(LU, pivots, True, False)
+        # gR = U^{-H} op(-gX) op(X)^H, op the transpose where X A = B
+        gR = _mm(prims.neg(g), mT(X)) if left else _mm(prims.neg(mT(g)), X)
+        gR = _solve(mT(U), gR, upper=False)
+        gL = _solve(mT(L), _mm(gR, mT(U)), upper=True, unitriangular=True)
+        return prims.add(ltorch.tril(gL, -1), ltorch.triu(gR)), None, gB
+    P, L, U = prims.lu_unpack(LU, pivots, True, True)
+    M = _mm(X, mT(g)) if left else _mm(mT(X), g)
+    gR = prims.neg(_mm(mT(P), _mm(M, P)))
+    gR = _solve(mT(L), gR, upper=True, left=False, unitriangular=True)
+    gU = ltorch.triu(_solve(mT(U), _mm(mT(L), gR), upper=False, left=False))
+    return prims.add(ltorch.tril(gR, -1), gU), None, gB
 
 
 # eigvalsh under grad computes the eigenvectors in its forward and keeps them, as eager's does,
