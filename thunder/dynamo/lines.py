@@ -14,7 +14,7 @@ import dataclasses
 import re
 import traceback
 
-from thunder.core.source import SourceLocation
+from thunder.core.source import SourceLocation, is_user_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,12 +35,13 @@ _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_\d+$")
 
 
 def innermost(stack_trace: str | None) -> SourceLine | None:
-    """The last frame of a node's ``stack_trace`` (Dynamo's continuation functions named as
-    the user's function they continue)."""
+    """The last frame of a node's ``stack_trace`` that is not torch's or thunder's (the user's
+    call of ``torch.func.grad``, not functorch's code Dynamo inlined), else the last one;
+    Dynamo's continuation functions named as the user's function they continue."""
     found = list(_FRAME.finditer(stack_trace or ""))
     if not found:
         return None
-    m = found[-1]
+    m = next((f for f in reversed(found) if is_user_file(f.group("file"))), found[-1])
     fn = m.group("fn")
     resume = _RESUME.match(fn)
     return SourceLine(

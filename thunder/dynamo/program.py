@@ -12,10 +12,33 @@ from __future__ import annotations
 import functools
 
 import torch
+import torch._dynamo.trace_rules
 import torch._dynamo.utils as dynamo_utils
 
 from thunder.dynamo.breaks import GraphBreak, SkippedFrame, skipped_frame
 from thunder.dynamo.compiler import Fallback, Piece, ThunderCompiler
+from thunder.runtime.jit import ThunderFunction
+from thunder.runtime.module import ThunderModule
+
+
+def _dynamo_skips_thunder() -> None:
+    """Dynamo does not trace into thunder's own code: a ``thunder.jit`` function or module
+    called inside a program Dynamo compiles (a jitted submodule of a thunderfx model) is a
+    graph break that runs its own compiled program, rather than thunder's runtime (its
+    prologue, its RNG replay) traced into a graph; and the frames below a jitted call (the
+    user's code thunder traces, thunder's generated programs) are not compiled by Dynamo."""
+    torch._dynamo.trace_rules.add("thunder")
+    try:  # (torch's internal switch; without it Dynamo compiles those frames too, more slowly)
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:
+        return
+    skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)  # (this frame and every frame below)
+    for call in (ThunderFunction.__call__, ThunderModule.__call__):
+        set_code_exec_strategy(call.__code__, skip)
+
+
+_dynamo_skips_thunder()
 
 
 class ThunderFX:

@@ -281,7 +281,7 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
                 effects.substitute(reads)  # (tracked copies: thunder/frontend/effects/recorder.py)
                 with (
                     module_scopes(comp, state.shadows.paths),
-                    traced_functions(comp),
+                    traced_functions(comp, state.layouts),
                     AcquisitionMode(state),
                     value_reads(state),
                     python_calls(state.python_calls, state.inplace.current),

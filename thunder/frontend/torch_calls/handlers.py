@@ -109,7 +109,22 @@ def _refuse_grad_hook(mode, func, args, kwargs):
 
 
 # (later entries win: a scalar read is data-dependent unless its tensor is known)
+def _enter_autocast(mode, func, args, kwargs):
+    """A Dynamo graph's ``with torch.autocast(...)`` (``torch.amp._enter_autocast``): entered
+    while tracing as the user's ``with`` statement is, so the ops recorded inside take eager's
+    casts (``thunder/ops/autocast.py``); nothing is recorded for it."""
+    region = torch.amp.autocast_mode._UnmanagedAutocast(*args, **kwargs)
+    region.__enter__()
+    return region
+
+
+def _exit_autocast(mode, func, args, kwargs):
+    args[0].__exit__(None, None, None)
+
+
 _BEFORE_RESOLVING = {
+    torch.amp.autocast_mode._enter_autocast: _enter_autocast,
+    torch.amp.autocast_mode._exit_autocast: _exit_autocast,
     **dict.fromkeys(_DATA_DEPENDENT, _refuse_data_dependent),
     torch._is_all_true: _refuse_value_check,
     torch._is_any_true: _refuse_value_check,

@@ -30,20 +30,41 @@ def _restore(state: dict) -> None:
     torch.set_default_dtype(state["default_dtype"])
 
 
+_functorch = torch._C._functorch
+
+
+def _autocast_states() -> list[tuple[str, bool, torch.dtype]]:
+    return [(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES]
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
 class TorchState:
-    """Use as a context manager around the traced call; ``changes()`` afterwards."""
+    """Use as a context manager around the traced call; ``changes()`` afterwards. A trace that
+    fails part-way (inside a functorch transform's levels, an autocast region a Dynamo graph
+    enters with ``_enter_autocast``) leaves those as they were before it, so the eager run that
+    may follow (thunderfx's fallback) runs where the caller's code runs."""
 
     def __init__(self):
         self.before = _snapshot()
         self.after = dict(self.before)
+        self._depth = _functorch.get_dynamic_layer_stack_depth()
+        self._autocast = _autocast_states()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, *exc) -> None:
         self.after = _snapshot()
         if self.after != self.before:
             _restore(self.before)
+        if kind is not None:
+            if _functorch.get_dynamic_layer_stack_depth() > self._depth:
+                _functorch.pop_dynamic_layer_stack_and_undo_to_depth(self._depth)
+            for device, enabled, dtype in self._autocast:
+                torch.set_autocast_enabled(device, enabled)
+                torch.set_autocast_dtype(device, dtype)
 
     def writebacks(self) -> list[BoundSymbol]:
         """The epilogue's BoundSymbols that leave the state as the function did."""
