@@ -305,17 +305,19 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, b
     )
 
 
-def _as_group_norm_reads(t, input):
-    """``t`` contiguous in ``input``'s memory format on CPU (channels-last stays so), else
-    contiguous: what eager's ``group_norm`` and its backward hand the kernels, which need it."""
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """As eager's ``group_norm`` calls the kernel: the input contiguous in its memory format
+    (the kernel needs it; channels-last stays so)."""
+    return _ATEN.native_group_norm.default(
+        input.contiguous(memory_format=suggest_memory_format(input)), weight, bias, N, C, HxW, group, eps
+    )
+
+
+def _as_group_norm_backward_reads(t, input):
+    """``t`` as eager's autograd hands it to the backward kernel: contiguous in ``input``'s
+    memory format on CPU, contiguous elsewhere."""
     fmt = suggest_memory_format(input) if input.device.type == "cpu" else torch.contiguous_format
     return t.contiguous(memory_format=fmt)
-
-
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    return _ATEN.native_group_norm.default(
-        _as_group_norm_reads(input, input), weight, bias, N, C, HxW, group, eps
-    )
 
 
 def group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
@@ -323,8 +325,8 @@ def group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, o
     one, which its node keeps instead)."""
     return _wanted_outputs(
         _ATEN.native_group_norm_backward.default(
-            _as_group_norm_reads(grad_out, input),
-            _as_group_norm_reads(input, input),
+            _as_group_norm_backward_reads(grad_out, input),
+            _as_group_norm_backward_reads(input, input),
             mean,
             rstd,
             weight,
