@@ -177,6 +177,14 @@ class TensorProxy(torch.Tensor, Proxy):
     def __init__(self, *args, **kwargs):  # made by __new__; Proxy.__init__ does not apply
         pass
 
+    def wait(self):
+        """``AsyncCollectiveTensor.wait()`` on a functional collective's result: the trace
+        already waits for it (``prims.wait``, which marks its output), so it is its own value.
+        Any other tensor has no ``wait``, as in eager."""
+        if not getattr(self, "_thunder_waited", False):
+            raise AttributeError("'Tensor' object has no attribute 'wait'")
+        return self
+
     # torch.Tensor has a read-only ``name`` of its own; ours shadows it, read-only too (as
     # eager's, ``x.name = ...`` raises). Its getter is C code: every printed line and every
     # pass reads names.

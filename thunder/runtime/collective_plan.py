@@ -10,7 +10,9 @@ torch.distributed's store, and compares it with every other rank's plan of the s
 compilation (the n-th compilation over that group in each process). A difference is a clear
 error on every rank, naming the collective, each rank's version of it and the user's line; a
 rank that never publishes (it did not trace at this call: another input shape on that rank
-only) is an error after ``PLAN_TIMEOUT`` seconds instead of a hang.
+only) is an error after ``PLAN_TIMEOUT`` seconds instead of a hang, unless its plan is one
+every rank already agreed on (a smaller last batch on one rank reduces the same gradients):
+that one runs what the others run, and is not compared again.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from thunder.ops.collectives import group_of
 
 PLAN_TIMEOUT = float(os.environ.get("THUNDER_PLAN_TIMEOUT", "60"))
 _compilations: collections.Counter = collections.Counter()  # group name -> compilations over it
+# group name -> the plans every rank of it has agreed on: a compilation with one of those plans
+# (a rank that traced again alone for a smaller last batch: the same gradients to reduce) runs
+# collectives every rank runs, and is not compared again
+_agreed: dict[str, set[str]] = collections.defaultdict(set)
 
 
 class CollectiveMismatchError(ThunderError):
@@ -79,15 +85,18 @@ def check_plan(traces, fn_name: str) -> None:
         pg = group_of(group)
         if pg.size() == 1:
             continue
+        mine = [e for e, _ in entries]
+        text = json.dumps(mine)
+        if text in _agreed[group]:
+            continue
         dist = torch.distributed
         store = dist.distributed_c10d._get_default_store()
         n = _compilations[group]
         _compilations[group] += 1
         ranks = dist.get_process_group_ranks(pg)
         me = dist.get_rank()
-        mine = [e for e, _ in entries]
         key = f"thunder/plan/{group}/{n}"
-        store.set(f"{key}/{me}", json.dumps(mine))
+        store.set(f"{key}/{me}", text)
         others = [f"{key}/{r}" for r in ranks if r != me]
         try:
             store.wait(others, datetime.timedelta(seconds=PLAN_TIMEOUT))
@@ -103,6 +112,7 @@ def check_plan(traces, fn_name: str) -> None:
                 continue
             theirs = json.loads(store.get(f"{key}/{r}"))
             _compare(fn_name, group, me, mine, r, theirs, entries)
+        _agreed[group].add(text)
 
 
 def _compare(fn_name, group, me, mine, r, theirs, entries) -> None:

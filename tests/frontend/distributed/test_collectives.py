@@ -213,3 +213,27 @@ def test_without_a_process_group_the_error_says_so():
     with pytest.raises(Exception, match="not initialised"):
         thunder.jit(f)(x)
     torch.testing.assert_close(x, torch.ones(2))  # the failed trace left the input alone
+
+
+def _async_collective_tensor_wait(rank, ws):
+    import torch.distributed._functional_collectives as fc
+
+    import thunder
+
+    def f(x):
+        y = fc.all_reduce(x * 2, "sum", dist.group.WORLD)  # eager: an AsyncCollectiveTensor
+        return y.wait() + 1
+
+    jfn = thunder.jit(f)
+    out = []
+    for step in range(2):
+        x = torch.arange(3.0) + rank + step
+        out.append((jfn(x), f(x)))
+    return out
+
+
+def test_an_async_collective_tensor_s_wait_is_its_value():
+    for results in run_ranks(_async_collective_tensor_wait):
+        for got, expected in results:
+            assert type(got) is torch.Tensor
+            torch.testing.assert_close(got, expected)

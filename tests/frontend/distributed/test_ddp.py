@@ -310,3 +310,28 @@ def test_training_steps_on_nccl_with_one_rank():
     for form in FORMS[1:]:
         for i, (got, want) in enumerate(zip(results[form], results["eager"])):
             _assert_close(got, want, f"{form} parameter {i} on CUDA")
+
+
+def _uneven_last_batch(rank, world_size):
+    """A last batch smaller on one rank (a dataset that does not divide evenly): that rank
+    traces again alone; its plan reduces the same gradients, so it runs at once."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import thunder
+
+    torch.manual_seed(0)
+    model = _mlp()
+    eager_model = copy.deepcopy(model)
+    fn, eager = thunder.jit(DDP(model)), DDP(eager_model)
+    for step in range(3):
+        n = 3 if (step == 2 and rank == 1) else 8
+        x = torch.randn(n, 6, generator=torch.Generator().manual_seed(10 * rank + step))
+        for f in (fn, eager):
+            f(x).pow(2).mean().backward()
+    return [(p.grad.clone(), q.grad.clone()) for p, q in zip(model.parameters(), eager_model.parameters())]
+
+
+def test_an_uneven_last_batch_on_one_rank_trains_as_eager():
+    for grads in run_ranks(_uneven_last_batch, timeout=60):
+        for got, expected in grads:
+            _assert_close(got, expected, "gradient")

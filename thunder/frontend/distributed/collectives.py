@@ -13,7 +13,8 @@ trace (``thunder/ops/collectives.py``), with eager's semantics.
 - The functional collectives (``torch.distributed._functional_collectives``: ``all_reduce``,
   ``all_gather_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``, ``broadcast``,
   ``wait_tensor``, and the differentiable ``*_autograd`` forms) are out of place: their torch
-  operators map to the start, and ``wait_tensor`` to the wait.
+  operators map to the start, and ``wait_tensor`` to the wait; the ``AsyncCollectiveTensor``
+  eager returns is waited for where it is made, and its ``wait()`` is the value itself.
 
 The process group is named in the trace (``'0'``), and the prologue checks on every call that
 it still exists with the size and this process's rank it had when traced
@@ -22,6 +23,7 @@ it still exists with the size and this process's rank it had when traced
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 
@@ -269,7 +271,9 @@ def _f_broadcast(mode, func, args, kwargs):
 
 
 def _f_wait(mode, func, args, kwargs):
-    return prims.wait(args[0] if args else kwargs["tensor"])
+    out = prims.wait(args[0] if args else kwargs["tensor"])
+    out._thunder_waited = True  # (what eager returns is an AsyncCollectiveTensor: ``y.wait()`` is y)
+    return out
 
 
 def _positional(args, kwargs, names) -> list:
@@ -282,6 +286,7 @@ def calls() -> dict:
     if not torch.distributed.is_available():
         return {}
     dist = _dist()
+    importlib.import_module("torch.distributed._functional_collectives")  # (registers _wrap_tensor_autograd)
     table = {
         dist.all_reduce: _all_reduce,
         dist.all_gather: _all_gather_list,
@@ -301,6 +306,8 @@ def calls() -> dict:
         "all_to_all_single": _f_all_to_all,
         "broadcast": _f_broadcast,
         "wait_tensor": _f_wait,
+        # eager wraps a result in an AsyncCollectiveTensor (waited on first use or ``.wait()``)
+        "_wrap_tensor_autograd": _f_wait,
     }
     for ns in ("_c10d_functional", "_c10d_functional_autograd"):
         for name, handler in functional.items():
