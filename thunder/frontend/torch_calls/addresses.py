@@ -93,6 +93,8 @@ def _byte_offset(state, p: TensorProxy) -> int:
             + at(user_location())
         )
     for name in layouts.roots[p.name]:  # the prologue checks the strides and offsets it rests on
+        if name in layouts.assumed:  # (a backward's cotangent: layout_queries.Layouts.assume)
+            continue
         proxy, _, real = state.inputs.sources[name]
         state.views.layout_reads[name] = (proxy, real.stride())
         layouts.offset_reads[name] = (proxy, real.storage_offset())

@@ -7,7 +7,9 @@ Otherwise the call is recorded as one BoundSymbol of the class (``_Square.apply`
 subsymbols are the forward's ops, and the class's ``backward`` is run at once on new cotangent
 proxies, its ops recorded aside in ``bsym.info.recorded_backward``: the grad pass puts
 them in the backward with the real cotangents (``thunder/transforms/grad.py``), so the
-Function's own backward is what computes the gradients, as in eager.
+Function's own backward is what computes the gradients, as in eager. The cotangents are
+contiguous (a backward may ask: torchao's float8 linear keeps ``grad_output.stride()``), as
+eager's engine passes them after most ops (``layout_queries.Layouts.assume``).
 
     class _Square(torch.autograd.Function):          t2 = __main__._Square.apply(x)
         @staticmethod                                  # t2 = ltorch.mul(x, x)
@@ -70,17 +72,18 @@ class FunctionCtx:
 
 
 @contextlib.contextmanager
-def traced_functions(computation):
-    """Route ``Function.apply`` calls of this thread to ``computation`` while tracing."""
-    prev = getattr(_ACTIVE, "trace", None)
-    _ACTIVE.trace = computation
+def traced_functions(computation, layouts=None):
+    """Route ``Function.apply`` calls of this thread to ``computation`` while tracing; a
+    backward's cotangents are laid out in ``layouts`` (``layout_queries.Layouts.assume``)."""
+    prev = getattr(_ACTIVE, "trace", None), getattr(_ACTIVE, "layouts", None)
+    _ACTIVE.trace, _ACTIVE.layouts = computation, layouts
     patched = torch.autograd.Function.__dict__["apply"] is not _ORIGINAL_APPLY
     if not patched:
         torch.autograd.Function.apply = classmethod(_apply)
     try:
         yield
     finally:
-        _ACTIVE.trace = prev
+        _ACTIVE.trace, _ACTIVE.layouts = prev
         if not patched:
             torch.autograd.Function.apply = _ORIGINAL_APPLY
 
@@ -169,8 +172,12 @@ def _apply(cls, *args, **kwargs):
 
 
 def _record_backward(trace, cls, ctx: FunctionCtx, args, outs: list, bsym) -> dict:
-    """Run ``cls.backward`` on new cotangent proxies, its ops recorded aside."""
+    """Run ``cls.backward`` on new cotangent proxies, laid out contiguous, its ops recorded aside."""
     cotangents = [trace.tensor(shape_of(o), dtype_of(o), device_of(o)) for o in outs]
+    layouts = getattr(_ACTIVE, "layouts", None)
+    if layouts is not None:
+        for c in cotangents:
+            layouts.assume(c)
     recorded: list = []
     trace._scopes.append(recorded)
     trace._modes.append(False)

@@ -8,6 +8,14 @@ meta tensors laid out as the caller's inputs are. The prologue checks what the a
 on: the strides of every input the replay started from and, for ``storage_offset()``, their
 offsets; a later call with other strides misses the cache and traces again. A value whose
 making cannot be replayed is refused with the op and the line rather than answered with a guess.
+
+One kind of value is laid out by assumption (``Layouts.assume``): the cotangent a custom
+``autograd.Function``'s backward is traced with, before the gradients that reach it exist. Its
+layout is the autograd engine's choice, not the program's (eager's engine passes a contiguous
+tensor after ``mean()`` or a matmul, an expanded one after ``sum()``); thunder's backward takes the
+engine's place and passes a contiguous one, so answers resting on it need no check and the
+backward's values are eager's on a contiguous gradient. A read of memory (``as_strided``, and
+so a result that would differ from eager's run after ``sum()``) resting on it is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from thunder.core.proxies import TensorProxy, proxies_in
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_unflatten
 from thunder.core.source import user_location
 from thunder.core.subclass import is_plain_tensor
-from thunder.core.symbolic import is_symbolic
+from thunder.core.symbolic import has_symbols, is_symbolic
 from thunder.ops.langs import TORCH_TO_THUNDER
 
 
@@ -32,6 +40,17 @@ class Layouts:
         self.metas: dict[str, torch.Tensor] = {}  # value name -> its eager layout as a meta tensor
         self.roots: dict[str, set[str]] = {}  # value name -> the inputs its layout rests on
         self.offset_reads: dict[str, tuple] = {}  # input name -> (proxy, offset) a storage_offset() read
+        self.assumed: set[str] = set()  # values laid out by assumption (``assume``)
+
+    def assume(self, p: TensorProxy) -> None:
+        """``p``, which nothing in the trace made, is taken as contiguous (see the docstring); at
+        symbolic sizes it is not (its strides would rest on sizes nothing checks)."""
+        if has_symbols(p.meta_shape):
+            return
+        with torch._C.DisableTorchFunction():  # (called while tracing: not a traced op)
+            self.metas[p.name] = torch.empty(p.meta_shape, dtype=p.meta_dtype, device="meta")
+        self.roots[p.name] = {p.name}
+        self.assumed.add(p.name)
 
     def record(self, func, args, kwargs, result) -> None:
         """``result`` came from ``func(*args, **kwargs)`` (arguments as current proxies). A
@@ -136,6 +155,8 @@ def rests_on_inputs(state, p: TensorProxy, *, offset: bool = False) -> None:
     """An answer was given from eager's layout of ``p`` (``Layouts.meta``): the prologue checks
     the strides (and, with ``offset``, the storage offsets) of the inputs it was replayed from."""
     for name in state.layouts.roots[p.name]:
+        if name in state.layouts.assumed:  # (no input to check: see ``Layouts.assume``)
+            continue
         if name in state.inputs.inner_layouts:  # (its strides are checked already; not its offset)
             if offset:
                 raise UnsupportedOpError(
@@ -175,6 +196,14 @@ def as_strided(mode, func, args, kwargs):
     if isinstance(p, TensorProxy):
         storage_offset = args[3] if len(args) > 3 else kwargs.get("storage_offset")
         m = state.layouts.meta(state.resolve(p))
+        assumed = m is not None and sorted(state.layouts.roots[state.resolve(p).name] & state.layouts.assumed)
+        if assumed:
+            raise UnsupportedOpError(
+                f"thunder: {describe(func)} reads the memory of {p.name}, which rests on {assumed[0]}, the "
+                "gradient reaching a custom torch.autograd.Function's backward: its layout in eager depends on "
+                "the ops after the Function, which thunder does not know while tracing; not supported"
+                + at(user_location())
+            )
         check_memory_read(m, storage_offset, describe(func), at(user_location()))
         rests_on_inputs(state, state.resolve(p), offset=storage_offset is not None)
     return mode._thunder_op(func, TORCH_TO_THUNDER[func], args, kwargs)
