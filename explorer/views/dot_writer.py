@@ -6,13 +6,14 @@ collectives and their waits, edges labelled with what they carry, and the legend
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import quote
 
 from explorer.model.communication import WAIT, Collective, communication_of
 from explorer.model.memory import fmt_bytes
 from explorer.model.modules import ModuleGroup
 from explorer.model.nodes import Node
 from explorer.model.passes import PassModel
-from explorer.views.graph_plan import Line, ModulePlan, Open, unwrap
+from explorer.views.graph_plan import Line, ModulePlan, Open, leaf_of, opened
 from explorer.views.style import TAG_STYLE, executor_style
 
 SPLINE_NODES = 1000
@@ -22,6 +23,13 @@ MODULE_FILL, MODULE_BORDER = "#e3f2fd", "#1f5f99"
 def _q(s: str) -> str:
     """A DOT quoted string whose text is ``s`` exactly (no ``\\N``-style escapes)."""
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def selects(*ids: str) -> str:
+    """The DOT ``class`` of a node or cluster that selects ``ids`` when clicked: graphviz
+    copies it into the SVG, where the canvas reads it (``thx-s-`` + the id, URL-quoted so that
+    any id is one class token; a module id is ``module:path``)."""
+    return _q(" ".join("thx-s-" + quote(i, safe="") for i in ids))
 
 
 def _short(s: str, n: int = 48) -> str:
@@ -67,6 +75,7 @@ class _DotWriter:
         self.module_ids: dict[str, list[str]] = {}  # graph node -> the module ids it stands for
         self.comm_nodes: dict[str, Node] = {}  # graph node -> the collective's start or wait drawn
         self.pass_model: PassModel | None = None  # the pass drawn: pairs a start with its wait
+        self.decompose = False  # open torch-language ops into their prims
 
     def is_flat(self) -> bool:
         """More than 4 nodes per rank: the longest path is short for the node count."""
@@ -132,29 +141,30 @@ class _DotWriter:
                 self.edge_list.append((src, ret, name))
 
     def nodes(self, nodes: list[Node], depth: int, indent: int, executor: str | None = None) -> None:
-        """Draw ``nodes`` opened down to ``depth``; ``executor`` is the enclosing claim's."""
+        """Draw ``nodes`` opened down to ``depth``; ``executor`` is the enclosing claim's.
+        Torch-language ops stay whole unless ``self.decompose`` (see ``graph_plan.opened``)."""
         for n in nodes:
             if "del" in n.tags:  # not dataflow
                 continue
             ex = n.executor or executor
-            if depth > 0 and n.children:
-                inner = unwrap(n)
-                if len(inner.children) > 1 or (inner.children and "fusion" in inner.tags):
-                    self.cluster(n, inner, depth, indent, ex)
-                elif inner.children:
-                    self.nodes(inner.children, depth - 1, indent, ex)
-                else:
-                    self.leaf(inner, indent, ex)
-                continue
-            self.leaf(n, indent, ex)
+            inner = opened(n, depth, self.decompose)
+            if inner is None:
+                self.leaf(leaf_of(n, self.decompose), indent, ex, n.id)
+            elif len(inner.children) > 1 or "fusion" in inner.tags:
+                self.cluster(n, inner, depth, indent, ex)
+            else:
+                self.nodes(inner.children, depth - 1, indent, ex)
 
-    def leaf(self, n: Node, indent: int, executor: str | None) -> None:
+    def leaf(self, n: Node, indent: int, executor: str | None, select: str | None = None) -> None:
+        """One node for ``n``; ``select``: the BoundSymbol a click on it selects (default ``n``'s)."""
         if self.count >= self.max_nodes:
             self.cut += 1
             return
         nid = f"{self.prefix}n{self.count}"
         self.count += 1
-        self.lines.append(f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)}];")
+        self.lines.append(
+            f"{'  ' * indent}{nid} [{self.node_attrs(n, executor)} class={selects(select or n.id)}];"
+        )
         if n.collective is not None:
             self.comm_nodes[nid] = n
         self.reads.append((nid, n.inputs))
@@ -201,7 +211,7 @@ class _DotWriter:
         self.lines.append(
             f'{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(_short(label, 70))} style="rounded,dotted" '
             f'color="{MODULE_BORDER}" penwidth={pen} fontname="Helvetica" fontsize=10 '
-            f"tooltip={_q(f'module {g.summary()}')};"
+            f"tooltip={_q(f'module {g.summary()}')} class={selects(g.id)};"
         )
         self.module_items(g.items, plan, depth, level + 1, indent + 1)
         self.lines.append(f"{pad}}}")
@@ -229,7 +239,8 @@ class _DotWriter:
             tip = f"module {first.name}"
         self.lines.append(
             f'{"  " * indent}{nid} [label={_q(label)} shape=folder style=filled fillcolor="{MODULE_FILL}" '
-            f'color="{border}" penwidth={pen} fontname="Helvetica" tooltip={_q(tip + " (collapsed)")}];'
+            f'color="{border}" penwidth={pen} fontname="Helvetica" tooltip={_q(tip + " (collapsed)")} '
+            f"class={selects(*(g.id for g in groups))}];"
         )
         self.module_ids[nid] = [g.id for g in groups]
         inputs: dict[str, None] = {}
@@ -254,7 +265,7 @@ class _DotWriter:
         style = 'style="filled,bold" fillcolor="#f3faf0"' if fusion else 'style="rounded,dashed"'
         self.lines.append(
             f"{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(label)} {style} color={_q(border)} "
-            f'fontname="Courier" fontsize=10 tooltip={_q(outer.line)};'
+            f'fontname="Courier" fontsize=10 tooltip={_q(outer.line)} class={selects(outer.id)};'
         )
         self.nodes(inner.children, depth - 1, indent + 1, executor)
         self.lines.append(f"{pad}}}")

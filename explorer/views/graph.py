@@ -36,6 +36,7 @@ from html import escape
 from explorer.model.passes import PassModel
 from explorer.model.proxies import ProxyInfo
 from explorer.model.traces import collector_paused
+from explorer.views.canvas import canvas_html, canvas_script
 from explorer.views.dot_writer import SPLINE_NODES, _DotWriter, _q
 from explorer.views.graph_plan import ModulePlan, count_nodes
 
@@ -66,8 +67,10 @@ class Graph:
     seconds: float = 0.0
 
     def html(self) -> str:
+        """The graph in a canvas (zoom, pan, minimap, click to select: ``explorer.views.canvas``);
+        the page needs ``canvas_script()`` once. Without it the SVG scrolls at its own size."""
         notes = "".join(f'<div class="note warn">{escape(m)}</div>' for m in self.messages)
-        return f'<div class="graph">{notes}{self.svg or ""}</div>'
+        return f'<div class="graph">{notes}{canvas_html(self.svg) if self.svg else ""}</div>'
 
     def __repr__(self) -> str:
         laid = "laid out" if self.svg else "not laid out"
@@ -77,7 +80,7 @@ class Graph:
     def _repr_html_(self) -> str:
         from explorer.views.style import stylesheet
 
-        return f'<div class="thx"><style>{stylesheet()}</style>{self.html()}</div>'
+        return f'<div class="thx"><style>{stylesheet()}</style>{self.html()}{canvas_script()}</div>'
 
 
 @collector_paused()
@@ -92,9 +95,12 @@ def graph_dot(
     splines: bool | None = None,
     modules: bool = False,
     plan: ModulePlan | None = None,
+    decompose: bool = False,
 ) -> tuple[str, int, int, list[str]]:
     """DOT text for one pass: (dot, nodes laid out, depth used, messages). With ``modules``
-    the nodes are drawn in module clusters, folded as ``plan`` says (default: ``ModulePlan()``)."""
+    the nodes are drawn in module clusters, folded as ``plan`` says (default: ``ModulePlan()``).
+    Torch-language ops are drawn whole at every depth; ``decompose`` opens them into prims.
+    Each node and cluster carries what a click on it selects (``dot_writer.selects``)."""
     messages = []
     tree = p.modules() if modules else None
     if tree is not None and not tree.has_modules:
@@ -103,7 +109,9 @@ def graph_dot(
     plan = plan or ModulePlan()
 
     def count(d: int, limit: int) -> int:
-        return plan.count(tree.items, d, 0, limit) if tree is not None else count_nodes(p.nodes, d, limit)
+        if tree is not None:
+            return plan.count(tree.items, d, 0, limit, decompose)
+        return count_nodes(p.nodes, d, limit, decompose)
 
     want = depth
     while depth > 0 and count(depth, max_nodes) > max_nodes:
@@ -112,6 +120,7 @@ def graph_dot(
         messages.append(f"Collapsed to depth {depth} to keep the graph under {max_nodes} nodes.")
     w = _DotWriter(proxies, max_nodes, highlight)
     w.pass_model = p
+    w.decompose = decompose
     w.header(title or f"{p.index}: {p.name}", count(depth, SPLINE_NODES), splines)
     if tree is not None:
         w.module_items(tree.items, plan, depth, 0, 1)
@@ -167,9 +176,11 @@ def render_graph(
     title: str | None = None,
     modules: bool = False,
     plan: ModulePlan | None = None,
+    decompose: bool = False,
 ) -> Graph:
     """Lay out one pass's graph; on a timeout fall back to the collapsed view, with a message.
-    ``modules`` and ``plan``: module clusters, see ``graph_dot``."""
+    ``modules`` and ``plan``: module clusters; ``decompose``: torch-language ops opened into
+    prims (see ``graph_dot``)."""
     t0 = time.perf_counter()
     dot, count, used, messages = graph_dot(
         p,
@@ -180,6 +191,7 @@ def render_graph(
         title=title,
         modules=modules,
         plan=plan,
+        decompose=decompose,
     )
     try:
         svg = layout(dot, timeout)
@@ -192,7 +204,15 @@ def render_graph(
             f"showing the collapsed view (depth 0, at most {small} nodes) instead."
         )
         dot, count, used, more = graph_dot(
-            p, proxies, depth=0, max_nodes=small, highlight=highlight, title=title, modules=modules, plan=plan
+            p,
+            proxies,
+            depth=0,
+            max_nodes=small,
+            highlight=highlight,
+            title=title,
+            modules=modules,
+            plan=plan,
+            decompose=decompose,
         )
         try:
             svg = layout(dot, timeout)

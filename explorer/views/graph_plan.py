@@ -1,5 +1,6 @@
-"""What a graph draws: the depth dial passing through chains of claims (``unwrap``), how
-many graph nodes a depth makes (``count_nodes``), and which modules are drawn open and which
+"""What a graph draws: the depth dial passing through chains of claims (``unwrap``) down to
+torch-language ops (prims only with ``decompose``: ``opened``, ``leaf_of``), how many graph
+nodes a depth makes (``count_nodes``), and which modules are drawn open and which
 folded into one node (``ModulePlan``)."""
 
 from __future__ import annotations
@@ -12,16 +13,44 @@ from explorer.model.nodes import Node
 DEFAULT_MODULE_DEPTH = 3  # modules nested deeper than this are drawn as one node
 
 
-def unwrap(n: Node) -> Node:
-    """Through the chain of claims: ``torch.sin`` -> ``ltorch.sin`` -> ``prims.sin`` gives the
-    last. A claimed op has the op it claimed as its only subsymbol, with the same outputs;
-    opening it shows nothing new, so the depth dial passes through it."""
+TORCH_LEVEL = "ltorch"  # the module of torch-language symbols: what a PyTorch user calls
+
+
+def unwrap(n: Node, decompose: bool = False) -> Node:
+    """Through the chain of claims: ``torch.sin`` -> ``ltorch.sin`` -> ``prims.sin``. A claimed
+    op has the op it claimed as its only subsymbol, with the same outputs; opening it shows
+    nothing new, so the depth dial passes through it. The chain stops at the torch-language
+    symbol (``ltorch.sin``) unless ``decompose`` asks for prims, then it goes to the last."""
     while len(n.children) == 1 and "fusion" not in n.tags and n.children[0].outputs == n.outputs:
+        if not decompose and n.module == TORCH_LEVEL:
+            break
         n = n.children[0]
     return n
 
 
-def count_nodes(nodes: list[Node], depth: int, limit: int | None = None) -> int:
+def opened(n: Node, depth: int, decompose: bool = False) -> Node | None:
+    """The node whose subsymbols are drawn in place of ``n`` at ``depth`` (``n`` itself, or the
+    end of its chain of claims), or None when ``n`` is drawn as one node. Without
+    ``decompose`` a torch-language op made of prims is not opened (``torch.arange`` stays
+    ``torch.arange`` at every depth, not ``prims.iota``); one made of other torch-language ops,
+    or of a tensor subclass's flatten, aten calls and unflatten, is."""
+    if depth <= 0 or not n.children:
+        return None
+    inner = unwrap(n, decompose)
+    if not inner.children:
+        return None
+    if not decompose and inner.module == TORCH_LEVEL and all(c.module == "prims" for c in inner.children):
+        return None
+    return inner
+
+
+def leaf_of(n: Node, decompose: bool = False) -> Node:
+    """The node a graph draws for ``n`` when it is not opened: ``n`` itself (what the trace
+    prints, ``torch.softmax``), or with ``decompose`` the end of its chain of claims."""
+    return unwrap(n, True) if decompose and n.children else n
+
+
+def count_nodes(nodes: list[Node], depth: int, limit: int | None = None, decompose: bool = False) -> int:
     """How many graph nodes ``nodes`` make when opened down to ``depth``; with ``limit``,
     counting stops once past it (the answer is then some number above ``limit``), so asking
     whether a 40,000-line trace fits reads a few hundred of its nodes."""
@@ -29,13 +58,10 @@ def count_nodes(nodes: list[Node], depth: int, limit: int | None = None) -> int:
     for n in nodes:
         if "del" in n.tags:
             continue
-        if depth > 0 and n.children:
-            inner = unwrap(n)
-            if inner.children:
-                room = None if limit is None else limit - total
-                total += count_nodes(inner.children, depth - 1, room)
-            else:
-                total += 1
+        inner = opened(n, depth, decompose)
+        if inner is not None:
+            room = None if limit is None else limit - total
+            total += count_nodes(inner.children, depth - 1, room, decompose)
         else:
             total += 1
         if limit is not None and total > limit:
@@ -111,15 +137,17 @@ class ModulePlan:
                 out.append(Folded([item]))
         return out
 
-    def count(self, items: list, depth: int, level: int = 0, limit: int | None = None) -> int:
+    def count(
+        self, items: list, depth: int, level: int = 0, limit: int | None = None, decompose: bool = False
+    ) -> int:
         """How many graph nodes ``items`` make (see ``count_nodes``)."""
         total = 0
         for e in self.entries(items, level):
             room = None if limit is None else limit - total
             if isinstance(e, Line):
-                total += count_nodes([e.node], depth, room)
+                total += count_nodes([e.node], depth, room, decompose)
             elif isinstance(e, Open):
-                total += self.count(e.group.items, depth, level + 1, room)
+                total += self.count(e.group.items, depth, level + 1, room, decompose)
             else:
                 total += 1
             if limit is not None and total > limit:

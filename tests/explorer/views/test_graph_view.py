@@ -41,14 +41,19 @@ def test_dot_nodes_edges_and_tuning(jfn):
     assert 'subgraph cluster_legend { label="legend"' in dot and 'lg0 [label="torch" shape=box' in dot
 
 
-def test_depth_dial_opens_clusters(jfn):
+def test_depth_dial_keeps_torch_level_labels(jfn):
     s = model_of(jfn).series["computation"]
+    dot0, count0, _, _ = graph_dot(s.final, s.proxies)
     dot1, count1, _, _ = graph_dot(s.final, s.proxies, depth=1)
-    # torch.softmax -> ltorch.softmax opens into a cluster of prims; the claim chains of
-    # single ops (torch.sin -> ltorch.sin -> prims.sin) draw their prim, in the torch colour
-    assert 'subgraph cluster_1 { label="torch.softmax -> t' in dot1
-    assert re.search(r'label="t0 =\\nprims.sin\\n\[torch\]"', dot1)
-    assert count1 == count_nodes(s.final.nodes, 1) > 5
+    # a torch-language op is drawn whole at every depth, under the name the trace prints
+    assert re.search(r'label="t0 =\\ntorch.sin\\n\[torch\]"', dot1)
+    assert "torch.softmax" in dot1 and "prims." not in dot1 and "cluster_1" not in dot1
+    assert count1 == count0 == count_nodes(s.final.nodes, 1)
+    # asked for, the decomposition: softmax a cluster of its prims, sin its prim
+    deep, count_deep, _, _ = graph_dot(s.final, s.proxies, depth=1, decompose=True)
+    assert 'subgraph cluster_1 { label="torch.softmax -> t' in deep
+    assert re.search(r'label="t0 =\\nprims.sin\\n\[torch\]"', deep)
+    assert count_deep == count_nodes(s.final.nodes, 1, decompose=True) > count1
 
 
 def test_fusion_and_subclass_stand_out(passes):
@@ -92,9 +97,9 @@ def test_collapsed_to_fit(monkeypatch):
 @needs_dot
 def test_layout_gives_svg(jfn):
     s = model_of(jfn).series["computation"]
-    g = render_graph(s.final, s.proxies, depth=1)
+    g = render_graph(s.final, s.proxies, depth=1, decompose=True)
     assert g.svg.startswith("<svg") and "prims.sin" in g.svg and not g.messages
-    assert '<div class="graph"><svg' in g.html()
+    assert '<div class="graph"><div class="thx-canvas"' in g.html() and "<svg" in g.html()
 
 
 @needs_dot
