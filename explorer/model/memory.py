@@ -486,6 +486,7 @@ def _saved_and_recomputed(forward: PassModel, backward: PassModel):
                 maker[name].line if name in maker else None,
             )
         )
+    saved.sort(key=lambda v: (-v.extra_bytes, -v.bytes))  # what costs memory first; the inputs last
     extra = list(fw.info.saved_to_recompute or [])
     return saved, recomputed, extra
 
@@ -531,6 +532,11 @@ class SavedValue:
     line: str | None
     node_id: str | None
     is_input: bool
+
+    @property
+    def extra_bytes(self) -> int:
+        """The bytes saving it keeps alive beyond the forward's inputs (0 for an input)."""
+        return 0 if self.is_input else self.bytes
 
 
 @dataclasses.dataclass

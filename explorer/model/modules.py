@@ -26,6 +26,7 @@ from explorer.model.traces import collector_paused
 
 MODULE_ID_PREFIX = "module:"
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
+_MADE_WHILE_TRACING = re.compile(r"^(?:(.*)\.)?<[^<>]*>$")
 
 
 def module_id(path: str) -> str:
@@ -42,7 +43,7 @@ class ModuleGroup:
     class name), ``parent`` (the calling module's group, or None) and ``items`` (its own
     top-level BoundSymbols' nodes and its submodules' groups, in order of first appearance)."""
 
-    __slots__ = ("path", "cls", "parent", "id", "items", "_ops", "_nodes")
+    __slots__ = ("path", "cls", "parent", "id", "items", "_ops", "_nodes", "_label")
 
     def __init__(self, path: str, cls: str, parent: ModuleGroup | None):
         self.path = path
@@ -52,6 +53,7 @@ class ModuleGroup:
         self.items: list[ModuleGroup | Node] = []
         self._ops: int | None = None
         self._nodes: list[Node] | None = None
+        self._label: str | None = None
 
     # a group shows like a node in the tree: these are what the tree's budget reads
     @property
@@ -61,6 +63,20 @@ class ModuleGroup:
     @property
     def name(self) -> str:
         return self.path or "<root>"
+
+    @property
+    def label(self) -> str:
+        """How the views name it: its path, but a module met only while tracing (its path ends
+        with ``<Cls>``, e.g. the ``Func`` module a kernel library wraps a function in) is named
+        by the function its lines came from: ``self_attn: apply_rotary_pos_emb()``."""
+        if self._label is None:
+            self._label = self.name
+            m = _MADE_WHILE_TRACING.match(self.path)
+            if m is not None:
+                fn = next((n.source.function for n in self.nodes() if n.source is not None), None)
+                if fn and fn not in ("forward", "__call__", "<module>"):
+                    self._label = f"{m[1] or '<root>'}: {fn}()"
+        return self._label
 
     @property
     def depth(self) -> int:
@@ -110,7 +126,7 @@ class ModuleGroup:
     def summary(self, times: dict[str, float] | None = None) -> str:
         """``blocks.0.attn (Attention), 14 ops, 1.20 ms``."""
         ops = self.op_count()
-        text = f"{self.name} ({self.cls}), {ops} op{'' if ops == 1 else 's'}"
+        text = f"{self.label} ({self.cls}), {ops} op{'' if ops == 1 else 's'}"
         t = self.seconds(times)
         return text + (f", {fmt_seconds(t)}" if t is not None else "")
 
@@ -195,7 +211,11 @@ class ModuleTree:
         q = query.strip().lower()
         if not q:
             return []
-        found = [g for g in self.groups.values() if q in g.path.lower() or q == g.cls.lower()]
+        found = [
+            g
+            for g in self.groups.values()
+            if q in g.path.lower() or q == g.cls.lower() or (g.label != g.name and q in g.label.lower())
+        ]
         return found[:limit] if limit is not None else found
 
 

@@ -91,6 +91,18 @@ class Node:
     )
 
     @property
+    def shown_line(self) -> str:
+        """How the views show the line to a PyTorch user: an executor's helper that calls a
+        torch function it is handed (``torchex.scalar_first(torch.mul, 2, t1)``) shows as that
+        torch call (``torch.mul(2, t1)``); ``via`` names the helper. Anything else: ``line``."""
+        return self._facts.shown[0]
+
+    @property
+    def via(self) -> str | None:
+        """The executor helper a line runs through when ``shown_line`` shows another call."""
+        return self._facts.shown[1]
+
+    @property
     def repro(self) -> str | None:
         """A fusion region's standalone script (nvFuser's ``repro()``), or None."""
         return self._facts.repro()
@@ -176,6 +188,7 @@ class _Facts:
         "_source",
         "_info",
         "_collective",
+        "_shown",
     )
 
     def __init__(self, bsym, builder: _Builder):
@@ -183,6 +196,7 @@ class _Facts:
         self.builder = builder
         self._outputs = self._line = self._inputs = self._tags = self._size = self._lines = None
         self._source = self._info = self._collective = _UNSET
+        self._shown = None
         self.node = None  # the first node made for it
 
     # what a Node reads through its facts; a loaded model's facts (explorer.model.saved) have the same
@@ -201,6 +215,27 @@ class _Facts:
     def is_del(self) -> bool:
         """Tagged ``del`` (read off the BoundSymbol: ``tags`` also look at the subsymbols)."""
         return self.bsym.has_tag(Tag.DEL)
+
+    @property
+    def shown(self) -> tuple[str, str | None]:
+        """(the line as shown, the helper it runs through or None): see ``Node.shown_line``."""
+        if self._shown is None:
+            self._shown = (self.line, None)
+            args, sym = self.bsym.args, self.bsym.sym
+            fn = args[0] if args else None
+            if (
+                callable(fn)
+                and not isinstance(fn, type)
+                and str(getattr(fn, "__module__", "")).startswith("torch")
+            ):
+                head = f"{sym.module}.{sym.name}(" if sym.module else f"{sym.name}("
+                line = self.line
+                at = line.find(head)
+                end = line.find(", ", at + len(head)) if at >= 0 else -1
+                called = line[at + len(head) : end] if end > 0 else ""
+                if called.startswith("torch.") and called.replace(".", "").replace("_", "").isalnum():
+                    self._shown = (line[:at] + called + "(" + line[end + 2 :], head[:-1])
+        return self._shown
 
     def repro(self) -> str | None:
         make = getattr(self.bsym.sym.impl, "repro", None)

@@ -50,10 +50,44 @@ class PassDiff:
     added: list[str]
     removed: list[str]
     rewritten: Mapping[str, tuple[str, str]]
+    # the ids of the changes that are ``del`` lines (delete-last-used adds one per value): a
+    # view folds them away, they say nothing about what the program computes
+    dels: frozenset[str] = frozenset()
 
     @property
     def changed(self) -> bool:
         return bool(self.added or self.removed or self.rewritten)
+
+    @property
+    def del_only(self) -> bool:
+        """Whether every change is a ``del`` line (added, removed or rewritten)."""
+        return self.changed and len(self.dels) == len(self.added) + len(self.removed) + len(self.rewritten)
+
+    def without_dels(self) -> PassDiff:
+        """The same changes but the ``del`` lines."""
+        if not self.dels:
+            return self
+        keep = self.dels.__contains__
+        rewritten = self.rewritten
+        if isinstance(rewritten, Rewrites):
+            rewritten = Rewrites({k: v for k, v in rewritten._pairs.items() if not keep(k)})
+        else:
+            rewritten = {k: v for k, v in rewritten.items() if not keep(k)}
+        return PassDiff(
+            [k for k in self.added if not keep(k)], [k for k in self.removed if not keep(k)], rewritten
+        )
+
+    def mark_dels(self, before: PassModel, after: PassModel) -> PassDiff:
+        """Note which changes are ``del`` lines (read off the nodes' facts: nothing printed)."""
+        old, new = before._top(), after._top()
+        dels = {k for k in self.added if (n := new.get(k)) is not None and n._facts.is_del}
+        dels.update(k for k in self.removed if (n := old.get(k)) is not None and n._facts.is_del)
+        for k in self.rewritten:
+            a, b = old.get(k), new.get(k)
+            if a is not None and b is not None and a._facts.is_del and b._facts.is_del:
+                dels.add(k)
+        self.dels = frozenset(dels)
+        return self
 
     def shown(self, budget: int | None) -> ShownChanges:
         """The changes a view shows within ``budget`` rows (None: all): each kind gets an
@@ -74,6 +108,9 @@ class PassDiff:
     def summary(self) -> str:
         if not self.changed:
             return "no change"
+        if self.del_only:
+            n = len(self.dels)
+            return f"{n} del line{'' if n == 1 else 's'} only"
         parts = []
         for n, what in (
             (len(self.added), "added"),
@@ -82,6 +119,8 @@ class PassDiff:
         ):
             if n:
                 parts.append(f"{n} {what}")
+        if self.dels:
+            parts.append(f"of which {len(self.dels)} del")
         return ", ".join(parts)
 
 
@@ -220,4 +259,4 @@ def diff_passes(before: PassModel, after: PassModel) -> PassDiff:
             rewritten[k] = (o, n)
     if not (added or removed or rewritten) and (before.output != after.output or before.args != after.args):
         rewritten["return"] = (", ".join(before.output), ", ".join(after.output))
-    return PassDiff(added, removed, Rewrites(rewritten))
+    return PassDiff(added, removed, Rewrites(rewritten)).mark_dels(before, after)

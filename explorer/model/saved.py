@@ -85,6 +85,8 @@ def _node_dict(n: Node) -> dict:
     }
     if n.collective is not None:
         d["collective"] = n.collective
+    if n.via is not None:
+        d["shown"], d["via"] = n.shown_line, n.via
     return d
 
 
@@ -188,6 +190,9 @@ def _series(d: dict) -> TraceSeries:
                 _saved=pd.get("saved_for_backward"),
             )
         )
+    for before, after in zip(passes, passes[1:]):
+        if after.diff is not None:
+            after.diff.mark_dels(before, after)
     proxies = {k: _proxy(v) for k, v in d.get("proxies", {}).items()}
     return TraceSeries(d["kind"], passes, proxies)
 
@@ -240,6 +245,7 @@ class SavedFacts:
     collective = property(lambda self: self.d.get("collective"))
     has_children = property(lambda self: bool(self.d.get("children")))
     is_del = property(lambda self: "del" in self.tags)
+    shown = property(lambda self: (self.d.get("shown") or self.d["line"], self.d.get("via")))
 
     @property
     def source(self) -> SourceInfo | None:

@@ -19,12 +19,12 @@ from explorer.model.compilation import model_of
 from explorer.model.modules import ModuleGroup, module_parameters
 from explorer.model.nodes import Node
 from explorer.model.pair import Pair
-from explorer.model.passes import PassModel, TraceSeries
+from explorer.model.passes import PassDiff, PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel
 from explorer.views.pair import pair_html, pair_text
 from explorer.views.style import stylesheet
-from explorer.views.text import model_text, source_diff, source_text
+from explorer.views.text import lines_text, model_text, source_diff, source_text
 from explorer.views.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
 
 # Elements per view in what a saved notebook keeps (a jitted function's or a trace's display,
@@ -141,15 +141,51 @@ def passes_strip_html(series: TraceSeries, current: int) -> str:
 
 
 def diff_html(
-    p: PassModel, before: PassModel | None = None, *, text: bool = True, budget: int | None = DEFAULT_BUDGET
+    p: PassModel,
+    before: PassModel | None = None,
+    *,
+    text: bool = True,
+    budget: int | None = DEFAULT_BUDGET,
+    text_budget: int | None = None,
 ) -> str:
     """What pass ``p`` changed: added / removed / rewritten BoundSymbols (at most ``budget``
-    rows, shared between the three) and, with ``text``, a text diff of about ``budget`` lines."""
+    rows, shared between the three) and, with ``text``, a text diff of about ``text_budget``
+    lines (None: ``budget``).
+    ``del`` lines (a value freed after its last use) are folded away under a one-line summary:
+    a pass that changed only those (delete-last-used) shows as that line, closed."""
     d = p.diff
     if d is None:
         return '<div class="note">The first trace: nothing to compare with.</div>'
     if not d.changed:
         return f'<div class="note">{escape(p.name)} changed nothing.</div>'
+    text_part = ""
+    if text and before is not None:
+        limit = budget if text_budget is None else text_budget
+        text_part = f'<div class="hd">Text diff</div>{text_diff_html(source_diff(before, p, limit=limit))}'
+    if d.del_only:
+        return (
+            f'<details class="dels"><summary>{escape(d.summary())}: values freed after their last use '
+            f'<span class="note">(folded: they change no value)</span></summary>'
+            f"{_change_rows(d, p, before, budget)}{text_part}</details>"
+        )
+    rest = d.without_dels()
+    out = [f'<div class="note">{escape(d.summary())}</div>', _change_rows(rest, p, before, budget)]
+    if d.dels:
+        dels = PassDiff(
+            [k for k in d.added if k in d.dels],
+            [k for k in d.removed if k in d.dels],
+            {k: d.rewritten[k] for k in d.rewritten if k in d.dels},
+        )
+        n = len(d.dels)
+        out.append(
+            f'<details class="dels"><summary>and {n} del line{"" if n == 1 else "s"} '
+            f'<span class="note">(folded)</span></summary>{_change_rows(dels, p, before, budget)}</details>'
+        )
+    out.append(text_part)
+    return "".join(out)
+
+
+def _change_rows(d: PassDiff, p: PassModel, before: PassModel | None, budget: int | None) -> str:
     shown = d.shown(budget)
     rows = []
     for k in shown.removed:
@@ -160,14 +196,27 @@ def diff_html(
         rows.append(f'<div class="dadd ln">+ {escape(n.line if n else k)}</div>')
     for k in shown.rewritten:
         old, new = d.rewritten[k]
+        was = _claimed_from(before.find(k), p.find(k)) if before is not None else None
+        if was is not None:  # the same call, now by an executor's symbol: one line
+            rows.append(
+                f'<div class="ln dre">~ {escape(new)} <span class="note">was {escape(was)}</span></div>'
+            )
+            continue
         rows.append(f'<div class="ln"><span class="drem">- {escape(old)}</span><br>')
         rows.append(f'<span class="dadd">+ {escape(new)}</span></div>')
     if shown.left:
         rows.append(f'<div class="more">... {shown.left} more changes</div>')
-    out = [f'<div class="note">{escape(d.summary())}</div>', "".join(rows)]
-    if text and before is not None:
-        out.append(f'<div class="hd">Text diff</div>{text_diff_html(source_diff(before, p, limit=budget))}')
-    return "".join(out)
+    return "".join(rows)
+
+
+def _claimed_from(old, new) -> str | None:
+    """The symbol a rewritten line called before, when that is all that changed on the line
+    (``prims.sin(x)`` -> ``torch.sin(x)``: an executor claimed it); else None."""
+    if not isinstance(old, Node) or not isinstance(new, Node) or old.sym_id == new.sym_id:
+        return None
+    if old.line.replace(old.sym_id + "(", new.sym_id + "(", 1) != new.line:
+        return None
+    return old.sym_id
 
 
 def text_diff_html(diff: str) -> str:
@@ -184,6 +233,12 @@ def text_diff_html(diff: str) -> str:
             cls = "more"
         lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
     return f"<pre>{chr(10).join(lines) or '(the printed traces are the same)'}</pre>"
+
+
+def lines_html(p: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:
+    """The top-level lines of a pass as they print, without their subsymbols (at most
+    ``budget``): a light listing of a pass, where a tree of it is too heavy to repeat."""
+    return f"<pre>{escape(lines_text(p, budget))}</pre>"
 
 
 def source_html(p: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:

@@ -225,13 +225,21 @@ def saved_html(prof: MemoryProfile) -> str:
         f"{fmt_bytes(prof.saved_bytes)} beyond the inputs</summary>",
         '<table class="kv"><tr><th>value</th><th>bytes</th><th>saved by</th></tr>',
     ]
-    for v in sorted(prof.saved, key=lambda v: -v.bytes):
-        by = "an input of the forward (no extra memory)" if v.is_input else (v.line or "?")
+    ordered = sorted(prof.saved, key=lambda v: (-v.extra_bytes, -v.bytes))  # the costly first
+    free = [v for v in ordered if not v.extra_bytes]
+    for v in ordered[: len(ordered) - len(free)]:
         out.append(
             f'<tr><td><code>{escape(v.name)}</code></td><td class="num">{fmt_bytes(v.bytes)}</td>'
-            f'<td class="ln">{escape(by)}</td></tr>'
+            f'<td class="ln">{escape(v.line or "?")}</td></tr>'
         )
-    out.append("</table></details>")
+    out.append("</table>")
+    if free:  # inputs of the forward (weights): saving them costs nothing, folded
+        names = ", ".join(v.name for v in free)
+        out.append(
+            f'<details class="free"><summary>and {len(free)} inputs of the forward, saved at no extra memory'
+            f'</summary><div class="note ln">{escape(names)}</div></details>'
+        )
+    out.append("</details>")
     if prof.rematerialized:
         extra = ", ".join(prof.saved_to_recompute)
         out.append(

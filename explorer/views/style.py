@@ -65,6 +65,8 @@ CSS = """
 .thx .b{display:inline-block;border:1px solid;border-radius:3px;padding:0 3px;margin-left:4px;
   font-size:11px;line-height:14px}
 .thx .src{color:#1f5f99;margin-left:6px;font-size:11px}
+.thx .via{color:#5d4037;border-style:dotted}
+.thx details.dels>summary{color:#777}
 .thx .tm{color:#7b1fa2;margin-left:6px;font-size:11px;font-weight:600}
 .thx .more{color:#777;font-style:italic;margin-left:1em}
 .thx .hit>summary .ln,.thx .leaf.hit .ln{background:#fff59d;outline:1px solid #fbc02d}
@@ -78,7 +80,7 @@ CSS = """
 .thx .err{color:#b71c1c}
 .thx table.kv{border-collapse:collapse;font-size:12px}
 .thx table.kv td,.thx table.kv th{border:1px solid #ddd;padding:1px 6px;text-align:left;vertical-align:top}
-.thx .dadd{color:#1a7f37}.thx .drem{color:#cf222e}.thx .dhunk{color:#8250df}
+.thx .dre{color:#8250df}.thx .dadd{color:#1a7f37}.thx .drem{color:#cf222e}.thx .dhunk{color:#8250df}
 .thx .passes span{display:inline-block;margin:1px 2px;padding:0 4px;border-radius:3px;border:1px solid #ccc}
 .thx .passes .cur{border-color:#1976d2;background:#e3f2fd;font-weight:600}
 .thx .passes .same{color:#999;border-style:dashed}

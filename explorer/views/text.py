@@ -29,11 +29,47 @@ _CELL_FILE = re.compile(
 )
 
 
+_INPUT_FILE = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+# a notebook cell's file name -> its number (``In[3]``): ``%%thunder_trace`` notes its cells here;
+# IPython's own cells are looked up in its compiler's table
+CELL_NUMBERS: dict[str, int] = {}
+CELL_LOCATION = re.compile(r"^\s*in\s*\[\s*(\d+)\s*\](?:\s*(?:line\s*|:\s*)(\d+))?\s*$", re.IGNORECASE)
+
+
 def short_file(path: str) -> str:
-    """``/tmp/ipykernel_12/2030243169.py`` -> ``cell``; ``/a/b/model.py`` -> ``model.py``."""
+    """``/tmp/ipykernel_12/2030243169.py`` -> ``In[3]`` (``cell`` when its number is not
+    known); ``/a/b/model.py`` -> ``model.py``."""
     if _CELL_FILE.search(path):
-        return "cell"
+        n = cell_number(path)
+        return f"In[{n}]" if n is not None else "cell"
     return os.path.basename(path)
+
+
+def cell_number(path: str) -> int | None:
+    """The ``In[n]`` number of the notebook cell a file name stands for (None: not a cell, or
+    not known in this process)."""
+    n = CELL_NUMBERS.get(path)
+    if n is not None:
+        return n
+    m = _INPUT_FILE.match(path)
+    if m is not None:
+        return int(m[1])
+    if _CELL_FILE.search(path):
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+        known = getattr(getattr(shell, "compile", None), "_filename_map", None)
+        if isinstance(known, dict) and isinstance(known.get(path), int):
+            return known[path]
+    return None
+
+
+def location(src) -> str:
+    """Where a line comes from, as a notebook user names it: ``In[3] line 2`` for a cell (the
+    line in the cell), ``model.py:12`` for a file."""
+    if _CELL_FILE.search(src.file):
+        n = cell_number(src.file)
+        return f"In[{n}] line {src.line}" if n is not None else f"cell line {src.line}"
+    return f"{os.path.basename(src.file)}:{src.line}"
 
 
 def _comm(n: Node) -> list[str]:
@@ -65,7 +101,7 @@ def tree_text(
                 extra.append("{" + ", ".join(n.tags) + "}")
             extra += _comm(n)
             if n.source is not None:
-                extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
+                extra.append(f"@ {location(n.source)}")
             if n.id in times:
                 extra.append(f"({fmt_seconds(times[n.id])})")
             lines.append("  " * level + n.line + ("    " + " ".join(extra) if extra else ""))
@@ -107,7 +143,7 @@ def modules_text(
                 extra.append("{" + ", ".join(n.tags) + "}")
             extra += _comm(n)
             if sources and n.source is not None:
-                extra.append(f"@ {short_file(n.source.file)}:{n.source.line}")
+                extra.append(f"@ {location(n.source)}")
             if n.id in times:
                 extra.append(f"({fmt_seconds(times[n.id])})")
             lines.append(pad + n.line + ("    " + " ".join(extra) if extra else ""))
@@ -123,6 +159,21 @@ def passes_text(series: TraceSeries) -> str:
     for p in series.passes:
         what = "first trace" if p.diff is None else p.diff.summary()
         out.append(f"{p.index:>2} {p.name:<28} {fmt_seconds(p.seconds):>10}  {what}")
+    return "\n".join(out)
+
+
+@collector_paused()
+def lines_text(p: PassModel, limit: int | None = None) -> str:
+    """The top-level lines of a pass as the trace prints them (as shown: ``Node.shown_line``),
+    without their subsymbols and header comments, at most ``limit`` of them, then the return."""
+    nodes = p.nodes if limit is None else p.nodes[:limit]
+    out = [
+        f"def {p.name.replace(' ', '_').lower() if p.trace is None else p.trace.name}({', '.join(p.args)}):"
+    ]
+    out += ["  " + n.shown_line for n in nodes]
+    if len(nodes) < len(p.nodes):
+        out.append(f"  # ... {len(p.nodes) - len(nodes)} more lines not shown")
+    out.append("  " + p.return_line)
     return "\n".join(out)
 
 

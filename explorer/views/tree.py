@@ -17,6 +17,7 @@ from the start to its wait only, see ``explorer.model.communication.pairing``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from html import escape
 
@@ -26,7 +27,7 @@ from explorer.model.nodes import Node, path_to
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import collector_paused
 from explorer.views.style import TAG_STYLE, css_class, executor_class
-from explorer.views.text import DEFAULT_BUDGET, short_file
+from explorer.views.text import DEFAULT_BUDGET, location
 
 MODULE_DEPTH = 2  # module groups open by default: the jitted module and its children
 
@@ -56,6 +57,8 @@ def tree_html(
     module_depth: int = MODULE_DEPTH,
     collapsed: Iterable[str] = (),
     expanded: Iterable[str] = (),
+    opened: Iterable[str] = (),
+    closed: Iterable[str] = (),
 ) -> str:
     """The tree of ``nodes`` as HTML (to be placed inside an element of class ``thx``), at
     most ``budget`` nodes of it.
@@ -65,13 +68,17 @@ def tree_html(
     (``added``, ``rewritten``); ``times`` maps node ids to measured seconds. With ``modules``
     (the pass's ``ModuleTree``) the lines are grouped by module, modules open down to
     ``module_depth`` levels except the paths in ``collapsed``; those in ``expanded`` are open.
+    ``opened`` / ``closed``: ids of lines (and modules) the reader unfolded or folded by hand,
+    kept so across selections and searches (a hit or the selection inside a folded line still
+    opens it, so it can be seen); an opened line's subsymbols are listed within the budget.
     """
     included: set[int] = set()
     force_open: set[int] = set()
     hits = list(dict.fromkeys(hits))
     wanted = ([selected] if selected else []) + hits
     top: list = modules.items if modules is not None else nodes
-    if wanted:
+    opened = set(opened)
+    if wanted or opened:
         if modules is not None:
             find = _module_paths(nodes, modules)
         else:
@@ -81,8 +88,19 @@ def tree_html(
                 return path_to(index, node_id)
 
         _include_paths(find, wanted, included, force_open, budget // 2)
+        room = budget // 4  # what the reader unfolded lists its subsymbols, within a quarter of the budget
+        for node_id in opened:
+            path = find(node_id)
+            if not path or isinstance(path[-1], ModuleGroup):
+                continue
+            new = [n for n in path + path[-1].children if id(n) not in included]
+            if len(new) > room:
+                break
+            room -= len(new)
+            included.update(id(n) for n in new)
     _choose(top, budget - len(included), included)
     r = _Renderer(included, force_open, open_depth, set(hits), selected, marks or {}, times or {})
+    r.opened, r.closed = opened, set(closed)
     r.top = nodes
     r.module_open, r.collapsed, r.expanded = module_depth, set(collapsed), set(expanded)
     body = r.list(top, 0, 0)
@@ -146,6 +164,8 @@ class _Renderer:
         self.module_open = 0
         self.collapsed: set[str] = set()
         self.expanded: set[str] = set()
+        self.opened: set[str] = set()  # ids unfolded by hand
+        self.closed: set[str] = set()  # ids folded by hand (a hit or the selection inside still opens them)
         self.top: list[Node] = []  # the pass's top-level lines, in trace order
         self._positions: dict[str, int] | None = None
 
@@ -163,9 +183,10 @@ class _Renderer:
         lines = {m.id: m.line for m in self.top[i + 1 : end]} if end is not None else None
         return f"{c.label()}\n{c.in_flight(lines)}"
 
-    def list(self, nodes: list, depth: int, module_depth: int = 0) -> str:
+    def list(self, nodes: list, depth: int, module_depth: int = 0, parent_source=None) -> str:
         """``depth``: how deep the BoundSymbols are below the top level (0: top-level lines);
-        ``module_depth``: how many module groups enclose them."""
+        ``module_depth``: how many module groups enclose them; ``parent_source``: the source
+        line of the BoundSymbol they are the subsymbols of (not repeated on each)."""
         parts = []
         skipped = 0
         for n in nodes:
@@ -176,14 +197,14 @@ class _Renderer:
                 if isinstance(n, ModuleGroup):
                     parts.append(self.group(n, module_depth))
                 else:
-                    parts.append(self.node(n, depth))
+                    parts.append(self.node(n, depth, parent_source))
             else:
                 skipped += 1
         if skipped:
             parts.append(_more(skipped))
         return "".join(parts)
 
-    def node(self, n: Node, depth: int) -> str:
+    def node(self, n: Node, depth: int, parent_source=None) -> str:
         cls = []
         if n.id in self.hits:
             cls.append("hit")
@@ -195,12 +216,19 @@ class _Renderer:
         if "del" in n.tags:
             cls.append("del")
         title = self.in_flight(n) if depth == 0 and n.collective is not None else None
-        head = line_html(n, self.times.get(n.id), comm_title=title)
+        src = n.source
+        same = (
+            src is not None and parent_source is not None and (src is parent_source or src == parent_source)
+        )
+        head = line_html(n, self.times.get(n.id), comm_title=title, source=not same)
         did = escape(n.id)
         if not n.children:
             return f'<div class="leaf {" ".join(cls)}" data-id="{did}">{head}</div>'
-        is_open = depth < self.open_depth or id(n) in self.force_open
-        kids = self.list(n.children, depth + 1)
+        if id(n) in self.force_open or n.id in self.opened:
+            is_open = True
+        else:
+            is_open = depth < self.open_depth and n.id not in self.closed
+        kids = self.list(n.children, depth + 1, parent_source=src)
         return (
             f'<details class="n {" ".join(cls)}" data-id="{did}"{" open" if is_open else ""}>'
             f'<summary>{head}</summary><div class="kids">{kids}</div></details>'
@@ -214,8 +242,12 @@ class _Renderer:
             cls.append("sel")
         if g.path in self.collapsed:
             is_open = False
+        elif id(g) in self.force_open or g.id in self.opened:
+            is_open = True
+        elif g.id in self.closed:
+            is_open = False
         else:
-            is_open = module_depth < self.module_open or g.path in self.expanded or id(g) in self.force_open
+            is_open = module_depth < self.module_open or g.path in self.expanded
         kids = self.list(g.items, 0, module_depth + 1)
         return (
             f'<details class="{" ".join(cls)}" data-id="{escape(g.id)}"{" open" if is_open else ""}>'
@@ -228,7 +260,7 @@ def group_line_html(g: ModuleGroup, times: dict[str, float] | None = None) -> st
     """A module's line: path, class, op count and (when measured) time."""
     ops = g.op_count()
     parts = [
-        f'<span class="ln mp">{escape(g.name)}</span>',
+        f'<span class="ln mp">{escape(g.label)}</span>',
         f'<span class="b mc">{escape(g.cls)}</span>',
         f'<span class="note"> {ops} op{"" if ops == 1 else "s"}</span>',
     ]
@@ -242,18 +274,25 @@ def _more(n: int) -> str:
     return f'<div class="more">... {n} more</div>'
 
 
-def line_html(n: Node, seconds: float | None = None, *, comm_title: str | None = None) -> str:
+def line_html(
+    n: Node, seconds: float | None = None, *, comm_title: str | None = None, source: bool = True
+) -> str:
     """One BoundSymbol's line: code, type comment, executor, tags, source, time
-    (``comm_title``: the tooltip of a collective's badge)."""
-    code, comment = split_comment(n)
+    (``comm_title``: the tooltip of a collective's badge; ``source``: False leaves out where it
+    comes from, as a subsymbol from the same line as its parent does). An executor's helper
+    that calls a torch function shows as that call (``Node.shown_line``), the helper in a badge."""
+    code, comment = split_comment(n, shown=True)
     parts = [f'<span class="ln">{escape(code)}</span>']
     if comment:
         parts.append(f'<span class="ty ln">  # {escape(comment)}</span>')
+    via = n.via
+    if via is not None:
+        parts.append(f'<span class="b via" title="{escape(n.line)}">via {escape(via)}</span>')
     parts.append(badges_html(n, comm_title=comm_title))
-    if n.source is not None:
+    if source and n.source is not None:
         s = n.source
-        title = escape(f"{s.file}:{s.line} in {s.function}\n{s.code}")
-        parts.append(f'<span class="src" title="{title}">{escape(short_file(s.file))}:{s.line}</span>')
+        title = escape(f"{os.path.basename(s.file)}:{s.line} in {s.function}\n{s.code}")
+        parts.append(f'<span class="src" title="{title}">{escape(location(s))}</span>')
     if seconds is not None:
         parts.append(f'<span class="tm">{fmt_seconds(seconds)}</span>')
     return "".join(parts)
@@ -290,10 +329,12 @@ def comm_badge_html(n: Node, title: str | None = None) -> str:
     return f'<span class="b g-communication cm" title="{escape(title or text)}">{escape(text)}</span>'
 
 
-def split_comment(n: Node) -> tuple[str, str]:
-    """``t0 = f(x)  # t0: "cpu f32[3]"`` -> (``t0 = f(x)``, ``t0: "cpu f32[3]"``)."""
+def split_comment(n: Node, *, shown: bool = False) -> tuple[str, str]:
+    """``t0 = f(x)  # t0: "cpu f32[3]"`` -> (``t0 = f(x)``, ``t0: "cpu f32[3]"``); ``shown``:
+    of the line as the views show it (``Node.shown_line``)."""
+    line = n.shown_line if shown else n.line
     if n.outputs:
-        code, sep, comment = n.line.rpartition("  # ")
+        code, sep, comment = line.rpartition("  # ")
         if sep:
             return code, comment
-    return n.line, ""
+    return line, ""

@@ -189,12 +189,16 @@ def test_report_of_an_explorer_opens_where_it_is(jfn):
     ex = explorer.explore(jfn, kind="prologue")
     ex.pass_slider.value = 0
     page = report_html(ex, graphs="none")
-    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == ["prologue"]
-    assert re.findall(r'name="rp_prologue" id="rprologue_(\d+)" checked', page) == ["0"]
+    # one group of radios: the pass the explorer shows is the one checked
+    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == ["prologue_0"]
     last = len(ex.model.series["computation"].passes) - 1
-    assert re.findall(r'name="rp_computation" id="rcomputation_(\d+)" checked', page) == [str(last)]
+    assert f'<label for="rcomputation_{last}">computation' in page  # its tab opens on the final pass
     page = report_html(jfn, graphs="none", kind="epilogue")
-    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == ["epilogue"]
+    last = len(ex.model.series["epilogue"].passes) - 1
+    assert re.findall(r'name="kind" id="r(\w+)" checked', page) == [f"epilogue_{last}"]
+    # the explorer on its overview: so is the page
+    ex.view.value = "overview"
+    assert re.findall(r'name="kind" id="r(\w+)" checked', report_html(ex, graphs="none")) == ["overview"]
     with pytest.raises(
         ValueError, match="no backward trace here; there are: prologue, computation, epilogue"
     ):

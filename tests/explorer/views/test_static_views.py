@@ -133,10 +133,12 @@ def test_report_is_self_contained(jfn, tmp_path):
     assert page.startswith("<!DOCTYPE html>")
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
     assert "https://" not in page
-    # pass stepping: one radio per pass of each kind, labels for them, previous/next
+    # pass stepping: one radio per pass of each kind (in the page's one group, so that a label
+    # anywhere selects a pass and shows its kind), labels for them, previous/next
     s = model_of(jfn).series["computation"]
-    radios = re.findall(r'<input type="radio" class="rad" name="rp_computation" id="(\w+)"', page)
+    radios = re.findall(r'<input type="radio" class="rad" name="kind" id="(rcomputation_\d+)"', page)
     assert len(radios) == len(s.passes)
+    assert all(f'<label for="{r}"' in page for r in radios)
     assert "next pass &rarr;" in page and "&larr; previous pass" in page
     assert page.count("<svg") >= len(s.passes)  # a small trace gets a graph per pass
     assert f"Diff against pass {len(s.passes) - 2}" in page

@@ -1,0 +1,59 @@
+"""Reports stay small: the page of a 2-layer Llama's training step is under 2 MB (it was 6.1 MB
+when every pass repeated its whole tree, graph and printed trace), and what made it big does
+not come back."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import thunder
+from explorer.views.report import report_html
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def llama_step():
+    transformers = pytest.importorskip("transformers")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    transformers.logging.set_verbosity_error()
+    config = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=256,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    jllama = thunder.jit(LlamaForCausalLM(config))
+    ids = torch.randint(0, 256, (1, 8))
+    jllama(ids, labels=ids).loss.backward()
+    return jllama
+
+
+def test_a_llama_training_report_is_under_2_mb(llama_step):
+    page = report_html(llama_step)
+    assert len(page.encode()) < 2 * MB
+    panes = re.split(r'<div class="pane ', page)[1:]
+    finals = [p for p in panes if "<summary>Printed trace</summary>" in p]
+    earlier = [p for p in panes if p not in finals]
+    assert len(finals) == 4 and len(earlier) > 10  # prologue, computation, epilogue, backward
+    for pane in earlier:  # a pass before the final lists its lines: no tree, no printed trace
+        assert '<div class="tree">' not in pane and "<summary>Its lines" in pane
+        if pane.startswith(("rpane_computation", "rpane_backward", "rpane_prologue")):
+            assert "<svg" not in pane  # (the epilogue, 4 lines, has a graph per pass)
+    # graphs: the final computation and backward (the prologue, a line per parameter, has none)
+    prologue = page.split('<div class="kind rk_prologue">')[1].split('<div class="kind rk_')[0]
+    assert "<svg" not in prologue
+    for kind in ("computation", "backward"):
+        section = page.split(f'<div class="kind rk_{kind}">')[1].split('<div class="kind rk_')[0]
+        assert section.count("<svg") == 1
+    assert "<!--" not in page  # graphviz's own comments
+    # a subsymbol from its parent's source line does not repeat it
+    assert page.count('class="src"') < 2 * sum(p.count('<details class="n ') for p in finals)
