@@ -17,6 +17,10 @@ from explorer.views.graph_plan import Line, ModulePlan, Open, leaf_of, opened
 from explorer.views.style import TAG_STYLE, executor_style
 
 SPLINE_NODES = 1000
+# Edges passing more than LONG_SPAN nodes are drawn as notes by their consumer when together they
+# pass more than LONG_TOTAL nodes (``_DotWriter._stub``): what keeps a 1,000-op training graph
+# laid out in a second or two (its 250 saved values' edges made dot run past a minute or crash).
+LONG_SPAN, LONG_TOTAL = 60, 20_000
 MODULE_FILL, MODULE_BORDER = "#e3f2fd", "#1f5f99"
 
 
@@ -340,7 +344,14 @@ class _DotWriter:
         merged: dict[tuple[str, str], list[str]] = {}
         for src, dst, name in self.edge_list:
             merged.setdefault((src, dst), []).append(name)
+        spans = {e: self._span(*e) for e in merged}
+        long = [e for e, n in spans.items() if n > LONG_SPAN]
+        stubbed = set(long) if sum(spans[e] for e in long) > LONG_TOTAL else set()
+        stubs: dict[str, list[tuple[str, list[str]]]] = {}  # consumer -> its long edges, drawn as one stub
         for (src, dst), names in merged.items():
+            if (src, dst) in stubbed:
+                stubs.setdefault(dst, []).append((src, names))
+                continue
             labels = []
             for name in names[:2]:
                 info = self.proxies.get(name)
@@ -360,6 +371,44 @@ class _DotWriter:
             if attrs is not None:
                 a.update(attrs(src, dst, names))
             self.lines.append(f"  {src} -> {dst} [{' '.join(f'{k}={v}' for k, v in a.items())}];")
+        for i, (dst, edges) in enumerate(stubs.items()):
+            self._stub(f"{self.prefix}far{i}", dst, edges, attrs)
+
+    def _span(self, src: str, dst: str) -> int:
+        """How many drawn nodes an edge passes (by drawing order): an input's edges count 0, an
+        edge from another writer's node (the forward's, in the pair graph) as many as this side has."""
+
+        def order(nid: str) -> int | None:
+            rest = nid[len(self.prefix) :] if nid.startswith(self.prefix) else None
+            if rest == "ret":
+                return self.count
+            return int(rest[1:]) if rest and rest[0] == "n" and rest[1:].isdigit() else None
+
+        if src.startswith(f"{self.prefix}in_"):
+            return 0
+        a, b = order(src), order(dst)
+        if b is None:
+            return 0
+        return self.count if a is None else abs(b - a)  # from another writer: as long as this side
+
+    def _stub(self, sid: str, dst: str, edges: list[tuple[str, list[str]]], attrs) -> None:
+        """Long edges into ``dst`` drawn as one short one from a note naming what they carry: each
+        long edge makes graphviz route a chain of hidden nodes through every rank it passes, and
+        hundreds of them (a training step's forward returning every saved value) took ``dot``
+        minutes or crashed it. The producers still say what they make in their labels."""
+        names = [n for _, ns in edges for n in ns]
+        shown = ", ".join(names[:4]) + (f" +{len(names) - 4} more" if len(names) > 4 else "")
+        where = f"from {len(edges)} nodes far above" if len(edges) > 1 else "from far above"
+        label = _q(f"{shown}\n({where})")
+        self.lines.append(
+            f'  {sid} [label={label} shape=note style=dashed color="#999999" '
+            f"fontname=Helvetica fontsize=8 tooltip={_q(', '.join(names))}];"
+        )
+        a = {"tooltip": _q(", ".join(names)), "style": "dashed"}
+        if attrs is not None:
+            a.update(attrs(edges[0][0], dst, names))
+            a.pop("label", None)
+        self.lines.append(f"  {sid} -> {dst} [{' '.join(f'{k}={v}' for k, v in a.items())}];")
 
     def _seen_executor(self, executor: str | None) -> None:
         fill, border, shape, line = executor_style(executor)

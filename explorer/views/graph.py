@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import shutil
 import subprocess
 import time
@@ -41,7 +42,7 @@ from explorer.views.dot_writer import SPLINE_NODES, _DotWriter, _q
 from explorer.views.graph_plan import ModulePlan, count_nodes
 
 DOT = "dot"  # the program; tests point this elsewhere to see the "not installed" message
-DEFAULT_MAX_NODES = 500
+DEFAULT_MAX_NODES = 1200  # a 1,000-op backward is drawn whole; more: "... N more", with a message
 DEFAULT_TIMEOUT = 20.0
 INSTALL_HINT = (
     "The graph view needs Graphviz's `dot` program, which was not found on PATH. Install it with "
@@ -49,6 +50,7 @@ INSTALL_HINT = (
     "`conda install -c conda-forge graphviz`, then run the cell again."
 )
 _SVG_CACHE: dict[str, str] = {}
+_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
 
 
 class GraphvizMissing(RuntimeError):
@@ -159,6 +161,7 @@ def layout(dot: str, timeout: float = DEFAULT_TIMEOUT) -> str:
     svg = res.stdout.decode("utf-8", errors="replace")
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else svg
+    svg = _COMMENT.sub("", svg)  # a comment per node and edge repeating its name: a tenth of the text
     if len(_SVG_CACHE) > 64:
         _SVG_CACHE.pop(next(iter(_SVG_CACHE)))
     _SVG_CACHE[key] = svg

@@ -40,7 +40,7 @@ SAVED_EDGE = "#a66b00"
 LISTED_NAMES = 200  # names in a signature or a list of saved values; the rest are counted
 # a name as a whole word: not an attribute (``torch.x``) nor an entity (``&quot;``)
 _NAME = re.compile(r"(?<![\w.&])[A-Za-z_]\w*(?!\w)")
-MAX_NODES = 300  # both sides together: two clusters and the edges between them lay out slower than one  # the colour of the saved-for-backward badge, for the edges crossing the cut
+MAX_NODES = 2400  # both sides together (a 1,000-op backward whole); long edges are drawn as notes (dot_writer)  # the colour of the saved-for-backward badge, for the edges crossing the cut
 _prefixes = itertools.count()  # anchors are unique per rendering: a notebook may show several pairs
 
 
