@@ -9,6 +9,7 @@
     explorer.to_html(jfn, "report.html")      # one self-contained page, works offline
     explorer.pair_of(jfn)                     # forward and backward side by side, links between
     explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
+    explorer.timeline(jfn, x).save("trace.json")  # per-line spans and memory; opens in Perfetto
     explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
     %load_ext explorer                        # then: %thunder_trace fn(x)
     explorer.explore(cfn)                     # a thunderfx program: pieces and graph breaks
@@ -100,11 +101,12 @@ def graph_of(
     index: int = -1,
     *,
     depth: int = 0,
-    max_nodes: int = 500,
+    max_nodes: int | None = None,
     modules: bool | None = None,
     collapse=(),
     expand=(),
     module_depth: int | None = None,
+    decompose: bool = False,
 ):
     """The dataflow graph of one pass (default: the final computation trace), laid out.
 
@@ -112,9 +114,10 @@ def graph_of(
     module clusters: the module paths in ``collapse`` as one node each, those in ``expand``
     open, the others open down to ``module_depth`` and repeated layers after the first folded;
     None (default) draws them for a jitted module's program, ``False`` draws it flat.
+    Ops are drawn at torch level at every depth; ``decompose`` opens them into prims.
     """
     from explorer.model.compilation import model_of
-    from explorer.views.graph import render_graph
+    from explorer.views.graph import DEFAULT_MAX_NODES, render_graph
     from explorer.views.graph_plan import DEFAULT_MODULE_DEPTH, ModulePlan
 
     m = model_of(obj)
@@ -129,10 +132,11 @@ def graph_of(
         p,
         s.proxies,
         depth=depth,
-        max_nodes=max_nodes,
+        max_nodes=DEFAULT_MAX_NODES if max_nodes is None else max_nodes,
         title=f"{kind} {p.index}: {p.name}",
         modules=modules,
         plan=plan,
+        decompose=decompose,
     )
 
 
@@ -179,6 +183,19 @@ def memory(
         )
         attach_measurement(prof, live, where)
     return prof
+
+
+def timeline(obj, *args, entry: int | None = None, **kwargs):
+    """A run on a time axis (``explorer.measure.timeline.Timeline``): ``obj`` (a jitted function
+    or module) is run on ``args`` and ``kwargs`` with every line of its final traces timed; each
+    line is a span (forward, then backward), fusion regions and collectives (start to wait) have
+    rows of their own, the memory curve is under them. ``.save("trace.json")`` writes a
+    Chrome / Perfetto trace file. Also takes a timed TraceModel, or a distributed run's ranks
+    (``load_ranks``: one process per rank)."""
+    from explorer.measure.timeline import timeline
+
+    timed = bool(args or kwargs)
+    return timeline(obj, args if timed else None, kwargs if timed else None, entry=entry)
 
 
 def compare(
@@ -259,6 +276,7 @@ from explorer.notebook.display import register_displays  # noqa: E402
 from explorer.views import html  # noqa: E402, F401
 from explorer.views import pair as pair_view  # noqa: E402, F401
 from explorer.views import ranks as ranks_view  # noqa: E402, F401
+from explorer.views import timeline as timeline_view  # noqa: E402, F401
 
 register_displays()
 
@@ -273,5 +291,6 @@ __all__ = [
     "model_of",
     "pair_of",
     "save_rank",
+    "timeline",
     "to_html",
 ]
