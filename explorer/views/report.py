@@ -16,6 +16,7 @@ from explorer.model.memory import memory_of
 from explorer.model.passes import PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel, collector_paused
+from explorer.views.canvas import canvas_script
 from explorer.views.graph import render_graph
 from explorer.views.graph_plan import count_nodes
 from explorer.views.html import cache_html, diff_html, lines_html, pass_header_html, source_html
@@ -23,6 +24,7 @@ from explorer.views.memory import memory_section_html
 from explorer.views.overview import overview_html
 from explorer.views.pair import pair_graph, pair_html
 from explorer.views.style import stylesheet
+from explorer.views.timeline import timeline_section_html
 from explorer.views.tree import DEFAULT_BUDGET, tree_html
 from explorer.views.whatif import comparison_table_html
 
@@ -178,6 +180,7 @@ def report_html(
         parts.append(_pair_section(pair, graphs, graph_depth, budget))
     if _id(MEMORY_TAB) in radios:
         parts.append(_memory_section(model, memory_kinds, comparison, profiles))
+    parts.append(timeline_section_html(model))  # the timed run on a time axis, when timed
     if model.entries:
         parts.append(cache_html(model))
     css = stylesheet() + REPORT_CSS + "\n".join(rules)
@@ -185,7 +188,7 @@ def report_html(
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>thunder: {escape(model.title)}</title><style>{css}</style></head>"
-        f'<body><div class="thx">{body}</div></body></html>\n'
+        f'<body><div class="thx">{body}</div>{canvas_script()}</body></html>\n'
     )
 
 
