@@ -36,6 +36,7 @@ from explorer.model.nodes import Node
 from explorer.model.passes import PassModel, TraceSeries
 from explorer.model.search_index import index_of
 from explorer.model.traces import TraceModel, collector_paused
+from explorer.notebook.canvas_widget import attach_canvas
 from explorer.notebook.panes import ExplorerViews
 from explorer.notebook.whatif import WhatIfPanel
 from explorer.views.graph_plan import ModulePlan, Open
@@ -208,6 +209,7 @@ class Explorer(ExplorerViews):
             layout=w.Layout(width="100%"),
         )
         self.root.add_class("thunder-explorer")
+        attach_canvas(self)  # graphs zoom, pan and select on click; the timeline (canvas_widget)
         self._on_kind(None)
 
     # -- state ------------------------------------------------------------------------------
