@@ -105,3 +105,22 @@ def test_a_1000_op_backward_is_drawn_whole_beside_its_forward():
     s = model.series["backward"]
     alone = render_graph(s.final, s.proxies)
     assert alone.nodes >= backward_ops and not [m for m in alone.messages if "not drawn" in m]
+
+
+@needs_dot
+def test_report_carries_the_script_once_and_the_ids_and_timeline():
+    from explorer.measure.runner import measure
+    from explorer.views.report import report_html
+
+    jfn = thunder.jit(attention_like)
+    x = torch.randn(3, 4, requires_grad=True)
+    jfn(x)
+    model = model_of(jfn)
+    measure(jfn, (x,)).attach(model)
+    page = report_html(model)
+    assert page.count("<script>") == 1 and page.count(asset("canvas.js")) == 1
+    assert page.rindex("<script>") > page.rindex('class="thx-canvas"')  # after the canvases it enhances
+    final = model.series["computation"].final
+    softmax = next(n.id for n in final.nodes if n.sym_id == "torch.softmax")
+    assert softmax in _ids(page)
+    assert "Timeline of a run" in page
