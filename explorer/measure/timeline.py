@@ -151,7 +151,11 @@ class Timeline:
 
 
 def _short_name(n) -> str:
-    return n.sym_id.rsplit(".", 1)[-1] if n.sym_id.startswith("torch.ops.") else n.sym_id
+    """``torch.ops.aten._softmax_backward_data.default`` as ``aten._softmax_backward_data``."""
+    name = n.sym_id
+    if name.startswith("torch.ops."):
+        name = name[len("torch.ops.") :].removesuffix(".default")
+    return name
 
 
 def timeline_of(model: TraceModel, rank: int = 0, start: float = 0.0) -> Timeline:

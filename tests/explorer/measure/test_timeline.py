@@ -51,6 +51,8 @@ def test_export_is_a_chrome_trace_with_both_sides(run, tmp_path):
     for a, b in zip(forward, forward[1:]):
         assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=0.01)
     assert any(e["name"] == "torch.softmax" for e in forward)  # named as the trace prints it
+    names = {e["name"] for e in spans}
+    assert "default" not in names and "aten._softmax_backward_data" in names
     backward_start = min(e["ts"] for e in spans if threads[e["tid"]] == "backward lines")
     assert backward_start >= max(e["ts"] + e["dur"] for e in forward) - 0.01
     counters = [e for e in events if e["ph"] == "C"]
