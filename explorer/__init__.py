@@ -51,13 +51,14 @@ def explore(
     args: tuple | None = None,
     kwargs: dict | None = None,
     *,
-    view: str = "tree",
+    view: str | None = None,
     depth: int = 1,
     kind: str | None = None,
     entry: int | None = None,
     modules: bool | None = None,
 ):
-    """The interactive explorer for a jitted function (or a Trace, or a TraceModel).
+    """The interactive explorer for a jitted function (or a Trace, or a TraceModel). It opens
+    on the overview of the final program (``view``: another view; with a ``kind``, its tree).
 
     With ``args`` (and ``kwargs``) the function is run on them first and every line of its
     final traces is timed, as ``%thunder_trace`` does (and the what-if control can run it).

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
+import re
+import sys
 
 from explorer.model.collective_call import COMMUNICATION, collective_call
 from explorer.model.proxies import ProxyTable, _proxies_in, jsonable
@@ -38,6 +41,40 @@ NOTABLE_TAGS = frozenset(
 _SUBCLASS_STEP_TAGS = frozenset({Tag.FLATTEN_TENSOR_SUBCLASS, Tag.UNFLATTEN_TENSOR_SUBCLASS})
 
 
+_CELL_FILE = re.compile(
+    r"(^<ipython-input-\d+-[0-9a-f]+>$)|(/ipykernel_\d+/\d+\.py$)|(^<thunder_trace cell \d+>$)"
+)
+_INPUT_FILE = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+# a notebook cell's file name -> its number (``In[3]``): ``%%thunder_trace`` notes its cells here;
+# IPython's own cells are looked up in its compiler's table
+CELL_NUMBERS: dict[str, int] = {}
+# a search for a notebook location: ``In[3] line 2``, ``In[3]:2``, ``In[3]``
+CELL_LOCATION = re.compile(r"^\s*in\s*\[\s*(\d+)\s*\](?:\s*(?:line\s*|:\s*)(\d+))?\s*$", re.IGNORECASE)
+
+
+def is_cell_file(path: str) -> bool:
+    """Whether a file name is a notebook cell's (IPython's, ipykernel's, ``%%thunder_trace``'s)."""
+    return _CELL_FILE.search(path) is not None
+
+
+def cell_number(path: str) -> int | None:
+    """The ``In[n]`` number of the notebook cell a file name stands for (None: not a cell, or
+    not known in this process)."""
+    n = CELL_NUMBERS.get(path)
+    if n is not None:
+        return n
+    m = _INPUT_FILE.match(path)
+    if m is not None:
+        return int(m[1])
+    if _CELL_FILE.search(path):
+        ipython = sys.modules.get("IPython")  # (not imported here: only read when running in it)
+        shell = ipython.get_ipython() if ipython is not None else None
+        known = getattr(getattr(shell, "compile", None), "_filename_map", None)
+        if isinstance(known, dict) and isinstance(known.get(path), int):
+            return known[path]
+    return None
+
+
 @dataclasses.dataclass
 class SourceInfo:
     """The user's source line a BoundSymbol came from."""
@@ -49,6 +86,14 @@ class SourceInfo:
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
+
+    def location(self) -> str:
+        """As a notebook user names it: ``In[3] line 2`` for a cell (the line in the cell),
+        ``model.py:12`` for a file."""
+        if is_cell_file(self.file):
+            n = cell_number(self.file)
+            return f"In[{n}] line {self.line}" if n is not None else f"cell line {self.line}"
+        return f"{os.path.basename(self.file)}:{self.line}"
 
 
 class Node:

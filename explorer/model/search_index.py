@@ -42,8 +42,10 @@ class _Chunk:
         at = 0
         for k, n in enumerate(nodes):
             src = n.source
-            # fields split by a tab: a query (one line, no tab) matches inside one field
-            text = f"{n.sym_id}\t{n.line}\t{os.path.basename(src.file) if src is not None else ''}\n".lower()
+            # fields split by a tab: a query (one line, no tab) matches inside one field; the
+            # location as the tree shows it (``In[3] line 2``, ``model.py:12``) is one
+            where = f"{os.path.basename(src.file)}\t{src.location()}" if src is not None else ""
+            text = f"{n.sym_id}\t{n.line}\t{where}\n".lower()
             self.starts.append(at)
             at += len(text)
             parts.append(text)

@@ -22,6 +22,7 @@ import os
 import traceback
 from html import escape
 
+from explorer.model.nodes import CELL_NUMBERS, cell_number
 from explorer.notebook.widget import VIEWS
 
 last_explorer = None  # the most recent explorer, for code that wants the object
@@ -34,7 +35,7 @@ class MagicUsageError(ValueError):
 
 USAGE = (
     "usage: %thunder_trace [--device cpu|cuda] [--executors a,b] [--depth N] "
-    "[--view tree|graph|source|diff|timing|pair|pair-graph] [--modules] [--thunderfx] fn(args)"
+    "[--view overview|tree|graph|source|diff|timing|pair|pair-graph] [--modules] [--thunderfx] fn(args)"
 )
 
 
@@ -43,7 +44,7 @@ class Options:
     device: str = "cpu"
     executors: list[str] | None = None
     depth: int = 1
-    view: str = "tree"
+    view: str | None = None  # None: the overview
     modules: bool | None = None  # group the tree and graph by module (None: when it has modules)
     thunderfx: bool = False  # compile with thunder.dynamo.thunderfx (Dynamo splits, thunder compiles)
 
@@ -208,6 +209,20 @@ def run_line(line: str, ns: dict, notes: list[str] | None = None):
     return ex
 
 
+def _calling_cell() -> int | None:
+    """The ``In[n]`` number of the notebook cell that called the magic: the first frame up the
+    stack whose code is a cell's (IPython calls a cell magic from the cell's compiled code)."""
+    import sys
+
+    f = sys._getframe(1)
+    while f is not None:
+        n = cell_number(f.f_code.co_filename)
+        if n is not None:
+            return n
+        f = f.f_back
+    return None
+
+
 def run_cell(line: str, cell: str, ns: dict):
     """The cell magic's body: run all statements but the last, then trace the last (a call)."""
     global _cells
@@ -215,6 +230,9 @@ def run_cell(line: str, cell: str, ns: dict):
     filename = f"<thunder_trace cell {_cells}>"
     # registered so that source lines of functions defined in the cell can be shown
     linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    count = _calling_cell()
+    if count is not None:  # the views name its lines In[count] line k (k: below the magic's line)
+        CELL_NUMBERS[filename] = count
     try:
         tree = ast.parse(cell, filename)
     except SyntaxError as e:

@@ -24,6 +24,7 @@ from explorer.views.html import (
     wrap,
 )
 from explorer.views.memory import memory_section_html
+from explorer.views.overview import overview_html
 from explorer.views.pair import pair_graph, pair_html
 from explorer.views.text import model_text
 from explorer.views.tree import tree_html
@@ -81,7 +82,9 @@ class ExplorerViews:
         tree = self.module_tree()
         if tree is not None:
             hits = dict.fromkeys(g.id for g in self.module_hits) | hits
-        if view == "tree":
+        if view == "overview":
+            body = overview_html(self.model, profiles=self._overview_memory(), timeline=False)
+        elif view == "tree":
             marks = {}
             if p.diff is not None:
                 marks = {k: "added" for k in p.diff.added} | {k: "rewritten" for k in p.diff.rewritten}
@@ -96,6 +99,8 @@ class ExplorerViews:
                 modules=tree,
                 collapsed=self.collapsed,
                 expanded=self.expanded,
+                opened=self.main.opened,
+                closed=self.main.closed,
             )
         elif view == "graph":
             highlight = set(hits) | ({self.selected} if self.selected else set())
@@ -116,6 +121,23 @@ class ExplorerViews:
             body = self._timing_html()
         self.peak_button.layout.display = "flex" if view == "memory" else "none"
         self.main.value = wrap(body)
+
+    def _overview_memory(self) -> dict:
+        """Kind -> the computed memory of its final trace, for the overview (computed once, not
+        measured; left out for a trace longer than MEASURED_LINES or one it cannot read)."""
+        key = (self.model.entry_index, "overview")
+        if key not in self._memory:
+            found = {}
+            for kind in ("computation", "backward"):
+                s = self.model.series.get(kind)
+                if s is None or len(s.final.nodes) > MEASURED_LINES:
+                    continue
+                try:
+                    found[kind] = memory_of(self.model, kind)
+                except Exception:  # a model read from JSON has no traces to compute it on
+                    continue
+            self._memory[key] = found
+        return self._memory[key]
 
     def memory(self):
         """The MemoryProfile of the pass shown (computed once; the final pass measured too when
@@ -233,6 +255,7 @@ class ExplorerViews:
                 kind=self.kind.value,
                 modules=self.by_module.value,
                 pair_open=self.view.value in ("pair", "pair-graph"),
+                overview=self.view.value == "overview",
             )
             if len(html) <= STATIC_BYTES or budget <= MIN_STATIC_BUDGET:
                 return html

@@ -1,12 +1,15 @@
 """The interactive explorer: one ipywidgets tree per explorer, not one widget per BoundSymbol.
 
-Controls: the trace kind; the pass (slider, previous / next buttons, the passes strip with
-the ones that changed nothing dashed); the view (tree, graph, source, diff, timing); a depth
-dial (tree: open levels; graph: opened levels); a search box (symbol, proxy name or
-``file:line``) whose hits are highlighted and listed; the list selects a BoundSymbol, whose
-details (metadata, executor and who declined, its source line with the code around it) show
-below. A cache panel lists the compiled entries and why each was compiled. Everything is
-rendered into a few HTML widgets from the ``TraceModel``.
+Controls: the trace kind; the pass (slider, previous / next buttons, and the pipeline: a
+button per pass, with what it changed and how long it took); the view (the overview it opens
+on, tree, graph, source, diff, timing); a depth dial (tree: open levels; graph: opened levels);
+a search box (symbol, proxy name, ``file:line`` or a notebook location ``In[3] line 2``, as the
+tree shows them) that filters as you type: its hits are highlighted, their parents opened, and
+"next match" selects them in turn. The tree is the selector: a click on a line selects it (its
+details: metadata, executor and who declined, its source line with the code around it, show
+below) and its triangle folds it (``explorer.notebook.tree_pane``); folds survive selecting,
+searching and stepping through passes. A cache panel lists the compiled entries and why each
+was compiled. Everything is rendered from the ``TraceModel`` into a few HTML widgets.
 
 "pair" shows the forward and the backward side by side, the values saved for backward
 highlighted in both, each backward line linked to the forward op it differentiates (a line
@@ -32,25 +35,21 @@ from html import escape
 import ipywidgets as w
 
 from explorer.model.modules import ModuleGroup, is_module_id
-from explorer.model.nodes import Node
+from explorer.model.nodes import CELL_LOCATION, Node, cell_number
 from explorer.model.passes import PassModel, TraceSeries
 from explorer.model.search_index import index_of
+from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel, collector_paused
 from explorer.notebook.canvas_widget import attach_canvas
 from explorer.notebook.panes import ExplorerViews
+from explorer.notebook.tree_pane import TreePane
 from explorer.notebook.whatif import WhatIfPanel
 from explorer.views.graph_plan import ModulePlan, Open
-from explorer.views.html import (
-    cache_html,
-    pass_header_html,
-    passes_strip_html,
-    wrap,
-)
-from explorer.views.text import short_file
+from explorer.views.html import cache_html, pass_header_html, wrap
 from explorer.views.tree import DEFAULT_BUDGET, MODULE_DEPTH
 
-VIEWS = ("tree", "graph", "source", "diff", "timing", "pair", "pair-graph", "memory")
-MAX_LISTED = 1000  # search hits (or lines) in the list to select from
+VIEWS = ("overview", "tree", "graph", "source", "diff", "timing", "pair", "pair-graph", "memory")
+MAX_LISTED = 1000  # search hits kept (highlighted in the tree, stepped through by "next match")
 
 
 @collector_paused()
@@ -59,12 +58,23 @@ def search(p: PassModel, query: str, proxies: Mapping | None = None, limit: int 
     is not ``t12``), a source location (``file.py:12``), or else a piece of the symbol or of
     the printed line (``softmax``, ``torch.add``, a constant). The first ``limit`` of them
     in trace order (None: all): the search stops there, so a common word in a 40,000-line
-    trace is found as fast as the list can show it."""
+    trace is found as fast as the list can show it. A notebook location (``In[3] line 2``,
+    ``In[3]``) finds the lines that came from that cell (and line)."""
     q = query.strip()
     if not q:
         return []
     file_part, _, line_part = q.rpartition(":")
-    if file_part and line_part.isdigit():
+    cell = CELL_LOCATION.match(q)
+    if cell is not None:
+        number, line = int(cell[1]), int(cell[2]) if cell[2] else None
+        found = (
+            n
+            for n in p.walk()
+            if n.source is not None
+            and (line is None or n.source.line == line)
+            and cell_number(n.source.file) == number
+        )
+    elif file_part and line_part.isdigit():
         found = (
             n
             for n in p.walk()
@@ -94,7 +104,7 @@ class Explorer(ExplorerViews):
         model: TraceModel,
         *,
         kind: str | None = None,
-        view: str = "tree",
+        view: str | None = None,
         depth: int = 1,
         budget: int = DEFAULT_BUDGET,
         notes: list[str] | None = None,
@@ -103,9 +113,12 @@ class Explorer(ExplorerViews):
     ):
         """``source``: the jitted function the model came from; with it, a dropdown switches
         between its cache entries. ``modules``: open grouped by module (None: when the
-        program has module scopes, i.e. a jitted nn.Module)."""
+        program has module scopes, i.e. a jitted nn.Module). ``view``: the view it opens on
+        (None: the overview, or the tree when a ``kind`` is asked for)."""
         if modules is None:
             modules = has_module_scopes(model)
+        if view is None:
+            view = "tree" if kind is not None else "overview"
         if view not in VIEWS:
             raise ValueError(f"explorer: unknown view {view!r}; choose one of {', '.join(VIEWS)}")
         self.model = model
@@ -115,6 +128,7 @@ class Explorer(ExplorerViews):
         self.collapsed: set[str] = set()  # module paths folded by hand
         self.expanded: set[str] = set()  # module paths opened by hand
         self.more_hits = False  # whether the search stopped at MAX_LISTED hits
+        self.hit_at = -1  # the hit "next match" selected last
         self.selected: str | None = None
         self.inputs: tuple[tuple, dict] | None = None  # (args, kwargs) it ran on, for the what-if
         self._memory: dict = {}  # (kind, pass index) -> MemoryProfile
@@ -131,6 +145,9 @@ class Explorer(ExplorerViews):
         self.prev_button = w.Button(description="previous pass", icon="arrow-left", layout=layout)
         self.next_button = w.Button(description="next pass", icon="arrow-right", layout=layout)
         self.pass_slider = w.IntSlider(min=0, max=0, value=0, description="pass", continuous_update=False)
+        # the pipeline: a button per pass (what it changed, how long it took, in its tooltip)
+        self.pass_buttons = w.ToggleButtons(options=[], style={"button_width": "auto"})
+        self.pass_buttons.add_class("thx-passes")
         self.passes = w.HTML()
         self.view = w.ToggleButtons(
             options=VIEWS, value=view, description="view", style={"button_width": "auto"}
@@ -147,14 +164,16 @@ class Explorer(ExplorerViews):
             description="collapse module", layout=w.Layout(width="auto", display="none")
         )
         self.query = w.Text(
-            placeholder="symbol, proxy name, text or file.py:line",
+            placeholder="symbol, proxy name, text, file.py:line or In[3] line 2",
             description="search",
-            continuous_update=False,
+            continuous_update=True,  # filters as you type
             layout=w.Layout(width="60%"),
         )
-        self.matches = w.Select(options=[], rows=6, description="select", layout=w.Layout(width="98%"))
+        self.next_hit = w.Button(
+            description="next match", icon="arrow-down", layout=w.Layout(width="auto", display="none")
+        )
         self.status = w.HTML()
-        self.main = w.HTML()
+        self.main = TreePane()
         self.details = w.HTML()
         self.cache = w.HTML(wrap(cache_html(model)) if model.entries else "")
         self.source = source
@@ -172,6 +191,7 @@ class Explorer(ExplorerViews):
         self._updating = False
         self.kind.observe(self._on_kind, "value")
         self.pass_slider.observe(lambda _: self._refresh(), "value")
+        self.pass_buttons.observe(self._on_pass_button, "value")
         self.prev_button.on_click(lambda _: self.step(-1))
         self.next_button.on_click(lambda _: self.step(+1))
         self.view.observe(lambda _: self._render_main(), "value")
@@ -186,7 +206,10 @@ class Explorer(ExplorerViews):
         self.peak_button.on_click(lambda _: self.show_peak())
         self.whatif = WhatIfPanel(self)
         self.query.observe(lambda _: self._on_search(), "value")
-        self.matches.observe(self._on_select, "value")
+        self.next_hit.on_click(lambda _: self.step_hit(+1))
+        self.main.observe(self._on_click, "selected")
+        self.main.observe(self._on_fold, "opened")
+        self.main.observe(self._on_fold, "closed")
         self.entry.observe(self._on_entry, "value")
 
         self.root = w.VBox(
@@ -195,12 +218,12 @@ class Explorer(ExplorerViews):
                 self.entry,
                 self.kind,
                 w.HBox([self.prev_button, self.pass_slider, self.next_button]),
+                self.pass_buttons,
                 self.passes,
                 w.HBox([self.view, self.depth, self.by_module, self.peak_button]),
-                self.query,
+                w.HBox([self.query, self.next_hit]),
                 self.status,
                 self.main,
-                self.matches,
                 self.fold_button,
                 self.details,
                 self.whatif.root,
@@ -234,10 +257,34 @@ class Explorer(ExplorerViews):
         self.pass_slider.value = max(0, min(len(s.passes) - 1, self.pass_slider.value + delta))
 
     def select(self, node_id: str | None) -> None:
-        """Show the details of a BoundSymbol (by node id) and highlight it."""
+        """Show the details of a BoundSymbol (by node id) and highlight it (what a click on its
+        line in the tree does)."""
         self.selected = node_id
+        self._updating = True
+        try:
+            self.main.selected = node_id
+        finally:
+            self._updating = False
         self._render_details()
         self._render_main()
+
+    def step_hit(self, delta: int) -> None:
+        """Select the next (or previous) search hit, modules first, in trace order."""
+        hits = [g.id for g in self.module_hits] + [n.id for n in self.hits]
+        if not hits:
+            return
+        self.hit_at = (self.hit_at + delta) % len(hits)
+        self.select(hits[self.hit_at])
+
+    @property
+    def opened(self) -> list[str]:
+        """Ids of the lines and modules unfolded by hand (in the tree pane)."""
+        return list(self.main.opened)
+
+    @property
+    def closed(self) -> list[str]:
+        """Ids of the lines and modules folded by hand."""
+        return list(self.main.closed)
 
     def module_tree(self):
         """The current pass grouped by module, or None when it is not grouped (or has no scopes)."""
@@ -351,13 +398,25 @@ class Explorer(ExplorerViews):
     @collector_paused()  # (a search makes many small objects: no collections over the traces)
     def _on_search(self) -> None:
         self._search()
-        self._fill_matches()
+        self.hit_at = -1
+        self._show_status()
         self._render_main()
 
-    def _on_select(self, change) -> None:
-        if self._updating:
-            return
-        self.select(change["new"])
+    def _on_click(self, change) -> None:
+        """A line of the tree was clicked: select it."""
+        if not self._updating:
+            self.select(change["new"])
+
+    def _on_fold(self, change) -> None:
+        """A line was folded or unfolded by hand: the page shows it already; the tree is
+        rendered again so that what it holds says so (and an unfolded line whose subsymbols
+        the budget left out lists them)."""
+        if not self._updating and self.view.value == "tree":
+            self._render_main()
+
+    def _on_pass_button(self, change) -> None:
+        if not self._updating and change["new"] is not None:
+            self.pass_slider.value = change["new"]
 
     def _refresh(self) -> None:
         if self._updating:
@@ -369,11 +428,12 @@ class Explorer(ExplorerViews):
             return
         self.prev_button.disabled = p.index == 0
         self.next_button.disabled = p.index == len(s.passes) - 1
-        self.passes.value = wrap(passes_strip_html(s, p.index) + pass_header_html(s, p))
+        self._fill_pass_buttons(s, p.index)
+        self.passes.value = wrap(pass_header_html(s, p))
         self._search()
         if self.selected is not None and self._find(p, self.selected) is None:
             self.selected = None
-        self._fill_matches()
+        self._show_status()
         self._render_main()
         self._render_details()
 
@@ -385,31 +445,34 @@ class Explorer(ExplorerViews):
         self.hits = found[:MAX_LISTED]
         self.module_hits = p.modules().search(q, MAX_LISTED) if p is not None and q.strip() else []
 
-    def _fill_matches(self) -> None:
-        p = self.current
-        nodes = self.hits if self.query.value.strip() else (p.nodes if p is not None else [])
-        options = [(f"module {g.summary(self._times())}", g.id) for g in self.module_hits]
-        options += [(_option_label(n), n.id) for n in nodes[:MAX_LISTED]]
+    def _fill_pass_buttons(self, s: TraceSeries, current: int) -> None:
+        """A button per pass of the series, the current one pressed."""
+        options = [(_pass_label(p), p.index) for p in s.passes]
+        tips = [
+            f"{p.name}: {'first trace' if p.diff is None else p.diff.summary()}"
+            + (f", {fmt_seconds(p.seconds)}" if p.seconds is not None else "")
+            for p in s.passes
+        ]
         self._updating = True
         try:
-            self.matches.options = options
-            ids = {v for _, v in options}
-            self.matches.value = self.selected if self.selected in ids else None
+            if list(self.pass_buttons.options) != options:
+                self.pass_buttons.options = options
+                self.pass_buttons.tooltips = tips
+            self.pass_buttons.value = current
         finally:
             self._updating = False
+
+    def _show_status(self) -> None:
         q = self.query.value.strip()
+        self.next_hit.layout.display = "flex" if q and (self.hits or self.module_hits) else "none"
         if q:
             count = f"more than {MAX_LISTED}" if self.more_hits else str(len(self.hits))
-            more = f" (listing the first {MAX_LISTED})" if self.more_hits else ""
+            more = f" (highlighting the first {MAX_LISTED})" if self.more_hits else ""
             mods = len(self.module_hits)
             mods = f"{mods} module{'' if mods == 1 else 's'} and " if mods else ""
             self.status.value = wrap(
-                f'<span class="note">{mods}{count} bound symbols match <code>{escape(q)}</code>{more}</span>'
-            )
-        elif len(nodes) > MAX_LISTED:
-            self.status.value = wrap(
-                f'<span class="note">listing the first {MAX_LISTED} of {len(nodes)} bound symbols; '
-                "search to find the others</span>"
+                f'<span class="note">{mods}{count} bound symbols match <code>{escape(q)}</code>{more}; '
+                "click a line to select it</span>"
             )
         else:
             self.status.value = ""
@@ -429,7 +492,8 @@ def _entry_label(e) -> str:
     return f"{e.index}: ({', '.join(e.inputs)}){sizes} - {why}"
 
 
-def _option_label(n: Node) -> str:
-    where = f"  @ {short_file(n.source.file)}:{n.source.line}" if n.source else ""
-    line = n.line if len(n.line) <= 110 else n.line[:109] + "\u2026"
-    return f"{line}{where}"
+def _pass_label(p: PassModel) -> str:
+    """A pass's button: ``3 fuse \u00b7 1.20 ms``, ``(no change)`` when it changed nothing."""
+    took = f" \u00b7 {fmt_seconds(p.seconds)}" if p.seconds is not None else ""
+    same = " (no change)" if not p.changed else ""
+    return f"{p.index} {p.name}{took}{same}"

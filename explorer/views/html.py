@@ -22,6 +22,7 @@ from explorer.model.pair import Pair
 from explorer.model.passes import PassDiff, PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel
+from explorer.views.overview import overview_html
 from explorer.views.pair import pair_html, pair_text
 from explorer.views.style import stylesheet
 from explorer.views.text import lines_text, model_text, source_diff, source_text
@@ -64,12 +65,14 @@ def model_html(
     kind: str | None = None,
     modules: bool = False,
     pair_open: bool = False,
+    overview: bool = False,
 ) -> str:
     """Each trace kind with its final tree and what each pass changed; ``kind`` is the one
     shown open (default: the computation). Each tree and each pass's list of changes shows at
     most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
     module (its lines closed). A compilation with a backward ends with its forward and
-    backward side by side (``explorer.views.pair``), open with ``pair_open``."""
+    backward side by side (``explorer.views.pair``), open with ``pair_open``. ``overview``:
+    begin with the overview of the final program (``explorer.views.overview``), the kinds closed."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)
     parts = [f'<div class="hd">thunder: {escape(model.title)}</div>']
@@ -77,6 +80,9 @@ def model_html(
         parts.append(f'<div class="note">{escape(_stats_line(model.stats))}</div>')
     if not model.series:
         parts.append('<div class="note">No traces yet: call the jitted function first.</div>')
+    elif overview:
+        parts.append(overview_html(model))
+        kind = None
     for k, s in model.series.items():
         p = s.final
         times = model.timings.get(k)

@@ -10,12 +10,11 @@ import bisect
 import copy
 import dataclasses
 import os
-import re
 import sys
 
 from explorer.model.communication import Collective, communication_of
 from explorer.model.modules import ModuleGroup
-from explorer.model.nodes import Node
+from explorer.model.nodes import Node, cell_number, is_cell_file
 from explorer.model.passes import PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel, collector_paused
@@ -24,52 +23,20 @@ from explorer.model.traces import TraceModel, collector_paused
 # that is cut ends with "... N more".
 DEFAULT_BUDGET = 2000
 
-_CELL_FILE = re.compile(
-    r"(^<ipython-input-\d+-[0-9a-f]+>$)|(/ipykernel_\d+/\d+\.py$)|(^<thunder_trace cell \d+>$)"
-)
-
-
-_INPUT_FILE = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
-# a notebook cell's file name -> its number (``In[3]``): ``%%thunder_trace`` notes its cells here;
-# IPython's own cells are looked up in its compiler's table
-CELL_NUMBERS: dict[str, int] = {}
-CELL_LOCATION = re.compile(r"^\s*in\s*\[\s*(\d+)\s*\](?:\s*(?:line\s*|:\s*)(\d+))?\s*$", re.IGNORECASE)
-
 
 def short_file(path: str) -> str:
     """``/tmp/ipykernel_12/2030243169.py`` -> ``In[3]`` (``cell`` when its number is not
     known); ``/a/b/model.py`` -> ``model.py``."""
-    if _CELL_FILE.search(path):
+    if is_cell_file(path):
         n = cell_number(path)
         return f"In[{n}]" if n is not None else "cell"
     return os.path.basename(path)
 
 
-def cell_number(path: str) -> int | None:
-    """The ``In[n]`` number of the notebook cell a file name stands for (None: not a cell, or
-    not known in this process)."""
-    n = CELL_NUMBERS.get(path)
-    if n is not None:
-        return n
-    m = _INPUT_FILE.match(path)
-    if m is not None:
-        return int(m[1])
-    if _CELL_FILE.search(path):
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None else None
-        known = getattr(getattr(shell, "compile", None), "_filename_map", None)
-        if isinstance(known, dict) and isinstance(known.get(path), int):
-            return known[path]
-    return None
-
-
 def location(src) -> str:
-    """Where a line comes from, as a notebook user names it: ``In[3] line 2`` for a cell (the
-    line in the cell), ``model.py:12`` for a file."""
-    if _CELL_FILE.search(src.file):
-        n = cell_number(src.file)
-        return f"In[{n}] line {src.line}" if n is not None else f"cell line {src.line}"
-    return f"{os.path.basename(src.file)}:{src.line}"
+    """Where a line comes from, as a notebook user names it (``SourceInfo.location``):
+    ``In[3] line 2`` for a cell, ``model.py:12`` for a file."""
+    return src.location()
 
 
 def _comm(n: Node) -> list[str]:

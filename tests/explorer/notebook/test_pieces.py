@@ -59,6 +59,8 @@ def test_widget_shows_pieces_and_breaks_in_order(program):
     first.selected_index = 0
     inner = ex.explorers[first.piece.index]
     assert isinstance(inner, Explorer) and first.children[0] is inner.root
+    assert "The final program" in inner.main.value  # its overview first
+    inner.view.value = "tree"
     assert "sin" in inner.main.value
     # the eager piece shows thunder's reason instead
     last = ex.sections[-1]

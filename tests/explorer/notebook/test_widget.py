@@ -17,17 +17,31 @@ from explorer.views.report import report_html
 
 @pytest.fixture
 def ex(jfn):
-    return Explorer(model_of(jfn))
+    return Explorer(model_of(jfn), view="tree")
 
 
-def test_opens_on_the_final_computation_pass(ex):
+def test_opens_on_the_overview_of_the_final_computation_pass(jfn):
+    ex = Explorer(model_of(jfn))
+    assert ex.view.value == "overview" and ex.view.options[0] == "overview"
     assert ex.kind.value == "computation" and ex.kind.options == ("prologue", "computation", "epilogue")
     s = ex.series
     assert ex.pass_slider.max == ex.pass_slider.value == len(s.passes) - 1
     assert ex.next_button.disabled and not ex.prev_button.disabled
-    assert 'data-id="t0"' in ex.main.value  # the tree view
-    assert 'class="cur"' in ex.passes.value and "Delete Last Used" in ex.passes.value
-    assert 'class="same"' in ex.passes.value  # dead code elimination changed nothing
+    assert "The final program" in ex.main.value and "first compilation" in ex.main.value
+    assert 'data-id="t0"' not in ex.main.value  # not the tree, nor the last pass's del lines
+    # the pipeline: a button per pass, the final one pressed; a click shows that pass
+    assert ex.pass_buttons.value == len(s.passes) - 1
+    assert [v for _, v in ex.pass_buttons.options] == list(range(len(s.passes)))
+    labels = [label for label, _ in ex.pass_buttons.options]
+    assert labels[-1].startswith(f"{len(s.passes) - 1} Delete Last Used")
+    dce = next(i for i, p in enumerate(s.passes) if not p.changed)  # dead code elimination changed nothing
+    assert labels[dce].endswith("(no change)")
+    ex.pass_buttons.value = 1
+    assert ex.pass_slider.value == 1 and ex.current.index == 1
+    ex.prev_button.click()
+    assert ex.pass_buttons.value == 0
+    # asked for a kind, it opens on that kind's tree
+    assert Explorer(model_of(jfn), kind="prologue").view.value == "tree"
 
 
 def test_one_widget_tree(ex):
@@ -37,9 +51,10 @@ def test_one_widget_tree(ex):
         kids = getattr(widget, "children", ())
         return 1 + sum(count(k) for k in kids)
 
-    # a fixed set of controls, however many bound symbols the trace has
-    assert count(ex.root) < 31
-    buttons = (ex.prev_button, ex.next_button, ex.fold_button, ex.peak_button, ex.whatif.button)
+    # a fixed set of controls, however many bound symbols the trace has (no list repeating the tree)
+    assert count(ex.root) < 33
+    assert not any(isinstance(c, w.Select) for c in _walk(ex.root))
+    buttons = (ex.prev_button, ex.next_button, ex.fold_button, ex.peak_button, ex.whatif.button, ex.next_hit)
     assert all(not isinstance(c, w.Button) or c in buttons for c in _walk(ex.root))
 
 
@@ -87,20 +102,23 @@ def test_search_highlights_and_lists(ex):
     assert "t1" in hits and "t2" in hits  # t1 is made by one and read by another
     assert all("t1" in ex.current.find(i).inputs + ex.current.find(i).outputs for i in hits)
     assert 'class="n hit" data-id="t1"' in ex.main.value
-    assert [v for _, v in ex.matches.options] == [n.id for n in ex.hits]
     assert "bound symbols match" in ex.status.value
+    # "next match" selects the hits in turn, in trace order
+    ex.next_hit.click()
+    assert ex.selected == ex.hits[0].id and ex.main.selected == ex.hits[0].id
+    ex.next_hit.click()
+    assert ex.selected == ex.hits[1].id
     ex.query.value = "softmax"
     assert ex.hits and all("softmax" in n.sym_id for n in ex.hits)
     ex.query.value = f"explorer_builders.py:{SMALL_FN_LINE}"
     assert ex.hits and all(n.source.line == SMALL_FN_LINE for n in ex.hits)
     ex.query.value = ""
-    assert not ex.hits and ex.status.value == ""
-    assert len(ex.matches.options) == len(ex.current.nodes)
+    assert not ex.hits and ex.status.value == "" and ex.next_hit.layout.display == "none"
 
 
 def test_select_shows_details(ex):
     assert "Select a bound symbol" in ex.details.value
-    ex.matches.value = "t0"
+    ex.main.selected = "t0"  # what a click on its line in the tree sends
     assert ex.selected == "t0"
     d = ex.details.value
     assert "t0 = torch.sin(x)" in d and "torch.sin" in d and "cpu f32[2, 4]" in d
@@ -110,7 +128,7 @@ def test_select_shows_details(ex):
     assert "penwidth=3.5" not in ex.main.value  # highlight goes into DOT, SVG shows the result
     # the selection survives a pass change while the BoundSymbol exists
     ex.prev_button.click()
-    assert ex.selected == "t0" and ex.matches.value == "t0"
+    assert ex.selected == "t0" and ex.main.selected == "t0"
 
 
 def test_declined_executors_in_details(passes):
@@ -149,6 +167,8 @@ def test_switch_cache_entry(jfn):
 def test_timings_show_after_explore_with_args(jfn):
     ex = explorer.explore(jfn, args=(torch.ones(2, 4), torch.ones(2, 4)))
     assert ex.model.timings["computation"]
+    assert "Slowest lines" in ex.main.value and "times measured on cpu" in ex.main.value  # the overview
+    ex.view.value = "tree"
     assert '<span class="tm">' in ex.main.value
     ex.view.value = "timing"
     assert "Measured on cpu" in ex.main.value and "torch.softmax" in ex.main.value
@@ -180,8 +200,12 @@ def test_static_copy_shows_the_kind_explored(jfn):
     ex.kind.value = "prologue"
     static = ex._repr_mimebundle_()["text/html"]
     assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == ["prologue"]
-    # without a kind, the computation
+    # without a kind, the overview (a saved notebook shows what the explorer opened on), kinds closed
     static = explorer.explore(jfn)._repr_mimebundle_()["text/html"]
+    assert "The final program" in static and '<div class="tl" data-kind="computation">' in static
+    assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == []
+    # on the tree, the computation
+    static = explorer.explore(jfn, view="tree")._repr_mimebundle_()["text/html"]
     assert re.findall(r'<details class="kind" data-kind="(\w+)" open>', static) == ["computation"]
 
 

@@ -160,10 +160,9 @@ def test_report_stays_small_and_budgeted(model):
 
 
 def test_widget_views_keep_to_their_budgets(model):
-    ex = Explorer(model)
-    assert _ids(ex.main.value) == DEFAULT_BUDGET
-    assert len(ex.matches.options) == MAX_LISTED and "listing the first" in ex.status.value
-    for view in ("graph", "source", "diff", "timing", "tree"):
+    ex = Explorer(model, view="tree")
+    assert _ids(ex.main.value) == DEFAULT_BUDGET and ex.status.value == ""
+    for view in ("overview", "graph", "source", "diff", "timing", "tree"):
         ex.view.value = view
         html = ex.main.value
         assert _ids(html) <= DEFAULT_BUDGET
@@ -220,7 +219,7 @@ def test_module_views_keep_to_their_budgets():
     # the repeated layers after the first are one node
     dot, count, _, _ = graph_dot(p, s.proxies, modules=True)
     assert count == 5 and f"{STACK_OPS // 4 - 1} \u00d7 Layer, {STACK_OPS - 4} ops" in dot
-    ex = Explorer(model, modules=True)
+    ex = Explorer(model, modules=True, view="tree")
     assert _ids(ex.main.value) == DEFAULT_BUDGET
     last = f"layers.{STACK_OPS // 4 - 1}"
     ex.query.value = last
@@ -229,7 +228,7 @@ def test_module_views_keep_to_their_budgets():
         f'class="n mod hit" data-id="module:{last}"' in ex.main.value
         and _ids(ex.main.value) <= DEFAULT_BUDGET
     )
-    ex.matches.value = f"module:{last}"
+    ex.main.selected = f"module:{last}"  # a click on the module's line
     assert f"module {last} (Layer)" in ex.details.value
     ex.view.value = "graph"
     assert ex.main.value.count('class="node') < 20

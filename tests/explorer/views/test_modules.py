@@ -302,16 +302,16 @@ def test_llama_by_module(llama):
 
 def test_widget_by_module(gpt):
     assert Explorer(gpt).by_module.value  # a jitted module opens grouped by module
-    ex = Explorer(gpt, modules=False)
+    ex = Explorer(gpt, modules=False, view="tree")
     assert 'data-id="module:' not in ex.main.value and not ex.by_module.value
     ex.by_module.value = True
     assert 'data-id="module:blocks.0"' in ex.main.value
     ex.query.value = "blocks.1.attn"
     assert [g.path for g in ex.module_hits] == ["blocks.1.attn", "blocks.1.attn.qkv", "blocks.1.attn.proj"]
-    assert ex.matches.options[0] == ("module blocks.1.attn (Attention), 21 ops", "module:blocks.1.attn")
+    assert ex.module_hits[0].summary() == "blocks.1.attn (Attention), 21 ops"
     assert "3 modules and 0 bound symbols match" in ex.status.value
     assert 'class="n mod hit" data-id="module:blocks.1.attn"' in ex.main.value
-    ex.matches.value = "module:blocks.1.attn"
+    ex.main.selected = "module:blocks.1.attn"  # a click on the module's line
     assert ex.selected == "module:blocks.1.attn"
     assert "module blocks.1.attn (Attention)" in ex.details.value
     assert (
