@@ -13,13 +13,15 @@ DT = (f32, f64)
 
 def spd(m, *shape):
     """A symmetric positive-definite matrix (batch): A A^T plus the size on the diagonal."""
-    a = m(*shape)
-    return a @ a.mT + shape[-1] * torch.eye(shape[-1], dtype=m.dtype, device=m.device)
+    a = m(*shape)  # (its size, not ``shape``'s: a maker may grow it, tests/ops/test_dynamic_ops.py)
+    n = a.shape[-1]
+    return a @ a.mT + n * torch.eye(n, dtype=m.dtype, device=m.device)
 
 
 def triangular(m, *shape, upper: bool = False):
     """A well-conditioned triangular matrix (batch): its diagonal away from zero."""
-    a = m(*shape, low=-1.0, high=1.0) + 3 * torch.eye(shape[-1], dtype=m.dtype, device=m.device)
+    a = m(*shape, low=-1.0, high=1.0)
+    a = a + 3 * torch.eye(a.shape[-1], dtype=m.dtype, device=m.device)
     return a.triu() if upper else a.tril()
 
 
@@ -130,9 +132,9 @@ def chol(m, *shape, upper: bool = False):
 
 def lu_of(m, *shape):
     """``lu_factor`` of a well-conditioned matrix (batch): (LU, pivots)."""
-    return torch.linalg.lu_factor(
-        m(*shape) + 2 * shape[-1] * torch.eye(shape[-1], dtype=m.dtype, device=m.device)
-    )
+    a = m(*shape)
+    n = a.shape[-1]
+    return torch.linalg.lu_factor(a + 2 * n * torch.eye(n, dtype=m.dtype, device=m.device))
 
 
 op(

@@ -1,5 +1,6 @@
 """Fourier transforms (``thunder/ops/ltorch/spectral.py``): each ``torch.fft`` transform with a
-cut and a padded length, another dim and each ``norm``; ``stft`` and ``istft`` centred or not,
+cut and a padded length (cut or padded also with every size grown by 3, as
+``tests/ops/test_dynamic_ops.py`` grows them: one symbolic entry serves both), another dim and each ``norm``; ``stft`` and ``istft`` centred or not,
 with and without a window, one- and two-sided."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ def _one_dim(m):
     return [
         s(m(3, 8)),
         s(m(3, 8), n=5),
-        s(m(8, 3), 11, 0, "ortho"),
+        s(m(8, 3), 24, 0, "ortho"),
         s(m(6), norm="forward"),
         s(m(2, 4, 6), dim=1),
     ]
@@ -25,9 +26,9 @@ def _one_dim(m):
 def _n_dim(m):
     return [
         s(m(3, 4, 6)),
-        s(m(3, 4, 6), s=(3, 8)),
+        s(m(3, 4, 6), s=(3, 20)),
         s(m(3, 4, 6), dim=(0,), norm="ortho"),
-        s(m(3, 4, 6), s=(5, -1), norm="forward"),
+        s(m(3, 4, 6), s=(10, -1), norm="forward"),
         s(m(2, 4, 6), None, (0, 2)),
     ]
 
@@ -51,7 +52,7 @@ for _name in ("irfft", "hfft"):
     op(
         f"fft_{_name}",
         getattr(torch.fft, _name),
-        lambda m: [s(_complex(m(3, 5)), 8)],
+        lambda m: [s(_complex(m(3, 5)), 16)],
         DT,
         variant="complex",
         tol=TOL,
