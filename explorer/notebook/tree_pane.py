@@ -4,7 +4,7 @@ the selector.
 A click on a line of a tree (``[data-id]`` inside ``.tree``; a module or line of the overview)
 selects it: the pane's ``selected``
 becomes its id and the explorer shows its details. Folding is the line's own toggle, its
-disclosure triangle (a click on the ``<summary>`` itself, not on the line's text): each fold a
+disclosure triangle (drawn inside the ``<summary>``: a click on it, not on the line's text): each fold a
 reader makes is sent back in ``opened`` / ``closed``, so the explorer renders the tree with them
 and they survive a selection, a search or another pass. The scroll position survives a render
 too, and a selection made from Python (a search, "next match") is scrolled into view.
@@ -72,10 +72,13 @@ export default { render };
 """
 
 _CSS = """
-.thx-pane .tree summary{cursor:default}
-.thx-pane .tree summary::marker{cursor:pointer}
+.thx-pane .tree details>summary{list-style:none;margin-left:0;cursor:default}
+.thx-pane .tree details>summary::-webkit-details-marker{display:none}
+.thx-pane .tree details>summary::before{content:"\\25b8";display:inline-block;width:1em;cursor:pointer;color:#555}
+.thx-pane .tree details[open]>summary::before{content:"\\25be"}
 .thx-pane .tree [data-id] .ln{cursor:pointer}
 .thx-pane .tree .leaf:hover>.ln,.thx-pane .tree summary:hover>.ln{text-decoration:underline dotted}
+.thx-pane .ov tr[data-id]{cursor:pointer}
 """
 
 

@@ -55,14 +55,17 @@ def overview_html(
     profiles = profiles or {}
     out = [f"<style>{OVERVIEW_CSS}</style>", '<div class="ov">']
     out.append(_headline(model, profiles))
-    for kind in ("computation", "backward"):
-        if kind in model.series:
-            out.append(_modules_table(model, kind, profiles.get(kind)))
+    if timeline and model.series:
+        out.append(pipeline_html(model, pass_link))
+    if "computation" in model.series:
+        out.append(_modules_table(model, "computation", profiles.get("computation")))
     out.append(_slowest(model))
     if model.entries:
         out.append(_cache_table(model))
-    if timeline and model.series:
-        out.append(pipeline_html(model, pass_link))
+    if "backward" in model.series:
+        table = _modules_table(model, "backward", profiles.get("backward"))
+        if table:  # below the forward's, folded: the same modules again
+            out.append(f"<details><summary>Modules of the backward</summary>{table}</details>")
     out.append("</div>")
     return "".join(out)
 

@@ -1,7 +1,9 @@
 """The explorer in a real browser: JupyterLab started here, driven in Debian's chromium.
 
-A notebook cell runs ``%thunder_trace``; the test unfolds a BoundSymbol, steps to the next
-pass and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
+A notebook cell runs ``%thunder_trace``; the explorer opens on its overview; in the tree the test
+unfolds a BoundSymbol by its triangle, selects it by a click on its line (nothing folds), searches
+as it types (what was unfolded stays so), steps back through the passes, clicks a pass by its
+name and reads the diff, and saves a screenshot (``test-artifacts/explorer-lab.png``, which
 git ignores, and the test's tmp_path). Another opens a tiny Llama grouped by module, unfolds
 and collapses a layer in the tree, finds a layer by its path and collapses it in the graph. A
 third opens the forward and backward side by side and follows the links between them (a
@@ -143,9 +145,11 @@ def _save(page, tmp_path: Path, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
-def _option_labels(select) -> list[str]:
-    """The texts of a select's options (the widget writes spaces as no-break spaces)."""
-    return select.evaluate("s => [...s.options].map(o => o.text.replaceAll('\\u00a0', ' '))")
+def _fold(page, summary) -> None:
+    """Click a tree line's disclosure triangle (the start of its summary): it folds or unfolds;
+    a click on the line's text selects it instead."""
+    box = summary.bounding_box()
+    page.mouse.click(box["x"] + 5, box["y"] + min(box["height"] / 2, 9))
 
 
 def _run_all(page, lab: str, name: str):
@@ -170,19 +174,36 @@ def _run_all(page, lab: str, name: str):
 def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
     page = browser
     ex = _run_all(page, lab, NB.name)
+    # it opens on the overview of the final program, the last pass pressed in the pipeline
+    sync_api.expect(ex).to_contain_text("The final program")
+    current = ex.locator(".thx-passes .mod-active")
+    sync_api.expect(current).to_contain_text("Delete Last Used")
+    ex.get_by_role("button", name="tree", exact=True).click()
 
-    # unfold a BoundSymbol: --depth 0 shows the tree closed
+    # unfold a BoundSymbol by its triangle: --depth 0 shows the tree closed
     node = ex.locator('details[data-id="t0"]').first
     node.wait_for()
     assert node.get_attribute("open") is None
     child = node.locator(':scope > .kids [data-id="t0/t0"]')
     assert not child.is_visible()
-    node.locator(":scope > summary").click()
+    _fold(page, node.locator(":scope > summary"))
     sync_api.expect(child).to_be_visible()
     assert "ltorch.sin(x)" in child.inner_text()
 
-    # step back to dead code elimination, then to the next pass, and read its diff
-    current = ex.locator(".passes .cur")
+    # a click on a line selects it (its details below) and folds nothing
+    node.locator(":scope > summary .ln").first.click()
+    sync_api.expect(ex.locator('details.sel[data-id="t0"]')).to_be_visible()
+    sync_api.expect(ex).to_contain_text("x.sin() * 2 + y")  # its source, in the details
+    sync_api.expect(child).to_be_visible()
+    # search filters as you type (no Enter); what was unfolded stays unfolded
+    search = ex.locator("input[placeholder^='symbol']")
+    search.press_sequentially("softm")
+    sync_api.expect(ex.locator(".tree .hit").first).to_contain_text("softmax")
+    sync_api.expect(ex).to_contain_text("bound symbols match")
+    sync_api.expect(child).to_be_visible()
+    search.fill("")
+
+    # step back to dead code elimination, then to the next pass (a click on its name), its diff
     for _ in range(10):
         if "Dead Code Elimination" in current.inner_text():
             break
@@ -192,7 +213,7 @@ def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(current).to_contain_text("Dead Code Elimination")
     ex.get_by_role("button", name="diff", exact=True).click()
     sync_api.expect(ex).to_contain_text("Dead Code Elimination changed nothing")
-    ex.get_by_role("button", name="next pass").click()
+    ex.locator(".thx-passes button", has_text="Transform for execution").click()
     sync_api.expect(current).to_contain_text("Transform for execution")
     sync_api.expect(ex).to_contain_text("5 rewritten")
     sync_api.expect(ex.locator(".dadd").first).to_contain_text("torch.sin(x)")
@@ -203,6 +224,8 @@ def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
 def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     page = browser
     ex = _run_all(page, lab, MODULES_NB.name)
+    sync_api.expect(ex).to_contain_text("held at the peak")  # the overview: modules first
+    ex.get_by_role("button", name="tree", exact=True).click()
     tree = ex.locator(".tree")
     model = tree.locator('details[data-id="module:model"]')
     sync_api.expect(model).to_have_attribute("open", "")  # the jitted module and its children open
@@ -212,23 +235,23 @@ def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     assert "model.layers.0" in summary.inner_text() and "LlamaDecoderLayer" in summary.inner_text()
     attn = layer.locator(':scope > .kids > details[data-id="module:model.layers.0.self_attn"]')
     assert not attn.is_visible()
-    summary.click()  # unfold the layer: its attention shows
+    _fold(page, summary)  # unfold the layer: its attention shows
     sync_api.expect(attn).to_be_visible()
-    summary.click()  # and collapse it again
+    summary.locator(".mp").click()  # a click on its name selects it; it stays open
+    sync_api.expect(ex).to_contain_text("module model.layers.0 (LlamaDecoderLayer)")
+    sync_api.expect(attn).to_be_visible()
+    _fold(page, summary)  # and collapse it again
     sync_api.expect(attn).to_be_hidden()
 
-    # find the second layer by its path, select it, and collapse it in the graph
+    # find the second layer by its path as typed, select it, and collapse it in the graph
     search = ex.locator("input[placeholder^='symbol']")
-    search.fill("model.layers.1")
-    search.press("Enter")
+    search.press_sequentially("model.layers.1")
     sync_api.expect(ex).to_contain_text("modules and")
-    select = ex.locator(".widget-select select")
-    sync_api.expect(select.locator("option").first).to_contain_text("module model.layers.1")
-    labels = _option_labels(select)
+    layer1 = tree.locator('details[data-id="module:model.layers.1"]')
+    sync_api.expect(layer1).to_have_class(re.compile(r"\bhit\b"))
     # the layer's op count follows the compiler's decompositions: read it, do not write it here
-    label = next(t for t in labels if t.startswith("module model.layers.1 (LlamaDecoderLayer), "))
-    ops = int(re.fullmatch(r".*, (\d+) ops", label).group(1))
-    select.select_option(index=labels.index(label))
+    ops = int(re.search(r"(\d+) ops", layer1.locator(":scope > summary .note").inner_text()).group(1))
+    ex.get_by_role("button", name="next match").click()  # the first hit: the layer itself
     sync_api.expect(ex).to_contain_text("module model.layers.1 (LlamaDecoderLayer)")
     sync_api.expect(ex).to_contain_text("t_model_layers_1_self_attn_q_proj_weight")
     ex.get_by_role("button", name="graph", exact=True).click()
@@ -270,10 +293,8 @@ def test_pair_links_backward_to_forward_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(sin).not_to_have_css("background-color", TARGET_BLUE)
     # selecting a backward line in the widget lights up its forward op too
     ex.get_by_role("button", name="backward", exact=True).click()
-    select = ex.locator(".widget-select select")
-    sync_api.expect(select.locator("option").first).to_contain_text("g_t5")  # the backward's lines
-    labels = _option_labels(select)
-    select.select_option(index=next(i for i, t in enumerate(labels) if t.startswith("t8 = ")))
+    ex.locator("input[placeholder^='symbol']").press_sequentially("t8")  # the line that makes t8 first
+    ex.get_by_role("button", name="next match").click()
     sync_api.expect(ex.locator('.pcol[data-side="forward"] .pl.linked[data-id="t4"]')).to_be_visible()
     ex.scroll_into_view_if_needed()
     _save(page, tmp_path, "explorer-lab-pair.png")
@@ -296,10 +317,17 @@ def test_report_steps_through_passes_without_script(browser, tmp_path):
     page.goto(path.as_uri())
     panes = page.locator(".kind.rk_computation .pane")
     last = panes.count() - 1
-    sync_api.expect(panes.nth(last)).to_be_visible()
-    assert not panes.nth(0).is_visible()
+    # it opens on the overview; a pass of its pipeline is a click away from that pass's page
+    sync_api.expect(page.locator(".kind.rk_overview")).to_contain_text("The final program")
+    assert not panes.nth(last).is_visible()
     names = [t.provenance.pass_name if t.provenance else "acquisition" for t in thunder.last_traces(jfn)]
     claim = names.index("Transform for execution")
+    page.locator('.tl[data-kind="computation"] label', has_text="Transform for execution").click()
+    sync_api.expect(panes.nth(claim)).to_be_visible()
+    assert not page.locator(".kind.rk_overview").is_visible()
+    page.locator(".tabs label", has_text="computation").click()  # its tab: the final pass
+    sync_api.expect(panes.nth(last)).to_be_visible()
+    assert not panes.nth(0).is_visible()
     page.locator(".kind.rk_computation .pbar label", has_text="Transform for execution").click()
     sync_api.expect(panes.nth(claim)).to_be_visible()
     assert not panes.nth(last).is_visible()
