@@ -481,3 +481,25 @@ def test_a_subclass_backward_thunder_cannot_differentiate_is_a_clear_error(monke
         RuntimeError, match=r"(?s)create_graph=True.*TwoTensor.prims.* runs whole on the real values"
     ):
         torch.autograd.grad(jf(x, w), (x, w), create_graph=True)
+
+
+_W, _B = torch.rand(3, dtype=D) + 0.5, torch.randn(3, dtype=D)
+_GW, _GB = torch.rand(4, dtype=D) + 0.5, torch.randn(4, dtype=D)
+
+
+@pytest.mark.parametrize(
+    "fn, shape",
+    [
+        (lambda x: F.layer_norm(x, (3,), _W, _B).exp().mean(), (4, 3)),
+        (lambda x: F.layer_norm(x, (3,), _W).exp().mean(), (4, 3)),
+        (lambda x: F.group_norm(x, 2).exp().mean(), (2, 4, 3, 3)),
+        (lambda x: F.group_norm(x, 2, _GW, _GB).exp().mean(), (2, 4, 3, 3)),
+    ],
+    ids=["layer_norm with weight and bias", "layer_norm with weight", "group_norm", "group_norm affine"],
+)
+def test_a_hessian_vector_product_through_a_fused_norm_backward_equals_eagers(fn, shape):
+    # the first backward is the norm's fused kernel, reading the mean and 1/std its forward
+    # kept; its own backward sees them move with the input, as eager's double backward does
+    x = torch.randn(*shape, dtype=D, requires_grad=True)
+    v = torch.randn(*shape, dtype=D)
+    torch.testing.assert_close(_hvp(thunder.jit(fn), x, v), _hvp(fn, x, v))

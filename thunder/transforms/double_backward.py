@@ -68,6 +68,7 @@ from thunder.core.subclass import WRITTEN_VALUES, SubclassProxy
 from thunder.core.symbol import SYMBOLS, BoundSymbol
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
+from thunder.ops import ltorch
 from thunder.transforms.dce import dce
 
 
@@ -305,6 +306,8 @@ def differentiable_backward(
                     out = dispatch.dispatch(_dispatched(b), sub(b.args), sub(b.kwargs))
                 else:
                     out = b.sym(*sub(b.args), **sub(b.kwargs))
+            if b.sym in _KEPT_STATISTICS and torch.is_grad_enabled():
+                out = _KEPT_STATISTICS[b.sym](out, *sub(b.args))
             if (
                 once is not None
                 and len(trace.bound_symbols) > n
@@ -318,6 +321,35 @@ def differentiable_backward(
     trace.args = args
     trace.output = tuple(sub(grads[i]) for i in positions)
     return dce(trace), positions, reads
+
+
+def _layer_norm_statistics(out, input, normalized_shape, weight, bias, eps):
+    """``native_layer_norm``'s mean and 1/std as functions of the input: the first backward
+    reads them (``layer_norm_backward``, eager's fused kernel), and its own backward must see
+    how they move with the input, as eager's double backward does (the kernel's outputs are
+    not differentiable, so they are recomputed here, in the backward that is differentiated)."""
+    dims = tuple(range(-len(tuple(normalized_shape)), 0))
+    return out[0], *_statistics(input, dims, eps, out[1])
+
+
+def _group_norm_statistics(out, input, weight, bias, N, C, HxW, group, eps):
+    """``native_group_norm``'s mean and 1/std (per sample and group) as functions of the input,
+    for the same reason as ``_layer_norm_statistics``."""
+    return out[0], *_statistics(ltorch.reshape(input, (N, group, -1)), (2,), eps, out[1], keepdim=False)
+
+
+def _statistics(x, dims, eps, like, keepdim: bool = True):
+    x = ltorch.to(x, like.dtype)
+    mean = ltorch.mean(x, dims, keepdim)
+    rstd = ltorch.rsqrt(ltorch.add(ltorch.var(x, dims, keepdim=keepdim, correction=0), eps))
+    return mean, rstd
+
+
+# forwards whose kept statistics a fused backward kernel reads: recomputed differentiably
+_KEPT_STATISTICS = {
+    ltorch.native_layer_norm: _layer_norm_statistics,
+    ltorch.native_group_norm: _group_norm_statistics,
+}
 
 
 def _renamed(x, env: dict[str, Proxy]):

@@ -46,18 +46,36 @@ def _layer_norm(g, out, input, normalized_shape, weight=None, bias=None, eps=1e-
     return grads[0], None, *_params(grads, weight, bias), None
 
 
+def _statistics_gradient(g_mean, g_rstd, x, mean, rstd, n: int):
+    """The input's gradient through the mean and 1/std a kernel returned (over groups of ``n``
+    values, ``x`` shaped so that ``mean`` and ``rstd`` broadcast against it): a backward that is
+    itself differentiated (a Hessian-vector product) reads them. ``mean``'s is ``g / n`` for each
+    value, ``rstd = (var + eps) ** -0.5``'s is ``-g * rstd**3 * (x - mean) / n``; None for none."""
+    out = None
+    if g_mean is not None:
+        out = ltorch.expand(ltorch.div(g_mean, n), shape_of(x))
+    if g_rstd is not None:
+        scale = ltorch.div(ltorch.mul(g_rstd, ltorch.pow(rstd, 3)), -n)
+        term = ltorch.mul(ltorch.sub(x, mean), scale)
+        out = term if out is None else ltorch.add(out, term)
+    return out
+
+
 @rule_for(ltorch.native_layer_norm)
 def _native_layer_norm(g, out, input, normalized_shape, weight, bias, eps):
-    """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
+    """The kernel's gradient from the mean and 1/std the forward kept (eager's way), and the
+    gradient through those statistics where a backward that is differentiated reads them."""
     if not _layer_norm_applies(input):
         return NotImplemented
-    g_out = g[0]
-    if g_out is None:  # (the statistics are not differentiable)
-        return None, None, None, None, None
+    g_out, g_mean, g_rstd = g
     _, mean, rstd = out
     ns = tuple(normalized_shape)
+    through = _statistics_gradient(g_mean, g_rstd, input, mean, rstd, math.prod(ns))
+    if g_out is None:
+        return through, None, None, None, None
     grads = ltorch.layer_norm_backward(g_out, input, ns, mean, rstd, weight, bias, _mask(weight, bias))
-    return grads[0], None, *_params(grads, weight, bias), None
+    g_input = grads[0] if through is None else ltorch.add(grads[0], through)
+    return g_input, None, *_params(grads, weight, bias), None
 
 
 def _layer_norm_keeping_statistics(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -71,15 +89,25 @@ AUGMENTED[ltorch.layer_norm] = _layer_norm_keeping_statistics
 
 @rule_for(ltorch.native_group_norm)
 def _native_group_norm(g, out, input, weight, bias, N, C, HxW, group, eps):
-    """The kernel's gradient from the mean and 1/std the forward kept (eager's way)."""
-    g_out = g[0]
-    if g_out is None:  # (the statistics are not differentiable)
-        return (None,) * 8
+    """The kernel's gradient from the mean and 1/std the forward kept (eager's way), and the
+    gradient through those statistics where a backward that is differentiated reads them."""
+    g_out, g_mean, g_rstd = g
     _, mean, rstd = out
+    through = None
+    if g_mean is not None or g_rstd is not None:  # (per group: [N, G] against [N, G, C/G * HxW])
+        grouped = ltorch.reshape(input, (N, group, -1))
+        as_stat = lambda v: None if v is None else ltorch.reshape(v, (N, group, 1))  # noqa: E731
+        through = _statistics_gradient(
+            as_stat(g_mean), as_stat(g_rstd), grouped, as_stat(mean), as_stat(rstd), (C // group) * HxW
+        )
+        through = ltorch.reshape(through, shape_of(input))
+    if g_out is None:
+        return through, *(None,) * 7
     grads = ltorch.group_norm_backward(
         g_out, input, mean, rstd, weight, N, C, HxW, group, _mask(weight, bias)
     )
-    return grads[0], *_params(grads, weight, bias), None, None, None, None, None
+    g_input = grads[0] if through is None else ltorch.add(grads[0], through)
+    return g_input, *_params(grads, weight, bias), None, None, None, None, None
 
 
 def _group_norm_keeping_statistics(input, num_groups, weight=None, bias=None, eps=1e-5):
