@@ -198,7 +198,7 @@ class ExplorerViews:
             '<table class="kv"><tr><th>time</th><th>share</th><th>bound symbol</th></tr>',
         ]
         for t, n in rows[:TIMING_ROWS]:
-            line = escape(n.line) if n is not None else "?"
+            line = escape(n.shown_line) if n is not None else "?"
             out.append(
                 f'<tr><td>{fmt_seconds(t)}</td><td>{100 * t / total:.1f}%</td><td class="ln">{line}</td></tr>'
             )

@@ -17,7 +17,7 @@ from html import escape
 from explorer.model.communication import Collective, communication_of
 from explorer.model.compilation import model_of
 from explorer.model.modules import ModuleGroup, module_parameters
-from explorer.model.nodes import Node
+from explorer.model.nodes import Node, SourceInfo, is_cell_file
 from explorer.model.pair import Pair
 from explorer.model.passes import PassDiff, PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
@@ -261,6 +261,7 @@ def details_html(
     rows = [
         ("id", escape(n.id)),
         ("symbol", f"<code>{escape(n.sym_id)}</code>"),
+        *([("runs as", f"<code>{escape(n.line)}</code>")] if n.via is not None else []),
         ("executor", escape(n.executor or "none (not claimed)") + badges_html(n)),
     ]
     if n.collective is not None:
@@ -280,7 +281,7 @@ def details_html(
     if n.children:
         rows.append(("subsymbols", f"{len(n.children)} ({n.size() - 1} below in all)"))
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    out = [f'<div class="hd ln">{escape(n.line)}</div>', f'<table class="kv">{table}</table>']
+    out = [f'<div class="hd ln">{escape(n.shown_line)}</div>', f'<table class="kv">{table}</table>']
     repro = n.repro
     if repro is not None:
         out.append(
@@ -409,6 +410,8 @@ def source_context_html(filename: str, lineno: int, function: str, context: int 
         row = f"{mark}{i:>5}  {text.rstrip()}"
         lines.append(f"<b>{escape(row)}</b>" if i == lineno else escape(row))
     where = f"{filename}:{lineno} in {function}"
+    if is_cell_file(filename):  # a notebook cell: as the tree names it
+        where = f"{SourceInfo(filename, lineno, function, '').location()} in {function}"
     code = "\n".join(lines) if any(lines) else "(source not available)"
     return f'<div class="hd">Source <span class="note">{escape(where)}</span></div><pre>{code}</pre>'
 

@@ -172,7 +172,7 @@ def _slowest(model: TraceModel) -> str:
         p = model.series[kind].final
         n = p.find(node_id)
         g = p.modules().group_of.get(node_id) if n is not None else None
-        code = split_comment(n)[0] if n is not None else node_id
+        code = split_comment(n, shown=True)[0] if n is not None else node_id
         rows.append(
             f'<tr data-id="{escape(node_id)}"><td class="num">{fmt_seconds(t)}</td>'
             f'<td class="num">{100 * t / total:.1f}%</td><td>{escape(kind)}</td>'

@@ -259,7 +259,7 @@ class _PairRenderer:
             cls.append("sel")
         if (side, n.id) in self.linked:
             cls.append("linked")
-        code, comment = split_comment(n)
+        code, comment = split_comment(n, shown=True)  # a torchex helper as the torch call it makes
         code = self.mark(escape(code))
         if side == "forward":
             targets = pair.sources(n.id)

@@ -90,6 +90,8 @@ def test_notebook_cells_show_and_search_as_in_n_line_k(shell):
     assert f">In[{count}] line 2</span>" in ex.main.value and f">In[{count}] line 3</span>" in ex.main.value
     assert f"@ In[{count}] line 2" in tree_text(p.nodes)
     ex.query.value = f"In[{count}] line 2"
+    ex.step_hit(+1)  # the details name the cell as the tree does
+    assert f"In[{count}] line 2 in cell_fn" in ex.details.value
     assert ex.hits and all(n.source.line == 2 for n in ex.hits) and sin in ex.hits
     ex.query.value = f"in[{count}]"
     assert {n.source.line for n in ex.hits} == {2, 3}

@@ -5,6 +5,7 @@ lists what costs memory first, and names a PyTorch user can read."""
 from __future__ import annotations
 
 import re
+from html import escape
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ import torch
 import thunder
 from explorer.model.compilation import model_of
 from explorer.model.memory import memory_of
-from explorer.views.html import diff_html
+from explorer.views.html import details_html, diff_html
 from explorer.views.memory import saved_html
 from explorer.views.overview import overview_html
 from explorer.views.report import report_html
@@ -142,3 +143,6 @@ def test_an_executor_helper_shows_as_the_torch_call_it_makes():
     assert f'<span class="ln">{n.shown_line.split("  # ")[0]}</span>' in html
     assert ">via torchex.scalar_first</span>" in html
     assert "torchex.scalar_first" in tree_text(p.nodes)  # the text view prints the trace as it is
+    details = details_html(n, model_of(jfn).series["backward"])
+    assert details.startswith(f'<div class="hd ln">{escape(n.shown_line)}</div>')
+    assert f"<tr><th>runs as</th><td><code>{escape(n.line)}</code></td></tr>" in details
