@@ -380,12 +380,17 @@ def _block(n, indent: int, comment: bool, out: list[str]) -> None:
 
 def diff_text(after: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:
     """The structured diff: which BoundSymbols the pass added, removed or rewrote (at most
-    ``budget`` of them, shared between the three; None: all)."""
+    ``budget`` of them, shared between the three; None: all). ``del`` lines are counted in one
+    line at the end, not listed."""
     d = after.diff
     if d is None:
         return "the first trace (nothing to compare with)"
     if not d.changed:
         return "no change"
+    if d.del_only:
+        return f"{d.summary()} (values freed after their last use)"
+    dels = len(d.dels)
+    d = d.without_dels()
     shown = d.shown(budget)
     lines = [f"- {k}" for k in shown.removed]
     for k in shown.added:
@@ -396,6 +401,8 @@ def diff_text(after: PassModel, budget: int | None = DEFAULT_BUDGET) -> str:
         lines.append(f"~ {k}: {old}\n    -> {new}")
     if shown.left:
         lines.append(f"... {shown.left} more changes")
+    if dels:
+        lines.append(f"and {dels} del line{'' if dels == 1 else 's'}")
     return "\n".join(lines)
 
 

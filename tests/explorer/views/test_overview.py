@@ -17,7 +17,7 @@ from explorer.views.html import details_html, diff_html
 from explorer.views.memory import saved_html
 from explorer.views.overview import overview_html
 from explorer.views.report import report_html
-from explorer.views.text import tree_text
+from explorer.views.text import diff_text, tree_text
 from explorer.views.tree import tree_html
 
 
@@ -102,6 +102,7 @@ def test_a_del_only_diff_folds_into_one_line(trained):
     assert html.startswith(f'<details class="dels"><summary>{len(d.dels)} del lines only: values freed')
     assert html.endswith("</details>") and html.count('<details class="dels">') == 1
     assert '<details class="dels" open' not in html
+    assert diff_text(last) == f"{len(d.dels)} del lines only (values freed after their last use)"
 
 
 def test_saved_for_backward_lists_what_costs_memory_first(trained):
