@@ -87,7 +87,8 @@ class ExplorerViews:
         elif view == "tree":
             marks = {}
             if p.diff is not None:
-                marks = {k: "added" for k in p.diff.added} | {k: "rewritten" for k in p.diff.rewritten}
+                d = p.diff.without_dels()  # a del line is greyed already: not marked as a change
+                marks = {k: "added" for k in d.added} | {k: "rewritten" for k in d.rewritten}
             body = tree_html(
                 p.nodes,
                 open_depth=self.depth.value,

@@ -127,3 +127,10 @@ def test_a_thunder_trace_cell_is_numbered_by_its_execution(shell):
     ex = explorer.notebook.magic.last_explorer
     tanh = next(n for n in ex.current.nodes if "tanh" in n.line)
     assert location(tanh.source) == f"In[{count}] line 3"  # (the cell's line 3: below the magic's line)
+
+
+def test_del_lines_are_not_marked_as_changes(ex):
+    assert ex.current.name == "Delete Last Used" and ex.current.diff.del_only
+    assert 'class="leaf added del"' not in ex.main.value and 'class="leaf del"' in ex.main.value
+    ex.pass_buttons.value = next(p.index for p in ex.series.passes if p.name == "Transform for execution")
+    assert 'class="n rewritten"' in ex.main.value  # a real change still is
