@@ -415,8 +415,13 @@ class Explorer(ExplorerViews):
             self._render_main()
 
     def _on_pass_button(self, change) -> None:
-        if not self._updating and change["new"] is not None:
-            self.pass_slider.value = change["new"]
+        """A pass clicked in the pipeline: show it; from the overview, what it changed (the
+        first pass: its tree)."""
+        if self._updating or change["new"] is None:
+            return
+        self.pass_slider.value = change["new"]
+        if self.view.value == "overview":
+            self.view.value = "diff" if change["new"] > 0 else "tree"
 
     def _refresh(self) -> None:
         if self._updating:

@@ -36,8 +36,9 @@ def test_opens_on_the_overview_of_the_final_computation_pass(jfn):
     assert labels[-1].startswith(f"{len(s.passes) - 1} Delete Last Used")
     dce = next(i for i, p in enumerate(s.passes) if not p.changed)  # dead code elimination changed nothing
     assert labels[dce].endswith("(no change)")
-    ex.pass_buttons.value = 1
-    assert ex.pass_slider.value == 1 and ex.current.index == 1
+    ex.pass_buttons.value = 1  # from the overview, a pass clicked shows what it changed
+    assert ex.pass_slider.value == 1 and ex.current.index == 1 and ex.view.value == "diff"
+    assert s.passes[1].name in ex.passes.value and f"{s.passes[1].name} changed nothing" in ex.main.value
     ex.prev_button.click()
     assert ex.pass_buttons.value == 0
     # asked for a kind, it opens on that kind's tree
