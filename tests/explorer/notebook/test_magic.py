@@ -62,7 +62,10 @@ def test_bad_arguments_and_options(ip):
     (out,) = _run(ip, "%thunder_trace f(no_such_name)")
     assert "NameError" in out["text/plain"]
     (out,) = _run(ip, "%thunder_trace --view trees f(torch.ones(2))")
-    assert "--view must be one of overview, tree, graph, source, diff, timing, pair, pair-graph" in out["text/plain"]
+    assert (
+        "--view must be one of overview, tree, graph, source, diff, timing, pair, pair-graph"
+        in out["text/plain"]
+    )
     (out,) = _run(ip, "%thunder_trace f")
     assert "expected a call such as fn(x)" in out["text/plain"]
     (out,) = _run(ip, "%thunder_trace --executors nope f(torch.ones(2))")
