@@ -186,3 +186,21 @@ def test_an_attribute_a_function_gains_while_traced():
         return f, lambda: f.calls
 
     _against_eager(make)
+
+
+def test_a_wrapped_function_s_wrapper_is_not_state_but_an_attribute_it_gains_is():
+    import functools
+
+    def make():
+        def inner(x):
+            return x + 1
+
+        @functools.wraps(inner)
+        def f(x):
+            f.calls = getattr(f, "calls", 0) + 1
+            return inner(x) * f.calls
+
+        return f, lambda: f.calls
+
+    jfn = _against_eager(make)
+    assert thunder.compile_stats(jfn).cache_misses <= 3

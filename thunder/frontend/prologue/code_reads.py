@@ -94,10 +94,11 @@ class CodeReads:
     objects: dict[int, tuple[str, Any]] = dataclasses.field(default_factory=dict)
     # id(globals dict) -> every global name the code names (one it creates is a write)
     names: dict[int, set[str]] = dataclasses.field(default_factory=dict)
-    # the user's functions reached that hold no attribute (checked by identity only); those the
-    # trace gave one (``f.seen = True``) are put back, their writes replayed and their state
-    # checked from then on (``written_functions``)
-    bare: list[types.FunctionType] = dataclasses.field(default_factory=list)
+    # the user's functions reached that hold no attribute of their own (checked by identity
+    # only), with their ``__dict__`` as the call began (``functools.wraps``' ``__wrapped__``);
+    # those the trace gave one (``f.seen = True``) are put back, their writes replayed and their
+    # state checked from then on (``written_functions``)
+    bare: list[tuple[types.FunctionType, dict]] = dataclasses.field(default_factory=list)
     written_functions: list = dataclasses.field(default_factory=list)
 
     def add_objects(self, label: str, v) -> None:
@@ -124,11 +125,12 @@ class CodeReads:
             inner = obj.restore(writes)
             if inner is not None and changed is None:
                 changed = f"the {type(obj.obj).__qualname__} object {label} (its attribute {inner!r})"
-        for fn in self.bare:
-            if fn.__dict__:
-                first = next(iter(fn.__dict__))
+        for fn, began in self.bare:
+            if fn.__dict__.keys() != began.keys() or any(fn.__dict__[k] is not v for k, v in began.items()):
+                first = next(k for k in fn.__dict__ if k not in began or fn.__dict__[k] is not began[k])
                 state = object_state(fn)
-                state.values, state.originals = {}, {}  # (as the call began: no attribute)
+                state.values = {k: snapshot(v) for k, v in began.items()}  # (as the call began)
+                state.originals = dict(began)
                 state.restore(writes)
                 self.written_functions.append(state)
                 changed = changed or f"the function {fn.__qualname__} (its attribute {first!r})"
@@ -167,8 +169,10 @@ def _has_state(v) -> bool:
     object's: an instance of a Python class (a config), and a function of the user's that
     holds attributes (``f.calls += 1``; one without any is checked by identity, and one that
     gains an attribute while tracing is refused: ``check_functions_unchanged``)."""
-    if type(v) is types.FunctionType:
-        return bool(v.__dict__) and is_user_code(v.__code__)
+    if type(v) is types.FunctionType:  # (``__wrapped__`` and the like are Python's, not state)
+        return any(not (k.startswith("__") and k.endswith("__")) for k in v.__dict__) and is_user_code(
+            v.__code__
+        )
     return is_plain_object(v)
 
 
@@ -231,8 +235,8 @@ def code_reads(functions, classes=()) -> CodeReads:
         if not isinstance(fn, types.FunctionType) or id(fn) in seen or not is_user_code(fn.__code__):
             continue
         seen.add(id(fn))
-        if not fn.__dict__:
-            reads.bare.append(fn)
+        if not _has_state(fn):
+            reads.bare.append((fn, dict(fn.__dict__)))
         if fn.__defaults__ is not None or fn.__kwdefaults__ is not None:
             values = {
                 "__defaults__": snapshot(fn.__defaults__),
