@@ -15,13 +15,15 @@ state). An object that cannot be pickled (a generator object) is compared by its
 position instead, and named as not put back when it moved.
 
 Objects known not to change (numbers, strings, tuples of them, functions, classes, modules,
-tensors, ``nn.Module``s, torch's own objects) are not recorded.
+tensors, ``nn.Module``s, torch's own objects) are not recorded, nor objects of over 1 MiB (a
+large NumPy array: data, which the trace reads as a constant, not a generator's state).
 """
 
 from __future__ import annotations
 
 import inspect
 import pickle
+import sys
 import types
 
 import torch
@@ -29,9 +31,11 @@ import torch
 from thunder.frontend.prologue.state_checks import is_plain_object
 from thunder.frontend.stand_ins.made_objects import refusal
 
-# how far into containers and plain objects the walk goes, and how many objects it records
+# how far into containers and plain objects the walk goes, how many objects it records, and
+# the largest object it copies (bytes, as ``sys.getsizeof`` counts them: a NumPy array's data)
 _DEPTH = 4
 _BUDGET = 256
+_LARGEST = 1 << 20
 _SKIPPED = (
     type,
     types.FunctionType,
@@ -69,6 +73,8 @@ class _Recorded:
         if inspect.isgenerator(obj):
             frame = obj.gi_frame
             self.position = None if frame is None else frame.f_lasti
+            return
+        if sys.getsizeof(obj) > _LARGEST:  # (a large array: its data is not a generator's state)
             return
         try:
             self.saved = pickle.dumps(obj, protocol=4)
