@@ -119,22 +119,22 @@ def _c2r(op: str, a, n, dim, norm, forward: bool):
     return prims.fft_c2r(a, (d,), _norm(op, norm, forward), length)
 
 
-@torchsymbol(torch.fft.fft, torch_impl="torch.fft.fft", tags=(Tag.MATMUL,), name="fft_fft")
-def fft_fft(input, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None):
-    op = "torch.fft.fft"
+def _fft(op: str, input, n, dim, norm, out, forward: bool):
+    """``fft``/``ifft``: complex to complex, or a real input's two-sided transform."""
     _no_out(op, out)
     if dtype_of(input).is_complex:
-        return _c2c(op, input, n, dim, norm, True)
-    return _r2c(op, input, n, dim, norm, True, False)
+        return _c2c(op, input, n, dim, norm, forward)
+    return _r2c(op, input, n, dim, norm, forward, False)
+
+
+@torchsymbol(torch.fft.fft, torch_impl="torch.fft.fft", tags=(Tag.MATMUL,), name="fft_fft")
+def fft_fft(input, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None):
+    return _fft("torch.fft.fft", input, n, dim, norm, out, True)
 
 
 @torchsymbol(torch.fft.ifft, torch_impl="torch.fft.ifft", tags=(Tag.MATMUL,), name="fft_ifft")
 def fft_ifft(input, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None):
-    op = "torch.fft.ifft"
-    _no_out(op, out)
-    if dtype_of(input).is_complex:
-        return _c2c(op, input, n, dim, norm, False)
-    return _r2c(op, input, n, dim, norm, False, False)
+    return _fft("torch.fft.ifft", input, n, dim, norm, out, False)
 
 
 @torchsymbol(torch.fft.rfft, torch_impl="torch.fft.rfft", tags=(Tag.MATMUL,), name="fft_rfft")
