@@ -5,7 +5,7 @@ around one, ``thunder/runtime/module.py``). Each call tries the cached entries m
 first: an entry's prologue checks the inputs (raising ``PrologueCheckFailed`` on a mismatch,
 or failing to unpack them), its computation runs, its epilogue builds the result. A miss
 traces again: acquisition makes the bundle of traces, and ``PIPELINE``, the declared list of
-passes, runs over it. The cache is bounded (``thunder/runtime/cache.py``); ``thunder.last_traces``
+passes (``thunder/runtime/passes.py``), runs over it. The cache is bounded (``thunder/runtime/cache.py``); ``thunder.last_traces``
 and friends read it (``thunder/runtime/inspection.py``).
 """
 
@@ -29,8 +29,7 @@ from thunder.autograd.backwards_from_inputs import CotangentBackwards, DoubleBac
 from thunder.autograd.function import grad_computation, no_grad_computation, without_autocast
 from thunder.autograd.held_gradients import HeldGradients
 from thunder.core.context import tracing
-from thunder.core.passinfo import SubclassDispatch
-from thunder.core.pipeline import KINDS, History, Pass, PassContext, TraceBundle, on, run_pipeline
+from thunder.core.pipeline import History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
 from thunder.core.source import user_stacklevel
 from thunder.core.subclass import SubclassProxy
@@ -39,32 +38,20 @@ from thunder.core.symbolic import SizeEnv
 from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors.base import Executor
-from thunder.executors.claim import claim
-from thunder.executors.fusion import FusionExecutor
 from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.executors.registry import resolve_executors
 from thunder.frontend.acquire import acquire
 from thunder.frontend.effects.c_objects import holding
-from thunder.frontend.subclasses.dispatch import dispatch_op, dispatchable
 from thunder.ops.autocast import autocast_state
 from thunder.ops.python import tensor_check_line
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.runtime.collective_plan import check_plan
 from thunder.runtime.dynamic import SizePolicy
-from thunder.transforms.batch_checks import batch_tensor_checks
-from thunder.transforms.dce import dce
+from thunder.runtime.passes import LOWERING, PIPELINE, SUBCLASS_DISPATCH
 from thunder.transforms.ddp import average_gradients, taken_gradients
-from thunder.transforms.del_last_used import del_last_used
 from thunder.transforms.double_backward import SavedReads, backward_from_inputs, differentiable_backward
-from thunder.transforms.flatten_subclasses import flatten_inside, flatten_tensor_subclasses, has_subclasses
-from thunder.transforms.fuse import fuse
-from thunder.transforms.grad import NoVJPError, differentiable_outputs, differentiate, needs_grad
-from thunder.transforms.remat import rematerialize
-from thunder.transforms.saved_versions import check_saved_versions
-from thunder.transforms.split import split_forward_backward
-
-# how the grad pass runs the backward's ops on tensor-subclass values: as acquisition does
-SUBCLASS_DISPATCH = SubclassDispatch(dispatchable, dispatch_op)
+from thunder.transforms.flatten_subclasses import flatten_inside
+from thunder.transforms.grad import differentiable_outputs, differentiate
 
 
 @dataclasses.dataclass(eq=False)
@@ -106,104 +93,6 @@ class CompileStats:
     @property
     def last_pass_times(self) -> list[tuple[str, str, float]]:
         return self.entries[-1].pass_times if self.entries else []
-
-
-def _claim(trace: Trace, ctx: PassContext) -> Trace:
-    return claim(trace, ctx.executors)
-
-
-def _fuse(trace: Trace, ctx: PassContext) -> Trace:
-    return fuse(trace, ctx.executors)
-
-
-def _grad(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
-    """The joint forward-and-backward trace, when an input requires grad under grad mode.
-
-    Tensor-subclass ops are differentiated as their torch-level ops
-    (``transforms/subclass_grad.py``); a subclass program whose gradient cannot be traced
-    keeps torch's autograd over the ops it runs (its subclass ops whole, as eager
-    differentiates them: ``flatten_subclasses.py``) and gets no joint trace. A prim without a
-    VJP rule leaves the computation as it is and notes the error, which ``backward()`` raises."""
-    comp = bundle.computation
-    if not needs_grad(comp):
-        return bundle
-    t0 = time.perf_counter()
-    try:
-        joint = differentiate(comp, ctx.subclass_dispatch)
-    except Exception as e:
-        if has_subclasses(comp):  # never worse than eager's autograd over the subclass ops
-            ctx.autograd_records = True
-            ctx.grad_fallback_cause = e
-            return bundle
-        if not isinstance(e, NoVJPError):
-            raise
-        ctx.grad_error = e
-        return bundle
-    joint.provenance.seconds = time.perf_counter() - t0
-    ctx.joint = joint
-    return bundle.replace(computation=joint)
-
-
-def _split(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
-    """The joint trace cut into the forward (the computation) and the backward."""
-    if bundle.computation.info.cotangents is None:
-        return bundle
-    return _pair(split_forward_backward, bundle, bundle.computation)
-
-
-def _remat(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
-    if bundle.backward is None:
-        return bundle
-    # a fusion executor asked first fuses the backward's elementwise ops, recomputations included
-    first = ctx.executors[0] if ctx.executors else None
-    fusing = first if isinstance(first, FusionExecutor) else None
-    return _pair(functools.partial(rematerialize, fusing=fusing), bundle, bundle.computation, bundle.backward)
-
-
-def _average_gradients(bundle: TraceBundle, ctx: PassContext) -> TraceBundle:
-    """The all-reduces of a DistributedDataParallel's gradients in the backward
-    (``transforms/ddp.py``), for a call that syncs them."""
-    plan = bundle.computation.info.data_parallel
-    if plan is None or bundle.backward is None:
-        return bundle
-    t0 = time.perf_counter()
-    backward = average_gradients(bundle.backward, plan)
-    if backward is bundle.backward:  # (no parameter of DDP's gets a gradient here)
-        return bundle
-    backward.provenance.seconds = time.perf_counter() - t0
-    ctx.local_backward = bundle.backward
-    return bundle.replace(backward=backward)
-
-
-def _pair(fn, bundle: TraceBundle, *traces: Trace) -> TraceBundle:
-    t0 = time.perf_counter()
-    fw, bw = fn(*traces)
-    for t in (fw, bw):
-        if t.provenance is not None:
-            t.provenance.seconds = time.perf_counter() - t0
-    return bundle.replace(computation=fw, backward=bw)
-
-
-# The passes every compilation runs, in order, over its bundle of traces. The grad passes
-# make the backward; tensor subclasses are flattened after the split, on each side.
-# the lowering passes, which a backward made later runs too (``_LOWERING``)
-CLAIM = Pass("claim", on(KINDS, _claim, context=True))
-FUSE = Pass("fuse", on(("computation", "backward"), _fuse, context=True))
-DEL_LAST_USED = Pass("del_last_used", on(("computation", "backward"), del_last_used))
-
-PIPELINE: tuple[Pass, ...] = (
-    Pass("dce", on("computation", functools.partial(dce, keep_draws=True))),
-    Pass("grad", _grad),
-    Pass("saved_versions", on("computation", check_saved_versions)),
-    Pass("split", _split),
-    Pass("remat", _remat),
-    Pass("flatten_tensor_subclasses", flatten_tensor_subclasses),
-    Pass("average_gradients", _average_gradients),
-    Pass("batch_tensor_checks", on("prologue", batch_tensor_checks)),
-    CLAIM,
-    FUSE,
-    DEL_LAST_USED,
-)
 
 
 class ThunderFunction:
@@ -528,10 +417,6 @@ def _no_double_backward(key):
     )
 
 
-# the passes after a backward is made: what a variant of the backward made later runs
-_LOWERING = (CLAIM, FUSE, DEL_LAST_USED)
-
-
 def _held_backward(
     executors: list[Executor], local: Trace, plan, held: frozenset[int]
 ) -> tuple[Callable, list[int], list[Trace]]:
@@ -542,7 +427,7 @@ def _held_backward(
     bundle = TraceBundle(None, None, None, backward)
     history = History.start(bundle, 0.0)
     final = run_pipeline(
-        bundle, _LOWERING, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history
+        bundle, LOWERING, PassContext(executors, subclass_dispatch=SUBCLASS_DISPATCH), history
     )
     return final.backward.python_callable(), taken_gradients(local, plan, held), history.traces["backward"]
 
