@@ -204,3 +204,31 @@ def test_a_wrapped_function_s_wrapper_is_not_state_but_an_attribute_it_gains_is(
 
     jfn = _against_eager(make)
     assert thunder.compile_stats(jfn).cache_misses <= 3
+
+
+def test_state_written_over_calls_of_changing_sizes():
+    # sizes 1, 4, 7 and 4 again (symbolic sizes, a size of 1 specialised): the class counter,
+    # the function attribute and the Counter move on every call as eager's
+    def make():
+        class C:
+            n = 0
+
+        seen = collections.Counter()
+
+        def f(x):
+            C.n += 1
+            f.last = x.shape[0]
+            seen.update([x.shape[0]])
+            return x.sum() * C.n + seen[x.shape[0]]
+
+        f.last = 0
+        return f, lambda: (C.n, f.last, dict(seen))
+
+    fe, state_e = make()
+    fj, state_j = make()
+    jfn = thunder.jit(fj)
+    for i, n in enumerate((1, 4, 7, 4)):
+        x = torch.arange(float(n))
+        torch.testing.assert_close(jfn(x), fe(x), msg=lambda m, i=i: f"call {i}: {m}")
+        assert state_j() == state_e(), f"call {i}: state {state_j()!r}, eager {state_e()!r}"
+        assert no_proxies(state_j())
