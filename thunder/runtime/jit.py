@@ -48,6 +48,7 @@ from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, 
 from thunder.runtime.collective_plan import check_plan
 from thunder.runtime.dynamic import SizePolicy
 from thunder.runtime.passes import LOWERING, PIPELINE, SUBCLASS_DISPATCH
+from thunder.runtime.unwritten import note_unwritten
 from thunder.transforms.ddp import average_gradients, taken_gradients
 from thunder.transforms.double_backward import SavedReads, backward_from_inputs, differentiable_backward
 from thunder.transforms.flatten_subclasses import flatten_inside
@@ -145,7 +146,11 @@ class ThunderFunction:
             stats = self.stats
             stats.calls += 1
             stats.cache_hits += 1
-            out = entry.computation(*cargs)
+            try:
+                out = entry.computation(*cargs)
+            except Exception as e:
+                _note_unwritten(e, entry)
+                raise
             return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
         return self._call(args, kwargs, None)
 
@@ -164,10 +169,7 @@ class ThunderFunction:
                 self._cache.touch(entry)
             self._cache.last = entry
             self.stats.cache_hits += 1
-            out = entry.computation(*cargs)
-            if entry.epilogue is None:
-                return out[0]
-            return entry.epilogue(*out, *eargs)
+            return _run(entry, cargs, eargs)
         with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
             # (the entries not tried: made by another thread meanwhile, or filed under other keys)
             for entry in reversed([e for e in self._cache.order if all(e is not o for o in order)]):
@@ -191,8 +193,7 @@ class ThunderFunction:
                         f"({miss_reason(entry, args, kwargs)[0]}): the traced code changed state thunder neither "
                         "put back nor follows"
                     ) from None
-        out = entry.computation(*cargs)
-        return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+        return _run(entry, cargs, eargs)
 
     def __deepcopy__(self, memo):
         # a fresh function with an empty cache: entries name the objects they were traced for
@@ -485,6 +486,20 @@ def _is_identity(epi: Trace, comp: Trace, forward: bool = False) -> bool:
         and len(out) == 1
         and out[0] is epi.args[0]
     )
+
+
+def _run(entry: CacheEntry, cargs: tuple, eargs: tuple):
+    """The computation and epilogue of ``entry`` on the prologue's outputs."""
+    try:
+        out = entry.computation(*cargs)
+    except Exception as e:
+        _note_unwritten(e, entry)
+        raise
+    return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+
+
+def _note_unwritten(error: Exception, entry: CacheEntry) -> None:
+    note_unwritten(error, entry.computation_traces[-1], entry.epilogue_traces[-1])
 
 
 def _check_text(bsym: BoundSymbol) -> str:
