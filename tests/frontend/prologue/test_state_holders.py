@@ -232,3 +232,52 @@ def test_state_written_over_calls_of_changing_sizes():
         torch.testing.assert_close(jfn(x), fe(x), msg=lambda m, i=i: f"call {i}: {m}")
         assert state_j() == state_e(), f"call {i}: state {state_j()!r}, eager {state_e()!r}"
         assert no_proxies(state_j())
+
+
+def test_a_class_counter_is_traced_as_a_value_after_one_miss():
+    # ``type(self).n += 1`` every call: the second trace reads it as a value, so ten calls
+    # compile twice (not ten times), with a branch on it checked by its outcome
+    def make():
+        class M(torch.nn.Module):
+            n = 0
+            limit = 6
+
+            def forward(self, x):
+                type(self).n += 1
+                if type(self).n > type(self).limit:
+                    return x - type(self).n
+                return x * type(self).n
+
+        return M(), lambda: M.n
+
+    fe, state_e = make()
+    fj, state_j = make()
+    jfn = thunder.jit(fj)
+    for i in range(10):
+        x = torch.full((2,), float(i))
+        torch.testing.assert_close(jfn(x), fe(x), msg=lambda m, i=i: f"call {i}: {m}")
+        assert state_j() == state_e() and no_proxies(vars(type(fj)))
+    assert thunder.compile_stats(jfn).cache_misses <= 3
+
+
+def test_a_class_counter_read_only_and_set_by_the_user_between_calls():
+    class C:
+        k = 0
+
+    def bump(x):
+        C.k += 1
+        return x + C.k
+
+    def read(x):
+        return x * C.k
+
+    jb, jr = thunder.jit(bump), thunder.jit(read)
+    for i in range(6):
+        x = torch.ones(2)
+        before = C.k
+        torch.testing.assert_close(jb(x), x + before + 1)
+        torch.testing.assert_close(jr(x), x * C.k)
+        if i == 3:
+            C.k = 100  # set by the user: the next calls read it
+    assert C.k == 102 and isinstance(C.k, int)
+    assert thunder.compile_stats(jb).cache_misses <= 2

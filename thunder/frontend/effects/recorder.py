@@ -256,6 +256,7 @@ class Effects:
         the objects that hold them (``ObjectState.restore`` puts the numbers back)."""
         for _, obj in reads.objects.values():
             obj.put_counters()
+        reads.put_class_counters()
         for g, values in reads.globals.values():
             for name in values:
                 self._note_slots(g.get(name))

@@ -100,6 +100,9 @@ class CodeReads:
     # state checked from then on (``written_functions``)
     bare: list[tuple[types.FunctionType, dict]] = dataclasses.field(default_factory=list)
     written_functions: list = dataclasses.field(default_factory=list)
+    # id(class) -> (its prologue name, attribute -> the DynamicNumber put in the class while
+    # tracing): class attributes traced as values (``type(self).n += 1``, ``counters.py``)
+    class_counters: dict[int, tuple[AnyProxy, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def add_objects(self, label: str, v) -> None:
         for o in _objects_in(v):
@@ -136,7 +139,8 @@ class CodeReads:
                 changed = changed or f"the function {fn.__qualname__} (its attribute {first!r})"
         values = {id(k): v for k, v in self.classes}
         for klass, originals in self.class_originals.values():
-            inner = _restore_class(klass, originals, values[id(klass)], writes)
+            counters = self.class_counters.get(id(klass), (None, {}))[1]
+            inner = _restore_class(klass, originals, values[id(klass)], writes, counters)
             if inner is not None and changed is None:
                 changed = f"the class {klass.__qualname__} (its attribute {inner!r})"
         return changed
@@ -151,7 +155,18 @@ class CodeReads:
             if obj is not None and obj.holder is not None and isinstance(w, SetAttr):
                 if is_counter(obj.values.get(w.name)) and is_counter_value(w.value):
                     out |= {obj.holder.name, object_counter_key(label, w.name)}
+            began = self.class_originals.get(id(w.holder))
+            if began is not None and isinstance(w, SetAttr) and id(w.holder) in self.class_counters:
+                if is_counter(began[1].get(w.name)) and is_counter_value(w.value):
+                    out |= {self.class_counters[id(w.holder)][0].name, class_counter_key(began[0], w.name)}
         return out
+
+    def put_class_counters(self) -> None:
+        """Put the class attributes traced as values in their classes (as the trace begins;
+        ``restore_objects`` puts the numbers back)."""
+        for klass, _ in self.class_originals.values():
+            for attr, put in self.class_counters.get(id(klass), (None, {}))[1].items():
+                type.__setattr__(klass, attr, put)
 
 
 def _objects_in(v) -> list:
@@ -303,13 +318,20 @@ def _own_attributes(klass: type) -> dict[str, Any]:
     return {k: v for k, v in vars(klass).items() if not (k.startswith("__") and k.endswith("__"))}
 
 
-def _restore_class(klass: type, originals: dict, values: dict, writes: list | None) -> str | None:
+def _restore_class(
+    klass: type, originals: dict, values: dict, writes: list | None, counters: dict | None = None
+) -> str | None:
     """Put back what the trace changed of ``klass``'s own attributes (``originals``: the
-    objects, ``values``: their snapshots as the call began); ``writes`` gets the writes the
+    objects, ``values``: their snapshots as the call began; ``counters``: the DynamicNumbers
+    put in it, read and not rebound when still there); ``writes`` gets the writes the
     epilogue makes on every call; the first attribute changed, or None."""
     now = _own_attributes(klass)
+    counters = counters or {}
     changed = None
     for name in [*now, *(k for k in originals if k not in now)]:
+        if name in counters and now.get(name) is counters[name]:
+            type.__setattr__(klass, name, originals[name])  # a counter read, not rebound
+            continue
         if name in now and name in originals and same(now[name], values[name]):
             continue
         changed = changed or name
@@ -376,7 +398,14 @@ def guard_code_reads(inputs, reads: CodeReads) -> dict[int, Any]:
             inputs.checks.add_check(pyops.check_items, h, checks[id(g)], always=True)
     for klass, values in reads.classes:
         h = holder(f"cls_{klass.__name__}", klass, type)
-        check = state_check(values, keys=vars(klass).keys())
+        counters = {}
+        for attr, v in _own_attributes(klass).items():  # a counter that changed between calls
+            key = class_counter_key(klass, attr)
+            if is_counter(v) and key in inputs.dynamic:
+                counters[attr] = inputs.dynamic_number(v, key, Unpack(h, ATTR, attr))
+        reads.class_counters[id(klass)] = (h, counters)
+        checked = {k: v for k, v in values.items() if k not in counters}  # (those: by their type)
+        check = state_check(checked, keys=vars(klass).keys())
         inputs.checks.add_check(pyops.check_class, h, check, always=True)
     for fn, values in reads.defaults:
         h = holder(f"fn_{fn.__name__}", fn, types.FunctionType)
@@ -406,6 +435,11 @@ def guard_written_functions(inputs, reads: CodeReads) -> None:
         state.holder = AnyProxy(inputs.prologue.add_name(sanitize_name(f"fn_{fn.__name__}")), type(fn))
         inputs.prologue.ctx_objects = {**inputs.prologue.ctx_objects, state.holder.name: fn}
         guard_object_state(inputs, state.holder, state)
+
+
+def class_counter_key(klass: type, attr: str) -> str:
+    """The name under which the class attribute ``klass.attr`` is traced as a value."""
+    return sanitize_name(f"cls_{klass.__qualname__}_{attr}")
 
 
 def object_counter_key(label: str, attr: str) -> str:
