@@ -5,8 +5,8 @@ Symbol printed as ``ltorch.sin`` and maps the given torch callables to it, so th
 mode can translate what user code calls. ``torch_impl`` names the torch callable the torch
 executor may run for the whole op (so the executed trace calls ``torch.sin`` once rather
 than the decomposition); ``impl_check`` says when that is allowed for given arguments.
-``number_operands`` lists the positions where the op takes a number that changes between
-calls as a traced value (``torch.mul(x, i0)``): its decomposition, and the grad rules of the
+``number_operands`` lists the positions (and keywords: ``alpha``) where the op takes a number
+that changes between calls as a traced value (``torch.mul(x, i0)``): its decomposition, and the grad rules of the
 prims it makes, pass that operand on without looking at its value (``prims.pow``'s rule
 does: ``if b == 0``), so the trace holds for every value of the same type.
 """
@@ -25,7 +25,7 @@ from thunder.core.tags import Tag
 TORCH_TO_THUNDER: dict = {}
 # names of getset descriptors (``x.T``) -> thunder callable taking the tensor
 PROPERTY_TO_THUNDER: dict[str, Callable] = {}
-# op -> positions of its number operands that may be a traced value (a counter); default:
+# op -> positions (or keywords) of its number operands that may be a traced value (a counter); default:
 # none, so a number that changes between calls reaching any other op is specialised
 NUMBER_OPERANDS = SymbolTable("number operands")
 
@@ -44,7 +44,7 @@ def torchsymbol(
     impl_check: Callable | None = None,
     tags: tuple[Tag, ...] = (),
     name: str | None = None,
-    number_operands: tuple[int, ...] = (),
+    number_operands: tuple[int | str, ...] = (),
 ):
     """Declare the decorated function as the decomposition of the op ``ltorch.<name>``."""
 

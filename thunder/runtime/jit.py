@@ -31,6 +31,7 @@ from thunder.autograd.held_gradients import HeldGradients
 from thunder.core.context import tracing
 from thunder.core.pipeline import History, Pass, PassContext, TraceBundle, on, run_pipeline
 from thunder.core.printing import Printer, bsym_line
+from thunder.core.proxies import NumberProxy
 from thunder.core.source import user_stacklevel
 from thunder.core.subclass import SubclassProxy
 from thunder.core.symbol import BoundSymbol
@@ -42,6 +43,7 @@ from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.executors.registry import resolve_executors
 from thunder.frontend.acquire import acquire
 from thunder.frontend.effects.c_objects import holding
+from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
 from thunder.ops.python import tensor_check_line
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
@@ -270,6 +272,8 @@ class ThunderFunction:
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
                 self._dynamic.update(e.written_numbers - self._static)
+            elif _changed_float(failed) and subject.name not in self._static:
+                self._dynamic.add(subject.name)  # (a learning rate a schedule sets: a value from now on)
         autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
         t0 = time.perf_counter()
         acquired, final, ctx, history, dims = self._traced(args, kwargs)
@@ -500,6 +504,17 @@ def _run(entry: CacheEntry, cargs: tuple, eargs: tuple):
 
 def _note_unwritten(error: Exception, entry: CacheEntry) -> None:
     note_unwritten(error, entry.computation_traces[-1], entry.epilogue_traces[-1])
+
+
+def _changed_float(failed: BoundSymbol | None) -> bool:
+    """Whether the failed check ``failed`` is of a float input's value (``check_literal(lr,
+    0.1)``): a number that changes between calls, traced as a value by the next trace, as a
+    size that changed becomes symbolic."""
+    if failed is not None and failed.sym.executor is not None and len(failed.subsymbols) == 1:
+        failed = failed.subsymbols[0]  # (the op an executor claimed)
+    if failed is None or failed.sym is not pyops.check_literal or len(failed.args) < 2:
+        return False
+    return isinstance(failed.args[0], NumberProxy) and type(failed.args[1]) is float
 
 
 def _check_text(bsym: BoundSymbol) -> str:

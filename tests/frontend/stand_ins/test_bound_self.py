@@ -66,8 +66,33 @@ def test_an_optimizer_step_matches_eager_over_five_steps(name, schedule):
             torch.testing.assert_close(a, b)
         assert opt.param_groups[0]["lr"] == eager_opt.param_groups[0]["lr"]
         assert no_proxies(vars(opt))
-    # the state made on the first step, then the same program; a schedule's new rates trace again
-    assert thunder.compile_stats(step).cache_misses <= (2 if schedule == "none" else 6)
+    # the state made on the first step, then the same program; a schedule's first new rate makes
+    # the rate a value the program reads (one more trace), and every later rate hits it
+    assert thunder.compile_stats(step).cache_misses <= (2 if schedule == "none" else 3)
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum", "adam", "adamw-loop-amsgrad"])
+def test_twenty_steps_of_a_cosine_schedule_compile_at_most_three_times(name):
+    torch.manual_seed(0)
+    model = nn.Linear(5, 3)
+    eager_model = copy.deepcopy(model)
+    opt, eager_opt = OPTIMIZERS[name](model.parameters()), OPTIMIZERS[name](eager_model.parameters())
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 20)
+    eager_sched = torch.optim.lr_scheduler.CosineAnnealingLR(eager_opt, 20)
+    step = thunder.jit(opt.step)
+    for i in range(20):
+        x = torch.randn(4, 5)
+        for m, o in ((model, opt), (eager_model, eager_opt)):
+            o.zero_grad()
+            m(x).pow(2).sum().backward()
+        step()
+        eager_opt.step()
+        sched.step()
+        eager_sched.step()
+        for a, b in zip(model.parameters(), eager_model.parameters()):
+            torch.testing.assert_close(a, b, msg=lambda m, i=i: f"step {i}: {m}")
+        assert type(opt.param_groups[0]["lr"]) is float and no_proxies(vars(opt))
+    assert thunder.compile_stats(step).cache_misses <= 3
 
 
 def test_a_learning_rate_set_by_hand_between_steps_is_read():

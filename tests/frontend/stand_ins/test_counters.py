@@ -5,6 +5,7 @@ decides control flow or a shape it is specialised, and every case follows eager.
 
 from __future__ import annotations
 
+import math
 import operator
 from types import SimpleNamespace
 
@@ -552,3 +553,32 @@ def test_a_number_recorded_as_its_stand_in_is_refused():
     )
     with pytest.raises(TypeError, match="slice took a number traced as a value as itself"):
         refuse_stand_ins([outer])
+
+
+def test_a_float_argument_that_changes_is_a_value_after_one_miss():
+    # a scale passed as a float: the second value makes it a value the program reads, through
+    # Python arithmetic, a tensor op's keyword (``alpha``, parsed in C) and a foreach op
+    def f(x, a):
+        y = torch.add(x, x, alpha=a) * (a - 1)
+        (z,) = torch._foreach_mul([x], a / 2)
+        return y + z + x.addcdiv(x, x + 2, value=-a)
+
+    jfn = thunder.jit(f)
+    for i, a in enumerate((0.5, 1.5, 2.25, 1.0, -3.75, 0.1)):
+        x = torch.arange(3.0) + i
+        torch.testing.assert_close(jfn(x, a), f(x, a), msg=lambda m, a=a: f"a={a}: {m}")
+    assert thunder.compile_stats(jfn).cache_misses == 2
+    assert "alpha=a" in str(thunder.last_traces(jfn)[-1])
+
+
+def test_a_float_the_program_needs_as_a_plain_number_is_checked_by_value():
+    # ``round(a)`` and ``torch.full(.., a)`` take the number itself: each new value traces again
+    def f(x, a):
+        return x * a + torch.full((3,), a) + round(a) + math.floor(a)
+
+    jfn = thunder.jit(f)
+    for a in (0.5, 1.5, 2.5, 2.5, -1.25):
+        torch.testing.assert_close(
+            jfn(torch.ones(3), a), f(torch.ones(3), a), msg=lambda m, a=a: f"a={a}: {m}"
+        )
+    assert thunder.compile_stats(jfn).cache_misses == 4

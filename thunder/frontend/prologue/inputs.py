@@ -28,7 +28,7 @@ from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
 from thunder.frontend.prologue.checks import PrologueChecks
 from thunder.frontend.stand_ins.containers import is_container_method
-from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter
+from thunder.frontend.stand_ins.counters import DynamicNumber, dynamic_number, is_counter
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper, make_wrapper
 from thunder.frontend.stand_ins.unpack import ATTR, ITEM, SIZE, Unpack
 from thunder.frontend.subclasses.instances import subclass_input
@@ -347,7 +347,7 @@ class Inputs:
         self.sources[p.name] = (p, unpack, v)
         self.checks.add_check(pyops.check_type, p, type(v))
         self.number_inputs.append(p)
-        return DynamicNumber(p, v, (p,), self)
+        return dynamic_number(p, v, (p,), self)
 
     def is_object_counter(self, obj, attr: str, key: str) -> bool:
         """Whether ``obj.attr`` is traced as a value: a number under a key a miss made dynamic,

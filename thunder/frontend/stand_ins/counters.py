@@ -21,6 +21,13 @@ The counters are globals, closure cells, attributes of modules, of the plain obj
 hold and of objects read through globals; ``isinstance(n, int)`` answers as for the number,
 ``type(n)`` names this class.
 
+A float traced as a value is a ``DynamicFloat``, a subclass of ``torch.SymFloat``: torch's C
+argument parser takes a SymFloat where a number goes (``alpha=-lr`` of ``torch._foreach_add_``,
+``param.add_(grad, alpha=-lr)``, ``addcdiv(..., value=-step_size)``) and hands the object itself
+to the acquisition mode, which passes it on as a traced value where the op takes one (keyword
+operands such as ``alpha`` included) and otherwise specialises it. A learning rate a schedule
+changes on every step is one: the optimizer's step compiles once for every rate.
+
 A comparison of a counter plus a constant with a number (``if self.length >= self.max_len:``
 in transformers' sliding-window StaticCache layers) needs only its outcome: the prologue
 checks ``i0 >= 32`` is still False (``pythonex.check_int_compare(i0, '>=', 32, False)``)
@@ -163,7 +170,7 @@ class DynamicNumber:
             offset = self.offset + other if op == "add" else self.offset - other
         elif self.offset is not None and type(other) is int and reverse and op == "add":
             offset = self.offset + other
-        return DynamicNumber(out, out.value, roots, self.state, offset)
+        return dynamic_number(out, out.value, roots, self.state, offset)
 
     def __neg__(self):
         return self._op(-1, "mul")
@@ -199,6 +206,29 @@ class DynamicNumber:
     __str__ = __repr__
 
 
+class DynamicFloat(DynamicNumber, torch.SymFloat):
+    """A float traced as a value, which torch's C argument parsing takes as a number (a
+    ``torch.SymFloat``) and hands to the acquisition mode as it is. SymFloat's methods this
+    class does not record (``round``, ``math.floor``, ``is_integer``) use the value, which the
+    prologue then checks."""
+
+    __slots__ = ()
+
+
+def dynamic_number(proxy: NumberProxy, value, roots: tuple, state, offset: int | None = 0) -> DynamicNumber:
+    """The stand-in for a number traced as a value: a ``DynamicFloat`` for a float."""
+    cls = DynamicFloat if type(value) is float else DynamicNumber
+    return cls(proxy, value, roots, state, offset)
+
+
+def _by_value(name: str):
+    def method(self, *args):
+        return getattr(self.concrete(), name)(*args)
+
+    method.__name__ = name
+    return method
+
+
 def _recorded(op: str, reverse: bool):
     return lambda self, o: self._op(o, op, reverse)
 
@@ -213,6 +243,9 @@ for _op in pyops.NUMBER_OPS:
     setattr(DynamicNumber, f"__r{_op}__", _recorded(_op, True))
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(DynamicNumber, f"__{_op}__", _compared(_op))
+for _name, _v in vars(torch.SymFloat).items():  # (the rest of SymFloat's methods: by the value)
+    if callable(_v) and _name not in ("__init__", "__class__") and not hasattr(DynamicNumber, _name):
+        setattr(DynamicFloat, _name, _by_value(_name))
 
 
 def refuse_stand_ins(bsyms) -> None:
@@ -229,15 +262,26 @@ def refuse_stand_ins(bsyms) -> None:
         refuse_stand_ins(bsym.subsymbols)
 
 
-def traced_operands(func, args: tuple) -> tuple:
-    """``args`` of the torch function ``func`` with each counter the op takes as a traced number
-    replaced by its proxy (the others are specialised when the arguments are resolved)."""
+def traced_operands(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``args`` and ``kwargs`` of the torch function ``func`` with each counter the op takes as a
+    traced number (by position, or by keyword: ``alpha``) replaced by its proxy, also in a list
+    of numbers there (``_foreach_addcdiv_(ps, a, b, [s0, s1])``); the others are specialised when
+    the arguments are resolved."""
     target = TORCH_TO_THUNDER.get(func)
     if target is None:  # ``x.mul_(n)``: as ``mul``
         target = out_of_place(func, torch.Tensor)
     positions = NUMBER_OPERANDS.get(target)
     if not positions:
-        return args
-    return tuple(
-        a.proxy if i in positions and isinstance(a, DynamicNumber) else a for i, a in enumerate(args)
-    )
+        return args, kwargs
+    args = tuple(_proxied(a) if i in positions else a for i, a in enumerate(args))
+    if kwargs:
+        kwargs = {k: _proxied(v) if k in positions else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _proxied(v):
+    if isinstance(v, DynamicNumber):
+        return v.proxy
+    if type(v) in (list, tuple) and any(isinstance(x, DynamicNumber) for x in v):
+        return type(v)(x.proxy if isinstance(x, DynamicNumber) else x for x in v)
+    return v

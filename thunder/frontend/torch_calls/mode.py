@@ -227,7 +227,7 @@ class AcquisitionMode(TorchFunctionMode):
         if (
             state.inputs.number_inputs
         ):  # a counter the op may take as a value (frontend/stand_ins/counters.py)
-            args = traced_operands(func, args)
+            args, kwargs = traced_operands(func, args, kwargs)
         args, kwargs = state.resolve((args, kwargs))
         if autocast_on() and func in TORCH_TO_THUNDER:  # eager's casts, recorded (ops/autocast.py)
             args, kwargs = autocast_arguments(TORCH_TO_THUNDER[func], args, kwargs)

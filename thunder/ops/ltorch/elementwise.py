@@ -136,7 +136,7 @@ floor_divide = _binary(prims.floor_divide, T.__floordiv__)
     torch_impl="torch.add",
     impl_check=first_is_tensor,
     tags=(Tag.ELEMENTWISE,),
-    number_operands=(0, 1),
+    number_operands=(0, 1, "alpha"),
 )
 def add(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -152,7 +152,7 @@ def add(a, b, *, alpha: Number | None = None):
     torch_impl="torch.sub",
     impl_check=first_is_tensor,
     tags=(Tag.ELEMENTWISE,),
-    number_operands=(0, 1),
+    number_operands=(0, 1, "alpha"),
 )
 def sub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
@@ -160,7 +160,7 @@ def sub(a, b, *, alpha: Number | None = None):
     return prims.sub(a, b)
 
 
-@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=(Tag.ELEMENTWISE,), number_operands=(0, 1))
+@torchsymbol(torch.rsub, torch_impl="torch.rsub", tags=(Tag.ELEMENTWISE,), number_operands=(0, 1, "alpha"))
 def rsub(a, b, *, alpha: Number | None = None):
     if alpha is not None and alpha != 1:
         a = prims.mul(a, alpha)
@@ -262,14 +262,18 @@ def lerp(start, end, weight):
     return prims.add(start, prims.mul(weight, prims.sub(end, start)))
 
 
-@torchsymbol(torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=(Tag.ELEMENTWISE,))
+@torchsymbol(
+    torch.addcmul, T.addcmul, torch_impl="torch.addcmul", tags=(Tag.ELEMENTWISE,), number_operands=("value",)
+)
 def addcmul(a, t1, t2, *, value=1):
     return prims.add(
         a, prims.mul(prims.mul(t1, t2), value) if is_tensor(value) or value != 1 else prims.mul(t1, t2)
     )
 
 
-@torchsymbol(torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=(Tag.ELEMENTWISE,))
+@torchsymbol(
+    torch.addcdiv, T.addcdiv, torch_impl="torch.addcdiv", tags=(Tag.ELEMENTWISE,), number_operands=("value",)
+)
 def addcdiv(a, t1, t2, *, value=1):
     return prims.add(
         a, prims.mul(prims.div(t1, t2), value) if is_tensor(value) or value != 1 else prims.div(t1, t2)

@@ -40,12 +40,20 @@ def _per_tensor_scalars(scalars, n: int, op: str, what: str) -> list:
     return [shape.select(scalars, 0, i) for i in range(n)]
 
 
-def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None, number_first: bool = False):
+def _foreach(
+    name: str,
+    fn: Callable,
+    n_operands: int,
+    scalar: str | None = None,
+    number_first: bool = False,
+    number_operands: tuple[int | str, ...] = (),
+):
     """``ltorch.foreach_<name>`` for ``torch._foreach_<name>``: ``fn`` over each tensor and
     the matching entries of the ``n_operands`` operands after the list; ``scalar`` names a
     trailing number argument that may also be a list of numbers, one per tensor
     (``_foreach_addcdiv(params, a, b, step_sizes)``); ``number_first``: a number may come
-    first and the list second (``_foreach_pow(2.0, tensors)``)."""
+    first and the list second (``_foreach_pow(2.0, tensors)``); ``number_operands``: where a
+    number traced as a value (a learning rate) passes on as one (``langs.torchsymbol``)."""
     torch_fn = getattr(torch, f"_foreach_{name}")
     op = f"torch._foreach_{name}"
 
@@ -72,18 +80,28 @@ def _foreach(name: str, fn: Callable, n_operands: int, scalar: str | None = None
     impl.__name__ = f"foreach_{name}"
     impl.__doc__ = f"{op}: torch.{name} over each tensor"
     return torchsymbol(
-        torch_fn, torch_impl=f"torch._foreach_{name}", tags=(Tag.ELEMENTWISE,), name=f"foreach_{name}"
+        torch_fn,
+        torch_impl=f"torch._foreach_{name}",
+        tags=(Tag.ELEMENTWISE,),
+        name=f"foreach_{name}",
+        number_operands=number_operands,
     )(impl)
 
 
 foreach_add = _foreach(
-    "add", lambda t, o, alpha=1: ew.add(t, o, alpha=alpha) if alpha != 1 else ew.add(t, o), 1
+    "add",
+    lambda t, o, alpha=1: ew.add(t, o, alpha=alpha) if alpha != 1 else ew.add(t, o),
+    1,
+    number_operands=(1, "alpha"),
 )
 foreach_sub = _foreach(
-    "sub", lambda t, o, alpha=1: ew.sub(t, o, alpha=alpha) if alpha != 1 else ew.sub(t, o), 1
+    "sub",
+    lambda t, o, alpha=1: ew.sub(t, o, alpha=alpha) if alpha != 1 else ew.sub(t, o),
+    1,
+    number_operands=(1, "alpha"),
 )
-foreach_mul = _foreach("mul", ew.mul, 1)
-foreach_div = _foreach("div", ew.div, 1)
+foreach_mul = _foreach("mul", ew.mul, 1, number_operands=(1,))
+foreach_div = _foreach("div", ew.div, 1, number_operands=(1,))
 foreach_maximum = _foreach(
     "maximum", lambda t, o: ew.maximum(t, o) if isinstance(o, torch.Tensor) else ew.clamp_min(t, o), 1
 )
@@ -94,8 +112,8 @@ foreach_clamp_min = _foreach("clamp_min", ew.clamp_min, 1)
 foreach_clamp_max = _foreach("clamp_max", ew.clamp_max, 1)
 foreach_pow = _foreach("pow", ew.pow, 1, number_first=True)
 foreach_lerp = _foreach("lerp", ew.lerp, 2)
-foreach_addcmul = _foreach("addcmul", ew.addcmul, 2, scalar="value")
-foreach_addcdiv = _foreach("addcdiv", ew.addcdiv, 2, scalar="value")
+foreach_addcmul = _foreach("addcmul", ew.addcmul, 2, scalar="value", number_operands=(3, "value"))
+foreach_addcdiv = _foreach("addcdiv", ew.addcdiv, 2, scalar="value", number_operands=(3, "value"))
 foreach_sqrt = _foreach("sqrt", ew.sqrt, 0)
 foreach_neg = _foreach("neg", ew.neg, 0)
 foreach_abs = _foreach("abs", ew.abs, 0)
