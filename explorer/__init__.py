@@ -78,13 +78,14 @@ def explore(
         return explore_program(obj, args, kwargs, view=view, depth=depth, modules=modules)
     notes = []
     if args is not None or kwargs is not None:
+        from explorer.measure.fitting import entry_for
         from explorer.measure.runner import measure
 
         args, kwargs = tuple(args or ()), dict(kwargs or {})
-        obj(*args, **kwargs)
+        entry = entry_for(obj, args, kwargs, entry)  # (compiled for them, the user's state put back)
         m = model_of(obj, entry=entry)
         try:
-            measure(obj, args, kwargs, entry=-1 if entry is None else entry).attach(m)
+            measure(obj, args, kwargs, entry=entry).attach(m)
         except Exception as e:
             notes.append(f"Times were not measured: {type(e).__name__}: {e}")
     else:
@@ -171,17 +172,19 @@ def memory(
     from explorer.model.compilation import model_of
     from explorer.model.memory import memory_of
 
+    if args is not None or kwargs is not None:  # the entry that takes them
+        from explorer.measure.fitting import entry_for
+
+        entry = entry_for(obj, tuple(args or ()), kwargs, entry)
     m = model_of(obj, entry=entry)
     strides = None  # with inputs, the computed figures are for their layouts (a reshape may copy)
     if (args is not None or kwargs is not None) and kind in ("computation", "forward"):
-        strides = input_layouts(obj, tuple(args or ()), kwargs, entry=-1 if entry is None else entry)
+        strides = input_layouts(obj, tuple(args or ()), kwargs, entry=entry)
     prof = memory_of(m, kind, index, strides=strides)
     if args is not None or kwargs is not None:
         if index not in (-1, len(m.series[kind].passes) - 1):
             raise ValueError("explorer: only the final pass runs, so only it is measured; drop args or index")
-        live, where = measure_memory(
-            obj, tuple(args or ()), kwargs, kind, entry=-1 if entry is None else entry
-        )
+        live, where = measure_memory(obj, tuple(args or ()), kwargs, kind, entry=entry)
         attach_measurement(prof, live, where)
     return prof
 

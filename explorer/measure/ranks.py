@@ -59,11 +59,15 @@ def save_rank(
     from explorer.model.compilation import model_of
 
     rank, world_size = _rank_and_size(rank, world_size)
+    if (args is not None or kwargs is not None) and not isinstance(obj, TraceModel):
+        from explorer.measure.fitting import entry_for
+
+        entry = entry_for(obj, tuple(args or ()), kwargs, entry)
     model = model_of(obj, entry=entry)
     if args is not None or kwargs is not None:
         from explorer.measure.runner import measure
 
-        measure(obj, tuple(args or ()), kwargs, entry=-1 if entry is None else entry).attach(model)
+        measure(obj, tuple(args or ()), kwargs, entry=entry).attach(model)
     os.makedirs(path_dir, exist_ok=True)
     path = os.path.join(path_dir, RANK_FILE.format(rank=rank))
     data = {"rank": rank, "world_size": world_size, "host": socket.gethostname(), "model": model.to_dict()}

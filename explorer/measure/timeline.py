@@ -239,9 +239,11 @@ def timeline(
         from explorer.model.compilation import model_of
 
         if args is not None or kwargs is not None:
-            obj(*(args or ()), **(kwargs or {}))
+            from explorer.measure.fitting import entry_for
+
+            entry = entry_for(obj, tuple(args or ()), kwargs, entry)  # (the user's state put back)
             model = model_of(obj, entry=entry)
-            measure(obj, tuple(args or ()), kwargs, entry=-1 if entry is None else entry).attach(model)
+            measure(obj, tuple(args or ()), kwargs, entry=entry).attach(model)
         else:
             model = model_of(obj, entry=entry)
     tl = timeline_of(model)

@@ -125,7 +125,18 @@ def _save_rank(jm, x, tmp_path):
     assert explorer.load_ranks(str(tmp_path))[0].timings["computation"], path
 
 
-@pytest.mark.parametrize("run", [_memory, _compare, _timings, _save_rank], ids=lambda f: f.__name__[1:])
+def _explore(jm, x, tmp_path):
+    ex = explorer.explore(jm, args=(x,))
+    assert ex.model.timings["computation"]
+
+
+def _timeline(jm, x, tmp_path):
+    assert explorer.timeline(jm, x).spans
+
+
+@pytest.mark.parametrize(
+    "run", [_memory, _compare, _timings, _save_rank, _explore, _timeline], ids=lambda f: f.__name__[1:]
+)
 def test_a_measurement_leaves_the_users_state_as_it_was(run, tmp_path):
     m, jm, x = _stateful()
     random.seed(5)
@@ -136,6 +147,26 @@ def test_a_measurement_leaves_the_users_state_as_it_was(run, tmp_path):
     # and the user's own next call is the one it would have been: it runs from that state
     y = jm(x)
     assert m.calls == before["calls"] + 1 and int(m.bn.num_batches_tracked) == 3 and y.shape == (4,)
+
+
+@pytest.mark.parametrize("ask", ["memory", "explore", "timeline"])
+def test_asked_just_after_a_counter_moved_the_explorer_runs_the_entry_that_fits(ask):
+    # one call compiled for calls == 0; the counter is now 1, which that entry does not take:
+    # the explorer compiles one for it (the user's state put back), and never the other
+    torch.manual_seed(0)
+    m = Stateful()
+    jm = thunder.jit(m)
+    x = torch.randn(4, 8)
+    jm(x).sum().backward()
+    before = _state(m, x)
+    if ask == "memory":
+        assert explorer.memory(jm, args=(x,)).measured
+    elif ask == "explore":
+        assert explorer.explore(jm, args=(x,)).model.timings["computation"]
+    else:
+        assert explorer.timeline(jm, x).spans
+    _assert_same(m, x, before)
+    assert m.calls == 1
 
 
 COUNT = 0
