@@ -23,6 +23,7 @@ AROUND_PEAK = 8  # lines listed before and after the peak
 LARGEST = 12  # the largest allocations listed
 FULL_TABLE = 40  # a trace of at most this many lines is listed whole, a longer one folded
 ALL_LINES = 1_000  # the fold lists at most this many lines (the rest: ``prof.rows``)
+SHORT_LIST = 8  # saved / rematerialized values listed open; the rest folded
 WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T = 760, 200, 64, 22, 12
 
 MEMORY_CSS = """
@@ -217,7 +218,8 @@ def modules_html(prof: MemoryProfile, limit: int = 15) -> str:
 
 
 def saved_html(prof: MemoryProfile) -> str:
-    """The values saved for the backward, and those rematerialization recomputes instead."""
+    """The values saved for the backward (the ``SHORT_LIST`` costliest in sight, the rest folded),
+    and those rematerialization recomputes instead (folded when more than ``SHORT_LIST``)."""
     if not prof.saved and not prof.rematerialized:
         return ""
     out = [
@@ -227,12 +229,16 @@ def saved_html(prof: MemoryProfile) -> str:
     ]
     ordered = sorted(prof.saved, key=lambda v: (-v.extra_bytes, -v.bytes))  # the costly first
     free = [v for v in ordered if not v.extra_bytes]
-    for v in ordered[: len(ordered) - len(free)]:
-        out.append(
-            f'<tr><td><code>{escape(v.name)}</code></td><td class="num">{fmt_bytes(v.bytes)}</td>'
-            f'<td class="ln">{escape(v.line or "?")}</td></tr>'
-        )
+    costly = ordered[: len(ordered) - len(free)]
+    out += [_value_row(v) for v in costly[:SHORT_LIST]]
     out.append("</table>")
+    if len(costly) > SHORT_LIST:  # a long list folds: the costliest stay in sight
+        out.append(
+            f'<details class="more-saved"><summary>and {len(costly) - SHORT_LIST} more saved values'
+            '</summary><table class="kv">'
+            + "".join(_value_row(v) for v in costly[SHORT_LIST:])
+            + "</table></details>"
+        )
     if free:  # inputs of the forward (weights): saving them costs nothing, folded
         names = ", ".join(v.name for v in free)
         out.append(
@@ -242,24 +248,28 @@ def saved_html(prof: MemoryProfile) -> str:
     out.append("</details>")
     if prof.rematerialized:
         extra = ", ".join(prof.saved_to_recompute)
+        shut = len(prof.rematerialized) > SHORT_LIST  # a long list starts folded
         out.append(
-            f"<details open><summary>Rematerialized: {len(prof.rematerialized)} values recomputed in the "
-            f"backward instead of saved, {fmt_bytes(prof.rematerialized_bytes)} not kept</summary>"
+            f"<details{'' if shut else ' open'}><summary>Rematerialized: {len(prof.rematerialized)} values "
+            f"recomputed in the backward instead of saved, {fmt_bytes(prof.rematerialized_bytes)} not kept</summary>"
         )
         if extra:
             out.append(
                 f'<div class="note">inputs saved to recompute from: <code>{escape(extra)}</code></div>'
             )
         out.append('<table class="kv"><tr><th>value</th><th>bytes</th><th>recomputed by</th></tr>')
-        for v in prof.rematerialized:
-            out.append(
-                f'<tr><td><code>{escape(v.name)}</code></td><td class="num">{fmt_bytes(v.bytes)}</td>'
-                f'<td class="ln">{escape(v.line or "?")}</td></tr>'
-            )
+        out += [_value_row(v) for v in prof.rematerialized]
         out.append("</table></details>")
     elif prof.saved:
         out.append('<div class="note">Rematerialization recomputes nothing here.</div>')
     return "".join(out)
+
+
+def _value_row(v) -> str:
+    return (
+        f'<tr><td><code>{escape(v.name)}</code></td><td class="num">{fmt_bytes(v.bytes)}</td>'
+        f'<td class="ln">{escape(v.line or "?")}</td></tr>'
+    )
 
 
 def summary_html(prof: MemoryProfile) -> str:

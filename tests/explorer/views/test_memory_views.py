@@ -127,3 +127,20 @@ def test_a_very_long_memory_table_folds_its_first_lines_and_says_where_the_rest_
     assert f"<summary>show the first {ALL_LINES} of {ALL_LINES + 500} lines</summary>" in fold
     assert f">line_{ALL_LINES - 1}</td>" in fold and f">line_{ALL_LINES}</td>" not in fold
     assert "500 more lines" in fold and "explorer.memory(...).rows" in fold
+
+
+def test_long_lists_of_saved_and_recomputed_values_fold_past_the_costliest():
+    from explorer.model.memory import RecomputedValue, SavedValue
+    from explorer.views.memory import SHORT_LIST, saved_html
+
+    prof = _profile(10, 5)
+    prof.saved = [SavedValue(f"s{i}", 1000 - i, f"s{i} = f()", None, False) for i in range(SHORT_LIST + 5)]
+    prof.saved.append(SavedValue("w", 64, None, None, True))
+    prof.rematerialized = [RecomputedValue(f"r{i}", 8, f"r{i} = g()", None, None) for i in range(SHORT_LIST + 1)]
+    html = saved_html(prof)
+    shown, _, rest = html.partition('<details class="more-saved"><summary>and 5 more saved values</summary>')
+    assert all(f">s{i}<" in shown for i in range(SHORT_LIST)) and f">s{SHORT_LIST}<" not in shown
+    assert all(f">s{i}<" in rest for i in range(SHORT_LIST, SHORT_LIST + 5))
+    assert f"<details><summary>Rematerialized: {SHORT_LIST + 1} values" in rest  # long: starts folded
+    prof.rematerialized = prof.rematerialized[:SHORT_LIST]
+    assert f"<details open><summary>Rematerialized: {SHORT_LIST} values" in saved_html(prof)
