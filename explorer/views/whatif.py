@@ -22,6 +22,7 @@ WHATIF_CSS = """
 .thx .whatif td.bad{color:#c62828;font-weight:600}
 .thx .whatif td.random{color:#8d6e00}
 .thx .whatif td.noisy{color:#8d6e00;font-style:italic}
+.thx .whatif td.check{min-width:12em;max-width:30em}
 """
 
 
@@ -32,9 +33,9 @@ def comparison_table_html(c: Comparison) -> str:
     smallest = min((r.peak_bytes for r in ran if r.peak_bytes is not None), default=None)
     measured = any(r.measured_peak_bytes is not None for r in ran)
     head = (
-        "<tr><th>executors</th><th>time (best of {n})</th><th>median / slowest</th><th>vs first</th>"
-        "<th>first call</th><th>peak (computed)</th>{m}<th>fusion regions</th><th>lines</th>"
-        "<th>outputs</th></tr>"
+        "<tr><th>executors</th><th>outputs</th><th>time (best of {n})</th><th>median / slowest</th>"
+        "<th>vs first</th><th>first call</th><th>peak (computed)</th>{m}<th>fusion regions</th>"
+        "<th>lines</th></tr>"
     ).format(n=c.repeat, m="<th>peak (measured)</th>" if measured else "")
     out = [f'<div class="whatif"><style>{WHATIF_CSS}</style>', '<table class="kv">', head]
     base = c.rows[0].seconds if c.rows and c.rows[0].error is None else None
@@ -53,12 +54,13 @@ def comparison_table_html(c: Comparison) -> str:
             check = f"match (max diff {r.max_abs_diff:.1e})" if r.max_abs_diff else "match"
             check_cls = ""
         elif r.random:  # not a mismatch: the numbers drawn differ (the note says why)
-            check, check_cls = f"random: {r.note or 'the runs differ'}", ' class="random"'
+            check, check_cls = f"random: {r.note or 'the runs differ'}", " random"
         else:
             what = r.difference.describe() if r.difference is not None else r.note or "?"
-            check, check_cls = f"DIFFER: {what}", ' class="bad"'
-        cells = [
+            check, check_cls = f"DIFFER: {what}", " bad"
+        cells = [  # whether the outputs agree comes first: a table wider than the cell cuts the end
             f"<td><code>{escape(r.label)}</code></td>",
+            f'<td class="check{check_cls}">{escape(check)}</td>',
             f'<td class="num{best}">{fmt_seconds(r.seconds)}</td>',
             _spread(r),
             f'<td class="num">{ratio}</td>',
@@ -70,7 +72,6 @@ def comparison_table_html(c: Comparison) -> str:
         cells += [
             f'<td class="num">{r.fusion_regions}</td>',
             f'<td class="num">{r.lines}</td>',
-            f"<td{check_cls}>{escape(check)}</td>",
         ]
         out.append(f"<tr>{''.join(cells)}</tr>")
     out.append("</table>")
