@@ -136,7 +136,9 @@ def test_long_lists_of_saved_and_recomputed_values_fold_past_the_costliest():
     prof = _profile(10, 5)
     prof.saved = [SavedValue(f"s{i}", 1000 - i, f"s{i} = f()", None, False) for i in range(SHORT_LIST + 5)]
     prof.saved.append(SavedValue("w", 64, None, None, True))
-    prof.rematerialized = [RecomputedValue(f"r{i}", 8, f"r{i} = g()", None, None) for i in range(SHORT_LIST + 1)]
+    prof.rematerialized = [
+        RecomputedValue(f"r{i}", 8, f"r{i} = g()", None, None) for i in range(SHORT_LIST + 1)
+    ]
     html = saved_html(prof)
     shown, _, rest = html.partition('<details class="more-saved"><summary>and 5 more saved values</summary>')
     assert all(f">s{i}<" in shown for i in range(SHORT_LIST)) and f">s{SHORT_LIST}<" not in shown
