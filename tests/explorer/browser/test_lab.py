@@ -14,135 +14,18 @@ system's chromium.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
+from support.lab import CHROMIUM, run_all, save
 
 sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
     pytest.skip("Debian chromium is not installed (make system installs it)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TOKEN = "explorer-test-token"
-NB = Path(__file__).with_name("explore.ipynb")
-MODULES_NB = Path(__file__).with_name("modules.ipynb")
-PAIR_NB = Path(__file__).with_name("pair.ipynb")
-ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
-
-
-def _api(base: str, path: str, method: str = "GET") -> int:
-    req = urllib.request.Request(base + path, method=method, headers={"Authorization": f"token {TOKEN}"})
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return r.status
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(NB, root / NB.name)
-    shutil.copy(MODULES_NB, root / MODULES_NB.name)
-    shutil.copy(PAIR_NB, root / PAIR_NB.name)
-    cfg = root / ".cfg"
-    (cfg / "labconfig").mkdir(parents=True)
-    (cfg / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
-    )
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(cfg),
-        JUPYTER_RUNTIME_DIR=str(root / ".rt"),
-        JUPYTERLAB_WORKSPACES_DIR=str(root / ".ws"),
-    )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    log = open(root / "lab.log", "wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--allow-root",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.extension_manager=readonly",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _api(base, "/api/status") == 200:
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((root / "lab.log").read_text())
-            time.sleep(0.25)
-        yield base
-    finally:
-        try:
-            _api(base, "/api/shutdown", "POST")  # stops the kernels too
-        except OSError:
-            pass
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-@pytest.fixture
-def browser(tmp_path):
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=ARGS,
-            viewport={"width": 1200, "height": 900},
-        )
-        try:
-            page = ctx.new_page()
-            page.set_default_timeout(60_000)
-            yield page
-        finally:
-            ctx.close()
-
-
-def _save(page, tmp_path: Path, name: str) -> None:
-    page.screenshot(path=str(tmp_path / name))
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name))
+NB, MODULES_NB, PAIR_NB = "explore.ipynb", "modules.ipynb", "pair.ipynb"  # next to this file
 
 
 def _fold(page, summary) -> None:
@@ -152,28 +35,9 @@ def _fold(page, summary) -> None:
     page.mouse.click(box["x"] + 5, box["y"] + min(box["height"] / 2, 9))
 
 
-def _run_all(page, lab: str, name: str):
-    """Open notebook ``name`` in JupyterLab, run all its cells; the explorer's root element."""
-    # a workspace of its own: only this notebook opens (not the ones an earlier test left open)
-    page.goto(f"{lab}/lab/workspaces/{Path(name).stem}/tree/{name}?token={TOKEN}")
-    page.wait_for_function(
-        "(name) => window.jupyterapp?.shell.currentWidget?.context?.path === name"
-        " && window.jupyterapp.shell.currentWidget.sessionContext",
-        arg=name,
-    )
-    page.evaluate(
-        """async () => { const nb = window.jupyterapp.shell.currentWidget;
-        await nb.sessionContext.ready;
-        await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"""
-    )
-    ex = page.locator(".thunder-explorer:visible")  # not one of a notebook the workspace reopened
-    ex.wait_for()
-    return ex
-
-
 def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
     page = browser
-    ex = _run_all(page, lab, NB.name)
+    ex = run_all(page, lab, NB)
     # it opens on the overview of the final program, the last pass pressed in the pipeline
     sync_api.expect(ex).to_contain_text("The final program")
     current = ex.locator(".thx-passes .mod-active")
@@ -218,12 +82,12 @@ def test_thunder_trace_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(ex).to_contain_text("5 rewritten")
     sync_api.expect(ex.locator(".dadd").first).to_contain_text("torch.sin(x)")
     ex.scroll_into_view_if_needed()
-    _save(page, tmp_path, "explorer-lab.png")
+    save(page, tmp_path, "explorer-lab.png")
 
 
 def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     page = browser
-    ex = _run_all(page, lab, MODULES_NB.name)
+    ex = run_all(page, lab, MODULES_NB)
     sync_api.expect(ex).to_contain_text("held at the peak")  # the overview: modules first
     ex.get_by_role("button", name="tree", exact=True).click()
     tree = ex.locator(".tree")
@@ -268,7 +132,7 @@ def test_llama_by_module_in_jupyterlab(lab, browser, tmp_path):
     sync_api.expect(graph).to_contain_text(folded)
     sync_api.expect(graph).not_to_contain_text(inner)
     ex.scroll_into_view_if_needed()
-    _save(page, tmp_path, "explorer-lab-modules.png")
+    save(page, tmp_path, "explorer-lab-modules.png")
 
 
 TARGET_BLUE = "rgb(187, 222, 251)"  # how the pair view lights the line a link leads to (#bbdefb)
@@ -276,7 +140,7 @@ TARGET_BLUE = "rgb(187, 222, 251)"  # how the pair view lights the line a link l
 
 def test_pair_links_backward_to_forward_in_jupyterlab(lab, browser, tmp_path):
     page = browser
-    ex = _run_all(page, lab, PAIR_NB.name)
+    ex = run_all(page, lab, PAIR_NB)
     fw = ex.locator('.pcol[data-side="forward"]')
     bw = ex.locator('.pcol[data-side="backward"]')
     sin = fw.locator('.pl[data-id="t1"]')  # t1 = torch.sin(t0): saved for backward
@@ -297,7 +161,7 @@ def test_pair_links_backward_to_forward_in_jupyterlab(lab, browser, tmp_path):
     ex.get_by_role("button", name="next match").click()
     sync_api.expect(ex.locator('.pcol[data-side="forward"] .pl.linked[data-id="t4"]')).to_be_visible()
     ex.scroll_into_view_if_needed()
-    _save(page, tmp_path, "explorer-lab-pair.png")
+    save(page, tmp_path, "explorer-lab-pair.png")
 
 
 def test_report_steps_through_passes_without_script(browser, tmp_path):
@@ -336,4 +200,4 @@ def test_report_steps_through_passes_without_script(browser, tmp_path):
     sync_api.expect(panes.nth(claim + 1)).to_be_visible()
     page.locator(".tabs label", has_text="prologue").click()
     sync_api.expect(page.locator(".kind.rk_prologue")).to_be_visible()
-    _save(page, tmp_path, "explorer-report.png")
+    save(page, tmp_path, "explorer-report.png")
