@@ -19,6 +19,7 @@ from explorer.views.canvas import asset
 from explorer.views.timeline import timeline_html
 
 _GLUE = """
+const SELECT_DELAY_MS = 300;  // longer than the gap between a double-click's two clicks
 export default {
   render({ model, el }) {
     // the explorer around this (invisible) view; the HTML panes inside it get new graphs as the
@@ -27,14 +28,24 @@ export default {
       if (!el.isConnected) { requestAnimationFrame(start); return; }
       const scope = el.closest(".thunder-explorer") || el.parentElement || document.body;
       const observer = window.thxCanvas.watch(scope);
+      // A click is sent a moment later, and not at all when it was the first of a double-click
+      // or picks what is selected already: the explorer draws the graph again on a selection,
+      // and a graph replaced between the two clicks of a double-click never sees the double-click.
+      let pending = 0;
       const onSelect = (e) => {
         e.preventDefault();
-        model.set("selected", e.detail.id);
-        model.set("clicks", model.get("clicks") + 1);
-        model.save_changes();
+        clearTimeout(pending);
+        const id = e.detail.id;
+        if (e.target.dataset && e.target.dataset.thxReveal === id) return;
+        pending = setTimeout(() => {
+          model.set("selected", id);
+          model.set("clicks", model.get("clicks") + 1);
+          model.save_changes();
+        }, SELECT_DELAY_MS);
       };
       const onToggle = (e) => {
         e.preventDefault();
+        clearTimeout(pending);
         model.send({ toggle: e.detail.id });
       };
       scope.addEventListener("thx-select", onSelect);

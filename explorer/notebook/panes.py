@@ -109,7 +109,7 @@ class ExplorerViews:
             g = render_graph(
                 p, s.proxies, depth=self.depth.value, highlight=highlight, modules=tree is not None, plan=plan
             )
-            body = g.html()
+            body = g.html(selected=self.selected)
         elif view == "source":
             body = source_html(p, self.budget)
         elif view == "diff":

@@ -175,6 +175,7 @@ class Explorer(ExplorerViews):
         self.status = w.HTML()
         self.main = TreePane()
         self.details = w.HTML()
+        self.details.add_class("thx-details")
         self.cache = w.HTML(wrap(cache_html(model)) if model.entries else "")
         self.source = source
         self.result = None  # what the traced call returned, when %thunder_trace ran it

@@ -119,6 +119,8 @@
     else this.fit();
     this.events();
     root.thxCanvas = this;
+    // what the page selected (the tree, in the widget): marked, and brought into view if it is not
+    if (root.dataset.thxReveal) this.reveal(root.dataset.thxReveal, true);
   }
 
   Canvas.prototype.sizeView = function () {
@@ -145,9 +147,40 @@
     this.s = this.fitScale();
     var w = this.g.w * this.s;
     var h = this.g.h * this.s;
-    this.tx = w <= this.vw ? (this.vw - w) / 2 : (this.vw - w) / 2; // centred; wider graphs: their middle
+    this.tx = (this.vw - w) / 2; // centred
     this.ty = h <= this.vh ? (this.vh - h) / 2 : 0; // taller ones: from the top, where data comes in
+    if (w > this.vw) {
+      // wider ones: around the first node (the middle of a graph of module clusters is often
+      // empty space), as far left as the graph goes
+      var first = this.firstNode();
+      if (first) this.tx = Math.min(0, this.vw / 2 - (first.x - this.g.x) * this.s);
+    }
     this.apply();
+  };
+
+  // The graph point at the centre of a node or cluster `g` (the SVG's own units).
+  Canvas.prototype.centreOf = function (g) {
+    var bb = g.getBBox();
+    var m = g.closest("g.graph").transform.baseVal.consolidate();
+    var x = bb.x + bb.width / 2;
+    var y = bb.y + bb.height / 2;
+    if (m) {
+      x += m.matrix.e;
+      y += m.matrix.f;
+    }
+    return { x: x, y: y };
+  };
+
+  // The top-most node that selects something (where data comes in), or null.
+  Canvas.prototype.firstNode = function () {
+    var best = null;
+    var nodes = this.svg.querySelectorAll("g.node");
+    for (var i = 0; i < nodes.length; i++) {
+      if (!idsOf(nodes[i]).length) continue;
+      var c = this.centreOf(nodes[i]);
+      if (!best || c.y < best.y) best = c;
+    }
+    return best;
   };
 
   Canvas.prototype.restore = function (v) {
@@ -251,20 +284,17 @@
     }
   };
 
-  // Select the node or cluster standing for `id` (a BoundSymbol or module id) and bring it into view.
-  Canvas.prototype.reveal = function (id) {
+  // Select the node or cluster standing for `id` (a BoundSymbol or module id) and bring it into
+  // view: centred, or with `ifHidden` only when its centre is outside the view.
+  Canvas.prototype.reveal = function (id, ifHidden) {
     var g = this.svg.querySelector("." + CSS.escape(PREFIX + encodeURIComponent(id)));
     if (!g) return false;
     this.select(g, false);
-    var bb = g.getBBox();
-    var m = g.closest("g.graph").transform.baseVal.consolidate();
-    var x = bb.x + bb.width / 2;
-    var y = bb.y + bb.height / 2;
-    if (m) {
-      x += m.matrix.e;
-      y += m.matrix.f;
-    }
-    this.centerOn(x - this.g.x, y - this.g.y);
+    var c = this.centreOf(g);
+    var px = this.tx + (c.x - this.g.x) * this.s;
+    var py = this.ty + (c.y - this.g.y) * this.s;
+    if (ifHidden && px >= 0 && px <= this.vw && py >= 0 && py <= this.vh) return true;
+    this.centerOn(c.x - this.g.x, c.y - this.g.y);
     return true;
   };
 

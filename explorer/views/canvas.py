@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from html import escape
 from importlib import resources
 
 MIN_TEXT_PX = 9  # also in canvas.js: fit never draws node labels smaller
@@ -32,11 +33,14 @@ def asset(name: str) -> str:
     return resources.files("explorer").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def canvas_html(svg: str) -> str:
+def canvas_html(svg: str, selected: str | None = None) -> str:
     """One graph in a canvas. The SVG is kept as graphviz wrote it: each node and cluster
-    carries what it selects in its class (``dot_writer.selects``)."""
+    carries what it selects in its class (``dot_writer.selects``). ``selected``: the id of
+    what the page has selected (a line picked in the tree): the canvas marks it and brings it
+    into view when it opens elsewhere."""
     svg = _SVG_OPEN.sub('<svg style="max-width:none"', svg, count=1)  # no script: its own size
-    return f'<div class="thx-canvas" tabindex="0"><div class="thx-cv-view">{svg}</div></div>'
+    reveal = f' data-thx-reveal="{escape(selected)}"' if selected else ""
+    return f'<div class="thx-canvas" tabindex="0"{reveal}><div class="thx-cv-view">{svg}</div></div>'
 
 
 def canvas_script() -> str:

@@ -68,11 +68,12 @@ class Graph:
     messages: list[str]
     seconds: float = 0.0
 
-    def html(self) -> str:
+    def html(self, selected: str | None = None) -> str:
         """The graph in a canvas (zoom, pan, minimap, click to select: ``explorer.views.canvas``);
-        the page needs ``canvas_script()`` once. Without it the SVG scrolls at its own size."""
+        the page needs ``canvas_script()`` once. Without it the SVG scrolls at its own size.
+        ``selected``: the id the page has selected, which the canvas brings into view."""
         notes = "".join(f'<div class="note warn">{escape(m)}</div>' for m in self.messages)
-        return f'<div class="graph">{notes}{canvas_html(self.svg) if self.svg else ""}</div>'
+        return f'<div class="graph">{notes}{canvas_html(self.svg, selected) if self.svg else ""}</div>'
 
     def __repr__(self) -> str:
         laid = "laid out" if self.svg else "not laid out"

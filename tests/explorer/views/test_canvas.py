@@ -80,6 +80,10 @@ def test_graph_html_is_a_canvas_and_its_display_carries_the_script(softmax_model
     assert set(_ids(html)) == set(_ids(g.dot))
     assert g._repr_html_().count("<script>") == 1
     assert canvas_html("<svg></svg>").startswith('<div class="thx-canvas" tabindex="0">')
+    # what the page selected rides along, for the canvas to bring into view
+    assert 'data-thx-reveal="module:a&lt;b&gt;"' in canvas_html("<svg></svg>", "module:a<b>")
+    softmax = next(n.id for n in s.final.nodes if n.sym_id == "torch.softmax")
+    assert f'data-thx-reveal="{softmax}"' in g.html(selected=softmax)
 
 
 def long_chain(x):
