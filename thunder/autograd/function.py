@@ -326,6 +326,8 @@ def _backward(shared: SharedEntry) -> Callable:
                     grads = bw_fn(*values, *cotangents)
                 else:
                     grads = bw_fn(*values, *[cotangents[j] for j in diff])
+                if held is not None and not holding:
+                    grads = held.settle(grads)
             if unreached:
                 grads = list(grads)
                 for i in unreached:

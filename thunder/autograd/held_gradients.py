@@ -29,9 +29,13 @@ class HeldGradients:
         self,
         positions: tuple[int, ...],
         make: Callable[[frozenset[int]], tuple[Callable, list[int], list]],
+        counted: bool = False,
     ):
         self.positions = positions
         self.make = make
+        # (``find_unused_parameters``: the backwards' last output counts the ranks that used
+        # each parameter, in the order of ``positions``; ``settle`` reads it)
+        self.counted = counted
         self.made: dict[frozenset[int], tuple[Callable, list[int]]] = {}
         self.traces: dict[frozenset[int], list] = {}
 
@@ -45,9 +49,22 @@ class HeldGradients:
             made = self.made[held] = fn, taken
         fn, taken = made
         of = dict(zip(self.positions, params))
-        grads = list(fn(*values, *cotangents, *[of[i].grad for i in taken]))
+        grads = list(self.settle(fn(*values, *cotangents, *[of[i].grad for i in taken])))
         with torch.no_grad():
             for i in taken:  # the average of the accumulated gradient: stored, not added
-                of[i].grad.copy_(grads[i])
+                if grads[i] is not None:  # (None: no rank used it, its .grad stays as it is)
+                    of[i].grad.copy_(grads[i])
+                grads[i] = None
+        return tuple(grads)
+
+    def settle(self, grads: tuple) -> tuple:
+        """The gradients of a backward's outputs: with ``counted``, the last output (how many
+        ranks used each parameter) taken off, and None for a parameter no rank used, whose
+        ``.grad`` DDP leaves alone (zeros would still move it: momentum, weight decay)."""
+        if not self.counted:
+            return grads
+        *grads, users = grads
+        for i, n in zip(self.positions, users.tolist()):
+            if n == 0:
                 grads[i] = None
         return tuple(grads)

@@ -52,6 +52,12 @@ class DataParallel:
     positions: tuple[int, ...]
     parameters: tuple[str, ...]
     bucket_caps: tuple[int, ...]
+    # ``find_unused_parameters=True``: every parameter is reduced, a zero gradient where this
+    # forward did not use it, and a count of the ranks that used each one is all-reduced too
+    # (the backward's last output, ``HeldGradients.settle``: ``.grad`` left alone where none did)
+    find_unused: bool = False
+    # (shape, dtype, device) of each parameter, in the order above (for the zero gradients)
+    metas: tuple = ()
 
 
 @dataclasses.dataclass(slots=True)

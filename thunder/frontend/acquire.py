@@ -340,6 +340,8 @@ def _acquire(fn, args, kwargs, module, dynamic) -> Acquired:
     if state.versions.writes:  # the grad pass checks the values its backward reads against them
         comp.info.versions = state.versions
     used = _used_inputs(comp, state)
+    if replica is not None:  # (find_unused_parameters: every parameter, used or not)
+        used += replica.unused_inputs(used)
     comp.args = used
     if state.inputs.sizes is not None:
         comp.info.symbols = tuple(state.inputs.sizes.symbols)

@@ -284,7 +284,9 @@ class ThunderFunction:
         if ctx.local_backward is not None:  # gradients averaged across ranks (DistributedDataParallel)
             plan = final.computation.info.data_parallel
             held = HeldGradients(
-                plan.positions, functools.partial(_held_backward, self.executors, ctx.local_backward, plan)
+                plan.positions,
+                functools.partial(_held_backward, self.executors, ctx.local_backward, plan),
+                counted=plan.find_unused,
             )
             double = DoubleBackward(_no_double_backward)
         elif final.backward is not None:

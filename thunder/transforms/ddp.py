@@ -8,7 +8,11 @@ starts early), one dtype per bucket. A bucket's gradients are flattened and conc
 scaled by 1/world size and all-reduced with a sum: the start (``prims.all_reduce``) right
 after the last of them is made, so the rest of the backward overlaps the communication; every
 wait comes at the end, where the reduced buffer is split back into the gradients. A parameter whose gradient the backward does not make (unused by
-this forward) is left out, as DDP leaves a globally unused parameter's ``.grad`` alone.
+this forward) is left out, as DDP leaves a globally unused parameter's ``.grad`` alone. With
+``find_unused_parameters=True`` (``plan.find_unused``) every parameter is in the buckets, a zero
+gradient for the ones this rank did not use, and an all-reduce of one flag per parameter counts
+the ranks that used it: the backward's last output, by which the autograd bridge leaves the
+``.grad`` of a parameter no rank used alone (``HeldGradients.settle``).
 
 ``held``: positions of parameters whose ``.grad`` already holds gradients accumulated under
 ``no_sync()``. Eager DDP averages the accumulated ``.grad``, not this backward's part alone,
@@ -58,8 +62,9 @@ from thunder.ops import ltorch, prims
 
 def average_gradients(backward: Trace, plan: DataParallel, held: frozenset[int] = frozenset()) -> Trace:
     grads = list(backward.output)
+    made = [isinstance(grads[i], TensorProxy) for i in plan.positions]
     present = [
-        (i, name) for i, name in zip(plan.positions, plan.parameters) if isinstance(grads[i], TensorProxy)
+        (i, name) for (i, name), m in zip(zip(plan.positions, plan.parameters), made) if m or plan.find_unused
     ]
     if not present:
         return backward
@@ -68,6 +73,13 @@ def average_gradients(backward: Trace, plan: DataParallel, held: frozenset[int] 
     for k, b in enumerate(backward.bound_symbols):
         for p in b.flat_proxy_outs:
             made_at.setdefault(p.name, k)
+    after: dict[int, list] = {}  # BoundSymbol index -> the buckets that start after it
+    counted = None
+    if plan.find_unused:  # zeros for what this forward did not use, and who used what
+        ops, (zeros, counted) = _record(out, lambda: _unused(plan, made))
+        after[-1] = ops
+        for i, z in zeros.items():
+            grads[i] = z
     names = dict(present)
     priors = {
         i: out.tensor(grads[i].meta_shape, grads[i].meta_dtype, grads[i].meta_device, name=f"grad_{names[i]}")
@@ -75,10 +87,12 @@ def average_gradients(backward: Trace, plan: DataParallel, held: frozenset[int] 
     }
     buckets = _buckets([i for i, _ in reversed(present)], grads, plan.bucket_caps)
 
-    after: dict[int, list] = {}  # BoundSymbol index -> the buckets that start after it
     started = []
+    ready = -1
     for bucket in buckets:
-        ready = max(made_at.get(grads[i].name, -1) for i in bucket)
+        # (in order, as DDP's reducer launches them: every rank runs the same collectives in
+        # the same order, whichever gradients its forward made first)
+        ready = max(ready, *(made_at.get(grads[i].name, -1) for i in bucket))
         ops, value = _record(out, lambda bucket=bucket: _start(bucket, grads, priors, plan))
         after.setdefault(ready, []).extend(ops)
         started.append(value)
@@ -92,16 +106,43 @@ def average_gradients(backward: Trace, plan: DataParallel, held: frozenset[int] 
         bsyms += ops
         for i, part in zip(bucket, parts):
             reduced[i] = part
+    if counted is not None:
+        ops, users = _record(out, lambda: prims.wait(counted))
+        bsyms += ops
+        reduced.append(users)  # (the last output: HeldGradients.settle reads it)
     out.bound_symbols = bsyms
     out.args = list(backward.args) + list(priors.values())
     out.output = tuple(reduced)
     return out
 
 
+def _unused(plan: DataParallel, made: list[bool]):
+    """Zero gradients for the parameters this backward does not make (by position), and the
+    all-reduce that counts, per parameter, the ranks whose backward made one."""
+    zeros = {
+        i: ltorch.full(shape, 0.0, dtype=dtype, device=device)
+        for i, m, (shape, dtype, device) in zip(plan.positions, made, plan.metas)
+        if not m
+    }
+    device = plan.metas[0][2]
+    runs: list[list[int]] = []  # [flag, how many in a row]
+    for m in made:
+        if runs and runs[-1][0] == int(m):
+            runs[-1][1] += 1
+        else:
+            runs.append([int(m), 1])
+    flags = [ltorch.full((n,), m, dtype=torch.int32, device=device) for m, n in runs]
+    return zeros, prims.all_reduce(flags[0] if len(flags) == 1 else ltorch.cat(flags), "sum", plan.group)
+
+
 def taken_gradients(backward: Trace, plan: DataParallel, held: frozenset[int]) -> list[int]:
     """The positions of the held gradients the variant for ``held`` takes, in the order of its
     extra inputs: those of parameters the backward makes a gradient for."""
-    return sorted(i for i in held if i in plan.positions and isinstance(backward.output[i], TensorProxy))
+    return sorted(
+        i
+        for i in held
+        if i in plan.positions and (plan.find_unused or isinstance(backward.output[i], TensorProxy))
+    )
 
 
 def _buckets(order: list[int], grads: list, caps: tuple[int, ...]) -> list[list[int]]:

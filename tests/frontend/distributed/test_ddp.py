@@ -335,3 +335,67 @@ def test_an_uneven_last_batch_on_one_rank_trains_as_eager():
     for grads in run_ranks(_uneven_last_batch, timeout=60):
         for got, expected in grads:
             _assert_close(got, expected, "gradient")
+
+
+class _Branchy(nn.Module):
+    """A layer used on rank 0 only (``side``), one used on no rank (``spare``) and one used on
+    every rank: DDP with ``find_unused_parameters=True`` trains it."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(6, 8)
+        self.side = nn.Linear(8, 8)
+        self.spare = nn.Linear(8, 2)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x, use_side: bool):
+        h = torch.tanh(self.body(x))
+        if use_side:
+            h = h + self.side(h)
+        return self.head(h)
+
+
+def _unused_parameters(rank, world_size):
+    """Four steps of thunder.jit(DDP(m, find_unused_parameters=True)) and of eager DDP, where
+    the side layer is used on rank 0 only (on both at the third step; the fourth accumulates a
+    backward under ``no_sync()`` first): the gradients and parameters after each step, and which
+    ``.grad`` is None."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import thunder
+
+    torch.manual_seed(0)
+    model = _Branchy()
+    eager_model = copy.deepcopy(model)
+    ddp = DDP(model, find_unused_parameters=True)
+    fn = thunder.jit(ddp)
+    eager = DDP(eager_model, find_unused_parameters=True)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, eager_model)]
+    steps = []
+    for step in range(4):
+        use_side = rank == 0 or step == 2
+        x = torch.randn(4, 6, generator=torch.Generator().manual_seed(10 * rank + step))
+        for f, d, opt in zip((fn, eager), (ddp, eager), opts):
+            opt.zero_grad()
+            if step == 3:  # accumulated under no_sync (the side layer on rank 1 only), then synced
+                with d.no_sync():
+                    f(x, rank == 1).pow(2).mean().backward()
+            f(x, use_side).pow(2).mean().backward()
+            opt.step()
+        steps.append(
+            [
+                (name, p.grad is None, q.grad is None, p.grad, q.grad, p.detach().clone(), q.detach().clone())
+                for (name, p), q in zip(model.named_parameters(), eager_model.parameters())
+            ]
+        )
+    return steps
+
+
+def test_find_unused_parameters_trains_a_layer_used_on_one_rank_as_eager():
+    for steps in run_ranks(_unused_parameters, timeout=90):
+        for step, params in enumerate(steps):
+            for name, none, eager_none, grad, eager_grad, value, eager_value in params:
+                assert none == eager_none, f"step {step}: {name}.grad is None: {none}, eager: {eager_none}"
+                if not none:
+                    _assert_close(grad, eager_grad, f"step {step}: {name}.grad")
+                _assert_close(value, eager_value, f"step {step}: {name}")

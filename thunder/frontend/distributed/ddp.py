@@ -18,6 +18,11 @@ module (``ddp.module``) is traced as the jitted module, its parameters named as 
 - A call that syncs gradients (grad mode on, no ``no_sync``) notes a ``DataParallel`` record
   on the computation trace: the pass ``transforms/ddp.py`` puts the bucketed all-reduces into
   the backward, on ``ddp.process_group``.
+- ``find_unused_parameters=True``: a forward may use some parameters on one rank and not on
+  another (a branch on the data). Every parameter is then an input of the program, so that
+  every rank reduces the same buckets (zeros for what it did not use), and a count of the ranks
+  that used each parameter is all-reduced with them: where no rank did, ``.grad`` is left as it
+  was, as DDP's reducer leaves a globally unused parameter's.
 
 DDP's features that change what is communicated and cannot be traced this way are refused
 with the attribute that asks for them (communication hooks, mixed precision, the Python
@@ -76,6 +81,7 @@ class DataParallelCall:
                 self.broadcast = ddp.require_forward_param_sync
         self.has_buffers = has_buffers
         self.sync = torch.is_grad_enabled() and ddp.require_backward_grad_sync
+        self.find_unused = self.sync and bool(getattr(ddp, "find_unused_parameters", False))
 
     def __call__(self, *args, **kwargs):
         if self.broadcast:
@@ -86,7 +92,33 @@ class DataParallelCall:
             for name, buf in self.shadow.named_buffers():
                 if name not in self.ignored:
                     dist.broadcast(buf, src, group=pg)
-        return self.shadow(*args, **kwargs)
+        out = self.shadow(*args, **kwargs)
+        if self.find_unused:  # (the shadows of modules the forward did not reach: their parameters' inputs)
+            for _ in self.shadow.parameters():
+                pass
+        return out
+
+    def unused_inputs(self, used: list) -> list:
+        """With ``find_unused_parameters``: the parameters DDP reduces that this forward did
+        not use (not among ``used``), as more inputs of the program."""
+        if not self.find_unused:
+            return []
+        names = {p.name for p in used}
+        out = []
+        for p in self._reduced():
+            if p.name not in names:
+                names.add(p.name)
+                out.append(p)
+        return out
+
+    def _reduced(self) -> list:
+        """The proxies of the parameters DDP reduces, in its order."""
+        tensors = self.state.shadows.tensors
+        return [
+            tensors[id(p)]
+            for name, p in self.ddp.module.named_parameters()
+            if p.requires_grad and name not in self.ignored and id(p) in tensors
+        ]
 
     def finish(self) -> None:
         """DDP's forward leaves ``require_forward_param_sync`` saying whether this call
@@ -100,20 +132,21 @@ class DataParallelCall:
         (``used``: its inputs); None for a call that does not sync gradients."""
         if not self.sync:
             return None
-        ddp, tensors = self.ddp, self.state.shadows.tensors
+        ddp = self.ddp
         position = {p.name: i for i, p in enumerate(used)}
-        positions, names = [], []
-        for name, p in ddp.module.named_parameters():
-            if not p.requires_grad or name in self.ignored:
-                continue
-            proxy = tensors.get(id(p))
-            if proxy is not None and proxy.name in position:
-                positions.append(position[proxy.name])
-                names.append(proxy.name)
-        if not positions:
+        reduced = [p for p in self._reduced() if p.name in position]
+        if not reduced:
             return None
         world_size = torch.distributed.get_world_size(ddp.process_group)
-        return DataParallel(self.group, world_size, tuple(positions), tuple(names), _bucket_caps(ddp))
+        return DataParallel(
+            self.group,
+            world_size,
+            tuple(position[p.name] for p in reduced),
+            tuple(p.name for p in reduced),
+            _bucket_caps(ddp),
+            find_unused=self.find_unused,
+            metas=tuple((tuple(p.meta_shape), p.meta_dtype, p.meta_device) for p in reduced),
+        )
 
 
 def _bucket_caps(ddp) -> tuple[int, ...]:
