@@ -34,6 +34,7 @@ TIMING_ROWS = 200  # the slowest lines in the timing view
 # (a module-grouped 2-layer Llama's copy was 0.7 MB at STATIC_BUDGET, its notebook 2 MB).
 STATIC_BYTES = 200_000
 MIN_STATIC_BUDGET = 40
+MAX_DRAWN = 5000  # the most nodes "draw more ops" asks graphviz for (about 7 s, RECIPES.md)
 MEASURED_LINES = 5000  # the memory view measures traces up to this long (the profiler: ~1 ms a line)
 
 
@@ -107,9 +108,16 @@ class ExplorerViews:
             highlight = set(hits) | ({self.selected} if self.selected else set())
             plan = ModulePlan(collapsed=self.collapsed, expanded=self.expanded)
             g = render_graph(
-                p, s.proxies, depth=self.depth.value, highlight=highlight, modules=tree is not None, plan=plan
+                p,
+                s.proxies,
+                depth=self.depth.value,
+                highlight=highlight,
+                modules=tree is not None,
+                plan=plan,
+                max_nodes=self.max_nodes,
             )
             body = g.html(selected=self.selected)
+            self._offer_more(g)
         elif view == "source":
             body = source_html(p, self.budget)
         elif view == "diff":
@@ -121,7 +129,24 @@ class ExplorerViews:
         else:
             body = self._timing_html()
         self.peak_button.layout.display = "flex" if view == "memory" else "none"
+        if view != "graph":
+            self.more_button.layout.display = "none"
         self.main.value = wrap(body)
+
+    def _offer_more(self, g) -> None:
+        """The "draw more ops" button under a graph cut at its node limit: it draws the rest, or
+        MAX_DRAWN nodes when the rest is more (graphviz takes seconds past a few thousand)."""
+        self.more_wanted = min(g.nodes + g.cut, max(MAX_DRAWN, self.max_nodes)) if g.cut else 0
+        if not self.more_wanted or self.more_wanted <= self.max_nodes:
+            self.more_button.layout.display = "none"
+            return
+        extra = self.more_wanted - g.nodes
+        self.more_button.description = (
+            f"draw the other {extra} ops"
+            if extra >= g.cut
+            else f"draw {extra} more ops (of {g.cut} not drawn)"
+        )
+        self.more_button.layout.display = "flex"
 
     def _overview_memory(self) -> dict:
         """Kind -> the computed memory of its final trace, for the overview (computed once, not

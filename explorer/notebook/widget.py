@@ -44,6 +44,7 @@ from explorer.notebook.canvas_widget import attach_canvas
 from explorer.notebook.panes import ExplorerViews
 from explorer.notebook.tree_pane import TreePane
 from explorer.notebook.whatif import WhatIfPanel
+from explorer.views.graph import DEFAULT_MAX_NODES
 from explorer.views.graph_plan import ModulePlan, Open
 from explorer.views.html import cache_html, pass_header_html, wrap
 from explorer.views.tree import DEFAULT_BUDGET, MODULE_DEPTH
@@ -163,6 +164,11 @@ class Explorer(ExplorerViews):
         self.fold_button = w.Button(
             description="collapse module", layout=w.Layout(width="auto", display="none")
         )
+        # a graph cut at max_nodes ("... N more"): this button draws more of it
+        self.max_nodes = DEFAULT_MAX_NODES
+        self.more_wanted = 0  # the node limit the button draws with (0: nothing left out)
+        self.more_button = w.Button(icon="plus", layout=w.Layout(width="auto", display="none"))
+        self.more_button.on_click(lambda _: self.draw_more())
         self.query = w.Text(
             placeholder="symbol, proxy name, text, file.py:line or In[3] line 2",
             description="search",
@@ -225,6 +231,7 @@ class Explorer(ExplorerViews):
                 w.HBox([self.query, self.next_hit]),
                 self.status,
                 self.main,
+                self.more_button,
                 self.fold_button,
                 self.details,
                 self.whatif.root,
@@ -345,6 +352,12 @@ class Explorer(ExplorerViews):
             self.expanded.add(path)
         self._render_fold_button()
         self._render_main()
+
+    def draw_more(self) -> None:
+        """Draw the graph again with room for the ops it left out (up to MAX_DRAWN nodes)."""
+        if self.more_wanted:
+            self.max_nodes = self.more_wanted
+            self._render_main()
 
     def _render_fold_button(self) -> None:
         if not is_module_id(self.selected):

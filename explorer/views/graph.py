@@ -67,6 +67,7 @@ class Graph:
     nodes: int
     messages: list[str]
     seconds: float = 0.0
+    cut: int = 0  # bound symbols not drawn: the graph stopped at its max_nodes
 
     def html(self, selected: str | None = None) -> str:
         """The graph in a canvas (zoom, pan, minimap, click to select: ``explorer.views.canvas``);
@@ -86,8 +87,35 @@ class Graph:
         return f'<div class="thx"><style>{stylesheet()}</style>{self.html()}{canvas_script()}</div>'
 
 
+@dataclasses.dataclass
+class GraphText:
+    """One pass written as DOT: the text, the nodes in it, the depth drawn, notes for the reader,
+    and how many bound symbols were left out at ``max_nodes``."""
+
+    dot: str
+    nodes: int
+    depth: int
+    messages: list[str]
+    cut: int = 0
+
+
+def more_hint(shown: int, cut: int) -> str:
+    """What a graph cut at ``shown`` nodes, ``cut`` more left out, says about drawing the rest."""
+    return (
+        f"Showing the first {shown} bound symbols; {cut} more are not drawn: "
+        f"explorer.graph_of(jfn, ..., max_nodes={shown + cut}) draws them all (in the explorer: "
+        'the "draw more ops" button below the graph).'
+    )
+
+
+def graph_dot(p: PassModel, proxies: dict[str, ProxyInfo], **options) -> tuple[str, int, int, list[str]]:
+    """DOT text for one pass: (dot, nodes laid out, depth used, messages); see ``graph_text``."""
+    t = graph_text(p, proxies, **options)
+    return t.dot, t.nodes, t.depth, t.messages
+
+
 @collector_paused()
-def graph_dot(
+def graph_text(
     p: PassModel,
     proxies: dict[str, ProxyInfo],
     *,
@@ -99,8 +127,8 @@ def graph_dot(
     modules: bool = False,
     plan: ModulePlan | None = None,
     decompose: bool = False,
-) -> tuple[str, int, int, list[str]]:
-    """DOT text for one pass: (dot, nodes laid out, depth used, messages). With ``modules``
+) -> GraphText:
+    """DOT text for one pass (a ``GraphText``). With ``modules``
     the nodes are drawn in module clusters, folded as ``plan`` says (default: ``ModulePlan()``).
     Torch-language ops are drawn whole at every depth; ``decompose`` opens them into prims.
     Each node and cluster carries what a click on it selects (``dot_writer.selects``)."""
@@ -135,7 +163,7 @@ def graph_dot(
                 w.input_node(a)
         w.nodes(p.nodes, depth, 1)
     if w.cut:
-        messages.append(f"Showing the first {max_nodes} bound symbols; {w.cut} more are not drawn.")
+        messages.append(more_hint(max_nodes, w.cut))
         w.lines.append(f"  more [label={_q(f'... {w.cut} more')} shape=plaintext];")
     w.return_node(p.output)
     if w.is_flat():
@@ -144,7 +172,7 @@ def graph_dot(
     w.edges()
     w.legend()
     w.lines.append("}")
-    return "\n".join(w.lines), w.count, depth, messages
+    return GraphText("\n".join(w.lines), w.count, depth, messages, w.cut)
 
 
 def layout(dot: str, timeout: float = DEFAULT_TIMEOUT) -> str:
@@ -186,7 +214,7 @@ def render_graph(
     ``modules`` and ``plan``: module clusters; ``decompose``: torch-language ops opened into
     prims (see ``graph_dot``)."""
     t0 = time.perf_counter()
-    dot, count, used, messages = graph_dot(
+    text = graph_text(
         p,
         proxies,
         depth=depth,
@@ -197,17 +225,18 @@ def render_graph(
         plan=plan,
         decompose=decompose,
     )
+    dot, count, used, messages, cut = text.dot, text.nodes, text.depth, text.messages, text.cut
     try:
         svg = layout(dot, timeout)
     except GraphvizMissing as e:
-        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0)
+        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0, cut)
     except subprocess.TimeoutExpired:
         small = min(max_nodes, 150) if used == 0 else max_nodes
         messages.append(
             f"Laying out {count} nodes at depth {used} took longer than {timeout:g} s; "
             f"showing the collapsed view (depth 0, at most {small} nodes) instead."
         )
-        dot, count, used, more = graph_dot(
+        fallback = graph_text(
             p,
             proxies,
             depth=0,
@@ -218,6 +247,13 @@ def render_graph(
             plan=plan,
             decompose=decompose,
         )
+        dot, count, used, more, cut = (
+            fallback.dot,
+            fallback.nodes,
+            fallback.depth,
+            fallback.messages,
+            fallback.cut,
+        )
         try:
             svg = layout(dot, timeout)
         except (subprocess.TimeoutExpired, GraphvizMissing, RuntimeError) as e:
@@ -225,16 +261,19 @@ def render_graph(
             more.append(f"The collapsed view could not be laid out either: {type(e).__name__}.")
         messages += more
     except RuntimeError as e:
-        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0)
-    return Graph(dot, svg, used, count, messages, time.perf_counter() - t0)
+        return Graph(dot, None, used, count, [*messages, str(e)], time.perf_counter() - t0, cut)
+    return Graph(dot, svg, used, count, messages, time.perf_counter() - t0, cut)
 
 
 __all__ = [
     "Graph",
+    "GraphText",
     "GraphvizMissing",
     "ModulePlan",
     "count_nodes",
     "graph_dot",
+    "graph_text",
     "layout",
+    "more_hint",
     "render_graph",
 ]
