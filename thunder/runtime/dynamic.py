@@ -7,6 +7,12 @@ symbol (``s0``) from then on, for every input where it differs at once (a decode
 grows in every layer alike), so the third length is already a hit. ``dynamic=True`` makes every
 dimension a symbol from the first call; ``dynamic=False`` keeps every size specialised.
 
+A decoding loop tells the policy the sequence's length (``sequence``: ``thunder.jit(model).generate()``
+sets it before each forward, ``runtime/hf_generate.py``): a dimension of an argument (not of the
+module's parameters or buffers) of that length is a symbol from the first call, as
+``torch._dynamo.mark_dynamic`` would make it, since it changes with every prompt and every token:
+the prefill and the decoding step compile once each, whatever the lengths.
+
 Sizes 0 and 1 stay specialised (broadcasting depends on them). A dimension whose symbol a trace
 could not keep (code that needs its value in a way thunder cannot record: the trace is made
 again with every size specialised) or had to pin to its value (a use that needs the number,
@@ -30,13 +36,17 @@ class SizePolicy:
         self.why: dict[tuple[str, int], str] = {}  # (name, dimension) -> why it became a symbol
         # what the trace being acquired made symbols: (name, dimension), (name, None) for an int
         self.handed_out: list[tuple[str, int | None]] = []
+        # the lengths of the sequence a decoding loop is at (the tokens so far, and with the
+        # next one): dimensions of arguments of these sizes are symbols from the first call
+        self.sequence: frozenset[int] = frozenset()
 
     def begin(self) -> None:
         """A trace begins."""
         self.handed_out = []
 
-    def dims(self, name: str, shape: tuple[int, ...]) -> frozenset[int]:
-        """The dimensions of the tensor input ``name`` of ``shape`` to trace as symbols."""
+    def dims(self, name: str, shape: tuple[int, ...], state: bool = False) -> frozenset[int]:
+        """The dimensions of the tensor input ``name`` of ``shape`` to trace as symbols
+        (``state``: a parameter or buffer of the module, not an argument)."""
         seen = self.seen.get(name)
         self.seen[name] = shape
         if self.every_dim:
@@ -48,6 +58,11 @@ class SizePolicy:
                     if before != now and d not in dims:
                         dims.add(d)
                         self.why[(name, d)] = f"{before} in an earlier call, {now} in this one"
+            if self.sequence and not state:
+                for d, n in enumerate(shape):
+                    if n in self.sequence and d not in dims:
+                        dims.add(d)
+                        self.why[(name, d)] = f"{n}: the sequence's length in generate(), which grows"
         out = frozenset(d for d in dims if d < len(shape)) - self.static.get(name, set())
         self.handed_out += [(name, d) for d in out if shape[d] >= 2]
         return out

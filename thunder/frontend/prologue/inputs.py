@@ -30,7 +30,7 @@ from thunder.frontend.prologue.checks import PrologueChecks
 from thunder.frontend.stand_ins.containers import is_container_method
 from thunder.frontend.stand_ins.counters import DynamicNumber, dynamic_number, is_counter
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper, make_wrapper
-from thunder.frontend.stand_ins.unpack import ATTR, ITEM, SIZE, Unpack
+from thunder.frontend.stand_ins.unpack import ATTR, BUFFER, ITEM, PARAM, SIZE, Unpack
 from thunder.frontend.subclasses.instances import subclass_input
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
@@ -126,7 +126,7 @@ class Inputs:
                 self.on_subclass(proxy_of(instance))
             return instance
         name = self._name(path, "t")
-        shape = self._shape(name, t)
+        shape = self._shape(name, t, isinstance(t, torch.nn.Parameter) or unpack.via in (PARAM, BUFFER))
         p = TensorProxy(name, shape, t.dtype, t.device, t.requires_grad)
         for d, sym in self.symbols.get(name, ()):  # ``s0 = x.shape[0]``
             self.sources[sym.name] = (sym, Unpack(p, SIZE, d), t.shape[d])
@@ -138,12 +138,12 @@ class Inputs:
         self.tensor_inputs.append(p)
         return p
 
-    def _shape(self, name: str, t: torch.Tensor) -> tuple:
+    def _shape(self, name: str, t: torch.Tensor, state: bool = False) -> tuple:
         """``t``'s shape, with a symbol for each dynamic dimension of the input ``name`` (not
-        for sizes 0 and 1, which stay specialised)."""
+        for sizes 0 and 1, which stay specialised; ``state``: a module's parameter or buffer)."""
         if self.dynamic_dims is None or self.sizes is None:
             return tuple(t.shape)
-        dims = self.dynamic_dims.dims(name, tuple(t.shape))
+        dims = self.dynamic_dims.dims(name, tuple(t.shape), state)
         if not dims:
             return tuple(t.shape)
         shape, made = list(t.shape), []
