@@ -148,6 +148,17 @@ class Node:
         return self._facts.shown[1]
 
     @property
+    def shown_sym(self) -> str:
+        """The name of what ``shown_line`` calls: ``sym_id``, or for a line shown as another call
+        (``via``), that call's (``torch.mul`` for ``torchex.scalar_first(torch.mul, 2, t1)``)."""
+        if self.via is None:
+            return self.sym_id
+        at = self.line.find(self.via + "(")  # shown_line has the call where the helper was
+        shown = self.shown_line
+        end = shown.find("(", at) if at >= 0 else -1
+        return shown[at:end] if end > at else self.sym_id
+
+    @property
     def repro(self) -> str | None:
         """A fusion region's standalone script (nvFuser's ``repro()``), or None."""
         return self._facts.repro()

@@ -13,7 +13,7 @@ from explorer.model.memory import fmt_bytes
 from explorer.model.modules import ModuleGroup
 from explorer.model.nodes import Node
 from explorer.model.passes import PassModel
-from explorer.views.graph_plan import Line, ModulePlan, Open, leaf_of, opened
+from explorer.views.graph_plan import TORCH_LEVEL, Line, ModulePlan, Open, leaf_of, opened
 from explorer.views.style import TAG_STYLE, executor_style
 
 SPLINE_NODES = 1000
@@ -34,6 +34,32 @@ def selects(*ids: str) -> str:
     copies it into the SVG, where the canvas reads it (``thx-s-`` + the id, URL-quoted so that
     any id is one class token; a module id is ``module:path``)."""
     return _q(" ".join("thx-s-" + quote(i, safe="") for i in ids))
+
+
+def op_name(n: Node) -> str:
+    """What a graph names a node's op, as a PyTorch user knows it: the torch call an executor's
+    helper makes (``torch.mul`` for ``torchex.scalar_first(torch.mul, 2, t)``: ``Node.shown_sym``);
+    for a helper that stands for the one op it claims (``torchex.amax`` for ``prims.amax``), that
+    op (``torch.softmax`` for a torch-language op, else its name, ``amax``); else the symbol."""
+    if n.via is not None:
+        return n.shown_sym
+    torch_named = n.module == "torch" or n.module.startswith("torch.") or n.module == TORCH_LEVEL
+    if n.executor and not torch_named and "fusion" not in n.tags and len(n.children) == 1:
+        claimed = n.children[0]
+        if claimed.outputs == n.outputs:
+            return f"torch.{claimed.sym}" if claimed.module == TORCH_LEVEL else claimed.sym
+    return n.sym_id
+
+
+def module_label(g: ModuleGroup) -> str:
+    """A module cluster's or node's name: ``layers.0 (LlamaDecoderLayer)``; a module made while
+    tracing (``self_attn.<Func>``, a kernel library's wrapper) by the function it ran
+    (``ModuleGroup.label``: ``self_attn: apply_rotary_pos_emb()``), never by its ``<Cls>``."""
+    if g.label != g.name:
+        return g.label
+    if "<" in g.path:  # made while tracing, its function unknown: its class, where it was made
+        return f"{g.path.rsplit('.<', 1)[0] if '.<' in g.path else '<root>'}: {g.cls}"
+    return f"{g.name} ({g.cls})"
 
 
 def _short(s: str, n: int = 48) -> str:
@@ -210,7 +236,7 @@ class _DotWriter:
     def module_cluster(self, g: ModuleGroup, plan: ModulePlan, depth: int, level: int, indent: int) -> None:
         pad = "  " * indent
         self.clusters += 1
-        label = f"{g.name} ({g.cls})"
+        label = module_label(g)
         pen = 2.5 if g.id in self.highlight else 1.2
         self.lines.append(
             f'{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(_short(label, 70))} style="rounded,dotted" '
@@ -230,7 +256,9 @@ class _DotWriter:
         self.count += 1
         ops = sum(g.op_count() for g in groups)
         first, last = groups[0], groups[-1]
-        if len(groups) == 1:
+        if len(groups) == 1 and first.label != first.name:  # made while tracing: by its function
+            label = f"{_short(first.label)}\n{ops} op{'' if ops == 1 else 's'}"
+        elif len(groups) == 1:
             label = f"{_short(first.name)}\n({first.cls}) {ops} op{'' if ops == 1 else 's'}"
         else:
             label = f"{_short(first.name, 30)} \u2026 {_short(last.name, 30)}\n{len(groups)} \u00d7 {first.cls}, {ops} ops"
@@ -240,7 +268,7 @@ class _DotWriter:
         if len(groups) > 1:
             tip = f"{len(groups)} modules, {first.name} to {last.name}"
         else:
-            tip = f"module {first.name}"
+            tip = f"module {first.label}"
         self.lines.append(
             f'{"  " * indent}{nid} [label={_q(label)} shape=folder style=filled fillcolor="{MODULE_FILL}" '
             f'color="{border}" penwidth={pen} fontname="Helvetica" tooltip={_q(tip + " (collapsed)")} '
@@ -263,13 +291,13 @@ class _DotWriter:
         self.clusters += 1
         fusion = "fusion" in outer.tags or "fusion" in inner.tags
         border = executor_style(executor)[1]
-        label = _short(outer.sym_id + (f" -> {', '.join(outer.outputs)}" if outer.outputs else ""), 60)
+        label = _short(op_name(outer) + (f" -> {', '.join(outer.outputs)}" if outer.outputs else ""), 60)
         if executor:
             label += f" [{executor}]"
         style = 'style="filled,bold" fillcolor="#f3faf0"' if fusion else 'style="rounded,dashed"'
         self.lines.append(
             f"{pad}subgraph cluster_{self.prefix}{self.clusters} {{ label={_q(label)} {style} color={_q(border)} "
-            f'fontname="Courier" fontsize=10 tooltip={_q(outer.line)} class={selects(outer.id)};'
+            f'fontname="Courier" fontsize=10 tooltip={_q(outer.shown_line)} class={selects(outer.id)};'
         )
         self.nodes(inner.children, depth - 1, indent + 1, executor)
         self.lines.append(f"{pad}}}")
@@ -292,14 +320,16 @@ class _DotWriter:
             self._seen_tag(t)
         self._seen_executor(executor)
         outs = ", ".join(n.outputs[:3]) + (", ..." if len(n.outputs) > 3 else "")
+        name = op_name(n)
         if outs:
-            label = f"{_short(outs, 40)} =\n{_short(n.sym_id)}"
+            label = f"{_short(outs, 40)} =\n{_short(name)}"
         else:  # a check or a write-back: what it checks or writes is the point
-            args = n.line[len(n.sym_id) + 1 : -1] if n.line.startswith(n.sym_id + "(") else n.line
-            label = f"{_short(n.sym_id)}\n{_short(args, 44)}"
+            line = n.shown_line
+            args = line[len(name) + 1 : -1] if line.startswith(name + "(") else line
+            label = f"{_short(name)}\n{_short(args, 44)}"
         if executor:
             label += f"\n[{executor}]"
-        tip = n.line
+        tip = n.shown_line
         if n.collective is not None:
             label, tip = self.comm_label(n, label, tip)
         if n.id in self.highlight:

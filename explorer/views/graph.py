@@ -185,6 +185,12 @@ def layout(dot: str, timeout: float = DEFAULT_TIMEOUT) -> str:
     if exe is None:
         raise GraphvizMissing(INSTALL_HINT)
     res = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True, timeout=timeout)
+    if res.returncode != 0 and b"trouble in init_rank" in res.stderr:
+        # dot's cluster ranking gives up on some nested module clusters (a Llama's backward with
+        # its attention opened); its newer ranking over the whole graph lays them out
+        res = subprocess.run(
+            [exe, "-Tsvg", "-Gnewrank=true"], input=dot.encode(), capture_output=True, timeout=timeout
+        )
     if res.returncode != 0:
         raise RuntimeError(f"dot failed ({res.returncode}): {res.stderr.decode(errors='replace')[:2000]}")
     svg = res.stdout.decode("utf-8", errors="replace")
