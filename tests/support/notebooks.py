@@ -3,7 +3,8 @@ errors, and strip what reads only with a kernel. ``tests/explorer/notebook/test_
 runs them; this file, as a script, regenerates their committed outputs after changing a
 notebook or the explorer::
 
-    .venv/bin/python tests/support/notebooks.py --write
+    .venv/bin/python tests/support/notebooks.py --write          # every notebook
+    .venv/bin/python tests/support/notebooks.py --write 01 07    # those two
 
 Saved outputs keep the static HTML of each explorer and drop the live-widget view and the
 widget state (a viewer without the kernel would show "model not found" for those).
@@ -80,10 +81,15 @@ def notebook_errors(nb) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] != ["--write"]:
+    if argv[1:2] != ["--write"]:
         print(__doc__)
         return 2
-    for path in NOTEBOOKS:
+    wanted = argv[2:]  # notebook numbers or names (01, 07_real_models); none: every notebook
+    paths = [p for p in NOTEBOOKS if not wanted or any(p.stem.startswith(w) for w in wanted)]
+    if not paths:
+        print(f"no notebook named {' or '.join(wanted)}")
+        return 2
+    for path in paths:
         t0 = time.perf_counter()
         nb = strip_widgets(run_notebook(path))
         errors = notebook_errors(nb)

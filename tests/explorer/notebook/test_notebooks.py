@@ -53,3 +53,19 @@ def test_committed_notebook_is_small(path):
     """A saved explorer keeps a budgeted static copy (explorer.notebook.panes.STATIC_BYTES): a notebook
     stays small enough to review and to load in a browser."""
     assert path.stat().st_size < 1_000_000, f"{path.name} is {path.stat().st_size / 1e6:.2f} MB"
+
+
+SHOWS_THE_VIEWS = ("01_first_trace", "05_autograd", "07_real_models", "08_distributed")
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem in SHOWS_THE_VIEWS], ids=lambda p: p.stem)
+def test_committed_notebook_shows_the_overview_the_canvas_and_a_timeline(path):
+    """The tutorials that open explorers show what they open on (the overview), graphs in the
+    canvas, and a run on a time axis, in their saved outputs."""
+    nb = nbformat.read(path, as_version=4)
+    html = "".join(
+        o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert '<div class="hd">The final program</div>' in html, "no explorer opened on the overview"
+    assert '<div class="thx-canvas"' in html, "no graph drawn in the canvas"
+    assert 'class="thx-timeline"' in html and "<script>" in html, "no timeline (with the canvas script)"
