@@ -148,6 +148,13 @@ class Node:
         return self._facts.shown[1]
 
     @property
+    def torch_name(self) -> str | None:
+        """The torch function a torch-language op stands for (``torch.Tensor.__getitem__`` for
+        ``ltorch.getitem``), where its Symbol says so."""
+        name = getattr(self._facts, "torch_impl", None)
+        return name if isinstance(name, str) else None
+
+    @property
     def shown_sym(self) -> str:
         """The name of what ``shown_line`` calls: ``sym_id``, or for a line shown as another call
         (``via``), that call's (``torch.mul`` for ``torchex.scalar_first(torch.mul, 2, t1)``)."""
@@ -259,6 +266,7 @@ class _Facts:
     bsym_info = property(lambda self: self.bsym.info)
     sym_name = property(lambda self: self.bsym.sym.name)
     sym_module = property(lambda self: self.bsym.sym.module)
+    torch_impl = property(lambda self: getattr(self.bsym.sym, "torch_impl", None))
     header = property(lambda self: self.bsym.header)
     scope = property(lambda self: self.bsym.scope)
     has_children = property(lambda self: bool(self.bsym.subsymbols))

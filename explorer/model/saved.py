@@ -87,6 +87,8 @@ def _node_dict(n: Node) -> dict:
         d["collective"] = n.collective
     if n.via is not None:
         d["shown"], d["via"] = n.shown_line, n.via
+    if n.torch_name is not None:
+        d["torch"] = n.torch_name
     return d
 
 
@@ -246,6 +248,7 @@ class SavedFacts:
     has_children = property(lambda self: bool(self.d.get("children")))
     is_del = property(lambda self: "del" in self.tags)
     shown = property(lambda self: (self.d.get("shown") or self.d["line"], self.d.get("via")))
+    torch_impl = property(lambda self: self.d.get("torch"))
 
     @property
     def source(self) -> SourceInfo | None:

@@ -40,14 +40,18 @@ def op_name(n: Node) -> str:
     """What a graph names a node's op, as a PyTorch user knows it: the torch call an executor's
     helper makes (``torch.mul`` for ``torchex.scalar_first(torch.mul, 2, t)``: ``Node.shown_sym``);
     for a helper that stands for the one op it claims (``torchex.amax`` for ``prims.amax``), that
-    op (``torch.softmax`` for a torch-language op, else its name, ``amax``); else the symbol."""
+    op (a torch-language op by its torch function, else by its name, ``amax``); a torch-language
+    op by the torch function it stands for (``torch.unsqueeze``, not ``ltorch.unsqueeze``); else
+    the symbol."""
     if n.via is not None:
         return n.shown_sym
-    torch_named = n.module == "torch" or n.module.startswith("torch.") or n.module == TORCH_LEVEL
+    if n.module == TORCH_LEVEL:  # ltorch.unsqueeze: the torch function it stands for
+        return n.torch_name or f"torch.{n.sym}"
+    torch_named = n.module == "torch" or n.module.startswith("torch.")
     if n.executor and not torch_named and "fusion" not in n.tags and len(n.children) == 1:
         claimed = n.children[0]
         if claimed.outputs == n.outputs:
-            return f"torch.{claimed.sym}" if claimed.module == TORCH_LEVEL else claimed.sym
+            return op_name(claimed) if claimed.module == TORCH_LEVEL else claimed.sym
     return n.sym_id
 
 

@@ -1,8 +1,8 @@
 """Graph labels at torch level on a 2-layer Llama's training step: no torch-executor helper
-(``torchex.scalar_first``, ``torchex.amax``) and no module made while tracing (``self_attn.<Func>``)
-is named in the graph's DOT labels or its SVG text; the torch call a helper makes (``torch.mul``)
-and the function a ``<Func>`` module ran (``self_attn: apply_rotary_pos_emb()``) are, as the
-overview and the tree name them. With every module open, the backward's nested clusters lay out
+(``torchex.scalar_first``, ``torchex.amax``), no thunder-internal ``ltorch.`` name and no module
+made while tracing (``self_attn.<Func>``) is named in the graph's DOT labels or its SVG text; the
+torch call a helper makes (``torch.mul``), the torch function a torch-language op stands for and
+the function a ``<Func>`` module ran (``self_attn: apply_rotary_pos_emb()``) are. With every module open, the backward's nested clusters lay out
 (graphviz's "trouble in init_rank", retried with its newer ranking)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import thunder
 from explorer.model.compilation import model_of
 from explorer.views.dot_writer import op_name
 
-HELPER = re.compile(r"torchex\.|pythonex\.|scalar_first|<Func>|&lt;Func&gt;")
+HELPER = re.compile(r"torchex\.|pythonex\.|scalar_first|<Func>|&lt;Func&gt;|\bltorch\.")
 
 
 @pytest.fixture(scope="module")
@@ -85,4 +85,7 @@ def test_op_name_keeps_what_users_know(llama_step):
     final = model_of(llama_step).series["backward"].final
     names = {n.sym_id: op_name(n) for n in final.nodes}
     assert names["torchex.scalar_first"] == "torch.mul"
+    forward = model_of(llama_step).series["computation"].final
+    inner = {op_name(c) for n in forward.nodes for c in n.children if c.module == "ltorch"}
+    assert "torch.unsqueeze" in inner and "ltorch.unsqueeze" not in inner  # torch-language ops: torch's name
     assert all(not HELPER.search(v) for v in names.values()), names
