@@ -189,3 +189,23 @@ def test_results_of_several_values_are_eager_s_class(name, mode):
     assert type(flat_got) is type(flat_want)
     for g, w in zip(flat_got, flat_want):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [torch.tensor([]), torch.randn(1, 5, 2, 4).transpose(1, 2)],  # a legacy 1-D empty, skipped
+        lambda: [torch.randn(3, 4).t()],  # one tensor
+        lambda: [torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)],
+    ],
+    ids=["legacy-empty", "one", "channels-last"],
+)
+def test_cat_of_what_comes_down_to_one_tensor_is_a_new_tensor_as_eager_s(make):
+    # eager's cat always makes a new tensor in the layout its inputs suggest: a program that
+    # handed back its input would alias it (a KV cache grown from torch.tensor([]) wrote into
+    # the projection's output) and keep its strides
+    tensors = make()
+    jfn = thunder.jit(lambda ts: torch.cat(ts, dim=-2))
+    got, expected = jfn(tensors), torch.cat(tensors, dim=-2)
+    assert torch.equal(got, expected) and got.stride() == expected.stride()
+    assert all(got.data_ptr() != t.data_ptr() for t in tensors if t.numel())

@@ -257,9 +257,9 @@ def clone(a, *, memory_format=None):
 
 @torchsymbol(torch.cat, torch.concat, torch.concatenate, torch_impl="torch.cat", tags=(Tag.SHAPE,))
 def cat(tensors, dim: int = 0):
+    # (a 1-D empty tensor is skipped, as eager's legacy rule; one tensor left is still copied:
+    # eager's cat always makes a new tensor, in the layout its inputs suggest)
     tensors = [t for t in tensors if not (len(shape_of(t)) == 1 and shape_of(t)[0] == 0)] or list(tensors)[:1]
-    if len(tensors) == 1:
-        return tensors[0]
     return prims.cat(list(tensors), dim)
 
 
