@@ -49,6 +49,8 @@ from thunder.ops.python import tensor_check_line
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.runtime.collective_plan import check_plan
 from thunder.runtime.dynamic import SizePolicy
+from thunder.runtime.fast_path import guards as fast_guards
+from thunder.runtime.fast_path import simple as simple_prologue
 from thunder.runtime.passes import LOWERING, PIPELINE, SUBCLASS_DISPATCH
 from thunder.runtime.unwritten import note_unwritten
 from thunder.transforms.ddp import average_gradients, taken_gradients
@@ -83,19 +85,32 @@ class CacheEntry:
     symbols: dict[str, str] = dataclasses.field(default_factory=dict)
     # the locks its code takes (``with LOCK:``): calls hold them (``frontend/effects/c_objects.py``)
     locks: tuple = ()
+    # its prologue checks N plain tensors alone (``fast_path.simple``): N, and the C checks that
+    # replace it, made on the first call that passed it
+    fast_args: int | None = None
+    fast: tuple | None = None
 
 
 @dataclasses.dataclass
 class CompileStats:
     calls: int = 0
-    cache_hits: int = 0
     cache_misses: int = 0
     entries: list[CacheEntry] = dataclasses.field(default_factory=list)
     last_trace_seconds: float = 0.0
 
     @property
+    def cache_hits(self) -> int:
+        """The calls an entry took (each call is a hit or a miss: one counter less to move)."""
+        return self.calls - self.cache_misses
+
+    @property
     def last_pass_times(self) -> list[tuple[str, str, float]]:
         return self.entries[-1].pass_times if self.entries else []
+
+
+_grad_enabled = torch.is_grad_enabled
+_default_dtype = torch.get_default_dtype
+_mode_on = torch._C._is_torch_function_mode_enabled
 
 
 class ThunderFunction:
@@ -127,11 +142,32 @@ class ThunderFunction:
         self._entries = self._cache.entries
         self._serial = False  # an entry's epilogue writes Python state: calls hold the cache's lock
         self._locks: tuple = ()  # the user's locks its code takes: calls hold them (serial)
+        # (tensor check, grad mode, default dtype, computation, entry) of the entry the last call
+        # took, where its prologue checks plain tensors alone (thunder/runtime/fast_path.py)
+        self._fast: tuple | None = None
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            try:  # (the C checks of fast_path.py; not while a trace records torch calls)
+                hit = (
+                    fast[0](*args)
+                    and _grad_enabled() is fast[1]
+                    and _default_dtype() is fast[2]
+                    and not _mode_on()
+                )
+            except TypeError:  # (another number of arguments)
+                hit = False
+            if hit:
+                self.stats.calls += 1
+                try:
+                    return fast[3](*args)[0]
+                except Exception as e:
+                    _note_unwritten(e, fast[4])
+                    raise
         if tracing.trace is not None:
             # called by a function another thunder.jit is tracing: its ops go into that trace
             return self.fn(*args, **kwargs)
@@ -145,9 +181,7 @@ class ThunderFunction:
                 cargs, eargs = entry.prologue(*args, **kwargs)
             except Exception:
                 return self._call(args, kwargs, entry)
-            stats = self.stats
-            stats.calls += 1
-            stats.cache_hits += 1
+            self.stats.calls += 1
             try:
                 out = entry.computation(*cargs)
             except Exception as e:
@@ -170,7 +204,7 @@ class ThunderFunction:
             if entry is not self._cache.order[-1]:  # (the least recently used is evicted first)
                 self._cache.touch(entry)
             self._cache.last = entry
-            self.stats.cache_hits += 1
+            self._fast = self._fast_path(entry, args, kwargs)
             return _run(entry, cargs, eargs)
         with self._cache.lock:  # one thread traces at a time; a second one may find its entry made
             # (the entries not tried: made by another thread meanwhile, or filed under other keys)
@@ -179,7 +213,6 @@ class ThunderFunction:
                     cargs, eargs = entry.prologue(*args, **kwargs)
                 except Exception:
                     continue
-                self.stats.cache_hits += 1
                 self._cache.file(entry, args, kwargs)
                 self._cache.last = entry
                 break
@@ -195,7 +228,18 @@ class ThunderFunction:
                         f"({miss_reason(entry, args, kwargs)[0]}): the traced code changed state thunder neither "
                         "put back nor follows"
                     ) from None
+        self._fast = self._fast_path(entry, args, kwargs)
         return _run(entry, cargs, eargs)
+
+    def _fast_path(self, entry: CacheEntry, args: tuple, kwargs: dict) -> tuple | None:
+        """What ``__call__`` tries first for calls like this one, which ``entry``'s prologue
+        just passed: its C checks, where its prologue checks plain tensors alone and nothing
+        runs around the computation (no epilogue, no lock, no write)."""
+        if entry.fast_args is None or entry.epilogue is not None or self._serial or kwargs:
+            return None
+        if entry.fast is None:
+            entry.fast = fast_guards(args)
+        return (entry.fast, torch.is_grad_enabled(), torch.get_default_dtype(), entry.computation, entry)
 
     def __deepcopy__(self, memo):
         # a fresh function with an empty cache: entries name the objects they were traced for
@@ -335,6 +379,7 @@ class ThunderFunction:
             sizes=acquired.sizes,
             symbols=self._symbol_notes(acquired.sizes),
             locks=acquired.locks,
+            fast_args=simple_prologue(final.prologue),
         )
         if double is not None:
             entry_ref.append(weakref.ref(entry))
