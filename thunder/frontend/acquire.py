@@ -48,7 +48,7 @@ from thunder.frontend.prologue.code_reads import code_reads, guard_code_reads, g
 from thunder.frontend.prologue.inputs import Inputs, is_argument_path
 from thunder.frontend.prologue.state_checks import GLOBAL_HOOKS
 from thunder.frontend.stand_ins.bound_self import bound_call
-from thunder.frontend.stand_ins.counters import DynamicNumber, is_counter, refuse_stand_ins
+from thunder.frontend.stand_ins.counters import DynamicInt, DynamicNumber, is_counter, refuse_stand_ins
 from thunder.frontend.stand_ins.made_objects import CreationSites
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper
 from thunder.frontend.stand_ins.objects import writes as object_writes
@@ -129,8 +129,10 @@ class Acquisition:
         return self.inputs.container_holders.get(id(v))
 
     # -- values met in ops ----------------------------------------------------------------
-    def resolve(self, x):
-        """Current values for the proxies in ``x``; real tensors become captured inputs."""
+    def resolve(self, x, sizes: bool = False):
+        """Current values for the proxies in ``x``; real tensors become captured inputs.
+        ``sizes``: the op takes sizes, and a counter traced as a value that can be one is a
+        symbolic size (``DynamicInt.as_size``) rather than its value."""
         leaves, spec = tree_flatten(x)
         changed = False
         for i, v in enumerate(leaves):
@@ -143,7 +145,8 @@ class Acquisition:
                     leaves[i] = new
                     changed = True
             elif isinstance(v, DynamicNumber):  # a torch op takes the number itself
-                leaves[i] = v.concrete()
+                size = v.as_size() if sizes and isinstance(v, DynamicInt) else None
+                leaves[i] = size if size is not None else v.concrete()
                 changed = True
         return tree_unflatten(leaves, spec) if changed else x
 
@@ -501,4 +504,8 @@ def _used_inputs(comp: Trace, state: Acquisition) -> list:
     # every symbolic size: a line a pass makes later (a decomposition) may compute with any of them
     sizes = list(state.inputs.sizes.symbols.values()) if state.inputs.sizes is not None else []
     names |= {p.name for p in sizes}
-    return [p for p in state.inputs.tensor_inputs + state.inputs.number_inputs + sizes if p.name in names]
+    found = {}  # (a counter an op took as a size is a number input and a symbol: once)
+    for p in state.inputs.tensor_inputs + state.inputs.number_inputs + sizes:
+        if p.name in names:
+            found.setdefault(p.name, p)
+    return list(found.values())

@@ -109,15 +109,31 @@ class Positions(torch.nn.Module):
         return x + torch.arange(self.length - x.shape[0], self.length).float()
 
 
-def test_a_counter_a_c_function_needs_as_an_int_is_specialised_after_one_failed_trace():
+def test_a_counter_a_c_function_takes_as_a_size_is_a_symbolic_size():
+    # ``torch.arange(self.length - n, self.length)``: the counter is a symbol of the sizes (the
+    # prologue checks it is at least 2, not its value), so eight calls compile twice
     m = Positions()
     ref = Positions()
     jm = thunder.jit(m)
     x = torch.zeros(3)
-    for _ in range(4):
-        torch.testing.assert_close(jm(x), ref(x))
-    assert m.length == ref.length == 12
-    assert "check_type(module_length" not in str(thunder.last_prologue_traces(jm)[-1])  # a value again
+    for i in range(8):
+        torch.testing.assert_close(jm(x), ref(x), msg=lambda e, i=i: f"call {i}: {e}")
+        assert m.length == ref.length and type(m.length) is int
+    assert thunder.compile_stats(jm).cache_misses == 2
+    prologue = str(thunder.last_prologue_traces(jm)[-1])
+    assert "check_sizes({'module_length': module_length}" in prologue
+    assert "check_literal(module_length" not in prologue
+
+
+def test_a_counter_taken_as_a_size_that_falls_to_0_or_1_is_checked_by_value():
+    m, ref = Positions(), Positions()
+    jm = thunder.jit(m)
+    for i, n in enumerate([3, 3, 3, 2, 1, 4]):
+        if i == 4:
+            m.length = ref.length = 0  # (reset, as a cache's reset() does)
+        x = torch.zeros(n)
+        torch.testing.assert_close(jm(x), ref(x), msg=lambda e, i=i: f"call {i}: {e}")
+        assert m.length == ref.length
 
 
 # -- counters in tensor arithmetic: the op takes the number as a traced value ----------------

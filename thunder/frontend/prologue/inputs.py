@@ -72,6 +72,8 @@ class Inputs:
         self.number_inputs: list[NumberProxy] = []  # their proxies
         # (id(a plain object), attribute) -> its counter: one, whichever path meets it first
         self.object_counters: dict[tuple[int, str], DynamicNumber] = {}
+        # counter input name -> its symbolic size, once an op took it as a size (``counter_size``)
+        self.counter_symbols: dict[str, object] = {}
         self.specialized: list[NumberProxy] = []  # those whose value the trace came to rely on
         # (id(holder), attribute) -> the name of the literal read there: what a write replaces
         self.literal_names: dict[tuple[int, str], str] = {}
@@ -363,6 +365,19 @@ class Inputs:
             v = object.__getattribute__(obj, "__dict__")[attr]
             d = self.object_counters[(id(obj), attr)] = self.dynamic_number(v, key, unpack)
         return d
+
+    def counter_size(self, d):
+        """``d`` (a DynamicInt: one int counter plus a constant) as a symbolic size for an op that
+        takes one: the counter becomes a symbol of the sizes (the prologue checks it is at least
+        2 and every relation the trace relies on, not its value), or None where there are no
+        symbolic sizes or the counter is 0 or 1."""
+        root = d.roots[0]
+        if self.sizes is None or type(root.value) is not int or root.value < 2:
+            return None
+        sym = self.counter_symbols.get(root.name)
+        if sym is None:
+            sym = self.counter_symbols[root.name] = self.sizes.new_symbol(root, (root.name, None))
+        return sym + d.offset if d.offset else sym
 
     def specialize(self, d) -> None:
         """``d`` (a DynamicNumber) was used for its value: check the inputs it came from."""

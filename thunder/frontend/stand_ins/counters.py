@@ -215,9 +215,24 @@ class DynamicFloat(DynamicNumber, torch.SymFloat):
     __slots__ = ()
 
 
+class DynamicInt(DynamicNumber, torch.SymInt):
+    """An int traced as a value, which torch's C argument parsing takes as a number or a size
+    (a ``torch.SymInt``): an op that takes a size (``torch.arange(n)``, ``x.view(n, -1)``) gets
+    a symbolic size for it where it is one counter plus a constant (``as_size``), else its
+    value. SymInt's methods this class does not record use the value."""
+
+    __slots__ = ()
+
+    def as_size(self):
+        """``self`` as a symbolic size (the counter it counts from made a symbol of the sizes,
+        plus the constant), or None where it cannot be one (the prologue then checks the value)."""
+        return self.state.counter_size(self) if self.offset is not None else None
+
+
 def dynamic_number(proxy: NumberProxy, value, roots: tuple, state, offset: int | None = 0) -> DynamicNumber:
-    """The stand-in for a number traced as a value: a ``DynamicFloat`` for a float."""
-    cls = DynamicFloat if type(value) is float else DynamicNumber
+    """The stand-in for a number traced as a value: a ``DynamicFloat`` for a float, a
+    ``DynamicInt`` for an int."""
+    cls = DynamicFloat if type(value) is float else DynamicInt if type(value) is int else DynamicNumber
     return cls(proxy, value, roots, state, offset)
 
 
@@ -243,9 +258,10 @@ for _op in pyops.NUMBER_OPS:
     setattr(DynamicNumber, f"__r{_op}__", _recorded(_op, True))
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(DynamicNumber, f"__{_op}__", _compared(_op))
-for _name, _v in vars(torch.SymFloat).items():  # (the rest of SymFloat's methods: by the value)
-    if callable(_v) and _name not in ("__init__", "__class__") and not hasattr(DynamicNumber, _name):
-        setattr(DynamicFloat, _name, _by_value(_name))
+for _cls, _sym in ((DynamicFloat, torch.SymFloat), (DynamicInt, torch.SymInt)):  # (the rest: by the value)
+    for _name, _v in vars(_sym).items():
+        if callable(_v) and _name not in ("__init__", "__class__") and not hasattr(DynamicNumber, _name):
+            setattr(_cls, _name, _by_value(_name))
 
 
 def refuse_stand_ins(bsyms) -> None:

@@ -228,7 +228,7 @@ class AcquisitionMode(TorchFunctionMode):
             state.inputs.number_inputs
         ):  # a counter the op may take as a value (frontend/stand_ins/counters.py)
             args, kwargs = traced_operands(func, args, kwargs)
-        args, kwargs = state.resolve((args, kwargs))
+        args, kwargs = state.resolve((args, kwargs), sizes=_takes_sizes(func))
         if autocast_on() and func in TORCH_TO_THUNDER:  # eager's casts, recorded (ops/autocast.py)
             args, kwargs = autocast_arguments(TORCH_TO_THUNDER[func], args, kwargs)
         args, kwargs = _python_dtypes(args, kwargs)
@@ -546,6 +546,13 @@ class AcquisitionMode(TorchFunctionMode):
             for i, leaf in enumerate(tree_leaves(result)):
                 if isinstance(leaf, TensorProxy) and leaf is not args[0]:
                     self.state.views.add(View(args[0], target, tuple(args[1:]), dict(kwargs), i, leaf, func))
+
+
+def _takes_sizes(func) -> bool:
+    """Whether the torch op ``func`` takes sizes (a factory, a view or reshape): a counter it
+    gets may be a symbolic size (``stand_ins/counters.py``)."""
+    target = TORCH_TO_THUNDER.get(func)
+    return target is not None and bool({Tag.FACTORY, Tag.SHAPE} & set(getattr(target, "tags", ())))
 
 
 def _same_object(result, resolved, user):
