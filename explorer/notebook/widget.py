@@ -266,7 +266,10 @@ class Explorer(ExplorerViews):
 
     def select(self, node_id: str | None) -> None:
         """Show the details of a BoundSymbol (by node id) and highlight it (what a click on its
-        line in the tree does)."""
+        line in the tree does). A line of another trace kind's final pass (a backward span
+        clicked in the timeline) switches to that kind first."""
+        if node_id is not None and not is_module_id(node_id):
+            self._show_kind_of(node_id)
         self.selected = node_id
         self._updating = True
         try:
@@ -275,6 +278,16 @@ class Explorer(ExplorerViews):
             self._updating = False
         self._render_details()
         self._render_main()
+
+    def _show_kind_of(self, node_id: str) -> None:
+        """Switch to the trace kind whose final pass has ``node_id`` when the pass shown has not."""
+        p = self.current
+        if p is not None and p.find(node_id) is not None:
+            return
+        for kind, s in self.model.series.items():
+            if kind != self.kind.value and s.final.find(node_id) is not None:
+                self.kind.value = kind  # (its final pass, where the timeline's lines were timed)
+                return
 
     def step_hit(self, delta: int) -> None:
         """Select the next (or previous) search hit, modules first, in trace order."""

@@ -4,7 +4,8 @@ clicked selects its line in the tree (and a line selected in the tree is brought
 the graph), a folded layer is opened in place by a double-click, the memory view renders without
 a JavaScript error with its long table folded, the timeline of the measured run opens, and a
 what-if against an executor that gets its regions slightly wrong says which output differs and
-by how much. Any console error of the page fails the test. With ``EXPLORER_SCREENSHOTS=<dir>``
+by how much; a backward span clicked in the timeline opens the backward with that line selected.
+Any console error of the page fails the test. With ``EXPLORER_SCREENSHOTS=<dir>``
 the screenshots go there too (``docs/screenshots`` is made that way; see its README)."""
 
 from __future__ import annotations
@@ -158,6 +159,17 @@ def test_graph_canvas_memory_timeline_and_whatif_in_jupyterlab(lab, browser, tmp
     expect(box).to_contain_text("forward")
     assert box.locator("g.node").count() > 50  # a span per line run
     save(page, tmp_path, "timeline.png", box)
+    # a click on a backward line's span (the last span: the backward's lines come after the
+    # forward's) opens the backward trace with that line selected
+    spans = box.locator(".thx-canvas.thx-cv-live")
+    last = spans.evaluate("cv => window.thxCanvas.idsOf([...cv.querySelectorAll('g.node')].pop())[0]")
+    spans.evaluate("(cv, id) => cv.thxCanvas.reveal(id)", last)
+    page.wait_for_timeout(100)  # (the view moves on the next frame)
+    span = _place(spans, last)
+    assert span["inView"], span
+    page.mouse.click(span["x"], span["y"])
+    expect(ex.locator(".widget-toggle-buttons button.mod-active", has_text="backward")).to_have_count(1)
+    expect(ex.locator(".thx-details")).to_contain_text(last)
 
     # the what-if: the skewed executor's outputs differ; the table names the first that does
     whatif = ex.get_by_label("what if")

@@ -4,9 +4,12 @@ double-clicked) reaches the explorer; the script it runs is the bundled canvas."
 from __future__ import annotations
 
 import types
+from html import escape
 
 import ipywidgets as w
+import torch
 
+import thunder
 from explorer.notebook.canvas_widget import CanvasDriver, attach_canvas
 from explorer.views.canvas import asset
 
@@ -44,3 +47,23 @@ def test_a_timed_run_gets_a_timeline_box():
     ex, _ = _stand_in({"computation": {"t0": 1e-3}})
     attach_canvas(ex)
     assert ex.timeline_box in ex.root.children and ex.timeline_box.selected_index is None
+
+
+def test_a_line_of_another_kind_selected_switches_to_that_kind():
+    """A click on a backward span of the timeline selects a backward line: the explorer shows
+    the backward's final pass with that line's details."""
+    import explorer
+
+    def f(x):
+        return (x.sin() * 2).sum()
+
+    jf = thunder.jit(f)
+    x = torch.randn(3, requires_grad=True)
+    jf(x).backward()
+    ex = explorer.explore(jf)
+    assert ex.kind.value == "computation"
+    backward = ex.model.series["backward"].final
+    line = next(n for n in backward.nodes if "del" not in n.tags and ex.current.find(n.id) is None)
+    ex.select(line.id)
+    assert ex.kind.value == "backward" and ex.current is backward and ex.selected == line.id
+    assert escape(line.shown_line) in ex.details.value
