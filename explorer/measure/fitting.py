@@ -3,12 +3,15 @@
 A jitted function's last entry is not always the one that fits this call: a module's counter
 moved since (``self.calls`` is a different literal), the inputs are of another size, or nothing
 was compiled yet. ``entry_for`` tries the entries' prologues (checks only: nothing runs) from the
-most recent back, and when none takes the inputs it compiles one by calling the function once
+most recent back (in this grad mode first, then in the other: a measurement runs an entry in the
+grad mode it was traced in), and when none takes the inputs it compiles one by calling the function once
 with the user's state saved before and put back after (``hands_off.Snapshot``), so that asking
 the explorer never moves a counter, writes an input or draws a random number.
 """
 
 from __future__ import annotations
+
+import torch
 
 import thunder
 from explorer.measure.hands_off import Snapshot
@@ -38,11 +41,16 @@ def entry_for(jfn, args: tuple, kwargs: dict | None, entry: int | None = None) -
 
 
 def _fitting(jfn, args: tuple, kwargs: dict) -> int | None:
+    """The most recent entry whose prologue takes the inputs in this grad mode, else in the other
+    one (a program compiled under ``torch.no_grad()`` and asked about outside it: the
+    measurements run each entry in the grad mode it was traced in)."""
     entries = thunder.compile_stats(jfn).entries
-    for i in range(len(entries) - 1, -1, -1):
-        try:
-            entries[i].prologue(*args, **kwargs)
-        except Exception:  # a failed check, or inputs it cannot unpack
-            continue
-        return i
+    for grad in (torch.is_grad_enabled(), not torch.is_grad_enabled()):
+        with torch.set_grad_enabled(grad):
+            for i in range(len(entries) - 1, -1, -1):
+                try:
+                    entries[i].prologue(*args, **kwargs)
+                except Exception:  # a failed check, or inputs it cannot unpack
+                    continue
+                return i
     return None
