@@ -243,7 +243,7 @@ def _ones(cotangents, sizes: dict[str, int]) -> list:
 def _rejected(prologue, clock: _Clock, device: str, err: Exception) -> Measurement:
     """The prologue rejected the inputs: the lines up to the failing one are timed, and the
     note names that line (the computation did not run)."""
-    from thunder.runtime.jit import rejection
+    from thunder.runtime.misses import rejection
 
     clock.stop()
     failed = clock.done

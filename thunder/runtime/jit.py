@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import gc
 import time
-import traceback
 import warnings
 import weakref
 from collections.abc import Callable
@@ -30,27 +29,22 @@ from thunder.autograd.function import grad_computation, no_grad_computation, wit
 from thunder.autograd.held_gradients import HeldGradients
 from thunder.core.context import tracing
 from thunder.core.pipeline import History, Pass, PassContext, TraceBundle, on, run_pipeline
-from thunder.core.printing import Printer, bsym_line
-from thunder.core.proxies import NumberProxy
 from thunder.core.source import user_stacklevel
 from thunder.core.subclass import SubclassProxy
-from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import SizeEnv
 from thunder.core.tags import Tag
 from thunder.core.trace import DISPLAY_LIMIT, Trace
 from thunder.executors.base import Executor
-from thunder.executors.python.checks import PrologueCheckFailed
 from thunder.executors.registry import resolve_executors
 from thunder.frontend.acquire import acquire
 from thunder.frontend.effects.c_objects import holding
-from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
-from thunder.ops.python import tensor_check_line
 from thunder.runtime.cache import DEFAULT_CACHE_SIZE, RECOMPILE_WARNING, Cache, keeps_failing
 from thunder.runtime.collective_plan import check_plan
 from thunder.runtime.dynamic import SizePolicy
 from thunder.runtime.fast_path import guards as fast_guards
 from thunder.runtime.fast_path import simple as simple_prologue
+from thunder.runtime.misses import changed_float, check_text, miss_reason
 from thunder.runtime.passes import LOWERING, PIPELINE, SUBCLASS_DISPATCH
 from thunder.runtime.unwritten import note_unwritten
 from thunder.transforms.ddp import average_gradients, taken_gradients
@@ -310,13 +304,13 @@ class ThunderFunction:
         for i, e in enumerate(self._entries):
             reason, failed = miss_reason(e, args, kwargs)
             reasons.append(f"entry {i}: {reason}")
-            checks.append((_check_text(failed) if failed is not None else reason, reason))
+            checks.append((check_text(failed) if failed is not None else reason, reason))
             # a number the function writes back changed (a counter): trace it as a value, and
             # the others it writes back with it (one counter per layer moves together)
             subject = failed.args[0] if failed is not None and failed.args else None
             if getattr(subject, "name", None) in e.written_numbers:
                 self._dynamic.update(e.written_numbers - self._static)
-            elif _changed_float(failed) and subject.name not in self._static:
+            elif changed_float(failed) and subject.name not in self._static:
                 self._dynamic.add(subject.name)  # (a learning rate a schedule sets: a value from now on)
         autocast = autocast_state()  # the call's: the casts are traced, torch's are off when it runs
         t0 = time.perf_counter()
@@ -551,55 +545,3 @@ def _run(entry: CacheEntry, cargs: tuple, eargs: tuple):
 
 def _note_unwritten(error: Exception, entry: CacheEntry) -> None:
     note_unwritten(error, entry.computation_traces[-1], entry.epilogue_traces[-1])
-
-
-def _changed_float(failed: BoundSymbol | None) -> bool:
-    """Whether the failed check ``failed`` is of a float input's value (``check_literal(lr,
-    0.1)``): a number that changes between calls, traced as a value by the next trace, as a
-    size that changed becomes symbolic."""
-    if failed is not None and failed.sym.executor is not None and len(failed.subsymbols) == 1:
-        failed = failed.subsymbols[0]  # (the op an executor claimed)
-    if failed is None or failed.sym is not pyops.check_literal or len(failed.args) < 2:
-        return False
-    return isinstance(failed.args[0], NumberProxy) and type(failed.args[1]) is float
-
-
-def _check_text(bsym: BoundSymbol) -> str:
-    return bsym_line(bsym, Printer())
-
-
-def failed_check(fn: Callable, exc: BaseException) -> BoundSymbol | None:
-    """The BoundSymbol of the compiled trace ``fn`` whose line raised ``exc`` (by the line map)."""
-    program = getattr(fn, "__thunder_program__", None)
-    if program is None:
-        return None
-    lineno = None
-    for frame, line in traceback.walk_tb(exc.__traceback__):
-        if frame.f_code is fn.__code__:
-            lineno = line
-    return program.bsym_at(lineno) if lineno is not None else None
-
-
-def rejection(bsym: BoundSymbol, e: Exception) -> tuple[str, str]:
-    """The prologue line ``bsym`` that raised ``e``, and ``e``'s message; for one tensor of a
-    ``check_tensors`` line, that tensor's own ``check_tensor`` line and what differs."""
-    i = getattr(e, "tensor", None)
-    if i is not None and bsym.sym.id.endswith("check_tensors"):
-        return tensor_check_line(bsym, i, Printer()), str(e).partition(": ")[2]
-    return bsym_line(bsym, Printer()), str(e)
-
-
-def miss_reason(entry: CacheEntry, args, kwargs) -> tuple[str, BoundSymbol | None]:
-    """Why ``entry`` does not fit these inputs: the prologue's failing line with its message,
-    and that line's BoundSymbol."""
-    try:
-        entry.prologue(*args, **kwargs)
-    except PrologueCheckFailed as e:
-        bsym = failed_check(entry.prologue, e)
-        if bsym is None:
-            return str(e), None
-        line, message = rejection(bsym, e)
-        return f"{line}: {message}", bsym
-    except Exception as e:  # a prologue that cannot even unpack these inputs
-        return f"{type(e).__name__}: {e}", failed_check(entry.prologue, e)
-    return "the inputs fit (this entry was bypassed)", None

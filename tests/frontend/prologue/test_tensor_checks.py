@@ -11,7 +11,7 @@ from torch import nn
 
 import thunder
 from thunder.ops import python as pyops
-from thunder.runtime.jit import miss_reason
+from thunder.runtime.misses import miss_reason
 
 PROLOGUE = """\
 # Constructed by Transform for execution

@@ -51,7 +51,7 @@ from thunder.frontend.effects.c_objects import is_stand_in
 from thunder.frontend.effects.callers import made_by_the_program
 from thunder.frontend.effects.patches import ProcessPatches
 from thunder.frontend.prologue.code_reads import is_user_code
-from thunder.frontend.prologue.inputs import LITERAL_TYPES
+from thunder.frontend.prologue.value_kinds import LITERAL_TYPES
 from thunder.frontend.stand_ins.containers import is_tracked, untracked
 from thunder.frontend.stand_ins.made_objects import refusal
 from thunder.frontend.stand_ins.objects import ObjectWrapper

@@ -48,8 +48,8 @@ from thunder.frontend.effects.c_objects import (
 )
 from thunder.frontend.effects.patches import replacements
 from thunder.frontend.effects.python_calls import RecordedFile
-from thunder.frontend.prologue.inputs import LITERAL_TYPES
 from thunder.frontend.prologue.state_checks import snapshot
+from thunder.frontend.prologue.value_kinds import LITERAL_TYPES
 from thunder.frontend.stand_ins.containers import (
     Track,
     contents,

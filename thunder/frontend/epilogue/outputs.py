@@ -48,7 +48,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic import has_symbols
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace
-from thunder.frontend.prologue.inputs import is_constant_object
+from thunder.frontend.prologue.value_kinds import is_constant_object
 from thunder.frontend.stand_ins import made_objects as made
 from thunder.frontend.stand_ins.counters import DynamicNumber
 from thunder.frontend.stand_ins.writes import Write

@@ -37,7 +37,6 @@ from thunder.core.trace import sanitize_name
 from thunder.frontend.effects.c_objects import is_stand_in
 from thunder.frontend.modules.backward_hooks import backward_hooks_outside, refuse_global_backward_hooks
 from thunder.frontend.modules.fastpaths import FAST_PATHS
-from thunder.frontend.prologue.inputs import LITERAL_TYPES
 from thunder.frontend.prologue.state_checks import (
     CALL_HOOKS,
     GLOBAL_HOOKS,
@@ -52,6 +51,7 @@ from thunder.frontend.prologue.state_checks import (
     snapshot,
     state_check,
 )
+from thunder.frontend.prologue.value_kinds import LITERAL_TYPES
 from thunder.frontend.stand_ins.containers import trackable
 from thunder.frontend.stand_ins.counters import is_counter, is_counter_value
 from thunder.frontend.stand_ins.unpack import ATTR, BUFFER, ITEM, PARAM, SUBMODULE, Unpack

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
-import functools
 import inspect
-import types
 from typing import Any
 
 import torch
@@ -27,6 +24,7 @@ from thunder.core.symbolic import SizeEnv, SizeRelations
 from thunder.core.tags import Tag
 from thunder.core.trace import Trace, sanitize_name
 from thunder.frontend.prologue.checks import PrologueChecks
+from thunder.frontend.prologue.value_kinds import LITERAL_TYPES, is_constant_object, is_literal, is_wrappable
 from thunder.frontend.stand_ins.containers import is_container_method
 from thunder.frontend.stand_ins.counters import DynamicNumber, dynamic_number, is_counter
 from thunder.frontend.stand_ins.objects import holder_of, is_wrapper, make_wrapper
@@ -34,19 +32,6 @@ from thunder.frontend.stand_ins.unpack import ATTR, BUFFER, ITEM, PARAM, SIZE, U
 from thunder.frontend.subclasses.instances import subclass_input
 from thunder.ops import python as pyops
 from thunder.ops.autocast import autocast_state
-
-LITERAL_TYPES = (
-    int,
-    float,
-    bool,
-    str,
-    complex,
-    type(None),
-    torch.dtype,
-    torch.device,
-    type(Ellipsis),
-    slice,
-)
 
 
 class Inputs:
@@ -184,7 +169,7 @@ class Inputs:
             p = self.tensor(v, tensor_prefix + path if path else path, unpack)
             self.seen[id(v)] = p
             return p
-        if isinstance(v, LITERAL_TYPES) or _is_literal(v):
+        if isinstance(v, LITERAL_TYPES) or is_literal(v):
             if is_counter(v) and sanitize_name(path or "i") in self.dynamic:
                 return self.dynamic_number(v, path, unpack)
             if type(v) is int and v >= 2 and self._int_symbol(path):
@@ -298,7 +283,7 @@ class Inputs:
             self.seen[id(v)] = v
             self._keepalive.append(v)
             return v
-        if not _is_wrappable(v):
+        if not is_wrappable(v):
             raise UnsupportedValueError(
                 f"thunder: the input {path or 'argument'} has type {type(v).__qualname__}, which is not supported "
                 "(supported: tensors, numbers, strings, dtypes, devices, None, tuples, lists and dicts, "
@@ -515,40 +500,6 @@ class Inputs:
         )
         pro.output = (tuple(used), tuple(epilogue_inputs))
         return pro
-
-
-def _is_literal(v) -> bool:
-    """Values checked by equality: enums, torch.Size, frozensets of literals."""
-    if isinstance(v, (enum.Enum, torch.Size, torch.memory_format, torch.layout, bytes, range)):
-        return True
-    if type(v) is frozenset:
-        return all(isinstance(x, LITERAL_TYPES) for x in v)
-    return False
-
-
-_CONSTANT_TYPES = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
-    types.ModuleType,
-    type,
-    functools.partial,
-    torch.nn.Module,
-)
-
-
-def is_constant_object(v) -> bool:
-    """Objects used as they are and checked by identity (functions, classes, modules, and
-    torch.distributed's process groups and device meshes, which the program communicates over)."""
-    if isinstance(v, _CONSTANT_TYPES) or type(v).__module__ == "builtins" and callable(v):
-        return True
-    return type(v).__module__.startswith("torch") and type(v).__name__ in ("ProcessGroup", "DeviceMesh")
-
-
-def _is_wrappable(v) -> bool:
-    """Instances of Python classes (with a ``__dict__`` or ``__slots__``)."""
-    t = type(v)
-    return t.__module__ != "builtins" and (hasattr(v, "__dict__") or hasattr(t, "__slots__"))
 
 
 def is_argument_path(unpack: Unpack, inputs: Inputs) -> bool:
