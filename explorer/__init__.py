@@ -11,6 +11,8 @@
     explorer.memory(jfn, "backward")          # bytes allocated / freed / live per line, the peak
     explorer.timeline(jfn, x).save("trace.json")  # per-line spans and memory; opens in Perfetto
     explorer.compare(jfn, (x,), executors=[["torch"], ["torchcompile", "torch"]])  # what if
+    explorer.diff(jfn)                        # its last two cache entries: which check failed, what changed
+    explorer.diff(jfn_a, jfn_b)               # two compilations (two executor lists) side by side
     %load_ext explorer                        # then: %thunder_trace fn(x)
     explorer.explore(cfn)                     # a thunderfx program: pieces and graph breaks
     explorer.save_rank(jfn, "traces/", args=(x,))  # in each worker of a distributed run
@@ -44,6 +46,37 @@ def pair_of(obj, *, backward_index: int = -1, entry: int | None = None):
     from explorer.model.compilation import model_of
 
     return model_of(obj, entry=entry).pair(backward_index)
+
+
+def diff(a, b=None, *, entries: tuple[int, int] | None = None):
+    """Two compilations side by side (``explorer.model.compilations.CompilationPair``): with one
+    jitted function, two of its cache entries (``entries``, default the last two): why the newer
+    one was compiled (the older one's check its inputs failed), the sizes that became symbols,
+    the checks and lines that differ; with two (the same program under two executor lists),
+    their last entries (or ``entries``): the lines each executor runs, the fusion regions, the
+    lines that differ. Shows the two trees and graphs in columns in a notebook; ``.text()``,
+    ``.graphs()``."""
+    from explorer.model.compilation import model_of, title_of
+    from explorer.model.compilations import Side, compilation_pair
+
+    def side(jfn, entry, label):
+        m = model_of(jfn, entry=entry)
+        if m.entry_index is None:
+            raise ValueError(f"explorer.diff: {label} has no compilation yet: call it first")
+        return Side(f"{label} entry {m.entry_index}", m, m.entry_index)
+
+    if b is None:
+        n = len(model_of(a).entries)
+        if n < 2 and entries is None:
+            raise ValueError(f"explorer.diff: {title_of(a)} has {n} cache entry; two are needed (or pass a second function)")
+        i, j = entries if entries is not None else (-2, -1)
+        name = title_of(a)
+        return compilation_pair(side(a, i, name), side(a, j, name), one_function=True)
+    i, j = entries if entries is not None else (-1, -1)
+    la, lb = title_of(a), title_of(b)
+    if la == lb:
+        la, lb = f"{la} (1)", f"{lb} (2)"
+    return compilation_pair(side(a, i, la), side(b, j, lb))
 
 
 def explore(
@@ -273,14 +306,15 @@ def load_ipython_extension(ipython) -> None:
 
 
 # These set methods on the model's classes (see explorer/model/traces.py), so they are imported here,
-# before any model is made (``views/ranks.py`` sets a RankSet's display); ``explorer.model.modules``
+# before any model is made (``views/columns/ranks.py`` sets a RankSet's display); ``explorer.model.modules``
 # comes with ``views/html.py``.
 from explorer.model import pair, saved  # noqa: E402, F401
 from explorer.notebook.display import register_displays  # noqa: E402
 from explorer.views import html  # noqa: E402, F401
-from explorer.views import pair as pair_view  # noqa: E402, F401
-from explorer.views import ranks as ranks_view  # noqa: E402, F401
 from explorer.views import timeline as timeline_view  # noqa: E402, F401
+from explorer.views.columns import compilations as compilations_view  # noqa: E402, F401
+from explorer.views.columns import pair as pair_view  # noqa: E402, F401
+from explorer.views.columns import ranks as ranks_view  # noqa: E402, F401
 
 register_displays()
 

@@ -17,7 +17,7 @@ Lines are matched across ranks by node id (the names of what they make: every ra
 the same program and names it the same way); a line one rank does not have has no time
 there. The slowest rank of each line is how a straggler shows up, and a collective that
 takes long on every rank but one is the others waiting for that one. The views are in
-``explorer.views.ranks``.
+``explorer.views.columns.ranks``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from explorer.model.traces import TraceModel
 class Pair:
     """One forward pass and the backward pass made by the same pass. Its views are set on it by
     the modules that make them, as the model imports no view: ``text()`` and ``graph()`` by
-    ``explorer.views.pair``, its notebook display (``_repr_mimebundle_``) by ``explorer.views.html``."""
+    ``explorer.views.columns.pair``, its notebook display (``_repr_mimebundle_``) by ``explorer.views.html``."""
 
     forward: PassModel
     backward: PassModel

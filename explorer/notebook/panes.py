@@ -12,6 +12,7 @@ from explorer.measure.memory import attach_measurement, measure_memory
 from explorer.model.memory import memory_of
 from explorer.model.modules import ModuleGroup
 from explorer.model.seconds import fmt_seconds
+from explorer.views.columns.pair import pair_graph, pair_html
 from explorer.views.graph import render_graph
 from explorer.views.graph_plan import ModulePlan
 from explorer.views.html import (
@@ -25,7 +26,6 @@ from explorer.views.html import (
 )
 from explorer.views.memory import memory_section_html
 from explorer.views.overview import overview_html
-from explorer.views.pair import pair_graph, pair_html
 from explorer.views.text import model_text
 from explorer.views.tree import tree_html
 

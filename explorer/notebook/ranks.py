@@ -14,8 +14,8 @@ import ipywidgets as w
 
 from explorer.measure.ranks import RankSet
 from explorer.notebook.widget import Explorer
+from explorer.views.columns.ranks import rank_timings_html, rank_timings_text, summary_html
 from explorer.views.html import wrap
-from explorer.views.ranks import rank_timings_html, rank_timings_text, summary_html
 
 
 class RankExplorer:

@@ -22,8 +22,8 @@ from explorer.model.pair import Pair
 from explorer.model.passes import PassDiff, PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel
+from explorer.views.columns.pair import pair_html, pair_text
 from explorer.views.overview import overview_html
-from explorer.views.pair import pair_html, pair_text
 from explorer.views.style import stylesheet
 from explorer.views.text import lines_text, model_text, source_diff, source_text
 from explorer.views.tree import DEFAULT_BUDGET, badges_html, split_comment, tree_html
@@ -71,7 +71,7 @@ def model_html(
     shown open (default: the computation). Each tree and each pass's list of changes shows at
     most ``budget`` elements. With ``modules`` a trace with module scopes is shown grouped by
     module (its lines closed). A compilation with a backward ends with its forward and
-    backward side by side (``explorer.views.pair``), open with ``pair_open``. ``overview``:
+    backward side by side (``explorer.views.columns.pair``), open with ``pair_open``. ``overview``:
     begin with the overview of the final program (``explorer.views.overview``), the kinds closed."""
     if kind is None or kind not in model.series:
         kind = "computation" if "computation" in model.series else next(iter(model.series), None)

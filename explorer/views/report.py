@@ -17,12 +17,12 @@ from explorer.model.passes import PassModel, TraceSeries
 from explorer.model.seconds import fmt_seconds
 from explorer.model.traces import TraceModel, collector_paused
 from explorer.views.canvas import canvas_script
+from explorer.views.columns.pair import pair_graph, pair_html
 from explorer.views.graph import render_graph
 from explorer.views.graph_plan import count_nodes
 from explorer.views.html import cache_html, diff_html, lines_html, pass_header_html, source_html
 from explorer.views.memory import memory_section_html
 from explorer.views.overview import overview_html
-from explorer.views.pair import pair_graph, pair_html
 from explorer.views.style import stylesheet
 from explorer.views.timeline import timeline_section_html
 from explorer.views.tree import DEFAULT_BUDGET, tree_html

@@ -21,9 +21,9 @@ from explorer.measure.ranks import LineTimes, RankFilesError, RankSet, load_rank
 from explorer.model.communication import communication_of
 from explorer.model.compilation import model_of
 from explorer.notebook.ranks import RankExplorer
+from explorer.views.columns.ranks import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
 from explorer.views.graph import graph_dot
 from explorer.views.html import model_html
-from explorer.views.ranks import rank_timings_html, rank_timings_text, ranks_html, side_by_side_html
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]  # tests/explorer/measure/ -> the repository
 WORKER = ROOT / "tests" / "support" / "rank_worker.py"

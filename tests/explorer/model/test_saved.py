@@ -15,9 +15,9 @@ from explorer.model.compilation import model_of
 from explorer.model.saved import FORMAT, SavedModelError
 from explorer.model.traces import TraceModel
 from explorer.notebook.widget import VIEWS, Explorer
+from explorer.views.columns.pair import pair_text
 from explorer.views.graph import graph_dot
 from explorer.views.html import details_html, model_html
-from explorer.views.pair import pair_text
 from explorer.views.text import diff_text, model_text, source_diff, tree_text
 from explorer.views.tree import tree_html
 

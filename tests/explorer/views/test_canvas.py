@@ -14,8 +14,8 @@ import torch
 import thunder
 from explorer.model.compilation import model_of
 from explorer.views.canvas import MIN_TEXT_PX, asset, canvas_html, canvas_script
+from explorer.views.columns.pair import pair_graph
 from explorer.views.graph import graph_dot, render_graph
-from explorer.views.pair import pair_graph
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
 

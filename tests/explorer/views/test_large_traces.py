@@ -17,6 +17,8 @@ from explorer.model.compilation import model_of
 from explorer.model.pair import shown
 from explorer.notebook.panes import MIN_STATIC_BUDGET, STATIC_BYTES, TIMING_ROWS
 from explorer.notebook.widget import MAX_LISTED, Explorer
+from explorer.views.columns.pair import LISTED_NAMES, pair_graph, pair_html, pair_text
+from explorer.views.columns.pair import MAX_NODES as PAIR_MAX_NODES
 from explorer.views.graph import DEFAULT_MAX_NODES, graph_dot, render_graph
 from explorer.views.html import (
     STATIC_BUDGET,
@@ -25,8 +27,6 @@ from explorer.views.html import (
     source_html,
     trace_html,
 )
-from explorer.views.pair import LISTED_NAMES, pair_graph, pair_html, pair_text
-from explorer.views.pair import MAX_NODES as PAIR_MAX_NODES
 from explorer.views.report import TIMING_ROWS as REPORT_TIMING_ROWS
 from explorer.views.report import report_html
 from explorer.views.text import source_diff

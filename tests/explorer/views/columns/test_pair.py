@@ -17,8 +17,8 @@ from explorer.model.compilation import model_of
 from explorer.model.pair import walk_shown
 from explorer.model.traces import TraceModel
 from explorer.notebook.widget import Explorer
+from explorer.views.columns.pair import pair_dot, pair_html, pair_text
 from explorer.views.html import compilation_html
-from explorer.views.pair import pair_dot, pair_html, pair_text
 from explorer.views.report import report_html
 from thunder.core.passinfo import BoundSymbolInfo
 from thunder.core.symbol import BoundSymbol
