@@ -68,7 +68,9 @@ def diff(a, b=None, *, entries: tuple[int, int] | None = None):
     if b is None:
         n = len(model_of(a).entries)
         if n < 2 and entries is None:
-            raise ValueError(f"explorer.diff: {title_of(a)} has {n} cache entry; two are needed (or pass a second function)")
+            raise ValueError(
+                f"explorer.diff: {title_of(a)} has {n} cache entry; two are needed (or pass a second function)"
+            )
         i, j = entries if entries is not None else (-2, -1)
         name = title_of(a)
         return compilation_pair(side(a, i, name), side(a, j, name), one_function=True)

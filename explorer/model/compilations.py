@@ -95,7 +95,9 @@ def compilation_pair(left: Side, right: Side, *, one_function: bool = False) -> 
         infos = {e.index: e for e in newer.model.entries}
         mine = infos.get(newer.entry)
         prefix = f"entry {older.entry}: "
-        found = [r[len(prefix) :] for r in (mine.miss_reasons if mine is not None else ()) if r.startswith(prefix)]
+        found = [
+            r[len(prefix) :] for r in (mine.miss_reasons if mine is not None else ()) if r.startswith(prefix)
+        ]
         why = found[0] if found else "(not recorded: the older entry was compiled after it was tried)"
         symbols = dict(mine.symbols) if mine is not None else {}
     return CompilationPair(left, right, kinds, why, symbols)
@@ -106,7 +108,9 @@ def _compare(kind: str, a: PassModel | None, b: PassModel | None, left: str, rig
     lines_b = _lines(b)
     only_a = _minus(lines_a, lines_b)
     only_b = _minus(lines_b, lines_a)
-    diff = "\n".join(difflib.unified_diff(lines_a, lines_b, f"{left} {kind}", f"{right} {kind}", lineterm="", n=2))
+    diff = "\n".join(
+        difflib.unified_diff(lines_a, lines_b, f"{left} {kind}", f"{right} {kind}", lineterm="", n=2)
+    )
     return KindDiff(kind, only_a, only_b, diff)
 
 

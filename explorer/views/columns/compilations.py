@@ -30,7 +30,9 @@ def compilations_text(pair: CompilationPair, limit: int = 200) -> str:
     left, right = pair.left, pair.right
     out = [f"{left.label}  <->  {right.label}"]
     if pair.same_function:
-        out.append(f"{right.label if right.entry > left.entry else left.label} was compiled because: {pair.why}")
+        out.append(
+            f"{right.label if right.entry > left.entry else left.label} was compiled because: {pair.why}"
+        )
         out += [f"  {sym}: {why}" for sym, why in pair.symbols.items()]
     for kind, kd in pair.kinds.items():
         out.append(f"\n{kind}: {_counts(left, kind)}  |  {_counts(right, kind)}")
@@ -56,16 +58,19 @@ def compilations_html(pair: CompilationPair, *, graphs: bool = True, budget: int
         )
         if pair.symbols:
             rows = "".join(
-                f"<tr><td><code>{escape(s)}</code></td><td>{escape(w)}</td></tr>" for s, w in pair.symbols.items()
+                f"<tr><td><code>{escape(s)}</code></td><td>{escape(w)}</td></tr>"
+                for s, w in pair.symbols.items()
             )
-            parts.append(f'<table class="symbols"><tr><th>symbol</th><th>size, and why</th></tr>{rows}</table>')
+            parts.append(
+                f'<table class="symbols"><tr><th>symbol</th><th>size, and why</th></tr>{rows}</table>'
+            )
     parts.append(_summary_table(pair))
     for kind, kd in pair.kinds.items():
         parts.append(_kind_html(kd, left, right, open_=kind == "computation"))
     if "computation" in pair.kinds:
         cols = [_column(side, "computation", budget) for side in (left, right)]
         parts.append(
-            '<details open><summary><b>computation trees side by side</b></summary>'
+            "<details open><summary><b>computation trees side by side</b></summary>"
             f'<div class="ranks">{"".join(cols)}</div></details>'
         )
         if graphs:
@@ -75,7 +80,7 @@ def compilations_html(pair: CompilationPair, *, graphs: bool = True, budget: int
                 for side, g in zip((left, right), drawn)
             ]
             parts.append(
-                '<details open><summary><b>computation graphs side by side</b></summary>'
+                "<details open><summary><b>computation graphs side by side</b></summary>"
                 f'<div class="ranks">{"".join(cols)}</div></details>{canvas_script()}'
             )
     return "".join(parts)
@@ -89,7 +94,9 @@ def _counts(side: Side, kind: str) -> str:
     by = ", ".join(f"{name} {n}" for name, n in sorted(execs.items(), key=lambda kv: -kv[1]))
     regions = side.regions(kind)
     n = sum(execs.values())
-    return f"{side.label}: {n} line{'' if n == 1 else 's'} ({by})" + (f", {regions} fusion regions" if regions else "")
+    return f"{side.label}: {n} line{'' if n == 1 else 's'} ({by})" + (
+        f", {regions} fusion regions" if regions else ""
+    )
 
 
 def _summary_table(pair: CompilationPair) -> str:
@@ -105,7 +112,9 @@ def _summary_table(pair: CompilationPair) -> str:
             by = ", ".join(f"{escape(name)} {n}" for name, n in sorted(execs.items(), key=lambda kv: -kv[1]))
             regions = side.regions(kind)
             cells.append(
-                f"<td>{sum(execs.values())} lines: {by}" + (f"; {regions} fusion regions" if regions else "") + "</td>"
+                f"<td>{sum(execs.values())} lines: {by}"
+                + (f"; {regions} fusion regions" if regions else "")
+                + "</td>"
             )
         rows.append(f"<tr><td>{escape(kind)}</td>{''.join(cells)}</tr>")
     head = f"<tr><th></th><th>{escape(pair.left.label)}</th><th>{escape(pair.right.label)}</th></tr>"
@@ -132,7 +141,9 @@ def _kind_html(kd: KindDiff, left: Side, right: Side, *, open_: bool) -> str:
 
 def _column(side: Side, kind: str, budget: int) -> str:
     p = side.final(kind)
-    body = tree_html(p.nodes, open_depth=0, budget=budget) if p is not None else '<div class="note">none</div>'
+    body = (
+        tree_html(p.nodes, open_depth=0, budget=budget) if p is not None else '<div class="note">none</div>'
+    )
     return f'<div class="rank"><div class="hd">{escape(side.label)}</div>{body}</div>'
 
 

@@ -32,7 +32,7 @@ def test_two_entries_of_one_function_say_which_check_failed_and_what_became_a_sy
     assert any("check_sizes({'s0': s0}" in line for line in pro.only_right)
     assert not any("check_sizes" in line for line in pro.only_left)
     comp = d.kinds["computation"]
-    assert any('f32[s0, 8]' in line for line in comp.only_right) and "+t7 = torch.add(t6, 1)" in comp.diff
+    assert any("f32[s0, 8]" in line for line in comp.only_right) and "+t7 = torch.add(t6, 1)" in comp.diff
     text = d.text()
     assert "entry 1 was compiled because: pythonex.check_tensor(x, (4, 8)" in text
     # the entries given, in either order: the newer one is the one compiled because of the older
