@@ -47,6 +47,9 @@ TIMING_ROWS = 30  # the slowest lines listed in each final pass
 OVERVIEW_TAB = "overview"  # the tab the page opens on
 REPORT_CHANGES = 300  # changes listed per pass (the explorer lists more)
 REPORT_TEXT_DIFF = 100  # lines of the final pass's text diff
+# lines of a final pass's printed trace (the tree above it has every line with its subsymbols;
+# ``thunder.last_traces(jfn)[-1]`` prints the whole trace)
+REPORT_PRINTED = 400
 GRAPHED_KINDS = ("computation", "backward")  # "auto" draws their final pass; other kinds' when small
 SMALL_GRAPH = 60
 PAIR_GRAPH_NODES = 300  # "auto" draws the forward-and-backward graph up to this many lines in all
@@ -344,6 +347,8 @@ def _pane_html(
             + "</details>"
         )
     if final:
-        out.append(f"<details><summary>Printed trace</summary>{source_html(p, budget)}</details>")
+        out.append(
+            f"<details><summary>Printed trace</summary>{source_html(p, min(budget, REPORT_PRINTED))}</details>"
+        )
     out.append("</div>")
     return "".join(out)

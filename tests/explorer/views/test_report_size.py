@@ -15,8 +15,8 @@ from explorer.views.report import report_html
 MB = 1_000_000
 
 
-@pytest.fixture(scope="module")
-def llama_step():
+@pytest.fixture(scope="module", params=[True, False], ids=["use_cache", "no_cache"])
+def llama_step(request):
     transformers = pytest.importorskip("transformers")
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -29,6 +29,7 @@ def llama_step():
         num_key_value_heads=2,
         vocab_size=256,
         max_position_embeddings=128,
+        use_cache=request.param,
     )
     torch.manual_seed(0)
     jllama = thunder.jit(LlamaForCausalLM(config))
