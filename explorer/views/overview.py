@@ -199,7 +199,15 @@ def _cache_table(model: TraceModel) -> str:
     return (
         f'<div class="hd">Cache <span class="note">{n} compiled entr{"y" if n == 1 else "ies"}</span></div>'
         '<table class="kv ov"><tr><th>entry</th><th>lines</th><th>computation inputs</th>'
-        "<th>why it was compiled</th></tr>" + "".join(rows) + "</table>"
+        "<th>why it was compiled</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + (
+            '<div class="note"><code>explorer.diff(jfn, entries=(i, j))</code> shows two entries side by side: '
+            "the check that failed, the sizes that became symbols, the lines and graphs that differ</div>"
+            if n > 1
+            else ""
+        )
     )
 
 
