@@ -210,7 +210,7 @@ def memory(
     if args is not None or kwargs is not None:  # the entry that takes them
         from explorer.measure.fitting import entry_for
 
-        entry = entry_for(obj, tuple(args or ()), kwargs, entry)
+        entry = entry_for(obj, tuple(args or ()), kwargs, entry, either_grad_mode=True)
     m = model_of(obj, entry=entry)
     strides = None  # with inputs, the computed figures are for their layouts (a reshape may copy)
     if (args is not None or kwargs is not None) and kind in ("computation", "forward"):

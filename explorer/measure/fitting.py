@@ -3,8 +3,8 @@
 A jitted function's last entry is not always the one that fits this call: a module's counter
 moved since (``self.calls`` is a different literal), the inputs are of another size, or nothing
 was compiled yet. ``entry_for`` tries the entries' prologues (checks only: nothing runs) from the
-most recent back (in this grad mode first, then in the other: a measurement runs an entry in the
-grad mode it was traced in), and when none takes the inputs it compiles one by calling the function once
+most recent back (for ``explorer.memory``, which runs an entry in the grad mode it was traced in,
+in the other grad mode too), and when none takes the inputs it compiles one by calling the function once
 with the user's state saved before and put back after (``hands_off.Snapshot``), so that asking
 the explorer never moves a counter, writes an input or draws a random number.
 """
@@ -17,13 +17,17 @@ import thunder
 from explorer.measure.hands_off import Snapshot
 
 
-def entry_for(jfn, args: tuple, kwargs: dict | None, entry: int | None = None) -> int:
+def entry_for(
+    jfn, args: tuple, kwargs: dict | None, entry: int | None = None, *, either_grad_mode: bool = False
+) -> int:
     """``entry`` when given; else the index of the most recent cache entry of ``jfn`` whose
-    prologue accepts ``args`` and ``kwargs``, compiled for them first when there is none."""
+    prologue accepts ``args`` and ``kwargs``, compiled for them first when there is none.
+    ``either_grad_mode``: an entry traced in the other grad mode does too (a measurement that
+    runs each entry in the grad mode it was traced in: ``explorer.memory``)."""
     if entry is not None:
         return entry
     kwargs = kwargs or {}
-    found = _fitting(jfn, args, kwargs)
+    found = _fitting(jfn, args, kwargs, either_grad_mode)
     if found is not None:
         return found
     snap = Snapshot.of(jfn, args, kwargs)
@@ -31,7 +35,7 @@ def entry_for(jfn, args: tuple, kwargs: dict | None, entry: int | None = None) -
         jfn(*args, **kwargs)
     finally:
         snap.restore()
-    found = _fitting(jfn, args, kwargs)
+    found = _fitting(jfn, args, kwargs, either_grad_mode)
     if found is None:
         raise RuntimeError(
             f"explorer: {getattr(jfn, '__name__', jfn)!s} was called on these inputs, but none of its "
@@ -40,12 +44,13 @@ def entry_for(jfn, args: tuple, kwargs: dict | None, entry: int | None = None) -
     return found
 
 
-def _fitting(jfn, args: tuple, kwargs: dict) -> int | None:
-    """The most recent entry whose prologue takes the inputs in this grad mode, else in the other
-    one (a program compiled under ``torch.no_grad()`` and asked about outside it: the
-    measurements run each entry in the grad mode it was traced in)."""
+def _fitting(jfn, args: tuple, kwargs: dict, either_grad_mode: bool) -> int | None:
+    """The most recent entry whose prologue takes the inputs in this grad mode (else, with
+    ``either_grad_mode``, in the other one: a program compiled under ``torch.no_grad()`` and
+    asked about outside it)."""
     entries = thunder.compile_stats(jfn).entries
-    for grad in (torch.is_grad_enabled(), not torch.is_grad_enabled()):
+    modes = (torch.is_grad_enabled(), not torch.is_grad_enabled())
+    for grad in modes if either_grad_mode else modes[:1]:
         with torch.set_grad_enabled(grad):
             for i in range(len(entries) - 1, -1, -1):
                 try:
