@@ -176,12 +176,7 @@ class ThunderFunction:
             except Exception:
                 return self._call(args, kwargs, entry)
             self.stats.calls += 1
-            try:
-                out = entry.computation(*cargs)
-            except Exception as e:
-                _note_unwritten(e, entry)
-                raise
-            return out[0] if entry.epilogue is None else entry.epilogue(*out, *eargs)
+            return _run(entry, cargs, eargs)
         return self._call(args, kwargs, None)
 
     def _call(self, args: tuple, kwargs: dict, tried):
