@@ -148,10 +148,10 @@ class ThunderFunction:
         if fast is not None and not kwargs:
             try:  # (the C checks of fast_path.py; not while a trace records torch calls)
                 hit = (
-                    fast[0](*args)
+                    not _mode_on()
+                    and fast[0](*args)
                     and _grad_enabled() is fast[1]
                     and _default_dtype() is fast[2]
-                    and not _mode_on()
                 )
             except TypeError:  # (another number of arguments)
                 hit = False
