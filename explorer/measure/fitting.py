@@ -30,11 +30,8 @@ def entry_for(
     found = _fitting(jfn, args, kwargs, either_grad_mode)
     if found is not None:
         return found
-    snap = Snapshot.of(jfn, args, kwargs)
-    try:
+    with Snapshot.kept(jfn, args, kwargs):
         jfn(*args, **kwargs)
-    finally:
-        snap.restore()
     found = _fitting(jfn, args, kwargs, either_grad_mode)
     if found is None:
         raise RuntimeError(

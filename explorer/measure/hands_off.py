@@ -6,11 +6,9 @@ input's ``x.add_(1)``, a BatchNorm's running statistics and ``num_batches_tracke
 set (``self.calls += 1``), items appended, globals rebound, and the random number generators
 drawn from (dropout). ``Snapshot`` records all of that before the run::
 
-    snap = Snapshot.of(jfn, args, kwargs)     # walks what the call can reach
-    try:
+    with Snapshot.kept(jfn, args, kwargs):    # walks what the call can reach
         ...                                   # run it as often as needed
-    finally:
-        snap.restore()                        # every tensor, attribute, item and RNG as it was
+    # here every tensor, attribute, item and RNG is as it was (also after an error)
 
 What is walked: the arguments, the module behind a jitted module (its parameters, buffers,
 ``.grad``s, submodules, their attribute dictionaries and the functions of their classes), and for
@@ -29,6 +27,7 @@ each run of a measurement from the same random numbers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import random
@@ -192,6 +191,17 @@ class Snapshot:
     def of(cls, obj, args=(), kwargs=None) -> Snapshot:
         """The state a call of ``obj`` (a jitted function or module) on ``args`` can reach."""
         return cls([args, kwargs or {}, target_of(obj)])
+
+    @classmethod
+    @contextlib.contextmanager
+    def kept(cls, obj, args=(), kwargs=None):
+        """``with Snapshot.kept(jfn, args, kwargs) as snap:`` the block runs, then everything the
+        call can reach is put back (also when the block raises)."""
+        snap = cls.of(obj, args, kwargs)
+        try:
+            yield snap
+        finally:
+            snap.restore()
 
     def _walk(self, stack: list, limit: int) -> None:
         seen: set[int] = set()

@@ -33,11 +33,8 @@ def measure_memory(
     after each line (written for CUDA, run only where it is present). Returns (None, why)
     when there is nothing to measure with."""
     kwargs = kwargs or {}
-    snapshot = Snapshot.of(jfn, args, kwargs)
-    try:
+    with Snapshot.kept(jfn, args, kwargs):
         return _measure(jfn, args, kwargs, kind, entry)
-    finally:
-        snapshot.restore()
 
 
 def _measure(jfn, args: tuple, kwargs: dict, kind: str, entry: int):

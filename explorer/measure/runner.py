@@ -169,11 +169,8 @@ def measure(
     regions Inductor compiles in the background are waited for after the warm-up.
     """
     kwargs = kwargs or {}
-    snapshot = Snapshot.of(jfn, args, kwargs)
-    try:
+    with Snapshot.kept(jfn, args, kwargs):
         return _measure(jfn, args, kwargs, entry, repeat)
-    finally:
-        snapshot.restore()
 
 
 def _measure(jfn, args: tuple, kwargs: dict, entry: int, repeat: int) -> Measurement:

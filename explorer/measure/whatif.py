@@ -177,8 +177,7 @@ def compare(
     rows: list[WhatIfRow] = []
     reference: tuple[WhatIfRow, list] | None = None
     device = "cpu"
-    snapshot = Snapshot.of(obj, args, kwargs)
-    try:
+    with Snapshot.kept(obj, args, kwargs) as snapshot:
         for i, names in enumerate(lists):
             row = WhatIfRow(names)
             rows.append(row)
@@ -210,8 +209,6 @@ def compare(
                 row.matched, row.max_abs_diff = (None, None) if row.random else (True, 0.0)
                 continue
             _judge(row, reference[0], difference(reference[1], out))
-    finally:
-        snapshot.restore()
     if progress is not None:
         progress(1.0, f"compared {len(lists)} executor list{'s' if len(lists) != 1 else ''}")
     title = getattr(target, "__qualname__", None) or type(target).__qualname__
