@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from support.against_eager import check_calls
+from support.opdb.spectral import N_DIM, ONE_DIM
 
 import thunder
 
@@ -16,23 +17,6 @@ f64, c128 = torch.float64, torch.complex128
 
 def _calls(make, sizes=(8, 11), per_size=2):
     return [make(n) for n in sizes for _ in range(per_size)]
-
-
-ONE_DIM = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
-N_DIM = [
-    "fft2",
-    "ifft2",
-    "fftn",
-    "ifftn",
-    "rfft2",
-    "rfftn",
-    "irfft2",
-    "irfftn",
-    "hfft2",
-    "hfftn",
-    "ihfft2",
-    "ihfftn",
-]
 
 
 @pytest.mark.parametrize(

@@ -114,16 +114,14 @@ def hand_trace(n: int = 3) -> Trace:
     return t
 
 
-def tiny_llama(layers: int = 2):
-    """A jitted transformers ``LlamaForCausalLM`` (hidden size 64, random weights, nothing
-    downloaded) called once on 8 tokens with a ``StaticCache``, as notebook 03 does."""
+def tiny_llama_config(layers: int = 2, **overrides):
+    """A transformers ``LlamaConfig`` of hidden size 64, 4 heads (2 for keys and values) and a
+    vocabulary of 256 (random weights, nothing downloaded)."""
     import transformers
-    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
-
-    import thunder
+    from transformers import LlamaConfig
 
     transformers.logging.set_verbosity_error()
-    config = LlamaConfig(
+    return LlamaConfig(
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=layers,
@@ -131,7 +129,33 @@ def tiny_llama(layers: int = 2):
         num_key_value_heads=2,
         vocab_size=256,
         max_position_embeddings=128,
+        **overrides,
     )
+
+
+def tiny_llama_training_step(**overrides):
+    """A jitted 2-layer ``LlamaForCausalLM`` after one training step (the loss of 8 tokens,
+    backward); ``overrides``: of its config (``use_cache=False``)."""
+    from transformers import LlamaForCausalLM
+
+    import thunder
+
+    config = tiny_llama_config(**overrides)
+    torch.manual_seed(0)
+    jllama = thunder.jit(LlamaForCausalLM(config))
+    ids = torch.randint(0, 256, (1, 8))
+    jllama(ids, labels=ids).loss.backward()
+    return jllama
+
+
+def tiny_llama(layers: int = 2):
+    """A jitted transformers ``LlamaForCausalLM`` (``tiny_llama_config``) called once on 8
+    tokens with a ``StaticCache``, as notebook 03 does."""
+    from transformers import LlamaForCausalLM, StaticCache
+
+    import thunder
+
+    config = tiny_llama_config(layers)
     torch.manual_seed(0)
     llama = LlamaForCausalLM(config).eval()
     cache = StaticCache(config=config, max_cache_len=32)

@@ -11,7 +11,7 @@ import re
 import shutil
 
 import pytest
-import torch
+from support.explorer_builders import tiny_llama_training_step
 
 import explorer
 import thunder
@@ -23,24 +23,8 @@ HELPER = re.compile(r"torchex\.|pythonex\.|scalar_first|<Func>|&lt;Func&gt;|\blt
 
 @pytest.fixture(scope="module")
 def llama_step():
-    transformers = pytest.importorskip("transformers")
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    transformers.logging.set_verbosity_error()
-    config = LlamaConfig(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=256,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    jllama = thunder.jit(LlamaForCausalLM(config))
-    ids = torch.randint(0, 256, (1, 8))
-    jllama(ids, labels=ids, use_cache=False).loss.backward()
-    return jllama
+    pytest.importorskip("transformers")
+    return tiny_llama_training_step(use_cache=False)
 
 
 def _labels(dot: str) -> list[str]:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import torch
+from support.explorer_builders import tiny_llama_training_step
 
-import thunder
 from explorer.views.report import report_html
 
 MB = 1_000_000
@@ -17,25 +16,8 @@ MB = 1_000_000
 
 @pytest.fixture(scope="module", params=[True, False], ids=["use_cache", "no_cache"])
 def llama_step(request):
-    transformers = pytest.importorskip("transformers")
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    transformers.logging.set_verbosity_error()
-    config = LlamaConfig(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=256,
-        max_position_embeddings=128,
-        use_cache=request.param,
-    )
-    torch.manual_seed(0)
-    jllama = thunder.jit(LlamaForCausalLM(config))
-    ids = torch.randint(0, 256, (1, 8))
-    jllama(ids, labels=ids).loss.backward()
-    return jllama
+    pytest.importorskip("transformers")
+    return tiny_llama_training_step(use_cache=request.param)
 
 
 def test_a_llama_training_report_is_under_2_mb(llama_step):

@@ -37,7 +37,24 @@ def _complex(x):
     return torch.complex(x, torch.flip(x, (-1,)))
 
 
-for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+# the transforms of torch.fft along one dimension, and along several
+ONE_DIM = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+N_DIM = (
+    "fft2",
+    "ifft2",
+    "fftn",
+    "ifftn",
+    "rfft2",
+    "rfftn",
+    "irfft2",
+    "irfftn",
+    "hfft2",
+    "hfftn",
+    "ihfft2",
+    "ihfftn",
+)
+
+for _name in ONE_DIM:
     op(f"fft_{_name}", getattr(torch.fft, _name), _one_dim, DT, tol=TOL)
 for _name in ("fft", "ifft"):
     op(
@@ -57,20 +74,7 @@ for _name in ("irfft", "hfft"):
         variant="complex",
         tol=TOL,
     )
-for _name in (
-    "fft2",
-    "ifft2",
-    "fftn",
-    "ifftn",
-    "rfft2",
-    "rfftn",
-    "irfft2",
-    "irfftn",
-    "hfft2",
-    "hfftn",
-    "ihfft2",
-    "ihfftn",
-):
+for _name in N_DIM:
     op(f"fft_{_name}", getattr(torch.fft, _name), _n_dim, DT, tol=TOL)
 for _name in ("fftshift", "ifftshift"):
     op(
