@@ -1,4 +1,4 @@
-"""Symbolic sizes (``thunder/core/symbolic.py``): the expressions' normal form, what each
+"""Symbolic sizes (``thunder/core/symbolic/``): the expressions' normal form, what each
 comparison records, and torch's own code computing with them."""
 
 from __future__ import annotations

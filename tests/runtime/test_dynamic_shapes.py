@@ -1,4 +1,4 @@
-"""Sizes that change between calls (``thunder/runtime/dynamic.py``, ``thunder/core/symbolic.py``):
+"""Sizes that change between calls (``thunder/runtime/dynamic.py``, ``thunder/core/symbolic/``):
 one compilation serves every size the prologue's relations allow, and every call gives eager's
 values: over many calls with changing sizes, branches on sizes, broadcasting against a size-1
 dimension that comes and goes, views and slices computed from sizes, sizes 0 and 1, and the

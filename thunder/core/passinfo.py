@@ -85,7 +85,7 @@ class TraceInfo:
     overwritten_saves: list[OverwrittenSave] = dataclasses.field(default_factory=list)
     # a DistributedDataParallel call that averages gradients across ranks (acquisition)
     data_parallel: DataParallel | None = None
-    # the symbolic sizes among the arguments (``s0``, core/symbolic.py), by name: every trace
+    # the symbolic sizes among the arguments (``s0``, core/symbolic/), by name: every trace
     # made from it takes them (the backward too), so that any line may compute with them
     symbols: tuple[str, ...] = ()
 

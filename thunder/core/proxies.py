@@ -135,7 +135,7 @@ def _size(d):
 
 
 def _symbol_source(d) -> str:
-    """A symbolic size's expression (thunder/core/symbolic.py); ``str`` of anything else."""
+    """A symbolic size's expression (thunder/core/symbolic/); ``str`` of anything else."""
     source = getattr(getattr(d, "node", None), "source", None)
     return source() if source is not None else str(d)
 
@@ -167,7 +167,7 @@ class TensorProxy(torch.Tensor, Proxy):
         # shape, dtype and device never change (a proxy never reaches the dispatcher): kept
         # as plain attributes, read by every meta function and printed on every line
         # the sizes torch accepted, as Python ints (usually they are already); a symbolic size
-        # (a ``torch.SymInt`` of thunder/core/symbolic.py) stays one
+        # (a ``torch.SymInt`` of thunder/core/symbolic/) stays one
         t.meta_shape = shape if set(map(type, shape)) <= _INT else tuple(map(_size, shape))
         t.meta_dtype = dtype
         t.meta_device = device

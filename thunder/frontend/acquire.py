@@ -198,7 +198,7 @@ def acquire(
     """Trace ``fn(*args, **kwargs)`` (``module``: its parameters and buffers become inputs;
     ``dynamic``: names of int inputs to trace as values, see ``frontend/stand_ins/counters.py``;
     ``dynamic_dims``: which dimensions of a tensor input are symbols, ``.dims(name, shape)``
-    (``thunder/runtime/dynamic.py``; the symbols: ``Acquired.sizes``, ``thunder/core/symbolic.py``))."""
+    (``thunder/runtime/dynamic.py``; the symbols: ``Acquired.sizes``, ``thunder/core/symbolic/``))."""
     variables = (dynamic, dynamic_dims)
     try:
         return _acquire(fn, args, kwargs, module, variables)

@@ -30,12 +30,12 @@ def is_tensor(x) -> bool:
 def is_number(x) -> bool:
     """A Python number, a ``NumberProxy`` (an int input that changes between calls, taken
     by an elementwise op as its number operand: ``torch.mul(x, i0)``), or a symbolic size
-    (``torch.add(t, s0)``, thunder/core/symbolic.py)."""
+    (``torch.add(t, s0)``, thunder/core/symbolic/)."""
     return isinstance(x, (Number, NumberProxy, torch.SymInt))
 
 
 def as_size(s):
-    """A size argument as an ``int``, or a symbolic size as itself (thunder/core/symbolic.py)."""
+    """A size argument as an ``int``, or a symbolic size as itself (thunder/core/symbolic/)."""
     if type(s) is int:
         return s
     if isinstance(s, torch.SymInt):

@@ -62,7 +62,7 @@ unpack_buffer = _python_prim(
 unpack_submodule = _python_prim(
     "unpack_submodule", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",)
 )
-# ``s0 = x.shape[0]``: a dynamic dimension's size (a symbol of thunder/core/symbolic.py)
+# ``s0 = x.shape[0]``: a dynamic dimension's size (a symbol of thunder/core/symbolic/)
 unpack_size = _python_prim("unpack_size", _unpack_meta, Tag.UNPACK, printer=_print_unpack, imports=("prims",))
 
 

@@ -47,7 +47,7 @@ class Inputs:
         self.computation = computation
         # names of number inputs read as DynamicNumbers (counters that changed between calls)
         self.dynamic = dynamic
-        # the symbolic sizes of the compilation (thunder/core/symbolic.py), and which dimensions
+        # the symbolic sizes of the compilation (thunder/core/symbolic/), and which dimensions
         # of a tensor input are symbols: ``dynamic_dims.dims(name, shape)`` (thunder/runtime/dynamic.py)
         self.sizes = sizes
         self.dynamic_dims = dynamic_dims

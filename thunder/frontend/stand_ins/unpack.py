@@ -20,7 +20,7 @@ BUFFER = pyops.unpack_buffer  # a module's buffer ``key``
 SUBMODULE = pyops.unpack_submodule  # a module's submodule ``key``
 CAPTURED = pyops.unpack_captured  # a tensor the function captured (a closure's, a global's)
 LOCAL_SHARD = pyops.unpack_local_shard  # a DTensor parameter's shard (frontend/distributed/fsdp.py)
-SIZE = pyops.unpack_size  # a tensor's size along dimension ``key`` (a symbol: core/symbolic.py)
+SIZE = pyops.unpack_size  # a tensor's size along dimension ``key`` (a symbol: core/symbolic/)
 # unpacks of the parent alone (no key)
 WHOLE = frozenset({CAPTURED, LOCAL_SHARD})
 

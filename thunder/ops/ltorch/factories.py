@@ -109,7 +109,7 @@ def arange(
 
 def _symbolic_arange(start, end, step, dtype, device):
     """``torch.arange`` whose bounds or step are integers, some symbolic sizes
-    (thunder/core/symbolic.py): as many elements as ``range`` gives."""
+    (thunder/core/symbolic/): as many elements as ``range`` gives."""
     if not all(isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in (start, end, step)):
         raise ShapeError("torch.arange: a symbolic size with a bound or step that is not an int")
     step = int(step) if isinstance(step, torch.SymInt) else step  # (a symbolic step: pinned)
