@@ -337,7 +337,7 @@ def test_the_wrapper_the_helper_compiled_with_is_the_one_loaded(background, monk
     x, y = torch.randn(4, 5), torch.randn(4, 5)
     jfn(x, y)
     asked = _record_wrappers(monkeypatch, cpp_fails=False)
-    jobs.futures[0].cpp_wrapper = helper_found  # (as _Helper._read sets it from the answer)
+    jobs.futures[0].cpp_wrapper = helper_found  # (as Helper._read sets it from the answer)
     jobs.futures[0].set_result(None)
     torch.testing.assert_close(jfn(x, y), chain(x, y))
     assert asked == [helper_found]
@@ -350,6 +350,7 @@ def test_an_answer_the_helper_cannot_read_fails_the_waiting_compilations():
     import io
 
     from thunder.executors.inductor.compile import write_message
+    from thunder.executors.inductor.helper import Helper
 
     class Proc:
         stdout = io.BytesIO()
@@ -363,7 +364,7 @@ def test_an_answer_the_helper_cannot_read_fails_the_waiting_compilations():
 
     write_message(Proc.stdout, ("not", "an", "answer", "of", "five"))
     Proc.stdout.seek(0)
-    helper, proc = torchcompileex._Helper(), Proc()
+    helper, proc = Helper(), Proc()
     waiting = helper.futures[1] = concurrent.futures.Future()
     helper._read(proc)
     assert proc.killed and "could not be read" in waiting.result(timeout=0)

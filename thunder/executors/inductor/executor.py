@@ -57,11 +57,7 @@ import atexit
 import concurrent.futures
 import dataclasses
 import functools
-import os
 import pickle
-import queue
-import subprocess
-import sys
 import threading
 import warnings
 import weakref
@@ -72,9 +68,8 @@ import torch
 from thunder.core.printing import Printer
 from thunder.core.proxies import NumberProxy, TensorProxy, proxies_in
 from thunder.core.pytree import tree_leaves
-from thunder.core.source import THUNDER_DIR
 from thunder.core.symbol import BoundSymbol, SymbolTable, symbols_with
-from thunder.core.symbolic import contiguous_strides, expr_of, has_symbols
+from thunder.core.symbolic import expr_of, has_symbols
 from thunder.core.tags import Tag
 from thunder.executors.base import Drawing
 from thunder.executors.claim import claim
@@ -84,9 +79,18 @@ from thunder.executors.inductor.compile import (
     SymbolicMeta,
     TensorGuards,
     compile_program,
-    compile_settings,
-    read_message,
-    write_message,
+)
+from thunder.executors.inductor.helper import Helper
+from thunder.executors.inductor.layouts import (
+    dense_order,
+    eager_strides,
+    input_strides,
+    laid_out_trace,
+    layout_key,
+    nontrivial_strides,
+    ordered_strides,
+    reordered,
+    restrided,
 )
 from thunder.executors.inductor.order import matmuls_together
 from thunder.executors.registry import fallback_executors, register_executor
@@ -216,93 +220,7 @@ def _with_size_inputs(region: Region) -> Region:
 _background = {"on": True}
 
 
-class _Helper:
-    """The helper process (``thunder/executors/inductor/worker.py``), started on first use:
-    jobs go to it through a writer thread (a large program must not block the calling
-    thread on a full pipe) and answers come back through a reader thread, as futures."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.proc: subprocess.Popen | None = None
-        self.outbox: queue.Queue | None = None
-        self.futures: dict[int, concurrent.futures.Future] = {}
-        self.count = 0
-
-    def submit(self, program: tuple, meta: list, grad: bool) -> concurrent.futures.Future:
-        with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            self.count += 1
-            future = concurrent.futures.Future()
-            self.futures[self.count] = future
-            self.outbox.put((self.count, program, meta, grad, compile_settings()))
-            return future
-
-    def _start(self) -> None:
-        root = os.path.dirname(THUNDER_DIR.rstrip(os.sep))  # (the folder thunder is imported from)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "thunder.executors.inductor.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
-        self.outbox = queue.Queue()
-        threading.Thread(target=self._write, args=(self.proc, self.outbox), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
-        threading.Thread(target=_prepare_loading, daemon=True).start()
-
-    @staticmethod
-    def _write(proc: subprocess.Popen, outbox: queue.Queue) -> None:
-        while (job := outbox.get()) is not None:
-            try:
-                write_message(proc.stdin, job)
-            except (BrokenPipeError, OSError):
-                return
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        ended = None
-        try:
-            while (answer := read_message(proc.stdout)) is not None:
-                number, error, cpp = answer
-                with self.lock:
-                    future = self.futures.pop(number, None)
-                if future is not None:
-                    future.cpp_wrapper = cpp  # (the wrapper that compiled: loaded alone, no retry)
-                    future.set_result(error)
-        except Exception as e:  # an answer that cannot be read: the calls must not wait forever
-            ended = f"an answer of the compiling process could not be read: {type(e).__name__}: {e}"
-            proc.kill()
-        with self.lock:  # the process ended: what it had not answered fails
-            left = [f for f in self.futures.values()]
-            self.futures.clear()
-        for future in left:
-            future.set_result(ended or f"the compiling process ended (exit code {proc.wait()})")
-
-    def close(self) -> None:
-        with self.lock:
-            proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _prepare_loading() -> None:
-    """Meanwhile, here: import Inductor and let it probe the CPU's vector instructions (by
-    compiling small programs), which loading the first compiled region would otherwise do
-    (seconds). Neither traces anything. Only a head start: where it fails (the interpreter
-    shutting down meanwhile refuses imports), loading does it."""
-    try:
-        import torch._inductor.compile_fx  # noqa: F401
-        from torch._inductor import cpu_vec_isa
-
-        cpu_vec_isa.valid_vec_isa_list()
-    except Exception:
-        pass
-
-
-_helper = _Helper()
+_helper = Helper()
 _waiting: weakref.WeakSet = weakref.WeakSet()  # regions with compilations in the helper
 atexit.register(_helper.close)
 
@@ -356,7 +274,7 @@ class InductorRegion:
         self.size = len(region.members)
         self.single = len(region.outputs) == 1
         # matmuls next to each other: fewer C++ functions in Inductor's code (see inductor_order)
-        self.trace = claim(matmuls_together(_laid_out_trace(region), _is_matmul), fallback_executors())
+        self.trace = claim(matmuls_together(laid_out_trace(region), _is_matmul), fallback_executors())
         self.program = self.trace.python_callable()
         self.compiled: dict[tuple, object] = {}
         self.compiling: dict[tuple, tuple[concurrent.futures.Future, object]] = {}
@@ -377,14 +295,14 @@ class InductorRegion:
         if last is not None and last[0] is torch.is_grad_enabled() and last[1].check(*args):
             out = last[2](*args)
             if last[3]:
-                out = _restrided(out, last[3])
+                out = restrided(out, last[3])
         else:
             key = (torch.is_grad_enabled(), *[(a.shape, a.stride()) for a in args])
             fn = self._find(key, args)
             out = fn(*args)
             moves = self._moves(key, args, out)
             if moves:
-                out = _restrided(out, moves)
+                out = restrided(out, moves)
             if fn is not self.program and TensorGuards is not None:
                 guards = TensorGuards(*args, dynamic_dims_sizes=None, dynamic_dims_strides=None)
                 self.last = (key[0], guards, fn, moves)
@@ -406,7 +324,7 @@ class InductorRegion:
     def _call_symbolic(self, args):
         # (sizes need no check of their own: the prologue checked the program's inputs against
         # the symbols, and the ops' meta functions give every size of the region's inputs)
-        key = (torch.is_grad_enabled(), tuple(_layout_key(args[i]) for i in self.tensors))
+        key = (torch.is_grad_enabled(), tuple(layout_key(args[i]) for i in self.tensors))
         variant = self._variant(key, args)
         if variant is None:  # (compiling meanwhile)
             out = self.program(*args)
@@ -416,7 +334,7 @@ class InductorRegion:
         if variant.moves is None:
             variant.moves = self._moves_by_order(key, args, out)
         if variant.moves:
-            out = _reordered(out, variant.moves)
+            out = reordered(out, variant.moves)
         return out[0] if self.single else tuple(out)
 
     def _variant(self, key: tuple, args) -> _Variant | None:
@@ -440,7 +358,7 @@ class InductorRegion:
 
     def _symbolic_meta(self, key: tuple, args) -> SymbolicMeta:
         """The inputs' metadata with the sizes as expressions over the symbols and the strides
-        their layouts give (``_layout_key``), at this call's values of the symbols."""
+        their layouts give (``layout_key``), at this call's values of the symbols."""
         inputs = list(self.region.inputs)
         layouts = dict(zip(self.tensors, key[1]))
         meta = []
@@ -449,7 +367,7 @@ class InductorRegion:
                 meta.append(p.name)
                 continue
             shape = tuple(expr_of(d) for d in p.meta_shape)
-            strides = tuple(expr_of(d) for d in _strides(p.meta_shape, layouts[i], a))
+            strides = tuple(expr_of(d) for d in input_strides(p.meta_shape, layouts[i], a))
             meta.append((shape, strides, a.dtype, a.device, a.requires_grad))
         hints = tuple(sorted((p.name, int(args[i])) for i, p in enumerate(inputs) if i not in layouts))
         return SymbolicMeta(tuple(meta), hints)
@@ -459,14 +377,14 @@ class InductorRegion:
         for every size of a signature), where Inductor's differs."""
         expected = self.eager_strides.get(key)
         if expected is None:
-            expected = self.eager_strides[key] = _eager_strides(self.region, args)
+            expected = self.eager_strides[key] = eager_strides(self.region, args)
         moves = []
         for i, (o, stride) in enumerate(zip(out, expected)):
             if stride is None:
                 continue
-            order = _dense_order(o.shape, stride)
-            if order is not None and _layout(o.shape, o.stride()) != _layout(
-                o.shape, _ordered_strides(o.shape, order)
+            order = dense_order(o.shape, stride)
+            if order is not None and nontrivial_strides(o.shape, o.stride()) != nontrivial_strides(
+                o.shape, ordered_strides(o.shape, order)
             ):
                 moves.append((i, order))
         return tuple(moves)
@@ -480,11 +398,12 @@ class InductorRegion:
         tensors laid out as the inputs, once per input signature."""
         expected = self.eager_strides.get(key[1:])
         if expected is None:
-            expected = self.eager_strides[key[1:]] = _eager_strides(self.region, args)
+            expected = self.eager_strides[key[1:]] = eager_strides(self.region, args)
         return tuple(
             (i, stride)
             for i, (o, stride) in enumerate(zip(out, expected))
-            if stride is not None and _layout(o.shape, o.stride()) != _layout(o.shape, stride)
+            if stride is not None
+            and nontrivial_strides(o.shape, o.stride()) != nontrivial_strides(o.shape, stride)
         )
 
     def _start(self, key: tuple, args, meta_of: Callable):
@@ -615,120 +534,6 @@ class _Variant:
 
 def _everything(args) -> bool:
     return True
-
-
-def _layout_key(a: torch.Tensor):
-    """How ``a`` is laid out, in terms that hold for every size: None for row-major;
-    ``("order", dims, expanded)`` for another dense layout (its dimensions from outermost to
-    innermost, size-1 ones left out, and those expanded with stride 0); else ``("strides",
-    strides)``, these strides exactly."""
-    if a.is_contiguous():
-        return None
-    shape, stride = a.shape, a.stride()
-    order = _dense_order(shape, stride)
-    if order is None:
-        return ("strides", tuple(stride))
-    return ("order", order, tuple(d for d in order if stride[d] == 0))
-
-
-def _dense_order(shape, stride) -> tuple | None:
-    """The dimensions of size other than 1 from outermost to innermost when ``stride`` lays
-    ``shape`` out densely (expanded dimensions, stride 0, allowed), else None."""
-    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -stride[d])
-    step = 1
-    for d in reversed(dims):
-        if stride[d] == 0:
-            continue
-        if stride[d] != step:
-            return None
-        step *= shape[d]
-    return tuple(dims)
-
-
-def _ordered_strides(shape, order: tuple, expanded: tuple = ()) -> list:
-    """The strides that lay ``shape`` out densely in ``order`` (1 for dimensions left out)."""
-    strides = [1] * len(shape)
-    step = 1
-    for d in reversed(order):
-        if d in expanded:
-            strides[d] = 0
-            continue
-        strides[d] = step
-        step = step * shape[d]
-    return strides
-
-
-def _strides(shape: tuple, layout, a: torch.Tensor) -> tuple:
-    """The strides, symbolic where the sizes are, of an input of ``shape`` (symbolic ints) laid
-    out as ``layout`` says (``a``: the tensor of this call)."""
-    if layout is None:
-        return contiguous_strides(shape)
-    if layout[0] == "strides":
-        return layout[1]
-    strides = _ordered_strides(shape, layout[1], layout[2])
-    return tuple(s if d in layout[1] else a.stride(d) for d, s in enumerate(strides))
-
-
-def _reordered(out, moves: tuple) -> list:
-    """``out`` with each output named in ``moves`` copied into eager's order of dimensions."""
-    out = list(out)
-    for i, order in moves:
-        o = out[i]
-        stride = _ordered_strides(o.shape, order)
-        out[i] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
-    return out
-
-
-def _eager_strides(region: Region, args) -> list:
-    """Each output's strides when the region's ops run whole in torch on tensors laid out as
-    ``args`` (eager's), None for one that is not dense (an expanded view: left as it comes) or
-    when an op cannot run on fake tensors (then nothing is moved)."""
-    from torch._prims_common import is_non_overlapping_and_dense_or_false
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    try:
-        program = claim(region.trace(prims=False), fallback_executors()).python_callable()
-        mode = FakeTensorMode()
-        fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
-        with mode, torch.no_grad():
-            outs = program(*fakes)
-        return [o.stride() if is_non_overlapping_and_dense_or_false(o) else None for o in outs]
-    except Exception:
-        return [None] * len(region.outputs)
-
-
-def _layout(shape, stride) -> tuple:
-    return tuple(s for s, n in zip(stride, shape) if n > 1)
-
-
-def _restrided(out, moves: tuple) -> list:
-    """``out`` with each output named in ``moves`` copied into eager's strides."""
-    out = list(out)
-    for i, stride in moves:
-        o = out[i]
-        out[i] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
-    return out
-
-
-def _asks_layout(bsym: BoundSymbol) -> bool:
-    memory_format = bsym.kwargs.get("memory_format")
-    return isinstance(memory_format, torch.memory_format) and memory_format is not torch.preserve_format
-
-
-def _laid_out_trace(region: Region):
-    """The region's prims as a trace, except that an op asking for a memory format (a clone
-    made by ``contiguous(memory_format=...)``) stays whole: ``prims.clone`` has no memory format,
-    and the layout flows on through the region's later ops in eager (an elementwise op keeps
-    channels_last) and so in Inductor's code traced from these calls."""
-
-    def parts(bsym: BoundSymbol) -> list[BoundSymbol]:
-        if _asks_layout(bsym) or Tag.PRIM in bsym.sym.tags or not bsym.subsymbols:
-            return [bsym]
-        return [p for sub in bsym.subsymbols for p in parts(sub)]
-
-    trace = region.trace()
-    trace.bound_symbols = [p for m in region.members for p in parts(m)]
-    return trace
 
 
 def _is_matmul(prim: BoundSymbol) -> bool:
